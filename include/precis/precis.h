@@ -1,0 +1,198 @@
+/*
+ * precis — mixed-precision inference optimizer and runtime.
+ *
+ * Public C API. Everything a program (including the `precis` CLI) needs is
+ * declared here; nothing else under include/ is public.
+ *
+ * Conventions
+ *  - Every call that can fail returns a precis_status. On failure a one-line
+ *    message is stored in the precis_ctx passed to (or owning) the call and is
+ *    read with precis_last_error(ctx). The library never exits or aborts on
+ *    bad input.
+ *  - Handles are opaque. Every type has a _create/_load and a _destroy.
+ *    Destroy functions accept NULL.
+ *  - Borrowed pointers are documented with "valid until ...".
+ *  - A precis_ctx is not thread-safe: use one per thread.
+ *
+ * Tensors are dense, row-major (C order). Shapes are arrays of int64 dims.
+ */
+#ifndef PRECIS_PRECIS_H
+#define PRECIS_PRECIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PRECIS_VERSION_MAJOR 0
+#define PRECIS_VERSION_MINOR 1
+#define PRECIS_VERSION_PATCH 0
+
+/* Maximum tensor rank supported anywhere in precis. */
+#define PRECIS_MAX_RANK 8
+
+/* Status codes. These are also the CLI's exit codes (see precis --help). */
+typedef enum precis_status {
+    PRECIS_OK = 0,
+    PRECIS_ERR_INVALID_ARG = 2, /* bad argument, bad input tensor (name, shape, dtype) */
+    PRECIS_ERR_IO = 3,          /* file missing, unreadable, unwritable */
+    PRECIS_ERR_PARSE = 4,       /* malformed model, protobuf, .npy */
+    PRECIS_ERR_UNSUPPORTED = 5, /* op, attribute or dtype precis cannot run */
+    PRECIS_ERR_SHAPE = 6,       /* inconsistent shapes or types in the graph */
+    PRECIS_ERR_OOM = 7,         /* allocation failed or a size exceeds limits */
+    PRECIS_ERR_INTERNAL = 8     /* a bug in precis */
+} precis_status;
+
+/* Element types; the values are ONNX's TensorProto.DataType values. */
+typedef enum precis_dtype {
+    PRECIS_UNDEFINED = 0,
+    PRECIS_FLOAT32 = 1,
+    PRECIS_UINT8 = 2,
+    PRECIS_INT8 = 3,
+    PRECIS_UINT16 = 4,
+    PRECIS_INT16 = 5,
+    PRECIS_INT32 = 6,
+    PRECIS_INT64 = 7,
+    PRECIS_STRING = 8,
+    PRECIS_BOOL = 9,
+    PRECIS_FLOAT16 = 10,
+    PRECIS_FLOAT64 = 11,
+    PRECIS_UINT32 = 12,
+    PRECIS_UINT64 = 13,
+    PRECIS_BFLOAT16 = 16
+} precis_dtype;
+
+/* "float32", "int64", ... ; "undefined" for unknown values. Static string. */
+const char *precis_dtype_name(precis_dtype dt);
+/* Size of one element in bytes, 0 for UNDEFINED/STRING/unknown. */
+size_t precis_dtype_size(precis_dtype dt);
+
+/* Library version string, e.g. "0.1.0". */
+const char *precis_version(void);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct precis_ctx precis_ctx;
+
+/* Returns NULL only if memory is exhausted. */
+precis_ctx *precis_ctx_create(void);
+void precis_ctx_destroy(precis_ctx *ctx);
+/* The message of the last failed call made with this ctx; "" if none.
+ * Valid until the next call that uses ctx. */
+const char *precis_last_error(const precis_ctx *ctx);
+precis_status precis_last_status(const precis_ctx *ctx);
+
+/* ----------------------------------------------------------------- tensor */
+
+typedef struct precis_tensor precis_tensor;
+
+/* A new tensor owning zero-initialised storage for prod(dims) elements.
+ * rank 0 is a scalar (dims may be NULL). */
+precis_status precis_tensor_create(precis_ctx *ctx, precis_dtype dt, int rank,
+                                   const int64_t *dims, precis_tensor **out);
+void precis_tensor_destroy(precis_tensor *t);
+precis_dtype precis_tensor_dtype(const precis_tensor *t);
+int precis_tensor_rank(const precis_tensor *t);
+/* Valid until the tensor is destroyed. */
+const int64_t *precis_tensor_dims(const precis_tensor *t);
+int64_t precis_tensor_numel(const precis_tensor *t);
+size_t precis_tensor_nbytes(const precis_tensor *t);
+/* Element storage, row-major. Valid until the tensor is destroyed. */
+void *precis_tensor_data(precis_tensor *t);
+const void *precis_tensor_data_const(const precis_tensor *t);
+
+/* NumPy .npy (format 1.0/2.0/3.0, little-endian, C order; dtypes f2 f4 f8 i1 i2
+ * i4 i8 u1 u2 u4 u8 b1). */
+precis_status precis_tensor_load_npy(precis_ctx *ctx, const char *path, precis_tensor **out);
+precis_status precis_tensor_save_npy(precis_ctx *ctx, const precis_tensor *t, const char *path);
+/* A serialized ONNX TensorProto (the format of ONNX's test data input_0.pb). */
+precis_status precis_tensor_load_pb(precis_ctx *ctx, const char *path, precis_tensor **out);
+
+/* ------------------------------------------------------------------ model */
+
+typedef struct precis_model precis_model;
+
+/* Load an ONNX model file. External data files are resolved relative to the
+ * model's directory; absolute paths and paths leaving it are refused. */
+precis_status precis_model_load(precis_ctx *ctx, const char *path, precis_model **out);
+/* Same from memory; base_dir (may be NULL) is where external data lives. */
+precis_status precis_model_load_memory(precis_ctx *ctx, const void *buf, size_t len,
+                                       const char *base_dir, precis_model **out);
+void precis_model_destroy(precis_model *m);
+
+/* Description of a graph input or output. Dims: >= 0 known, -1 unknown; a
+ * symbolic dim has dims[i] == -1 and dim_names[i] != NULL. */
+typedef struct precis_value_info {
+    const char *name;
+    precis_dtype dtype;
+    int rank; /* -1: unknown rank */
+    int64_t dims[PRECIS_MAX_RANK];
+    const char *dim_names[PRECIS_MAX_RANK];
+} precis_value_info;
+
+/* Inputs exclude initializers. The info's strings are valid until the model
+ * is destroyed. */
+int precis_model_num_inputs(const precis_model *m);
+int precis_model_num_outputs(const precis_model *m);
+precis_status precis_model_input(const precis_model *m, int i, precis_value_info *out);
+precis_status precis_model_output(const precis_model *m, int i, precis_value_info *out);
+
+/* Summary for `precis inspect`. Strings valid until the model is destroyed. */
+typedef struct precis_model_summary {
+    int64_t ir_version;
+    const char *producer_name;
+    const char *producer_version;
+    const char *graph_name;
+    int num_nodes;
+    int num_initializers;    /* initializers plus Constant-node tensors */
+    int64_t num_parameters;  /* elements in initializers and Constant nodes */
+    int64_t parameter_bytes;
+    int num_opsets;
+    const char *const *opset_domains; /* "" is the default ai.onnx domain */
+    const int64_t *opset_versions;
+    int num_op_types;                 /* op histogram, sorted by count desc */
+    const char *const *op_types;
+    const int *op_counts;
+    const int *op_supported;          /* 1 if precis can run the op type */
+    int num_metadata;
+    const char *const *metadata_keys;
+    const char *const *metadata_values;
+} precis_model_summary;
+
+precis_status precis_model_summarize(precis_ctx *ctx, const precis_model *m,
+                                     precis_model_summary *out);
+
+/* Run shape and type inference over the graph with the dims known so far
+ * (symbolic dims stay symbolic). Called by precis_model_load already; exposed
+ * for tools. */
+precis_status precis_model_infer_shapes(precis_ctx *ctx, precis_model *m);
+
+/* --------------------------------------------------------------- session */
+
+typedef struct precis_session precis_session;
+
+typedef struct precis_session_options {
+    const char *backend; /* "ref" (default when NULL) */
+    int num_threads;     /* 0: backend default */
+} precis_session_options;
+
+/* A session executes a model. The model must outlive the session. */
+precis_status precis_session_create(precis_ctx *ctx, const precis_model *m,
+                                    const precis_session_options *opt, precis_session **out);
+void precis_session_destroy(precis_session *s);
+
+/* Run once. inputs[i] is bound to the graph input named names[i]; every graph
+ * input must be given exactly once. On success outputs[j] receives a new tensor
+ * (caller destroys) for graph output j, in model output order; outputs must
+ * have room for precis_model_num_outputs() entries. Errors name the input and
+ * the expected versus given dtype/shape. */
+precis_status precis_session_run(precis_ctx *ctx, precis_session *s, int n_inputs,
+                                 const char *const *names, const precis_tensor *const *inputs,
+                                 precis_tensor **outputs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PRECIS_PRECIS_H */

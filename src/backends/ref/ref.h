@@ -1,0 +1,61 @@
+/* The reference backend: portable C11 kernels, the oracle every fast kernel
+ * is checked against. Clarity over speed, but no gratuitous slowness (a
+ * 640x640 PP-OCR detection must run in seconds).
+ *
+ * Each op in ops.inc has   precis_status ref_<Op>(pr_kernel *k);
+ * The executor has already run pr_infer_<Op> on the concrete inputs and
+ * allocated every output with the inferred dtype and dims; the kernel fills
+ * out[i]->data. Kernels must handle any dtype the ONNX spec allows that is
+ * practical (at least float32, and the integer/bool types the op needs;
+ * float16/float64 where ONNX tests use them) and fail with pr_kernelf(...,
+ * PRECIS_ERR_UNSUPPORTED, "...") naming what is missing otherwise.
+ */
+#ifndef PR_BACKENDS_REF_REF_H
+#define PR_BACKENDS_REF_REF_H
+
+#include "ir/graph.h"
+
+typedef struct pr_buf {
+    pr_dtype dtype;
+    int rank;
+    int64_t dims[PR_MAX_RANK];
+    int64_t numel;
+    void *data;    /* numel * pr_dtype_size(dtype) bytes, 64-byte aligned */
+    size_t nbytes;
+} pr_buf;
+
+typedef struct pr_kernel {
+    const pr_graph *g;
+    const pr_node *node;
+    int n_in;
+    const pr_buf *const *in; /* in[i] == NULL for an omitted optional input */
+    int n_out;
+    pr_buf *const *out;      /* out[i] == NULL for an omitted optional output */
+    pr_err *err;
+    int num_threads;
+} pr_kernel;
+
+typedef precis_status (*pr_kernel_fn)(pr_kernel *k);
+
+#define PR_OP(name, family) precis_status ref_##name(pr_kernel *k);
+#include "ir/ops.inc"
+#undef PR_OP
+
+extern const pr_kernel_fn pr_ref_table[PR_OP_COUNT];
+
+/* Fails with "node 'name' (Op): <message>". Returns the status. */
+precis_status pr_kernelf(pr_kernel *k, precis_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Present input i or NULL. */
+static inline const pr_buf *pr_kin(const pr_kernel *k, int i) {
+    return i < k->n_in ? k->in[i] : NULL;
+}
+
+/* Row-major strides (in elements) of dims. */
+void pr_strides(int rank, const int64_t *dims, int64_t *strides);
+/* Strides of `in` broadcast to an output of rank out_rank/out_dims: 0 where the
+ * input dim is 1 (or missing on the left). */
+void pr_bcast_strides(const pr_buf *in, int out_rank, const int64_t *out_dims, int64_t *strides);
+
+#endif

@@ -1,0 +1,99 @@
+#include "core/dtype.h"
+
+#include <math.h>
+
+static const pr_dtype_traits k_traits[PR_DTYPE_MAX + 1] = {
+    [PRECIS_UNDEFINED] = {"undefined", NULL, 0, false, false, false},
+    [PRECIS_FLOAT32] = {"float32", "f4", 4, true, true, false},
+    [PRECIS_UINT8] = {"uint8", "u1", 1, false, false, true},
+    [PRECIS_INT8] = {"int8", "i1", 1, false, true, true},
+    [PRECIS_UINT16] = {"uint16", "u2", 2, false, false, true},
+    [PRECIS_INT16] = {"int16", "i2", 2, false, true, true},
+    [PRECIS_INT32] = {"int32", "i4", 4, false, true, true},
+    [PRECIS_INT64] = {"int64", "i8", 8, false, true, true},
+    [PRECIS_STRING] = {"string", NULL, 0, false, false, false},
+    [PRECIS_BOOL] = {"bool", "b1", 1, false, false, false},
+    [PRECIS_FLOAT16] = {"float16", "f2", 2, true, true, false},
+    [PRECIS_FLOAT64] = {"float64", "f8", 8, true, true, false},
+    [PRECIS_UINT32] = {"uint32", "u4", 4, false, false, true},
+    [PRECIS_UINT64] = {"uint64", "u8", 8, false, false, true},
+    [14] = {"complex64", NULL, 0, false, false, false},
+    [15] = {"complex128", NULL, 0, false, false, false},
+    [PRECIS_BFLOAT16] = {"bfloat16", NULL, 2, true, true, false},
+};
+
+static const pr_dtype_traits k_unknown = {"unknown", NULL, 0, false, false, false};
+
+const pr_dtype_traits *pr_dtype_info(pr_dtype dt) {
+    if ((int)dt < 0 || (int)dt > PR_DTYPE_MAX) return &k_unknown;
+    return &k_traits[dt];
+}
+
+const char *precis_dtype_name(precis_dtype dt) { return pr_dtype_info(dt)->name; }
+size_t precis_dtype_size(precis_dtype dt) { return pr_dtype_info(dt)->size; }
+
+double pr_load_f64(const void *p, pr_dtype dt, int64_t i) {
+    switch (dt) {
+    case PRECIS_FLOAT32: return ((const float *)p)[i];
+    case PRECIS_FLOAT64: return ((const double *)p)[i];
+    case PRECIS_FLOAT16: return pr_f16_to_f32(((const uint16_t *)p)[i]);
+    case PRECIS_BFLOAT16: return pr_bf16_to_f32(((const uint16_t *)p)[i]);
+    case PRECIS_INT8: return ((const int8_t *)p)[i];
+    case PRECIS_UINT8: return ((const uint8_t *)p)[i];
+    case PRECIS_INT16: return ((const int16_t *)p)[i];
+    case PRECIS_UINT16: return ((const uint16_t *)p)[i];
+    case PRECIS_INT32: return ((const int32_t *)p)[i];
+    case PRECIS_UINT32: return ((const uint32_t *)p)[i];
+    case PRECIS_INT64: return (double)((const int64_t *)p)[i];
+    case PRECIS_UINT64: return (double)((const uint64_t *)p)[i];
+    case PRECIS_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
+    default: return 0.0;
+    }
+}
+
+/* Float -> integer conversion that never invokes undefined behaviour:
+ * NaN gives 0, out-of-range values saturate. */
+static int64_t sat_i64(double v, double lo, double hi) {
+    if (isnan(v)) return 0;
+    if (v <= lo) return (int64_t)lo;
+    if (v >= hi) return (int64_t)hi;
+    return (int64_t)v;
+}
+
+void pr_store_f64(void *p, pr_dtype dt, int64_t i, double v) {
+    switch (dt) {
+    case PRECIS_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case PRECIS_FLOAT64: ((double *)p)[i] = v; break;
+    case PRECIS_FLOAT16: ((uint16_t *)p)[i] = pr_f32_to_f16((float)v); break;
+    case PRECIS_BFLOAT16: ((uint16_t *)p)[i] = pr_f32_to_bf16((float)v); break;
+    case PRECIS_INT8: ((int8_t *)p)[i] = (int8_t)sat_i64(v, -128, 127); break;
+    case PRECIS_UINT8: ((uint8_t *)p)[i] = (uint8_t)sat_i64(v, 0, 255); break;
+    case PRECIS_INT16: ((int16_t *)p)[i] = (int16_t)sat_i64(v, -32768, 32767); break;
+    case PRECIS_UINT16: ((uint16_t *)p)[i] = (uint16_t)sat_i64(v, 0, 65535); break;
+    case PRECIS_INT32: ((int32_t *)p)[i] = (int32_t)sat_i64(v, -2147483648.0, 2147483647.0); break;
+    case PRECIS_UINT32: ((uint32_t *)p)[i] = (uint32_t)sat_i64(v, 0, 4294967295.0); break;
+    case PRECIS_INT64:
+        ((int64_t *)p)[i] = sat_i64(v, -9223372036854775808.0, 9223372036854774784.0);
+        break;
+    case PRECIS_UINT64:
+        ((uint64_t *)p)[i] = isnan(v) || v <= 0 ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
+        break;
+    case PRECIS_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    default: break;
+    }
+}
+
+int64_t pr_load_i64(const void *p, pr_dtype dt, int64_t i) {
+    switch (dt) {
+    case PRECIS_INT8: return ((const int8_t *)p)[i];
+    case PRECIS_UINT8: return ((const uint8_t *)p)[i];
+    case PRECIS_INT16: return ((const int16_t *)p)[i];
+    case PRECIS_UINT16: return ((const uint16_t *)p)[i];
+    case PRECIS_INT32: return ((const int32_t *)p)[i];
+    case PRECIS_UINT32: return ((const uint32_t *)p)[i];
+    case PRECIS_INT64: return ((const int64_t *)p)[i];
+    case PRECIS_UINT64: return (int64_t)((const uint64_t *)p)[i];
+    case PRECIS_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return sat_i64(pr_load_f64(p, dt, i), -9223372036854775808.0, 9223372036854774784.0);
+    }
+}
