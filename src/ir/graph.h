@@ -34,6 +34,7 @@ enum {
     PR_T_INPUT = 1u << 0,  /* graph input (not an initializer) */
     PR_T_OUTPUT = 1u << 1, /* graph output */
     PR_T_INIT = 1u << 2,   /* initializer or Constant-node output: data is set */
+    PR_T_FOLDED = 1u << 3, /* data set by constant folding; its node still produces it */
 };
 
 typedef struct pr_tensor {

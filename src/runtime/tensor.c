@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/npy.h"
+#include "onnx/onnx_import.h"
 #include "runtime/api.h"
 
 precis_status pr_buf_alloc(pr_buf *b, pr_dtype dt, int rank, const int64_t *dims,
@@ -78,3 +80,24 @@ int64_t precis_tensor_numel(const precis_tensor *t) { return t->b.numel; }
 size_t precis_tensor_nbytes(const precis_tensor *t) { return t->b.nbytes; }
 void *precis_tensor_data(precis_tensor *t) { return t->b.data; }
 const void *precis_tensor_data_const(const precis_tensor *t) { return t->b.data; }
+
+precis_status precis_tensor_load_npy(precis_ctx *ctx, const char *path, precis_tensor **out) {
+    if (!ctx || !path || !out)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_tensor_load_npy: NULL argument");
+    pr_err_clear(&ctx->err);
+    return pr_npy_load(path, out, &ctx->err);
+}
+
+precis_status precis_tensor_save_npy(precis_ctx *ctx, const precis_tensor *t, const char *path) {
+    if (!ctx || !t || !path)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_tensor_save_npy: NULL argument");
+    pr_err_clear(&ctx->err);
+    return pr_npy_save(path, &t->b, &ctx->err);
+}
+
+precis_status precis_tensor_load_pb(precis_ctx *ctx, const char *path, precis_tensor **out) {
+    if (!ctx || !path || !out)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_tensor_load_pb: NULL argument");
+    pr_err_clear(&ctx->err);
+    return pr_onnx_load_tensor_file(path, out, &ctx->err);
+}

@@ -1,0 +1,26 @@
+/* Executing one node on concrete buffers with the ref backend: shape
+ * inference on the actual inputs, output allocation, kernel call. Shared by
+ * the session executor and constant folding. */
+#ifndef PR_RUNTIME_EXEC_H
+#define PR_RUNTIME_EXEC_H
+
+#include "backends/ref/ref.h"
+#include "ir/infer.h"
+
+/* Fail unless precis has an inference function and a ref kernel for the node
+ * (message names op, domain, opset and node). */
+precis_status pr_exec_check_supported(const pr_node *n, pr_err *e);
+
+/* 1 if precis knows the node's op (inference and ref kernel), else 0. */
+int pr_exec_supported_op(const pr_node *n);
+
+/* in[i] (NULL for omitted inputs) are the node's inputs; on success out[j]
+ * (for every present output j) is allocated with pr_buf_alloc and filled.
+ * On failure all out[j] are freed. */
+precis_status pr_exec_node(pr_graph *g, const pr_node *n, const pr_buf *const *in, pr_buf *out,
+                           int num_threads, pr_err *e);
+
+/* A tinfo describing a concrete buffer (value = data). */
+void pr_tinfo_from_buf(pr_tinfo *t, const pr_buf *b);
+
+#endif
