@@ -68,6 +68,8 @@ static precis_status check_input(const pr_graph *g, const pr_tensor *decl, const
                 ok = d == b->dims[i];
             } else if (pr_dim_is_sym(d)) {
                 int k = pr_dim_sym_index(d);
+                /* "?" is how some exporters write "unknown", not a shared dim */
+                if (strcmp(g->syms[k], "?") == 0) continue;
                 if (sym[k] < 0) sym[k] = b->dims[i];
                 else if (sym[k] != b->dims[i]) {
                     return pr_errf(e, PRECIS_ERR_INVALID_ARG,

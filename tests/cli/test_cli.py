@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""CLI behaviour on good and bad input: exit codes, one clear error line, outputs.
+
+usage: test_cli.py PATH/TO/precis
+
+Builds small models with the onnx helper API in a temporary folder. Under an
+ASan/UBSan build a leak or UB report changes the exit status or adds stderr
+lines, so the same checks prove "no crash, no leak".
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+PRECIS = os.path.abspath(sys.argv[1])
+passed = failed = 0
+
+
+def run(*args):
+    p = subprocess.run([PRECIS, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name} {detail}")
+
+
+def expect_error(name, code, args, *needles):
+    rc, out, err = run(*args)
+    lines = [l for l in err.splitlines() if l.strip()]
+    ok = rc == code and len(lines) == 1 and lines[0].startswith("precis: error:")
+    ok = ok and all(n in lines[0] for n in needles)
+    check(name, ok, f"rc={rc} (want {code}) stderr={err!r}")
+
+
+def save(model, path):
+    onnx.save(model, path)
+    return path
+
+
+def add_model(d):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
+    b = numpy_helper.from_array(np.array([1, 2, 3], np.float32), "b")
+    g = helper.make_graph([helper.make_node("Add", ["x", "b"], ["y"], name="add0")], "g", [x], [y], [b])
+    return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/add.onnx")
+
+
+def two_input_model(d):
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, ["n", 2])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, ["n", 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])
+    g = helper.make_graph([helper.make_node("Mul", ["a", "b"], ["y"])], "g", [a, b], [y])
+    return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/mul.onnx")
+
+
+def unknown_op_model(d):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    g = helper.make_graph([helper.make_node("FrobnicateV2", ["x"], ["y"], name="frob")], "g", [x], [y])
+    return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/unknown.onnx")
+
+
+def huge_dims_model(d):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 40, 1 << 40])
+    t.raw_data = b"\0" * 16
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", [x], [y], [t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with open(f"{d}/huge.onnx", "wb") as f:  # bypass onnx.save's checker
+        f.write(m.SerializeToString())
+    return f"{d}/huge.onnx"
+
+
+def external_model(d, location):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", "8")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", [x], [y], [t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    path = f"{d}/ext_{abs(hash(location))}.onnx"
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        add = add_model(d)
+        mul = two_input_model(d)
+        x = f"{d}/x.npy"
+        np.save(x, np.arange(6, dtype=np.float32).reshape(2, 3))
+        xi = f"{d}/xi.npy"
+        np.save(xi, np.arange(6, dtype=np.int64).reshape(2, 3))
+        x4 = f"{d}/x4.npy"
+        np.save(x4, np.zeros((2, 4), np.float32))
+        a2 = f"{d}/a2.npy"
+        np.save(a2, np.ones((2, 2), np.float32))
+        a3 = f"{d}/a3.npy"
+        np.save(a3, np.ones((3, 2), np.float32))
+
+        # help and version
+        for cmd in (["--help"], ["run", "--help"], ["inspect", "--help"], ["help", "run"], ["--version"]):
+            rc, out, _ = run(*cmd)
+            check(f"help {cmd}", rc == 0 and out.strip() != "")
+        rc, out, _ = run("--help")
+        check("help lists exit codes", "Exit status" in out)
+        rc, _, err = run()
+        check("no args", rc == 1 and "usage" in err)
+        rc, _, err = run("frobnicate")
+        check("unknown command", rc == 1 and "unknown command 'frobnicate'" in err)
+        rc, _, err = run("run", add, "--bogus")
+        check("unknown option", rc == 1 and "unknown option '--bogus'" in err)
+
+        # the good path: run writes outputs, values right
+        out_dir = f"{d}/out"
+        rc, out, err = run("run", add, "--input", f"x={x}", "--output-dir", out_dir)
+        check("run ok", rc == 0, err)
+        y = np.load(f"{out_dir}/y.npy") if rc == 0 else None
+        check("run values", y is not None and np.array_equal(y, np.arange(6).reshape(2, 3) + [1, 2, 3]))
+        rc, out, err = run("run", add, "--input", x, "--quiet")
+        check("single input without name", rc == 0 and out == "", err)
+        rc, out, err = run("inspect", add)
+        check("inspect", rc == 0 and "x" in out and "float32[batch,3]" in out and "Add" in out, out + err)
+        rc, out, err = run("inspect", add, "--json")
+        check("inspect json", rc == 0 and '"parameters": 3' in out and '"batch"' in out, out + err)
+
+        # bad model files
+        expect_error("missing model", 3, ["run", f"{d}/nope.onnx"], "nope.onnx")
+        data = open(add, "rb").read()
+        for cut in (1, 7, len(data) // 2, len(data) - 1):
+            p = f"{d}/trunc{cut}.onnx"
+            open(p, "wb").write(data[:cut])
+            rc, _, err = run("inspect", p)
+            lines = err.strip().splitlines()
+            check(f"truncated {cut}", rc in (4, 6) and len(lines) == 1 and "trunc" in lines[0], f"rc={rc} {err!r}")
+        garbled = f"{d}/garbled.onnx"
+        open(garbled, "wb").write(bytes((i * 131 + 7) % 256 for i in range(4096)))
+        expect_error("garbled model", 4, ["inspect", garbled], "garbled.onnx")
+        expect_error("unknown op", 5, ["run", unknown_op_model(d), "--input", f"x={x}"], "FrobnicateV2", "opset 13", "frob")
+        rc, out, _ = run("inspect", unknown_op_model(d))
+        check("inspect marks unknown op", rc == 0 and "! FrobnicateV2" in out, out)
+        expect_error("huge dims", 7, ["inspect", huge_dims_model(d)], "'w'")
+        open(f"{d}/w.bin", "wb").write(np.array([1, 2], np.float32).tobytes())
+        check("external ok", run("inspect", external_model(d, "w.bin"))[0] == 0)
+        expect_error("external absolute", 4, ["inspect", external_model(d, "/etc/passwd")], "/etc/passwd")
+        expect_error("external escape", 4, ["inspect", external_model(d, "../w.bin")], "../w.bin")
+        expect_error("external missing", 3, ["inspect", external_model(d, "missing.bin")], "missing.bin")
+        os.symlink("/etc/hostname", f"{d}/link.bin")
+        expect_error("external symlink escape", 4, ["inspect", external_model(d, "link.bin")], "link.bin")
+
+        # bad inputs
+        expect_error("missing input", 2, ["run", mul, "--input", f"a={a2}"], "missing input 'b'")
+        expect_error("unknown input", 2, ["run", add, "--input", f"z={x}"], "'z'")
+        expect_error("wrong dtype", 2, ["run", add, "--input", f"x={xi}"], "'x'", "float32[batch,3]", "int64[2,3]")
+        expect_error("wrong shape", 2, ["run", add, "--input", f"x={x4}"], "float32[batch,3]", "float32[2,4]")
+        expect_error("symbol mismatch", 2, ["run", mul, "--input", f"a={a2}", "--input", f"b={a3}"], "'n'")
+        expect_error("npy missing", 3, ["run", add, "--input", f"x={d}/none.npy"], "none.npy")
+        bad_npy = f"{d}/bad.npy"
+        open(bad_npy, "wb").write(b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'")
+        expect_error("npy malformed", 4, ["run", add, "--input", f"x={bad_npy}"], "bad.npy")
+        short_npy = f"{d}/short.npy"
+        raw = open(x, "rb").read()
+        open(short_npy, "wb").write(raw[:-4])
+        expect_error("npy short data", 4, ["run", add, "--input", f"x={short_npy}"], "short.npy")
+        rc, _, err = run("run", add, "--input", f"x={x}", "--output-dir", "/proc/precis_nope")
+        check("unwritable output dir", rc == 3 and len(err.strip().splitlines()) == 1, err)
+
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
