@@ -215,7 +215,18 @@ precis_status pr_infer_Add(pr_infer *ic) { return binary(ic, T_N, PRECIS_UNDEFIN
 precis_status pr_infer_Sub(pr_infer *ic) { return binary(ic, T_N, PRECIS_UNDEFINED, true); }
 precis_status pr_infer_Mul(pr_infer *ic) { return binary(ic, T_N, PRECIS_UNDEFINED, true); }
 precis_status pr_infer_Div(pr_infer *ic) { return binary(ic, T_N, PRECIS_UNDEFINED, true); }
-precis_status pr_infer_PRelu(pr_infer *ic) { return binary(ic, T_N, PRECIS_UNDEFINED, false); }
+precis_status pr_infer_PRelu(pr_infer *ic) {
+    /* Before opset 7 a 1-D slope of size C applies per channel (axis 1). */
+    const pr_tinfo *x = &ic->in[0], *s = &ic->in[1];
+    if (ic->node->opset < 7 && x->rank >= 2 && s->rank == 1 && s->dims[0] == x->dims[1] &&
+        s->dims[0] != 1) {
+        precis_status st;
+        if ((st = need(ic, 0, T_N)) || (st = same(ic, 0, 1))) return st;
+        pr_infer_copy(ic, 0, 0);
+        return PRECIS_OK;
+    }
+    return binary(ic, T_N, PRECIS_UNDEFINED, false);
+}
 precis_status pr_infer_And(pr_infer *ic) { return binary(ic, T_B, PRECIS_BOOL, true); }
 precis_status pr_infer_Or(pr_infer *ic) { return binary(ic, T_B, PRECIS_BOOL, true); }
 precis_status pr_infer_Xor(pr_infer *ic) { return binary(ic, T_B, PRECIS_BOOL, true); }

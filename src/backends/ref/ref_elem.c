@@ -408,10 +408,13 @@ static void run2(const pr_kernel *k, pr_buf *o, const pr_buf *a, const pr_buf *b
     int rb = b->rank;
     int64_t db[PR_MAX_RANK];
     if (rb > 0) memcpy(db, b->dims, (size_t)rb * sizeof(int64_t));
-    const pr_attr *ax;
-    if (k->node->opset < 7 && pr_attr_int(k->node, "broadcast", 0) &&
-        (ax = pr_attr_find(k->node, "axis"))) {
-        int64_t axis = ax->i < 0 ? ax->i + a->rank : ax->i;
+    const pr_attr *ax = NULL;
+    /* PRelu before opset 7 applies a 1-D slope per channel (axis 1). */
+    bool prelu_legacy = k->node->op == PR_OP_PRelu && k->node->opset < 7 && rb == 1 &&
+                        a->rank >= 2 && b->dims[0] == a->dims[1] && b->dims[0] != 1;
+    if (prelu_legacy || (k->node->opset < 7 && pr_attr_int(k->node, "broadcast", 0) &&
+                         (ax = pr_attr_find(k->node, "axis")))) {
+        int64_t axis = prelu_legacy ? 1 : ax->i < 0 ? ax->i + a->rank : ax->i;
         if (axis >= 0 && a->rank - axis >= rb) {
             for (int j = rb; j < a->rank - axis; j++) db[j] = 1;
             rb = (int)(a->rank - axis);
