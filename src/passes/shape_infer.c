@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/infer.h"
+#include "passes/sym_values.h"
 #include "runtime/exec.h"
 #include "runtime/tensor.h"
 
@@ -97,6 +98,10 @@ static void try_fold(pr_graph *g, const pr_node *n) {
 
 precis_status pr_graph_infer(pr_graph *g, pr_err *e) {
     pr_tinfo tin[64], tout[64];
+    pr_symval *sv = malloc((size_t)(g->n_tensors + 1) * sizeof *sv);
+    if (!sv) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    for (int t = 0; t < g->n_tensors; t++) sv[t].n = -1;
+    precis_status st = PRECIS_OK;
     for (int ni = 0; ni < g->n_nodes; ni++) {
         const pr_node *n = &g->nodes[ni];
         if (n->op == PR_OP_UNKNOWN || !pr_infer_table[n->op]) continue;
@@ -113,15 +118,22 @@ precis_status pr_graph_infer(pr_graph *g, pr_err *e) {
         for (int j = 0; j < n->n_outputs; j++) tout[j].rank = -1;
         pr_err ie = {0};
         pr_infer ic = {g, n, n->n_inputs, tin, n->n_outputs, tout, &ie};
-        precis_status st = pr_infer_table[n->op](&ic);
-        if (st == PRECIS_ERR_UNSUPPORTED) continue; /* reported when run */
-        if (st) return pr_errf(e, st, "%s", ie.msg);
-        for (int j = 0; j < n->n_outputs; j++) {
-            if (n->outputs[j] < 0) continue;
-            st = merge_output(g, n, &g->tensors[n->outputs[j]], &tout[j], e);
-            if (st) return st;
+        st = pr_infer_table[n->op](&ic);
+        if (st == PRECIS_ERR_UNSUPPORTED) {
+            st = PRECIS_OK; /* reported when run */
+            continue;
         }
+        if (st) {
+            pr_errf(e, st, "%s", ie.msg);
+            break;
+        }
+        for (int j = 0; j < n->n_outputs && !st; j++)
+            if (n->outputs[j] >= 0) st = merge_output(g, n, &g->tensors[n->outputs[j]], &tout[j], e);
+        if (st) break;
+        if (n->outputs[0] >= 0) pr_symval_refine(g, n, sv, &g->tensors[n->outputs[0]]);
+        pr_symval_node(g, n, sv);
         try_fold(g, n);
     }
-    return PRECIS_OK;
+    free(sv);
+    return st;
 }

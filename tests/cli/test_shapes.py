@@ -94,9 +94,8 @@ def main():
                [init("k", np.zeros((2, 5), np.float32)), init("i0", np.array(0, np.int64)),
                 init("ax", np.array([0], np.int64)), init("m1", np.array([-1], np.int64))])
 
-        # a reshape whose target depends on a symbolic dim keeps its rank (the
-        # symbolic values themselves are not propagated through Shape yet)
-        expect(d, "symbolic_reshape", {"r": ("float32", [None, None, None, None])},
+        # a reshape whose target is computed from symbolic dims keeps them
+        expect(d, "symbolic_reshape", {"r": ("float32", ["batch", "seq", 4, 16])},
                [helper.make_node("Shape", ["s"], ["ss"]),
                 helper.make_node("Slice", ["ss", "st0", "st2"], ["bs"]),
                 helper.make_node("Concat", ["bs", "hd"], ["shape"], axis=0),
@@ -104,6 +103,28 @@ def main():
                [s], ["r"],
                [init("st0", np.array([0], np.int64)), init("st2", np.array([2], np.int64)),
                 init("hd", np.array([4, 16], np.int64))])
+
+        # the BERT export pattern: per-dim Gather + Unsqueeze + Concat, then
+        # ConstantOfShape/Expand from a computed shape
+        h = vi("h", F, ["batch", "seq", 768])
+        expect(d, "bert_heads",
+               {"t": ("float32", ["batch", 12, "seq", 64]), "z": ("float32", ["batch", "seq", 768]),
+                "e": ("float32", ["batch", "seq", 768])},
+               [helper.make_node("Shape", ["h"], ["hs"]),
+                helper.make_node("Gather", ["hs", "i0"], ["b"], axis=0),
+                helper.make_node("Gather", ["hs", "i1"], ["l"], axis=0),
+                helper.make_node("Unsqueeze", ["b", "ax"], ["bu"]),
+                helper.make_node("Unsqueeze", ["l", "ax"], ["lu"]),
+                helper.make_node("Concat", ["bu", "lu", "heads"], ["shape"], axis=0),
+                helper.make_node("Reshape", ["h", "shape"], ["r"]),
+                helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+                helper.make_node("ConstantOfShape", ["hs"], ["z"],
+                                 value=helper.make_tensor("v", F, [1], [0.0])),
+                helper.make_node("Expand", ["one", "hs"], ["e"])],
+               [h], ["t", "z", "e"],
+               [init("i0", np.array(0, np.int64)), init("i1", np.array(1, np.int64)),
+                init("ax", np.array([0], np.int64)), init("heads", np.array([12, 64], np.int64)),
+                init("one", np.ones((1, 1, 1), np.float32))])
 
         expect(d, "cast_where_broadcast",
                {"c": ("int64", ["batch", 3, 32, 32]), "w": ("float32", ["batch", 3, 32, 32])},
