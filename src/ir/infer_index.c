@@ -1,7 +1,7 @@
 /* Shape inference of the 'tensor' family's indexing ops (see ops.inc):
- * Gather, GatherElements, GatherND, ScatterElements, ScatterND, OneHot,
- * EyeLike, Trilu, NonZero. Helpers shared with infer_tensor.c are declared
- * in infer_tensor.h. */
+ * Gather, GatherElements, GatherND, ScatterElements (and the deprecated
+ * Scatter), ScatterND, OneHot, EyeLike, Trilu, NonZero. Helpers shared with
+ * infer_tensor.c are declared in infer_tensor.h. */
 #include <string.h>
 
 #include "ir/infer_tensor.h"
@@ -159,6 +159,9 @@ precis_status pr_infer_ScatterElements(pr_infer *ic) {
     }
     return PRECIS_OK;
 }
+
+/* Scatter (opsets 9-10, deprecated at 11) is ScatterElements without reduction. */
+precis_status pr_infer_Scatter(pr_infer *ic) { return pr_infer_ScatterElements(ic); }
 
 precis_status pr_infer_ScatterND(pr_infer *ic) {
     precis_status st = pr_infer_need_input(ic, 0, "data");

@@ -1,5 +1,6 @@
 /* Reference kernels of the 'tensor' family's indexing ops: Gather,
- * GatherElements, GatherND, ScatterElements, ScatterND, OneHot, NonZero.
+ * GatherElements, GatherND, ScatterElements (and the deprecated Scatter),
+ * ScatterND, OneHot, NonZero.
  * Every index read from tensor data is normalised (negative counts from the
  * end) and bounds-checked before use; an out-of-range index fails with a
  * message naming it. */
@@ -24,6 +25,7 @@ static precis_status need_in(pr_kernel *k, int n) {
 }
 
 static precis_status get_axis(pr_kernel *k, int rank, int64_t *axis) {
+    *axis = 0; /* never read on failure; silences -Wmaybe-uninitialized at -O3 */
     int64_t a = pr_attr_int(k->node, "axis", 0);
     if (a < -rank || a >= rank)
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)a,
@@ -270,6 +272,9 @@ precis_status ref_ScatterElements(pr_kernel *k) {
     scatter_ctx s = {y->data, u->data, pr_dtype_size(x->dtype), x->dtype, red};
     return walk_elements(k, x, idx, axis, scatter_elem, &s);
 }
+
+/* Scatter (opsets 9-10, deprecated at 11) is ScatterElements without reduction. */
+precis_status ref_Scatter(pr_kernel *k) { return ref_ScatterElements(k); }
 
 /* ------------------------------------------------------------ GatherND / ScatterND */
 
