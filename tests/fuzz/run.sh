@@ -14,7 +14,6 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 CC=${CC:-clang} cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER="${CC:-clang}" \
     -DPRECIS_FUZZ=ON -DPRECIS_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_FLAGS="-Wno-unknown-warning-option" \
     -DPRECIS_WITH_CUDA=OFF -DPRECIS_WITH_DNNL=OFF >/dev/null
 cmake --build "$BUILD" -j"$JOBS" --target fuzz_onnx fuzz_npy
 
