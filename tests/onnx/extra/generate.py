@@ -4,7 +4,7 @@
 usage: generate.py OUTDIR [--perf]
 
 OUTDIR is emptied first. --perf adds two large Resize cases for timing runs.
-Deterministic (fixed seeds); needs python3 with numpy and onnx (>= 1.16).
+Deterministic (fixed seeds); needs python3 with numpy, onnx (>= 1.16) and onnxruntime.
 """
 import os
 import shutil
@@ -16,7 +16,9 @@ import numpy as np
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import casegen  # noqa: E402
+import conv_cases  # noqa: E402
 import elem_cases  # noqa: E402
+import linalg_cases  # noqa: E402
 import node_cases  # noqa: E402
 import tensor_cases  # noqa: E402
 
@@ -46,11 +48,12 @@ def main():
     np.seterr(all="ignore")
     warnings.simplefilter("ignore")
     w = casegen.Writer(out)
-    for m in (elem_cases, tensor_cases, node_cases):
+    for m in (elem_cases, tensor_cases, node_cases, conv_cases, linalg_cases):
         m.build(w)
     if sys.argv[2:] == ["--perf"]:
         perf_cases(w)
-    print(f"generated {w.count} cases in {out}")
+    src = ", ".join(f"{k} {v}" for k, v in sorted(w.sources.items()))
+    print(f"generated {w.count} cases in {out} (expected values from oracles: {src})")
 
 
 if __name__ == "__main__":
