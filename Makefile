@@ -1,0 +1,34 @@
+# precis: entry points. The build itself is CMake (./build); these wrap the scripts.
+#   make          configure and build ./build
+#   make setup    install what precis needs (Debian + PyPI test oracles), then build
+#   make fetch    fetch the PP-OCR models and the scanned page into $PRECIS_CACHE
+#   make data     fetch, then prepare the model inputs (.npy)
+#   make demo     precis vs ONNX Runtime on PP-OCR, with the recognised text
+#   make test     everything CI runs: setup, models, ctest, ASan+UBSan ctest, fuzz
+PYTHON ?= python3
+export PYTHON
+
+.PHONY: all build setup fetch data demo test clean
+all: build
+
+build:
+	cmake -S . -B build
+	cmake --build build -j"$$(nproc)"
+
+setup:
+	scripts/setup.sh
+
+fetch:
+	scripts/fetch_models.sh
+
+data: fetch
+	$(PYTHON) tests/models/prep_data.py
+
+demo:
+	scripts/demo.sh
+
+test:
+	scripts/test.sh
+
+clean:
+	rm -rf build build-asan out
