@@ -14,7 +14,7 @@ done
 pc=$(find "$prefix" -name precis.pc | head -n1)
 [ -n "$pc" ] || { echo "FAIL: precis.pc not installed"; exit 1; }
 export PKG_CONFIG_PATH=$(dirname "$pc")
-cc=${CC:-cc}
+cc="${CC:-cc} ${PRECIS_CONSUMER_CFLAGS:-}"  # sanitizer builds: the consumer needs the same runtime
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Werror -o "$prefix/consumer_shared" "$here/consumer.c" $(pkg-config --cflags --libs precis)
 LD_LIBRARY_PATH=$(dirname "$(find "$prefix" -name 'libprecis.so' | head -n1)") "$prefix/consumer_shared"
