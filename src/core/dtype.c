@@ -1,6 +1,7 @@
 #include "core/dtype.h"
 
 #include <math.h>
+#include <stdio.h>
 
 static const pr_dtype_traits k_traits[PR_DTYPE_MAX + 1] = {
     [PRECIS_UNDEFINED] = {"undefined", NULL, 0, false, false, false},
@@ -31,6 +32,19 @@ const pr_dtype_traits *pr_dtype_info(pr_dtype dt) {
 
 const char *precis_dtype_name(precis_dtype dt) { return pr_dtype_info(dt)->name; }
 size_t precis_dtype_size(precis_dtype dt) { return pr_dtype_info(dt)->size; }
+
+const char *pr_dtype_mask_str(uint32_t m, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int dt = 1; dt <= PR_DTYPE_MAX && len < cap; dt++) {
+        if (!((m >> dt) & 1)) continue;
+        const char *sep = len ? ", " : "";
+        int w = snprintf(buf + len, cap - len, "%s%s", sep, pr_dtype_name((pr_dtype)dt));
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    return buf;
+}
 
 double pr_load_f64(const void *p, pr_dtype dt, int64_t i) {
     switch (dt) {
@@ -84,16 +98,6 @@ void pr_store_f64(void *p, pr_dtype dt, int64_t i, double v) {
 }
 
 int64_t pr_load_i64(const void *p, pr_dtype dt, int64_t i) {
-    switch (dt) {
-    case PRECIS_INT8: return ((const int8_t *)p)[i];
-    case PRECIS_UINT8: return ((const uint8_t *)p)[i];
-    case PRECIS_INT16: return ((const int16_t *)p)[i];
-    case PRECIS_UINT16: return ((const uint16_t *)p)[i];
-    case PRECIS_INT32: return ((const int32_t *)p)[i];
-    case PRECIS_UINT32: return ((const uint32_t *)p)[i];
-    case PRECIS_INT64: return ((const int64_t *)p)[i];
-    case PRECIS_UINT64: return (int64_t)((const uint64_t *)p)[i];
-    case PRECIS_BOOL: return ((const uint8_t *)p)[i] != 0;
-    default: return sat_i64(pr_load_f64(p, dt, i), -9223372036854775808.0, 9223372036854774784.0);
-    }
+    if (pr_dtype_info(dt)->is_int || dt == PRECIS_BOOL) return (int64_t)pr_load_u64(p, dt, i);
+    return sat_i64(pr_load_f64(p, dt, i), -9223372036854775808.0, 9223372036854774784.0);
 }

@@ -83,6 +83,10 @@ static inline uint16_t pr_f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* "float32, int64" for a set of dtypes given as a mask of bits 1u << dt
+ * (into buf, truncated to cap; returns buf). */
+const char *pr_dtype_mask_str(uint32_t mask, char *buf, size_t cap);
+
 /* Read element i of a buffer of type dt as double / write a double into it
  * (with C conversion semantics; float16/bfloat16 via float; bool as 0/1).
  * Slow paths for generic code (casts, tests, small shape tensors). */
@@ -90,5 +94,41 @@ double pr_load_f64(const void *data, pr_dtype dt, int64_t i);
 void pr_store_f64(void *data, pr_dtype dt, int64_t i, double v);
 /* Exact int64 load for integer/bool types (float types truncated). */
 int64_t pr_load_i64(const void *data, pr_dtype dt, int64_t i);
+
+/* Integer element i of an integer/bool buffer, wrapped to 64 bits: signed
+ * types sign-extended, unsigned ones zero-extended (uint64 keeps its bit
+ * pattern), bool 0/1; 0 for other dtypes. */
+static inline uint64_t pr_load_u64(const void *p, pr_dtype dt, int64_t i) {
+    switch (dt) {
+    case PRECIS_INT8: return (uint64_t)(int64_t)((const int8_t *)p)[i];
+    case PRECIS_UINT8: return ((const uint8_t *)p)[i];
+    case PRECIS_INT16: return (uint64_t)(int64_t)((const int16_t *)p)[i];
+    case PRECIS_UINT16: return ((const uint16_t *)p)[i];
+    case PRECIS_INT32: return (uint64_t)(int64_t)((const int32_t *)p)[i];
+    case PRECIS_UINT32: return ((const uint32_t *)p)[i];
+    case PRECIS_INT64: return (uint64_t)((const int64_t *)p)[i];
+    case PRECIS_UINT64: return ((const uint64_t *)p)[i];
+    case PRECIS_BOOL: return ((const uint8_t *)p)[i] ? 1u : 0u;
+    default: return 0;
+    }
+}
+
+/* Store the low bits of v into element i of an integer/bool buffer: C's
+ * modular conversion (what numpy's astype does between integer types);
+ * bool stores v != 0. Other dtypes: nothing is stored. */
+static inline void pr_store_u64_wrap(void *p, pr_dtype dt, int64_t i, uint64_t v) {
+    switch (dt) {
+    case PRECIS_INT8: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; break;
+    case PRECIS_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case PRECIS_INT16: ((int16_t *)p)[i] = (int16_t)(uint16_t)v; break;
+    case PRECIS_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case PRECIS_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; break;
+    case PRECIS_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case PRECIS_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case PRECIS_UINT64: ((uint64_t *)p)[i] = v; break;
+    case PRECIS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: break;
+    }
+}
 
 #endif

@@ -57,6 +57,12 @@ precis_status pr_inferf(pr_infer *ic, precis_status st, const char *fmt, ...)
 static inline bool pr_in_present(const pr_infer *ic, int i) {
     return i < ic->n_in && ic->in[i].dtype != PRECIS_UNDEFINED;
 }
+/* Fails "input i (what) is required" when input i is absent. */
+precis_status pr_infer_need_input(pr_infer *ic, int i, const char *what);
+/* Sets output o (ignored past n_out); dims NULL: all PR_DIM_UNKNOWN. */
+void pr_infer_set_out(pr_infer *ic, int o, pr_dtype dt, int rank, const int64_t *dims);
+/* Element count of input i, -1 when absent or not known. */
+int64_t pr_infer_in_numel(const pr_infer *ic, int i);
 /* Copy dtype/rank/dims of input i to output o. */
 void pr_infer_copy(pr_infer *ic, int o, int i);
 /* Multidirectional (numpy) broadcast of inputs idx[0..n-1] into out dims;
@@ -68,6 +74,15 @@ precis_status pr_infer_axis(pr_infer *ic, int64_t axis, int rank, int *out);
  * returns the count, or -1 if the value is not known. Fails (-2, error set)
  * when it is too long or has a non-integer type. */
 int pr_infer_ints(pr_infer *ic, int i, int64_t *buf, int cap);
+/* pr_infer_ints that also knows empty inputs (count 0). */
+int pr_infer_in_ints(pr_infer *ic, int i, int64_t *buf, int cap);
+/* Whether input i's contents are known (value set, or no elements). */
+bool pr_infer_value_known(const pr_infer *ic, int i);
+/* "[2,batch,-1]" (symbolic dims by name when ic->g is set). */
+const char *pr_infer_dims_str(const pr_infer *ic, int rank, const int64_t *dims, char *buf,
+                              size_t cap);
+/* "[2,3,-1]" */
+const char *pr_ints_str(const int64_t *v, int n, char *buf, size_t cap);
 
 /* Static pass over the whole graph: infers every tensor's dtype and dims and
  * folds small constant subgraphs (e.g. Shape->Gather->Concat) into data. */

@@ -208,20 +208,9 @@ fail:
 
 /* ------------------------------------------------------------------ helpers */
 
-static bool is_float_type(pr_dtype dt) {
-    return dt == PRECIS_FLOAT32 || dt == PRECIS_FLOAT16 || dt == PRECIS_FLOAT64 ||
-           dt == PRECIS_BFLOAT16;
-}
-
-static precis_status need_input(pr_infer *ic, int i, const char *what) {
-    if (!pr_in_present(ic, i))
-        return pr_inferf(ic, PRECIS_ERR_SHAPE, "missing required input %d (%s)", i, what);
-    return PRECIS_OK;
-}
-
 static precis_status need_float(pr_infer *ic, int i, const char *what) {
     pr_dtype dt = ic->in[i].dtype;
-    if (!is_float_type(dt))
+    if (!pr_dtype_info(dt)->is_float)
         return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be a float type, got %s", what,
                          pr_dtype_name(dt));
     return PRECIS_OK;
@@ -257,14 +246,6 @@ static precis_status need_scalar(pr_infer *ic, int i, const char *what) {
     return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be a scalar (per-tensor)", what);
 }
 
-/* Output o (if the node has it): dtype and dims; rank -1 for unknown. */
-static void set_out(pr_infer *ic, int o, pr_dtype dt, int rank, const int64_t *dims) {
-    if (o >= ic->n_out) return;
-    ic->out[o].dtype = dt;
-    ic->out[o].rank = rank;
-    for (int i = 0; i < rank; i++) ic->out[o].dims[i] = dims[i];
-}
-
 /* Shared by Conv, ConvTranspose, ConvInteger and QLinearConv.
  * x/w: input indices of data and weights, b: bias input index or -1. */
 static precis_status infer_conv_common(pr_infer *ic, pr_conv_kind kind, int x, int w, int b,
@@ -272,7 +253,7 @@ static precis_status infer_conv_common(pr_infer *ic, pr_conv_kind kind, int x, i
     const pr_tinfo *X = &ic->in[x], *W = &ic->in[w];
     int rank = X->rank >= 0 ? X->rank : W->rank;
     if (rank < 0) {
-        set_out(ic, 0, out_dt, -1, NULL);
+        pr_infer_set_out(ic, 0, out_dt, -1, NULL);
         return PRECIS_OK;
     }
     if (rank < 3)
@@ -328,34 +309,28 @@ static precis_status infer_conv_common(pr_infer *ic, pr_conv_kind kind, int x, i
     od[0] = xd[0];
     od[1] = M;
     for (int i = 0; i < nsp; i++) od[2 + i] = g.out[i];
-    set_out(ic, 0, out_dt, rank, od);
+    pr_infer_set_out(ic, 0, out_dt, rank, od);
     return PRECIS_OK;
 }
 
 /* ------------------------------------------------------------ convolutions */
 
-precis_status pr_infer_Conv(pr_infer *ic) {
+/* Conv and ConvTranspose: float X, W and optional B of one type. */
+static precis_status infer_conv_float(pr_infer *ic, pr_conv_kind kind) {
     precis_status st;
-    PR_TRY(need_input(ic, 0, "X"));
-    PR_TRY(need_input(ic, 1, "W"));
+    PR_TRY(pr_infer_need_input(ic, 0, "X"));
+    PR_TRY(pr_infer_need_input(ic, 1, "W"));
     PR_TRY(need_float(ic, 0, "X"));
     PR_TRY(need_same_type(ic, 0, 1, "X", "W"));
     PR_TRY(need_same_type(ic, 0, 2, "X", "B"));
-    return infer_conv_common(ic, PR_CONV_KIND_CONV, 0, 1, 2, ic->in[0].dtype);
+    return infer_conv_common(ic, kind, 0, 1, 2, ic->in[0].dtype);
 fail:
     return st;
 }
 
+precis_status pr_infer_Conv(pr_infer *ic) { return infer_conv_float(ic, PR_CONV_KIND_CONV); }
 precis_status pr_infer_ConvTranspose(pr_infer *ic) {
-    precis_status st;
-    PR_TRY(need_input(ic, 0, "X"));
-    PR_TRY(need_input(ic, 1, "W"));
-    PR_TRY(need_float(ic, 0, "X"));
-    PR_TRY(need_same_type(ic, 0, 1, "X", "W"));
-    PR_TRY(need_same_type(ic, 0, 2, "X", "B"));
-    return infer_conv_common(ic, PR_CONV_KIND_CONVT, 0, 1, 2, ic->in[0].dtype);
-fail:
-    return st;
+    return infer_conv_float(ic, PR_CONV_KIND_CONVT);
 }
 
 static precis_status need_q8(pr_infer *ic, int i, const char *what) {
@@ -374,8 +349,8 @@ static precis_status need_wparam(pr_infer *ic, int i, int w, const char *what) {
 
 precis_status pr_infer_ConvInteger(pr_infer *ic) {
     precis_status st;
-    PR_TRY(need_input(ic, 0, "x"));
-    PR_TRY(need_input(ic, 1, "w"));
+    PR_TRY(pr_infer_need_input(ic, 0, "x"));
+    PR_TRY(pr_infer_need_input(ic, 1, "w"));
     PR_TRY(need_q8(ic, 0, "x"));
     PR_TRY(need_q8(ic, 1, "w"));
     PR_TRY(need_same_type(ic, 0, 2, "x", "x_zero_point"));
@@ -391,7 +366,7 @@ precis_status pr_infer_QLinearConv(pr_infer *ic) {
     precis_status st;
     static const char *const names[] = {"x",       "x_scale",      "x_zero_point", "w",
                                         "w_scale", "w_zero_point", "y_scale"};
-    for (int i = 0; i < 7; i++) PR_TRY(need_input(ic, i, names[i]));
+    for (int i = 0; i < 7; i++) PR_TRY(pr_infer_need_input(ic, i, names[i]));
     PR_TRY(need_q8(ic, 0, "x"));
     PR_TRY(need_q8(ic, 3, "w"));
     PR_TRY(need_same_type(ic, 0, 2, "x", "x_zero_point"));
@@ -426,14 +401,14 @@ fail:
 
 static precis_status infer_pool(pr_infer *ic, bool allow_int8) {
     precis_status st;
-    PR_TRY(need_input(ic, 0, "X"));
+    PR_TRY(pr_infer_need_input(ic, 0, "X"));
     pr_dtype dt = ic->in[0].dtype;
-    if (!is_float_type(dt) && !(allow_int8 && (dt == PRECIS_UINT8 || dt == PRECIS_INT8)))
+    if (!pr_dtype_info(dt)->is_float && !(allow_int8 && (dt == PRECIS_UINT8 || dt == PRECIS_INT8)))
         return pr_inferf(ic, PRECIS_ERR_SHAPE, "X has invalid type %s", pr_dtype_name(dt));
     const pr_tinfo *X = &ic->in[0];
     if (X->rank < 0) {
-        set_out(ic, 0, dt, -1, NULL);
-        set_out(ic, 1, PRECIS_INT64, -1, NULL);
+        pr_infer_set_out(ic, 0, dt, -1, NULL);
+        pr_infer_set_out(ic, 1, PRECIS_INT64, -1, NULL);
         return PRECIS_OK;
     }
     if (X->rank < 3)
@@ -446,8 +421,8 @@ static precis_status infer_pool(pr_infer *ic, bool allow_int8) {
     od[0] = X->dims[0];
     od[1] = X->dims[1];
     for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[i];
-    set_out(ic, 0, dt, X->rank, od);
-    set_out(ic, 1, PRECIS_INT64, X->rank, od);
+    pr_infer_set_out(ic, 0, dt, X->rank, od);
+    pr_infer_set_out(ic, 1, PRECIS_INT64, X->rank, od);
     return PRECIS_OK;
 fail:
     return st;
@@ -484,9 +459,9 @@ precis_status pr_infer_LpPool(pr_infer *ic) {
 
 static precis_status infer_global_pool(pr_infer *ic, bool allow_int8) {
     precis_status st;
-    PR_TRY(need_input(ic, 0, "X"));
+    PR_TRY(pr_infer_need_input(ic, 0, "X"));
     pr_dtype dt = ic->in[0].dtype;
-    if (!is_float_type(dt) && !(allow_int8 && (dt == PRECIS_UINT8 || dt == PRECIS_INT8)))
+    if (!pr_dtype_info(dt)->is_float && !(allow_int8 && (dt == PRECIS_UINT8 || dt == PRECIS_INT8)))
         return pr_inferf(ic, PRECIS_ERR_SHAPE, "X has invalid type %s", pr_dtype_name(dt));
     const pr_tinfo *X = &ic->in[0];
     if (X->rank >= 0 && X->rank < 3)
@@ -516,7 +491,7 @@ static int64_t channels_of(const pr_infer *ic) {
 precis_status pr_infer_BatchNormalization(pr_infer *ic) {
     precis_status st;
     static const char *const names[] = {"X", "scale", "B", "input_mean", "input_var"};
-    for (int i = 0; i < 5; i++) PR_TRY(need_input(ic, i, names[i]));
+    for (int i = 0; i < 5; i++) PR_TRY(pr_infer_need_input(ic, i, names[i]));
     PR_TRY(need_float(ic, 0, "X"));
     for (int i = 1; i < 5; i++) PR_TRY(need_float(ic, i, names[i]));
     const pr_tinfo *X = &ic->in[0];
@@ -537,7 +512,7 @@ precis_status pr_infer_BatchNormalization(pr_infer *ic) {
     pr_infer_copy(ic, 0, 0);
     int64_t vd[1] = {C};
     pr_dtype mdt = ic->in[3].dtype;
-    for (int o = 1; o < ic->n_out && o < 5; o++) set_out(ic, o, mdt, 1, vd);
+    for (int o = 1; o < ic->n_out && o < 5; o++) pr_infer_set_out(ic, o, mdt, 1, vd);
     return PRECIS_OK;
 fail:
     return st;
@@ -545,9 +520,9 @@ fail:
 
 precis_status pr_infer_InstanceNormalization(pr_infer *ic) {
     precis_status st;
-    PR_TRY(need_input(ic, 0, "input"));
-    PR_TRY(need_input(ic, 1, "scale"));
-    PR_TRY(need_input(ic, 2, "B"));
+    PR_TRY(pr_infer_need_input(ic, 0, "input"));
+    PR_TRY(pr_infer_need_input(ic, 1, "scale"));
+    PR_TRY(pr_infer_need_input(ic, 2, "B"));
     PR_TRY(need_float(ic, 0, "input"));
     PR_TRY(need_same_type(ic, 0, 1, "input", "scale"));
     PR_TRY(need_same_type(ic, 0, 2, "input", "B"));
@@ -576,8 +551,8 @@ static bool bcast_to(int sr, const int64_t *s, int dr, const int64_t *d) {
 
 precis_status pr_infer_LayerNormalization(pr_infer *ic) {
     precis_status st;
-    PR_TRY(need_input(ic, 0, "X"));
-    PR_TRY(need_input(ic, 1, "Scale"));
+    PR_TRY(pr_infer_need_input(ic, 0, "X"));
+    PR_TRY(pr_infer_need_input(ic, 1, "Scale"));
     PR_TRY(need_float(ic, 0, "X"));
     PR_TRY(need_same_type(ic, 0, 1, "X", "Scale"));
     PR_TRY(need_same_type(ic, 0, 2, "X", "B"));
@@ -588,7 +563,7 @@ precis_status pr_infer_LayerNormalization(pr_infer *ic) {
     pr_infer_copy(ic, 0, 0);
     const pr_tinfo *X = &ic->in[0];
     if (X->rank < 0) {
-        for (int o = 1; o < 3; o++) set_out(ic, o, (pr_dtype)stash, -1, NULL);
+        for (int o = 1; o < 3; o++) pr_infer_set_out(ic, o, (pr_dtype)stash, -1, NULL);
         return PRECIS_OK;
     }
     if (X->rank < 1) return pr_inferf(ic, PRECIS_ERR_SHAPE, "X must have rank >= 1");
@@ -603,7 +578,7 @@ precis_status pr_infer_LayerNormalization(pr_infer *ic) {
     }
     int64_t md[PR_MAX_RANK];
     for (int i = 0; i < X->rank; i++) md[i] = i < axis ? X->dims[i] : 1;
-    for (int o = 1; o < 3; o++) set_out(ic, o, (pr_dtype)stash, X->rank, md);
+    for (int o = 1; o < 3; o++) pr_infer_set_out(ic, o, (pr_dtype)stash, X->rank, md);
     return PRECIS_OK;
 fail:
     return st;
@@ -611,7 +586,7 @@ fail:
 
 precis_status pr_infer_LpNormalization(pr_infer *ic) {
     precis_status st;
-    PR_TRY(need_input(ic, 0, "input"));
+    PR_TRY(pr_infer_need_input(ic, 0, "input"));
     PR_TRY(need_float(ic, 0, "input"));
     int64_t p = pr_attr_int(ic->node, "p", 2);
     if (p != 1 && p != 2)
@@ -630,7 +605,7 @@ fail:
 
 precis_status pr_infer_LRN(pr_infer *ic) {
     precis_status st;
-    PR_TRY(need_input(ic, 0, "X"));
+    PR_TRY(pr_infer_need_input(ic, 0, "X"));
     PR_TRY(need_float(ic, 0, "X"));
     int64_t size = pr_attr_int(ic->node, "size", 0);
     if (size < 1 || size >= CG_MAX_WIN)

@@ -23,19 +23,6 @@
 #define T_B M_(PRECIS_BOOL)
 #define T_ALL (T_N | T_B)
 
-static const char *mask_str(uint32_t m, char *buf, size_t cap) {
-    size_t len = 0;
-    buf[0] = 0;
-    for (int dt = 1; dt <= PR_DTYPE_MAX && len < cap; dt++) {
-        if (!((m >> dt) & 1)) continue;
-        const char *sep = len ? ", " : "";
-        int w = snprintf(buf + len, cap - len, "%s%s", sep, pr_dtype_name((pr_dtype)dt));
-        if (w < 0) break;
-        len += (size_t)w;
-    }
-    return buf;
-}
-
 static bool in_mask(pr_dtype dt, uint32_t m) {
     return (int)dt > 0 && (int)dt <= PR_DTYPE_MAX && ((m >> dt) & 1);
 }
@@ -60,7 +47,7 @@ static precis_status need(pr_infer *ic, int i, uint32_t m) {
                          pr_dtype_name(dt));
     char buf[256];
     return pr_inferf(ic, PRECIS_ERR_SHAPE, "input %d has dtype %s; expected one of: %s", i,
-                     pr_dtype_name(dt), mask_str(m, buf, sizeof buf));
+                     pr_dtype_name(dt), pr_dtype_mask_str(m, buf, sizeof buf));
 }
 
 /* Inputs i and j (both present) must have the same dtype. */
@@ -72,21 +59,10 @@ static precis_status same(pr_infer *ic, int i, int j) {
                      pr_dtype_name(ic->in[j].dtype), i, pr_dtype_name(ic->in[i].dtype));
 }
 
-static void set_out(pr_infer *ic, int o, pr_dtype dt, int rank, const int64_t *dims) {
-    if (o >= ic->n_out) return;
-    ic->out[o].dtype = dt;
-    ic->out[o].rank = rank;
-    if (rank > 0) memcpy(ic->out[o].dims, dims, (size_t)rank * sizeof(int64_t));
-}
-
-static int64_t known_numel(const pr_tinfo *t) {
-    return t->rank < 0 ? -1 : pr_numel(t->rank, t->dims);
-}
-
 /* Optional input i, if present, must hold one element (a scalar). */
 static precis_status scalar_in(pr_infer *ic, int i, const char *what) {
     if (!pr_in_present(ic, i)) return PRECIS_OK;
-    int64_t n = known_numel(&ic->in[i]);
+    int64_t n = pr_infer_in_numel(ic, i);
     if (n >= 0 && n != 1)
         return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s (input %d) must be a scalar, has %lld elements",
                          what, i, (long long)n);
@@ -203,7 +179,7 @@ static precis_status binary_ex(pr_infer *ic, uint32_t m0, uint32_t m1, bool mixe
     else
         st = pr_infer_broadcast(ic, 2, (const int[]){0, 1}, &rank, dims);
     if (st) return st;
-    set_out(ic, 0, out != PRECIS_UNDEFINED ? out : ic->in[0].dtype, rank, dims);
+    pr_infer_set_out(ic, 0, out != PRECIS_UNDEFINED ? out : ic->in[0].dtype, rank, dims);
     return PRECIS_OK;
 }
 
@@ -278,7 +254,7 @@ static precis_status variadic(pr_infer *ic, uint32_t m) {
     int rank;
     int64_t dims[PR_MAX_RANK];
     if ((st = pr_infer_broadcast(ic, ic->n_in, idx, &rank, dims))) return st;
-    set_out(ic, 0, ic->in[0].dtype, rank, dims);
+    pr_infer_set_out(ic, 0, ic->in[0].dtype, rank, dims);
     return PRECIS_OK;
 }
 
@@ -309,7 +285,7 @@ precis_status pr_infer_Where(pr_infer *ic) {
     int rank;
     int64_t dims[PR_MAX_RANK];
     if ((st = pr_infer_broadcast(ic, 3, (const int[]){0, 1, 2}, &rank, dims))) return st;
-    set_out(ic, 0, ic->in[1].dtype, rank, dims);
+    pr_infer_set_out(ic, 0, ic->in[1].dtype, rank, dims);
     return PRECIS_OK;
 }
 
@@ -376,7 +352,7 @@ precis_status pr_infer_Dropout(pr_infer *ic) {
         }
     }
     /* mask: bool from opset 10, the input's type before */
-    set_out(ic, 1, ic->node->opset >= 10 ? PRECIS_BOOL : ic->in[0].dtype, ic->in[0].rank,
+    pr_infer_set_out(ic, 1, ic->node->opset >= 10 ? PRECIS_BOOL : ic->in[0].dtype, ic->in[0].rank,
             ic->in[0].dims);
     return PRECIS_OK;
 }
@@ -391,12 +367,12 @@ precis_status pr_infer_Dropout(pr_infer *ic) {
 static precis_status qparams(pr_infer *ic) {
     precis_status st;
     const pr_tinfo *x = &ic->in[0], *s = &ic->in[1], *z = &ic->in[2];
-    int64_t ns = known_numel(s);
+    int64_t ns = pr_numel(s->rank, s->dims);
     if (pr_in_present(ic, 2) && s->rank >= 0 && z->rank >= 0) {
         bool eq = s->rank == z->rank;
         for (int d = 0; eq && d < s->rank; d++)
             eq = !pr_dim_known(s->dims[d]) || !pr_dim_known(z->dims[d]) || s->dims[d] == z->dims[d];
-        if (!eq && !(ns == 1 && known_numel(z) == 1))
+        if (!eq && !(ns == 1 && pr_numel(z->rank, z->dims) == 1))
             return pr_inferf(ic, PRECIS_ERR_SHAPE, "zero point shape differs from scale shape");
     }
     if (s->rank < 0 || (s->rank <= 1 && ns == 1)) return PRECIS_OK; /* per tensor */
@@ -437,7 +413,7 @@ precis_status pr_infer_DequantizeLinear(pr_infer *ic) {
 precis_status pr_infer_DynamicQuantizeLinear(pr_infer *ic) {
     precis_status st = unary(ic, M_(PRECIS_FLOAT32), PRECIS_UINT8);
     if (st) return st;
-    set_out(ic, 1, PRECIS_FLOAT32, 0, NULL);
-    set_out(ic, 2, PRECIS_UINT8, 0, NULL);
+    pr_infer_set_out(ic, 1, PRECIS_FLOAT32, 0, NULL);
+    pr_infer_set_out(ic, 2, PRECIS_UINT8, 0, NULL);
     return PRECIS_OK;
 }

@@ -8,11 +8,6 @@
 
 static bool is_int_index_dtype(pr_dtype dt) { return dt == PRECIS_INT64 || dt == PRECIS_INT32; }
 
-static bool range_dtype_ok(pr_dtype dt) {
-    const pr_dtype_traits *t = pr_dtype_info(dt);
-    return t->size && (t->is_float || t->is_int);
-}
-
 /* ------------------------------------------------------------ Gather family */
 
 static precis_status check_indices(pr_infer *ic, int i) {
@@ -216,7 +211,7 @@ precis_status pr_infer_OneHot(pr_infer *ic) {
         return st;
     const pr_tinfo *idx = &ic->in[0], *dep = &ic->in[1], *val = &ic->in[2];
     if ((st = pr_infer_check_storable(ic, val->dtype))) return st;
-    if (!range_dtype_ok(idx->dtype) || !range_dtype_ok(dep->dtype))
+    if (!pr_infer_numeric_dtype(idx->dtype) || !pr_infer_numeric_dtype(dep->dtype))
         return pr_inferf(ic, PRECIS_ERR_SHAPE, "indices (%s) and depth (%s) must be numeric",
                          pr_dtype_name(idx->dtype), pr_dtype_name(dep->dtype));
     if (val->rank >= 0 && pr_numel(val->rank, val->dims) >= 0 &&

@@ -25,14 +25,8 @@ static precis_status need_in(pr_infer *ic, int i, const char *what, uint32_t mas
     pr_dtype dt = ic->in[i].dtype;
     if ((unsigned)dt > 31u || !(mask & DT(dt))) {
         char list[256];
-        size_t n = 0;
-        list[0] = 0;
-        for (unsigned d = 0; d <= PR_DTYPE_MAX && n < sizeof list; d++)
-            if (mask & DT(d))
-                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
-                                      pr_dtype_name((pr_dtype)d));
         return pr_inferf(ic, PRECIS_ERR_SHAPE, "input %d ('%s') has dtype %s, expected one of: %s",
-                         i, what, pr_dtype_name(dt), list);
+                         i, what, pr_dtype_name(dt), pr_dtype_mask_str(mask, list, sizeof list));
     }
     return PRECIS_OK;
 }

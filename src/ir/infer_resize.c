@@ -5,10 +5,6 @@
 
 #include "ir/infer_tensor.h"
 
-static int64_t numel_of(const pr_infer *ic, int i) {
-    return pr_in_present(ic, i) ? pr_numel(ic->in[i].rank, ic->in[i].dims) : -1;
-}
-
 /* Float values of input i into buf (cap): count, -1 unknown, -2 error. */
 static int in_floats(pr_infer *ic, int i, const char *what, double *buf, int cap) {
     const pr_tinfo *t = &ic->in[i];
@@ -17,7 +13,7 @@ static int in_floats(pr_infer *ic, int i, const char *what, double *buf, int cap
                   pr_dtype_name(t->dtype));
         return -2;
     }
-    int64_t n = numel_of(ic, i);
+    int64_t n = pr_infer_in_numel(ic, i);
     if (n < 0 || (!t->value && n != 0)) return -1;
     if (n > cap) {
         pr_inferf(ic, PRECIS_ERR_SHAPE, "%s has %lld values, at most %d expected", what,
@@ -170,10 +166,10 @@ precis_status pr_resize_plan_make(pr_infer *ic, pr_resize_plan *p, bool *known) 
         if (ns == -2) return PRECIS_ERR_SHAPE;
         if (ns == -1) ns = -3;
     } else {
-        bool have_scales = pr_in_present(ic, 2) && numel_of(ic, 2) != 0;
-        bool have_sizes = pr_in_present(ic, 3) && numel_of(ic, 3) != 0;
-        if (have_scales && have_sizes && numel_of(ic, 2) < 0) have_scales = false;
-        if (have_scales && have_sizes && numel_of(ic, 3) < 0) have_sizes = false;
+        bool have_scales = pr_in_present(ic, 2) && pr_infer_in_numel(ic, 2) != 0;
+        bool have_sizes = pr_in_present(ic, 3) && pr_infer_in_numel(ic, 3) != 0;
+        if (have_scales && have_sizes && pr_infer_in_numel(ic, 2) < 0) have_scales = false;
+        if (have_scales && have_sizes && pr_infer_in_numel(ic, 3) < 0) have_sizes = false;
         if (have_scales && have_sizes)
             return pr_inferf(ic, PRECIS_ERR_SHAPE, "only one of 'scales' and 'sizes' may be given");
         if (!have_scales && !have_sizes)
@@ -191,7 +187,7 @@ precis_status pr_resize_plan_make(pr_infer *ic, pr_resize_plan *p, bool *known) 
             if (nz == -1) nz = -3;
         }
         if (p->coord == PR_COORD_TF_CROP_AND_RESIZE && pr_in_present(ic, 1) &&
-            numel_of(ic, 1) != 0) {
+            pr_infer_in_numel(ic, 1) != 0) {
             double roi[2 * PR_MAX_RANK];
             int nr = in_floats(ic, 1, "roi", roi, 2 * PR_MAX_RANK);
             if (nr == -2) return PRECIS_ERR_SHAPE;

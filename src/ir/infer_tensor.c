@@ -11,54 +11,6 @@
 
 /* ------------------------------------------------------------ helpers */
 
-const char *pr_ints_str(const int64_t *v, int n, char *buf, size_t cap) {
-    size_t k = 0;
-    if (cap == 0) return buf;
-    buf[0] = 0;
-    k += (size_t)snprintf(buf + k, cap - k, "[");
-    for (int i = 0; i < n && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? "," : "", (long long)v[i]);
-    if (k < cap) snprintf(buf + k, cap - k, "]");
-    return buf;
-}
-
-const char *pr_infer_dims_str(const pr_infer *ic, int rank, const int64_t *dims, char *buf,
-                              size_t cap) {
-    if (ic->g) {
-        /* pr_shape_str prints "dtype[...]"; skip the dtype part */
-        char tmp[256];
-        pr_shape_str(ic->g, PRECIS_UNDEFINED, rank, dims, tmp, sizeof tmp);
-        const char *p = strchr(tmp, '[');
-        snprintf(buf, cap, "%s", p ? p : tmp);
-        return buf;
-    }
-    return pr_ints_str(dims, rank, buf, cap);
-}
-
-int64_t pr_infer_in_numel(const pr_infer *ic, int i) {
-    if (!pr_in_present(ic, i)) return -1;
-    return pr_numel(ic->in[i].rank, ic->in[i].dims);
-}
-
-bool pr_infer_value_known(const pr_infer *ic, int i) {
-    if (!pr_in_present(ic, i)) return false;
-    return ic->in[i].value != NULL || pr_infer_in_numel(ic, i) == 0;
-}
-
-/* Integer values of input i: count, -1 when not known, -2 on error (set). */
-int pr_infer_in_ints(pr_infer *ic, int i, int64_t *buf, int cap) {
-    if (!pr_in_present(ic, i)) return -1;
-    if (pr_infer_in_numel(ic, i) == 0) {
-        if (ic->in[i].dtype != PRECIS_INT64 && ic->in[i].dtype != PRECIS_INT32) {
-            pr_inferf(ic, PRECIS_ERR_SHAPE, "input %d must be int64 or int32, got %s", i,
-                      pr_dtype_name(ic->in[i].dtype));
-            return -2;
-        }
-        return 0;
-    }
-    return pr_infer_ints(ic, i, buf, cap);
-}
-
 /* Length of a 1-D input when known from its shape, else -1. */
 static int64_t in_len1d(const pr_infer *ic, int i) {
     if (!pr_in_present(ic, i)) return -1;
@@ -68,25 +20,11 @@ static int64_t in_len1d(const pr_infer *ic, int i) {
     return -1;
 }
 
-precis_status pr_infer_need_input(pr_infer *ic, int i, const char *what) {
-    if (!pr_in_present(ic, i))
-        return pr_inferf(ic, PRECIS_ERR_SHAPE, "input %d (%s) is required", i, what);
-    return PRECIS_OK;
-}
-
 precis_status pr_infer_check_storable(pr_infer *ic, pr_dtype dt) {
     if (dt != PRECIS_UNDEFINED && pr_dtype_size(dt) == 0)
         return pr_inferf(ic, PRECIS_ERR_UNSUPPORTED,
                          "dtype %s is not supported (no fixed-size storage)", pr_dtype_name(dt));
     return PRECIS_OK;
-}
-
-void pr_infer_set_out(pr_infer *ic, int o, pr_dtype dt, int rank, const int64_t *dims) {
-    if (o >= ic->n_out) return;
-    ic->out[o].dtype = dt;
-    ic->out[o].rank = rank;
-    for (int d = 0; d < rank && d < PR_MAX_RANK; d++)
-        ic->out[o].dims[d] = dims ? dims[d] : PR_DIM_UNKNOWN;
 }
 
 /* Axes from an attribute (opset < attr_until) or from input `input`.
@@ -926,18 +864,13 @@ precis_status pr_infer_ConstantOfShape(pr_infer *ic) {
 
 /* ------------------------------------------------------------ Range */
 
-static bool range_dtype_ok(pr_dtype dt) {
-    const pr_dtype_traits *t = pr_dtype_info(dt);
-    return t->size && (t->is_float || t->is_int);
-}
-
 precis_status pr_infer_Range(pr_infer *ic) {
     precis_status st;
     const char *nm[3] = {"start", "limit", "delta"};
     for (int i = 0; i < 3; i++)
         if ((st = pr_infer_need_input(ic, i, nm[i]))) return st;
     pr_dtype dt = ic->in[0].dtype;
-    if (!range_dtype_ok(dt))
+    if (!pr_infer_numeric_dtype(dt))
         return pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "dtype %s is not supported",
                          pr_dtype_name(dt));
     for (int i = 0; i < 3; i++) {

@@ -85,23 +85,12 @@ bool pr_elem_nonzero(const unsigned char *p, pr_dtype dt, size_t es);
 int64_t pr_count_nonzero(const void *data, pr_dtype dt, int64_t n);
 
 /* Helpers shared by the infer_*.c files of the family. */
-/* Fails "input i (what) is required" when input i is absent. */
-precis_status pr_infer_need_input(pr_infer *ic, int i, const char *what);
-/* Sets output o (ignored past n_out); dims NULL: all PR_DIM_UNKNOWN. */
-void pr_infer_set_out(pr_infer *ic, int o, pr_dtype dt, int rank, const int64_t *dims);
-/* "[2,batch,-1]" (symbolic dims by name when ic->g is set). */
-const char *pr_infer_dims_str(const pr_infer *ic, int rank, const int64_t *dims, char *buf,
-                              size_t cap);
-/* Element count of input i, -1 when absent or not known. */
-int64_t pr_infer_in_numel(const pr_infer *ic, int i);
+/* Fixed-size float or integer dtype (Range, OneHot). */
+static inline bool pr_infer_numeric_dtype(pr_dtype dt) {
+    const pr_dtype_traits *t = pr_dtype_info(dt);
+    return t->size && (t->is_float || t->is_int);
+}
 /* Fails (UNSUPPORTED) for dtypes without fixed-size storage (string). */
 precis_status pr_infer_check_storable(pr_infer *ic, pr_dtype dt);
-/* pr_infer_ints that also knows empty inputs (count 0). */
-int pr_infer_in_ints(pr_infer *ic, int i, int64_t *buf, int cap);
-
-/* Whether input i's contents are known (value set, or no elements). */
-bool pr_infer_value_known(const pr_infer *ic, int i);
-/* "[2,3,-1]" */
-const char *pr_ints_str(const int64_t *v, int n, char *buf, size_t cap);
 
 #endif

@@ -11,59 +11,10 @@
 #include "ir/graph.h"
 #include "ir/infer.h"
 
-static int n_pass, n_fail;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (cond)                                                                                  \
-            n_pass++;                                                                              \
-        else {                                                                                     \
-            n_fail++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
+#include "tnode.h"
 
 static pr_graph *g;
-
-typedef struct tnode {
-    pr_node node;
-    pr_attr attrs[8];
-    int64_t ints[8][16];
-} tnode;
-
-static void n_init(tnode *t, pr_op op, const char *name, int64_t opset) {
-    memset(t, 0, sizeof *t);
-    t->node.name = "n";
-    t->node.op_type = name;
-    t->node.domain = "";
-    t->node.op = op;
-    t->node.opset = opset;
-    t->node.attrs = t->attrs;
-}
-
-static void n_int(tnode *t, const char *name, int64_t v) {
-    pr_attr *a = &t->attrs[t->node.n_attrs++];
-    a->name = name;
-    a->type = PR_ATTR_INT;
-    a->i = v;
-}
-
-static void n_ints(tnode *t, const char *name, const int64_t *v, int n) {
-    int k = t->node.n_attrs++;
-    pr_attr *a = &t->attrs[k];
-    memcpy(t->ints[k], v, (size_t)n * sizeof(int64_t));
-    a->name = name;
-    a->type = PR_ATTR_INTS;
-    a->ints = t->ints[k];
-    a->n = n;
-}
-
-static void n_str(tnode *t, const char *name, const char *s) {
-    pr_attr *a = &t->attrs[t->node.n_attrs++];
-    a->name = name;
-    a->type = PR_ATTR_STRING;
-    a->s = s;
-    a->s_len = strlen(s);
-}
 
 static void ti(pr_tinfo *t, pr_dtype dt, int rank, const int64_t *dims) {
     memset(t, 0, sizeof *t);
@@ -80,13 +31,6 @@ static precis_status infer(tnode *t, int n_in, const pr_tinfo *in, int n_out, pr
     }
     pr_infer ic = {g, &t->node, n_in, in, n_out, out, e};
     return pr_infer_table[t->node.op](&ic);
-}
-
-static int dims_eq(const pr_tinfo *t, int rank, const int64_t *dims) {
-    if (t->rank != rank) return 0;
-    for (int d = 0; d < rank; d++)
-        if (t->dims[d] != dims[d]) return 0;
-    return 1;
 }
 
 #define U PR_DIM_UNKNOWN
@@ -446,6 +390,5 @@ int main(void) {
     for (int it = 0; it < 40; it++) convt_case(it);
     convint_case();
     pr_graph_destroy(g);
-    printf("test_conv: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return check_report("test_conv");
 }

@@ -10,15 +10,7 @@
 #include "ir/graph.h"
 #include "ir/ops.h"
 
-static int n_pass, n_fail;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (cond) n_pass++;                                                                        \
-        else {                                                                                     \
-            n_fail++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);              \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static void test_err(void) {
     pr_err e = {0};
@@ -123,6 +115,5 @@ int main(void) {
     test_f16();
     test_dtype();
     test_graph();
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail != 0;
+    return check_report(NULL);
 }

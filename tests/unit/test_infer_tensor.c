@@ -8,23 +8,14 @@
 #include "ir/graph.h"
 #include "ir/infer.h"
 
-static int n_pass, n_fail;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (cond)                                                                                  \
-            n_pass++;                                                                              \
-        else {                                                                                     \
-            n_fail++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
+#include "tnode.h"
 
 static pr_graph *g;
 static int64_t N, M; /* symbolic dims */
 
 typedef struct tcase {
-    pr_node node;
-    pr_attr attrs[4];
+    tnode t;
     pr_tinfo in[6];
     pr_tinfo out[4];
     pr_err err;
@@ -33,12 +24,7 @@ typedef struct tcase {
 
 static void t_init(tcase *c, pr_op op, const char *name, int64_t opset) {
     memset(c, 0, sizeof *c);
-    c->node.name = "n";
-    c->node.op_type = name;
-    c->node.domain = "";
-    c->node.op = op;
-    c->node.opset = opset;
-    c->node.attrs = c->attrs;
+    n_init(&c->t, op, name, opset);
 }
 
 static void t_in(tcase *c, int i, pr_dtype dt, int rank, const int64_t *dims, const void *value) {
@@ -48,33 +34,11 @@ static void t_in(tcase *c, int i, pr_dtype dt, int rank, const int64_t *dims, co
     c->in[i].value = value;
 }
 
-static void t_attr_int(tcase *c, const char *name, int64_t v) {
-    pr_attr *a = &c->attrs[c->node.n_attrs++];
-    a->name = name;
-    a->type = PR_ATTR_INT;
-    a->i = v;
-}
-
-static void t_attr_ints(tcase *c, const char *name, int64_t *v, int n) {
-    pr_attr *a = &c->attrs[c->node.n_attrs++];
-    a->name = name;
-    a->type = PR_ATTR_INTS;
-    a->ints = v;
-    a->n = n;
-}
-
 static precis_status t_run(tcase *c, int n_in, int n_out) {
     for (int j = 0; j < 4; j++) c->out[j].rank = -1;
-    pr_infer ic = {g, &c->node, n_in, c->in, n_out, c->out, &c->err};
-    c->st = pr_infer_table[c->node.op](&ic);
+    pr_infer ic = {g, &c->t.node, n_in, c->in, n_out, c->out, &c->err};
+    c->st = pr_infer_table[c->t.node.op](&ic);
     return c->st;
-}
-
-static int dims_eq(const pr_tinfo *t, int rank, const int64_t *dims) {
-    if (t->rank != rank) return 0;
-    for (int d = 0; d < rank; d++)
-        if (t->dims[d] != dims[d]) return 0;
-    return 1;
 }
 
 #define U PR_DIM_UNKNOWN
@@ -103,18 +67,18 @@ static void test_transpose_concat(void) {
     tcase c;
     int64_t x[4] = {N, 3, M, 5}, perm[4] = {0, 2, 3, 1};
     t_init(&c, PR_OP_Transpose, "Transpose", 13);
-    t_attr_ints(&c, "perm", perm, 4);
+    n_ints(&c.t, "perm", perm, 4);
     t_in(&c, 0, PRECIS_FLOAT16, 4, x, NULL);
     CHECK(t_run(&c, 1, 1) == PRECIS_OK && dims_eq(&c.out[0], 4, (int64_t[]){N, M, 5, 3}) &&
           c.out[0].dtype == PRECIS_FLOAT16);
 
     int64_t a[2] = {N, 3}, b[2] = {N, 5};
     t_init(&c, PR_OP_Concat, "Concat", 13);
-    t_attr_int(&c, "axis", -1);
+    n_int(&c.t, "axis", -1);
     t_in(&c, 0, PRECIS_FLOAT32, 2, a, NULL);
     t_in(&c, 1, PRECIS_FLOAT32, 2, b, NULL);
     CHECK(t_run(&c, 2, 1) == PRECIS_OK && dims_eq(&c.out[0], 2, (int64_t[]){N, 8}));
-    c.attrs[0].i = 0;
+    c.t.attrs[0].i = 0;
     CHECK(t_run(&c, 2, 1) == PRECIS_ERR_SHAPE); /* 3 vs 5 on dim 1 */
     t_in(&c, 1, PRECIS_FLOAT32, 2, a, NULL);
     CHECK(t_run(&c, 2, 1) == PRECIS_OK && dims_eq(&c.out[0], 2, (int64_t[]){U, 3}));
@@ -132,7 +96,7 @@ static void test_squeeze_unsqueeze_flatten(void) {
     c.in[1].value = (int64_t[]){2};
     CHECK(t_run(&c, 2, 1) == PRECIS_ERR_SHAPE && strstr(c.err.msg, "size 3") != NULL);
     t_init(&c, PR_OP_Squeeze, "Squeeze", 11); /* attribute form */
-    t_attr_ints(&c, "axes", ax1, 1);
+    n_ints(&c.t, "axes", ax1, 1);
     t_in(&c, 0, PRECIS_FLOAT32, 3, x, NULL);
     CHECK(t_run(&c, 1, 1) == PRECIS_OK && dims_eq(&c.out[0], 2, (int64_t[]){N, 3}));
 
@@ -145,7 +109,7 @@ static void test_squeeze_unsqueeze_flatten(void) {
     t_init(&c, PR_OP_Flatten, "Flatten", 13);
     t_in(&c, 0, PRECIS_FLOAT32, 3, y, NULL);
     CHECK(t_run(&c, 1, 1) == PRECIS_OK && dims_eq(&c.out[0], 2, (int64_t[]){N, 12}));
-    t_attr_int(&c, "axis", 2);
+    n_int(&c.t, "axis", 2);
     CHECK(t_run(&c, 1, 1) == PRECIS_OK && dims_eq(&c.out[0], 2, (int64_t[]){U, 4}));
 }
 
@@ -168,18 +132,18 @@ static void test_slice_split_gather(void) {
 
     int64_t y[2] = {N, 6};
     t_init(&c, PR_OP_Split, "Split", 13);
-    t_attr_int(&c, "axis", 1);
+    n_int(&c.t, "axis", 1);
     t_in(&c, 0, PRECIS_FLOAT32, 2, y, NULL);
     CHECK(t_run(&c, 1, 2) == PRECIS_OK && dims_eq(&c.out[0], 2, (int64_t[]){N, 3}) &&
           dims_eq(&c.out[1], 2, (int64_t[]){N, 3}));
     CHECK(t_run(&c, 1, 4) == PRECIS_ERR_SHAPE); /* 6 into 4 equal parts */
-    c.node.opset = 18;
-    t_attr_int(&c, "num_outputs", 4);
+    c.t.node.opset = 18;
+    n_int(&c.t, "num_outputs", 4);
     CHECK(t_run(&c, 1, 4) == PRECIS_OK && c.out[0].dims[1] == 2 && c.out[3].dims[1] == 0);
 
     int64_t idx[2] = {7, M};
     t_init(&c, PR_OP_Gather, "Gather", 13);
-    t_attr_int(&c, "axis", 1);
+    n_int(&c.t, "axis", 1);
     t_in(&c, 0, PRECIS_FLOAT32, 2, x, NULL);
     t_in(&c, 1, PRECIS_INT64, 2, idx, NULL);
     CHECK(t_run(&c, 2, 1) == PRECIS_OK && dims_eq(&c.out[0], 3, (int64_t[]){N, 7, M}));
@@ -192,7 +156,7 @@ static void test_generators(void) {
     t_in(&c, 0, PRECIS_FLOAT32, 2, x, NULL);
     CHECK(t_run(&c, 1, 1) == PRECIS_OK && dims_eq(&c.out[0], 1, (int64_t[]){2}) &&
           c.out[0].dtype == PRECIS_INT64);
-    t_attr_int(&c, "start", -1);
+    n_int(&c.t, "start", -1);
     CHECK(t_run(&c, 1, 1) == PRECIS_OK && dims_eq(&c.out[0], 1, (int64_t[]){1}));
 
     t_init(&c, PR_OP_ConstantOfShape, "ConstantOfShape", 9);
@@ -269,6 +233,5 @@ int main(void) {
     test_generators();
     test_pad_resize_tile();
     pr_graph_destroy(g);
-    printf("test_infer_tensor: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return check_report("test_infer_tensor");
 }

@@ -14,16 +14,8 @@
 #include "runtime/exec.h"
 #include "runtime/tensor.h"
 
-static int n_pass, n_fail;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (cond)                                                                                  \
-            n_pass++;                                                                              \
-        else {                                                                                     \
-            n_fail++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
+#include "tnode.h"
 
 #define U PR_DIM_UNKNOWN
 #define MAXIO 8
@@ -32,51 +24,6 @@ static pr_graph *g;
 static int64_t N, M; /* symbolic dims */
 
 /* ------------------------------------------------------------ node setup */
-
-typedef struct tnode {
-    pr_node node;
-    pr_attr attrs[6];
-} tnode;
-
-static void n_init(tnode *t, pr_op op, const char *name, int64_t opset) {
-    memset(t, 0, sizeof *t);
-    t->node.name = "n";
-    t->node.op_type = name;
-    t->node.domain = "";
-    t->node.op = op;
-    t->node.opset = opset;
-    t->node.attrs = t->attrs;
-}
-
-static void a_int(tnode *t, const char *name, int64_t v) {
-    pr_attr *a = &t->attrs[t->node.n_attrs++];
-    a->name = name;
-    a->type = PR_ATTR_INT;
-    a->i = v;
-}
-
-static void a_float(tnode *t, const char *name, float v) {
-    pr_attr *a = &t->attrs[t->node.n_attrs++];
-    a->name = name;
-    a->type = PR_ATTR_FLOAT;
-    a->f = v;
-}
-
-static void a_ints(tnode *t, const char *name, int64_t *v, int n) {
-    pr_attr *a = &t->attrs[t->node.n_attrs++];
-    a->name = name;
-    a->type = PR_ATTR_INTS;
-    a->ints = v;
-    a->n = n;
-}
-
-static void a_str(tnode *t, const char *name, const char *s) {
-    pr_attr *a = &t->attrs[t->node.n_attrs++];
-    a->name = name;
-    a->type = PR_ATTR_STRING;
-    a->s = s;
-    a->s_len = strlen(s);
-}
 
 /* ------------------------------------------------------------ inference */
 
@@ -99,13 +46,6 @@ static precis_status infer(tnode *t, int n_in, int n_out) {
     pr_err_clear(&err);
     pr_infer ic = {g, &t->node, n_in, tin, n_out, tout, &err};
     return pr_infer_table[t->node.op](&ic);
-}
-
-static int dims_eq(const pr_tinfo *t, int rank, const int64_t *dims) {
-    if (t->rank != rank) return 0;
-    for (int d = 0; d < rank; d++)
-        if (t->dims[d] != dims[d]) return 0;
-    return 1;
 }
 
 static void test_infer_matmul(void) {
@@ -137,8 +77,8 @@ static void test_infer_matmul(void) {
     CHECK(infer(&t, 2, 1) == PRECIS_OK && tout[0].rank == -1 && tout[0].dtype == PRECIS_FLOAT32);
 
     n_init(&t, PR_OP_Gemm, "Gemm", 13);
-    a_int(&t, "transA", 1);
-    a_int(&t, "transB", 1);
+    n_int(&t, "transA", 1);
+    n_int(&t, "transB", 1);
     ti(0, PRECIS_FLOAT32, 2, (int64_t[]){4, N}, NULL);
     ti(1, PRECIS_FLOAT32, 2, (int64_t[]){M, 4}, NULL);
     ti(2, PRECIS_FLOAT32, 1, (int64_t[]){M}, NULL);
@@ -172,7 +112,7 @@ static void test_infer_reduce(void) {
     ti(0, PRECIS_FLOAT32, 3, (int64_t[]){N, 1, 5}, NULL);
     ti(1, PRECIS_INT64, 1, (int64_t[]){1}, NULL);
     CHECK(infer(&t, 2, 1) == PRECIS_OK && dims_eq(&tout[0], 3, (int64_t[]){U, 1, U}));
-    a_int(&t, "keepdims", 0);
+    n_int(&t, "keepdims", 0);
     CHECK(infer(&t, 2, 1) == PRECIS_OK && dims_eq(&tout[0], 2, (int64_t[]){U, U}));
     int64_t two = 2;
     ti(1, PRECIS_INT64, 1, (int64_t[]){1}, &two);
@@ -180,34 +120,34 @@ static void test_infer_reduce(void) {
     /* empty axes: all, or nothing with noop_with_empty_axes */
     ti(1, PRECIS_INT64, 1, (int64_t[]){0}, NULL);
     CHECK(infer(&t, 2, 1) == PRECIS_OK && dims_eq(&tout[0], 0, NULL));
-    a_int(&t, "noop_with_empty_axes", 1);
+    n_int(&t, "noop_with_empty_axes", 1);
     CHECK(infer(&t, 2, 1) == PRECIS_OK && dims_eq(&tout[0], 3, (int64_t[]){N, 1, 5}));
     CHECK(infer(&t, 1, 1) == PRECIS_OK && dims_eq(&tout[0], 3, (int64_t[]){N, 1, 5}));
     /* attribute axes before opset 13 (18 for the others) */
     n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
-    a_ints(&t, "axes", axes1, 1);
+    n_ints(&t, "axes", axes1, 1);
     ti(0, PRECIS_FLOAT16, 3, (int64_t[]){N, 4, M}, NULL);
     CHECK(infer(&t, 1, 1) == PRECIS_OK && dims_eq(&tout[0], 3, (int64_t[]){N, 1, M}) &&
           tout[0].dtype == PRECIS_FLOAT16);
     t.node.opset = 18;
     CHECK(infer(&t, 1, 1) == PRECIS_ERR_SHAPE && strstr(err.msg, "not allowed"));
     n_init(&t, PR_OP_ReduceMax, "ReduceMax", 11);
-    a_ints(&t, "axes", axes_bad, 2);
+    n_ints(&t, "axes", axes_bad, 2);
     ti(0, PRECIS_FLOAT32, 2, (int64_t[]){3, 4}, NULL);
     CHECK(infer(&t, 1, 1) == PRECIS_ERR_SHAPE && strstr(err.msg, "given twice"));
-    axes_bad[1] = 2;
+    t.attrs[0].ints[1] = 2;
     CHECK(infer(&t, 1, 1) == PRECIS_ERR_SHAPE && strstr(err.msg, "out of range"));
 
     n_init(&t, PR_OP_ArgMax, "ArgMax", 13);
-    a_int(&t, "axis", -1);
+    n_int(&t, "axis", -1);
     ti(0, PRECIS_FLOAT32, 3, (int64_t[]){N, 4, 5}, NULL);
     CHECK(infer(&t, 1, 1) == PRECIS_OK && dims_eq(&tout[0], 3, (int64_t[]){N, 4, 1}) &&
           tout[0].dtype == PRECIS_INT64);
-    a_int(&t, "keepdims", 0);
+    n_int(&t, "keepdims", 0);
     CHECK(infer(&t, 1, 1) == PRECIS_OK && dims_eq(&tout[0], 2, (int64_t[]){N, 4}));
 
     n_init(&t, PR_OP_TopK, "TopK", 11);
-    a_int(&t, "axis", 1);
+    n_int(&t, "axis", 1);
     int64_t k3 = 3;
     ti(0, PRECIS_FLOAT32, 2, (int64_t[]){N, 5}, NULL);
     ti(1, PRECIS_INT64, 1, (int64_t[]){1}, NULL);
@@ -219,7 +159,7 @@ static void test_infer_reduce(void) {
     CHECK(infer(&t, 2, 2) == PRECIS_ERR_SHAPE && strstr(err.msg, "larger than"));
 
     n_init(&t, PR_OP_Einsum, "Einsum", 12);
-    a_str(&t, "equation", "bij,bjk->bki");
+    n_str(&t, "equation", "bij,bjk->bki");
     ti(0, PRECIS_FLOAT32, 3, (int64_t[]){N, 3, 4}, NULL);
     ti(1, PRECIS_FLOAT32, 3, (int64_t[]){N, 4, M}, NULL);
     CHECK(infer(&t, 2, 1) == PRECIS_OK && dims_eq(&tout[0], 3, (int64_t[]){N, M, 3}));
@@ -318,10 +258,10 @@ static void test_matmul_values(void) {
 
     /* Gemm: transA, transB, alpha, beta, row-vector C */
     n_init(&t, PR_OP_Gemm, "Gemm", 13);
-    a_int(&t, "transA", 1);
-    a_int(&t, "transB", 1);
-    a_float(&t, "alpha", 0.5f);
-    a_float(&t, "beta", 2.0f);
+    n_int(&t, "transA", 1);
+    n_int(&t, "transB", 1);
+    n_float(&t, "alpha", 0.5f);
+    n_float(&t, "beta", 2.0f);
     float A[6] = {1, 2, 3, 4, 5, 6}; /* [K=2, M=3] */
     float B[4] = {1, 0, 1, 1};       /* [N=2, K=2] */
     float C[2] = {10, 20};
@@ -390,7 +330,7 @@ static void test_softmax_values(void) {
     CHECK(fabs(((float *)bout[0].data)[0] - exp(1) / s) < 1e-6);
     /* opset 13, axis 1: columns of 2 */
     n_init(&t, PR_OP_Softmax, "Softmax", 13);
-    a_int(&t, "axis", 1);
+    n_int(&t, "axis", 1);
     CHECK(run(&t, 1, 1) == PRECIS_OK);
     CHECK(fabs(((float *)bout[0].data)[0] - 1 / (1 + exp(3))) < 1e-6);
     /* Hardmax opset 11 default axis: the single max of the flattened row */
@@ -413,7 +353,7 @@ static void test_reduce_values(void) {
     clear_in();
     bi(0, PRECIS_FLOAT32, 1, (int64_t[]){2}, neg);
     n_init(&t, PR_OP_ReduceL2, "ReduceL2", 18);
-    a_int(&t, "noop_with_empty_axes", 1);
+    n_int(&t, "noop_with_empty_axes", 1);
     CHECK(run(&t, 1, 1) == PRECIS_OK && bout[0].numel == 2 && ((float *)bout[0].data)[0] == 3);
     /* without it: over everything */
     n_init(&t, PR_OP_ReduceL2, "ReduceL2", 18);
@@ -442,8 +382,8 @@ static void test_reduce_values(void) {
     clear_in();
     bi(0, PRECIS_FLOAT32, 2, (int64_t[]){2, 3}, x);
     n_init(&t, PR_OP_ReduceSum, "ReduceSum", 11);
-    a_ints(&t, "axes", &axes1, 1);
-    a_int(&t, "keepdims", 0);
+    n_ints(&t, "axes", &axes1, 1);
+    n_int(&t, "keepdims", 0);
     CHECK(run(&t, 1, 1) == PRECIS_OK && ((float *)bout[0].data)[1] == 15);
     bi(1, PRECIS_INT64, 1, (int64_t[]){1}, &axes1);
     n_init(&t, PR_OP_ReduceSum, "ReduceSum", 13);
@@ -464,8 +404,8 @@ static void test_scan_topk_einsum(void) {
     bi(0, PRECIS_INT32, 1, (int64_t[]){4}, x);
     bi(1, PRECIS_INT32, 0, NULL, &ax);
     n_init(&t, PR_OP_CumSum, "CumSum", 14);
-    a_int(&t, "exclusive", 1);
-    a_int(&t, "reverse", 1);
+    n_int(&t, "exclusive", 1);
+    n_int(&t, "reverse", 1);
     CHECK(run(&t, 2, 1) == PRECIS_OK);
     const int32_t *c = bout[0].data;
     CHECK(c[0] == 9 && c[1] == 7 && c[2] == 4 && c[3] == 0);
@@ -480,7 +420,7 @@ static void test_scan_topk_einsum(void) {
     CHECK(run(&t, 2, 2) == PRECIS_OK);
     const int64_t *ix = bout[1].data;
     CHECK(ix[0] == 0 && ix[1] == 2 && ix[2] == 4 && ix[3] == 3);
-    a_int(&t, "largest", 0);
+    n_int(&t, "largest", 0);
     CHECK(run(&t, 2, 2) == PRECIS_OK);
     ix = bout[1].data;
     CHECK(ix[0] == 1 && ix[1] == 5 && ix[2] == 3 && ix[3] == 0 && ((float *)bout[0].data)[2] == 2);
@@ -490,7 +430,7 @@ static void test_scan_topk_einsum(void) {
     clear_in();
     bi(0, PRECIS_FLOAT32, 2, (int64_t[]){3, 3}, m);
     n_init(&t, PR_OP_Einsum, "Einsum", 12);
-    a_str(&t, "equation", "ii->i");
+    n_str(&t, "equation", "ii->i");
     CHECK(run(&t, 1, 1) == PRECIS_OK && ((float *)bout[0].data)[2] == 9);
     t.attrs[0].s = "ii";
     CHECK(run(&t, 1, 1) == PRECIS_OK && bout[0].rank == 0 && ((float *)bout[0].data)[0] == 15);
@@ -517,6 +457,5 @@ int main(void) {
     clear_in();
     for (int j = 0; j < MAXIO; j++) pr_buf_free(&bout[j]);
     pr_graph_destroy(g);
-    printf("test_linalg: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return check_report("test_linalg");
 }

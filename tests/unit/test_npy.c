@@ -9,35 +9,9 @@
 
 #include "io/npy.h"
 
-static int g_pass, g_fail;
-
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (c) {                                                                                   \
-            g_pass++;                                                                              \
-        } else {                                                                                   \
-            g_fail++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 #define FIX "data/fixtures/"
-
-static unsigned char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)(n > 0 ? n : 0);
-    return b;
-}
 
 /* ---------------------------------------------------------------- round trip */
 
@@ -296,6 +270,5 @@ int main(void) {
     test_roundtrip();
     test_fixtures();
     test_malformed();
-    printf("%d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_report(NULL);
 }

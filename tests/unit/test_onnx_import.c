@@ -12,17 +12,7 @@
 
 #include "onnx/onnx_import.h"
 
-static int g_pass, g_fail;
-
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (c) {                                                                                   \
-            g_pass++;                                                                              \
-        } else {                                                                                   \
-            g_fail++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 #define FIX "data/fixtures/"
 
@@ -62,22 +52,6 @@ static int N(const pr_graph *g, const char *name) {
         if (!strcmp(g->nodes[i].name, name)) return i;
     fprintf(stderr, "no node '%s'\n", name);
     return -1;
-}
-
-static unsigned char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)(n > 0 ? n : 0);
-    return b;
 }
 
 static bool aligned(const pr_tensor *t) {
@@ -608,6 +582,5 @@ int main(void) {
     test_tensor_files();
     test_deep_nesting();
     test_corruption();
-    printf("%d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_report(NULL);
 }

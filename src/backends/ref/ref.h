@@ -52,10 +52,22 @@ static inline const pr_buf *pr_kin(const pr_kernel *k, int i) {
     return i < k->n_in ? k->in[i] : NULL;
 }
 
+/* Normalise an axis in [-rank, rank) to [0, rank) into *out; fails (SHAPE)
+ * with "axis A out of range for rank R" otherwise (as pr_infer_axis). */
+precis_status pr_kernel_axis(pr_kernel *k, int64_t axis, int rank, int *out);
+
 /* Row-major strides (in elements) of dims. */
 void pr_strides(int rank, const int64_t *dims, int64_t *strides);
 /* Strides of `in` broadcast to an output of rank out_rank/out_dims: 0 where the
  * input dim is 1 (or missing on the left). */
 void pr_bcast_strides(const pr_buf *in, int out_rank, const int64_t *out_dims, int64_t *strides);
+
+/* n elements of a numeric buffer of dtype dt as float (int64/uint64/float64
+ * values rounded to float). */
+void pr_ref_to_f32(const void *src, pr_dtype dt, int64_t n, float *dst);
+/* n floats into a buffer of dtype dt: float types rounded to nearest even;
+ * int8/uint8 rounded to nearest even and saturated (NaN gives 0); other
+ * integer types as pr_store_f64 (truncated, saturated). */
+void pr_ref_from_f32(const float *src, int64_t n, pr_dtype dt, void *dst);
 
 #endif

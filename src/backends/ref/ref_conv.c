@@ -5,15 +5,14 @@
  * (1x1 stride-1 convolutions skip im2col, depthwise ones run direct).
  * ConvTranspose = GEMM with the transposed weights + col2im.
  * float32 runs natively, float64 in double, float16/bfloat16 in float32;
- * ConvInteger/QLinearConv subtract the zero points into int16, multiply in
- * int32 per K block and accumulate in int64: exact for any shape. */
+ * ConvInteger/QLinearConv subtract the zero points into int16 and use the
+ * int16 -> int64 GEMM: exact for any shape. The GEMM is ref_gemm.h's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/ref/ref_conv.h"
-
-#define RC_KC 256 /* GEMM K block */
+#include "backends/ref/ref_gemm.h"
 
 /* Columns per im2col block: about 512 KiB of float columns, multiple of 8. */
 static inline int64_t rc_block_cols(int64_t rows, int64_t total) {
@@ -24,23 +23,23 @@ static inline int64_t rc_block_cols(int64_t rows, int64_t total) {
 }
 
 #define RC_T float
-#define RC_ACC float
 #define RC_C float
 #define RC_SUF f32
+#define RC_GEMM pr_ref_gemm_f32
 #define RC_FLOAT 1
 #include "backends/ref/ref_conv_tmpl.inc"
 
 #define RC_T double
-#define RC_ACC double
 #define RC_C double
 #define RC_SUF f64
+#define RC_GEMM pr_ref_gemm_f64
 #define RC_FLOAT 1
 #include "backends/ref/ref_conv_tmpl.inc"
 
 #define RC_T int16_t
-#define RC_ACC int32_t
 #define RC_C int64_t
 #define RC_SUF i16
+#define RC_GEMM pr_ref_gemm_s16s64
 #define RC_FLOAT 0
 #include "backends/ref/ref_conv_tmpl.inc"
 
@@ -88,86 +87,13 @@ precis_status pr_refconv_geom(pr_kernel *k, pr_conv_kind kind, const pr_buf *x,
 }
 
 float *pr_refconv_to_f32(const pr_buf *b) {
-    int64_t n = b->numel;
-    float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    if (!f) return NULL;
-    switch (b->dtype) {
-    case PRECIS_FLOAT32:
-        if (n > 0) memcpy(f, b->data, (size_t)n * sizeof(float));
-        break;
-    case PRECIS_FLOAT16: {
-        const uint16_t *s = b->data;
-        for (int64_t i = 0; i < n; i++) f[i] = pr_f16_to_f32(s[i]);
-        break;
-    }
-    case PRECIS_BFLOAT16: {
-        const uint16_t *s = b->data;
-        for (int64_t i = 0; i < n; i++) f[i] = pr_bf16_to_f32(s[i]);
-        break;
-    }
-    case PRECIS_FLOAT64: {
-        const double *s = b->data;
-        for (int64_t i = 0; i < n; i++) f[i] = (float)s[i];
-        break;
-    }
-    case PRECIS_UINT8: {
-        const uint8_t *s = b->data;
-        for (int64_t i = 0; i < n; i++) f[i] = s[i];
-        break;
-    }
-    case PRECIS_INT8: {
-        const int8_t *s = b->data;
-        for (int64_t i = 0; i < n; i++) f[i] = s[i];
-        break;
-    }
-    default:
-        for (int64_t i = 0; i < n; i++) f[i] = (float)pr_load_f64(b->data, b->dtype, i);
-        break;
-    }
+    float *f = malloc((size_t)(b->numel > 0 ? b->numel : 1) * sizeof(float));
+    if (f) pr_ref_to_f32(b->data, b->dtype, b->numel, f);
     return f;
 }
 
-static double sat_round(float v, double lo, double hi) {
-    if (v != v) return 0.0;
-    double r = nearbyint((double)v);
-    return r < lo ? lo : r > hi ? hi : r;
-}
-
 void pr_refconv_from_f32(pr_buf *b, const float *src) {
-    int64_t n = b->numel;
-    switch (b->dtype) {
-    case PRECIS_FLOAT32:
-        if (n > 0) memcpy(b->data, src, (size_t)n * sizeof(float));
-        break;
-    case PRECIS_FLOAT16: {
-        uint16_t *d = b->data;
-        for (int64_t i = 0; i < n; i++) d[i] = pr_f32_to_f16(src[i]);
-        break;
-    }
-    case PRECIS_BFLOAT16: {
-        uint16_t *d = b->data;
-        for (int64_t i = 0; i < n; i++) d[i] = pr_f32_to_bf16(src[i]);
-        break;
-    }
-    case PRECIS_FLOAT64: {
-        double *d = b->data;
-        for (int64_t i = 0; i < n; i++) d[i] = src[i];
-        break;
-    }
-    case PRECIS_UINT8: {
-        uint8_t *d = b->data;
-        for (int64_t i = 0; i < n; i++) d[i] = (uint8_t)sat_round(src[i], 0, 255);
-        break;
-    }
-    case PRECIS_INT8: {
-        int8_t *d = b->data;
-        for (int64_t i = 0; i < n; i++) d[i] = (int8_t)sat_round(src[i], -128, 127);
-        break;
-    }
-    default:
-        for (int64_t i = 0; i < n; i++) pr_store_f64(b->data, b->dtype, i, src[i]);
-        break;
-    }
+    pr_ref_from_f32(src, b->numel, b->dtype, b->data);
 }
 
 double *pr_refconv_to_f64(const pr_buf *b) {
@@ -180,18 +106,13 @@ double *pr_refconv_to_f64(const pr_buf *b) {
 
 /* ------------------------------------------------------------ float convs */
 
-static bool is_float(pr_dtype dt) {
-    return dt == PRECIS_FLOAT32 || dt == PRECIS_FLOAT64 || dt == PRECIS_FLOAT16 ||
-           dt == PRECIS_BFLOAT16;
-}
-
 /* Checks shared by the float convolutions; sets *group. transposed: W is
  * (C, M/group, k...) instead of (M, C/group, k...). */
 static precis_status conv_check(pr_kernel *k, bool transposed, int64_t *group, int64_t *M) {
     const pr_buf *X = pr_kin(k, 0), *W = pr_kin(k, 1), *B = pr_kin(k, 2);
     if (!X || !W || k->n_out < 1 || !k->out[0])
         return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "missing X, W or Y");
-    if (!is_float(X->dtype) || W->dtype != X->dtype || (B && B->dtype != X->dtype) ||
+    if (!pr_dtype_info(X->dtype)->is_float || W->dtype != X->dtype || (B && B->dtype != X->dtype) ||
         k->out[0]->dtype != X->dtype)
         return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "unsupported types X %s, W %s",
                           pr_dtype_name(X->dtype), pr_dtype_name(W->dtype));

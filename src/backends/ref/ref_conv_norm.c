@@ -16,11 +16,6 @@
 #define RC_SUF f64
 #include "backends/ref/ref_conv_norm_tmpl.inc"
 
-static bool is_float(pr_dtype dt) {
-    return dt == PRECIS_FLOAT32 || dt == PRECIS_FLOAT64 || dt == PRECIS_FLOAT16 ||
-           dt == PRECIS_BFLOAT16;
-}
-
 /* Float data view of X and Y: native for float32/float64, else float32 copies. */
 typedef struct fview {
     bool f64, native;
@@ -31,7 +26,7 @@ typedef struct fview {
 static precis_status fview_begin(pr_kernel *k, const pr_buf *X, pr_buf *Y, fview *v) {
     memset(v, 0, sizeof *v);
     if (!X || !Y) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "missing input or output");
-    if (!is_float(X->dtype) || Y->dtype != X->dtype || Y->numel != X->numel)
+    if (!pr_dtype_info(X->dtype)->is_float || Y->dtype != X->dtype || Y->numel != X->numel)
         return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "unsupported type %s",
                           pr_dtype_name(X->dtype));
     v->f64 = X->dtype == PRECIS_FLOAT64;

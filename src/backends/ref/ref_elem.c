@@ -21,7 +21,6 @@
 #include <tgmath.h>
 
 #include "backends/ref/ref.h"
-#include "backends/ref/ref_elem.h"
 
 /* Parameters of a row function (attributes and the like). */
 typedef struct eparam {
@@ -326,7 +325,7 @@ static void pow_f64(void *o, const void *const *in, const int64_t *s, int64_t n,
 static void pow_int(void *o, const void *const *in, const int64_t *s, int64_t n, const eparam *P) {
     for (int64_t i = 0; i < n; i++) {
         int64_t b = pr_load_i64(in[0], P->da, i * s[0]), e = pr_load_i64(in[1], P->db, i * s[1]);
-        pr_store_wrap(o, P->da, i, ipow(b, e));
+        pr_store_u64_wrap(o, P->da, i, ipow(b, e));
     }
 }
 

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "backends/ref/ref.h"
-#include "backends/ref/ref_elem.h"
 
 static void copy_bytes(void *dst, const void *src, size_t n) {
     if (n && dst != src) memcpy(dst, src, n);
@@ -124,7 +123,7 @@ static void cast_elems(const void *src, pr_dtype sd, void *dst, pr_dtype dd, int
             d[i] = si->is_float ? pr_load_f64(src, sd, i) != 0 : pr_load_i64(src, sd, i) != 0;
     } else if (di->is_int && !si->is_float) {
         for (int64_t i = 0; i < n; i++)
-            pr_store_wrap(dst, dd, i, (uint64_t)pr_load_i64(src, sd, i));
+            pr_store_u64_wrap(dst, dd, i, pr_load_u64(src, sd, i));
     } else if (dd == PRECIS_FLOAT16 || dd == PRECIS_BFLOAT16) {
         uint16_t *d = dst;
         for (int64_t i = 0; i < n; i++) {

@@ -10,28 +10,12 @@
 
 #include "backends/ref/ref_tensor.h"
 
-static int64_t prod(const int64_t *d, int lo, int hi) {
-    int64_t p = 1;
-    for (int i = lo; i < hi; i++) p *= d[i];
-    return p;
-}
-
-static precis_status need_in(pr_kernel *k, int n) {
-    for (int i = 0; i < n; i++)
-        if (!pr_kin(k, i)) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "input %d is missing", i);
-    if (k->n_out < 1 || !k->out[0])
-        return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "output is missing");
-    return PRECIS_OK;
-}
-
+/* The "axis" attribute (default 0), normalised. */
 static precis_status get_axis(pr_kernel *k, int rank, int64_t *axis) {
-    *axis = 0; /* never read on failure; silences -Wmaybe-uninitialized at -O3 */
-    int64_t a = pr_attr_int(k->node, "axis", 0);
-    if (a < -rank || a >= rank)
-        return pr_kernelf(k, PRECIS_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)a,
-                          rank);
-    *axis = a < 0 ? a + rank : a;
-    return PRECIS_OK;
+    int a = 0; /* never read on failure; silences -Wmaybe-uninitialized at -O3 */
+    precis_status st = pr_kernel_axis(k, pr_attr_int(k->node, "axis", 0), rank, &a);
+    *axis = a;
+    return st;
 }
 
 /* Index value i of an int32/int64 buffer, normalised into [0, n); fails
@@ -69,7 +53,7 @@ static inline void copy_elem(unsigned char *d, const unsigned char *s, size_t es
 /* ------------------------------------------------------------ Gather */
 
 precis_status ref_Gather(pr_kernel *k) {
-    precis_status st = need_in(k, 2);
+    precis_status st = pr_ref_need_in(k, 2);
     if (st) return st;
     const pr_buf *x = k->in[0], *idx = k->in[1];
     pr_buf *y = k->out[0];
@@ -77,8 +61,8 @@ precis_status ref_Gather(pr_kernel *k) {
     int64_t axis;
     if ((st = get_axis(k, x->rank, &axis))) return st;
     size_t es = pr_dtype_size(x->dtype);
-    int64_t outer = prod(x->dims, 0, (int)axis), n = x->dims[axis];
-    size_t inner = (size_t)prod(x->dims, (int)axis + 1, x->rank) * es;
+    int64_t outer = pr_dims_prod(x->dims, 0, (int)axis), n = x->dims[axis];
+    size_t inner = (size_t)pr_dims_prod(x->dims, (int)axis + 1, x->rank) * es;
     if (y->nbytes != (size_t)outer * (size_t)idx->numel * inner)
         return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output size mismatch");
     int64_t *ii = malloc(((size_t)idx->numel + 1) * sizeof *ii);
@@ -147,7 +131,7 @@ static precis_status gather_elem(void *ctx, int64_t pos, int64_t xoff) {
 }
 
 precis_status ref_GatherElements(pr_kernel *k) {
-    precis_status st = need_in(k, 2);
+    precis_status st = pr_ref_need_in(k, 2);
     if (st) return st;
     const pr_buf *x = k->in[0], *idx = k->in[1];
     pr_buf *y = k->out[0];
@@ -253,7 +237,7 @@ static precis_status scatter_elem(void *ctx, int64_t pos, int64_t xoff) {
 }
 
 precis_status ref_ScatterElements(pr_kernel *k) {
-    precis_status st = need_in(k, 3);
+    precis_status st = pr_ref_need_in(k, 3);
     if (st) return st;
     const pr_buf *x = k->in[0], *idx = k->in[1], *u = k->in[2];
     pr_buf *y = k->out[0];
@@ -294,7 +278,7 @@ static precis_status nd_offset(pr_kernel *k, const pr_buf *x, const pr_buf *idx,
 }
 
 precis_status ref_GatherND(pr_kernel *k) {
-    precis_status st = need_in(k, 2);
+    precis_status st = pr_ref_need_in(k, 2);
     if (st) return st;
     const pr_buf *x = k->in[0], *idx = k->in[1];
     pr_buf *y = k->out[0];
@@ -311,8 +295,9 @@ precis_status ref_GatherND(pr_kernel *k) {
     size_t es = pr_dtype_size(x->dtype);
     int64_t xs[PR_MAX_RANK];
     pr_strides(r, x->dims, xs);
-    int64_t nb = prod(x->dims, 0, (int)b), per = prod(idx->dims, (int)b, q - 1);
-    int64_t slice = prod(x->dims, (int)(b + m), r), bstride = prod(x->dims, (int)b, r);
+    int64_t nb = pr_dims_prod(x->dims, 0, (int)b), per = pr_dims_prod(idx->dims, (int)b, q - 1);
+    int64_t slice = pr_dims_prod(x->dims, (int)(b + m), r);
+    int64_t bstride = pr_dims_prod(x->dims, (int)b, r);
     if (y->numel != nb * per * slice)
         return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output size mismatch");
     unsigned char *d = y->data;
@@ -329,7 +314,7 @@ precis_status ref_GatherND(pr_kernel *k) {
 }
 
 precis_status ref_ScatterND(pr_kernel *k) {
-    precis_status st = need_in(k, 3);
+    precis_status st = pr_ref_need_in(k, 3);
     if (st) return st;
     const pr_buf *x = k->in[0], *idx = k->in[1], *u = k->in[2];
     pr_buf *y = k->out[0];
@@ -341,7 +326,7 @@ precis_status ref_ScatterND(pr_kernel *k) {
     int64_t m = idx->dims[q - 1];
     if (m < 1 || m > r)
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "bad last indices dim %lld", (long long)m);
-    int64_t n = prod(idx->dims, 0, q - 1), slice = prod(x->dims, (int)m, r);
+    int64_t n = pr_dims_prod(idx->dims, 0, q - 1), slice = pr_dims_prod(x->dims, (int)m, r);
     if (u->dtype != x->dtype || u->numel != n * slice || y->nbytes != x->nbytes)
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "updates do not match indices and data");
     size_t es = pr_dtype_size(x->dtype);
@@ -361,7 +346,7 @@ precis_status ref_ScatterND(pr_kernel *k) {
 /* ------------------------------------------------------------ OneHot */
 
 precis_status ref_OneHot(pr_kernel *k) {
-    precis_status st = need_in(k, 3);
+    precis_status st = pr_ref_need_in(k, 3);
     if (st) return st;
     const pr_buf *idx = k->in[0], *val = k->in[2];
     pr_buf *y = k->out[0];
@@ -375,7 +360,7 @@ precis_status ref_OneHot(pr_kernel *k) {
     size_t es = pr_dtype_size(y->dtype);
     const unsigned char *off = val->data, *on = off + es;
     int64_t depth = y->dims[a];
-    int64_t outer = prod(y->dims, 0, (int)a), inner = prod(y->dims, (int)a + 1, r);
+    int64_t outer = pr_dims_prod(y->dims, 0, (int)a), inner = pr_dims_prod(y->dims, (int)a + 1, r);
     pr_fill_elems(y->data, off, y->numel, es);
     unsigned char *d = y->data;
     bool is_float = pr_dtype_info(idx->dtype)->is_float;
@@ -399,7 +384,7 @@ precis_status ref_OneHot(pr_kernel *k) {
 /* ------------------------------------------------------------ NonZero */
 
 precis_status ref_NonZero(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];

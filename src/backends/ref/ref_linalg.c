@@ -7,35 +7,9 @@
 #include <string.h>
 
 #include "backends/ref/ref.h"
+#include "backends/ref/ref_gemm.h"
 #include "backends/ref/ref_linalg.h"
 #include "ir/linalg.h"
-
-#define GEMM_KB 128
-#define GEMM_NB 256
-
-#define GT float
-#define GS f32
-#include "backends/ref/ref_gemm.inc"
-#undef GT
-#undef GS
-#define GT double
-#define GS f64
-#include "backends/ref/ref_gemm.inc"
-#undef GT
-#undef GS
-#define GT uint32_t
-#define GS u32
-#include "backends/ref/ref_gemm.inc"
-#undef GT
-#undef GS
-#define GT uint64_t
-#define GS u64
-#include "backends/ref/ref_gemm.inc"
-#undef GT
-#undef GS
-
-typedef void (*gemm_fn)(int64_t M, int64_t N, int64_t K, const void *A, int64_t sam, int64_t sak,
-                        const void *B, int64_t ldb, void *C, int64_t ldc);
 
 /* ------------------------------------------------------------ batched matmul */
 
@@ -82,7 +56,8 @@ static precis_status mm_geom_of(pr_kernel *k, const pr_buf *A, const pr_buf *B, 
 }
 
 /* Y[batch, M, N] = A x B for row-major operands of element size es. */
-static void mm_run(const mm_geom *g, gemm_fn fn, size_t es, const void *a, const void *b, void *y) {
+static void mm_run(const mm_geom *g, pr_ref_gemm_fn fn, size_t es, const void *a, const void *b,
+                   void *y) {
     const char *pa = (const char *)a, *pb = (const char *)b;
     char *py = (char *)y;
     if (g->batch == 0 || g->M == 0 || g->N == 0) return;
@@ -111,18 +86,6 @@ static void mm_run(const mm_geom *g, gemm_fn fn, size_t es, const void *a, const
     }
 }
 
-static gemm_fn gemm_for(pr_dtype dt, size_t *es) {
-    switch (dt) {
-    case PRECIS_FLOAT32: *es = 4; return gemm_v_f32;
-    case PRECIS_FLOAT64: *es = 8; return gemm_v_f64;
-    case PRECIS_INT32:
-    case PRECIS_UINT32: *es = 4; return gemm_v_u32;
-    case PRECIS_INT64:
-    case PRECIS_UINT64: *es = 8; return gemm_v_u64;
-    default: return NULL;
-    }
-}
-
 precis_status ref_MatMul(pr_kernel *k) {
     const pr_buf *A = k->in[0], *B = k->in[1];
     pr_buf *Y = k->out[0];
@@ -136,7 +99,7 @@ precis_status ref_MatMul(pr_kernel *k) {
         return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output has %lld elements, expected %lld",
                           (long long)Y->numel, (long long)(g.batch * g.M * g.N));
     size_t es;
-    gemm_fn fn = gemm_for(A->dtype, &es);
+    pr_ref_gemm_fn fn = pr_ref_gemm_for(A->dtype, &es);
     if (fn) {
         mm_run(&g, fn, es, A->data, B->data, Y->data);
         return PRECIS_OK;
@@ -149,10 +112,11 @@ precis_status ref_MatMul(pr_kernel *k) {
     if (!a || !b || !y) {
         st = pr_kernelf(k, PRECIS_ERR_OOM, "out of memory for float32 copies of the operands");
     } else {
-        pr_lin_to_f32(A->data, A->dtype, A->numel, a);
-        pr_lin_to_f32(B->data, B->dtype, B->numel, b);
-        mm_run(&g, gemm_v_f32, 4, a, b, y);
-        pr_lin_from_f32(y, Y->numel, Y->dtype, Y->data);
+        pr_ref_to_f32(A->data, A->dtype, A->numel, a);
+        pr_ref_to_f32(B->data, B->dtype, B->numel, b);
+        fn = pr_ref_gemm_for(PRECIS_FLOAT32, &es);
+        mm_run(&g, fn, es, a, b, y);
+        pr_ref_from_f32(y, Y->numel, Y->dtype, Y->data);
     }
     free(a);
     free(b);
@@ -243,7 +207,7 @@ precis_status ref_Gemm(pr_kernel *k) {
     if (M == 0 || N == 0) return PRECIS_OK;
     int64_t sam = ta ? 1 : K, sak = ta ? M : 1;
     size_t es = 0;
-    gemm_fn fn = gemm_for(dt, &es);
+    pr_ref_gemm_fn fn = pr_ref_gemm_for(dt, &es);
     bool half = pr_lin_is_half(dt);
     if (!fn && !half)
         return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "dtype %s not supported", pr_dtype_name(dt));
@@ -252,16 +216,15 @@ precis_status ref_Gemm(pr_kernel *k) {
     const void *a = A->data, *b = B->data, *c = C ? C->data : NULL;
     void *y = Y->data;
     if (half) {
-        es = 4;
-        fn = gemm_v_f32;
+        fn = pr_ref_gemm_for(PRECIS_FLOAT32, &es);
         abuf = pr_lin_alloc(A->numel, 4);
         bbuf = pr_lin_alloc(B->numel, 4);
         ybuf = pr_lin_alloc(Y->numel, 4);
         cbuf = C ? pr_lin_alloc(C->numel, 4) : NULL;
         if (!abuf || !bbuf || !ybuf || (C && !cbuf)) goto oom;
-        pr_lin_to_f32(A->data, dt, A->numel, abuf);
-        pr_lin_to_f32(B->data, dt, B->numel, bbuf);
-        if (C) pr_lin_to_f32(C->data, dt, C->numel, cbuf);
+        pr_ref_to_f32(A->data, dt, A->numel, abuf);
+        pr_ref_to_f32(B->data, dt, B->numel, bbuf);
+        if (C) pr_ref_to_f32(C->data, dt, C->numel, cbuf);
         a = abuf;
         b = bbuf;
         c = cbuf;
@@ -278,23 +241,23 @@ precis_status ref_Gemm(pr_kernel *k) {
     fn(M, N, K, a, sam, sak, b, N, y, N);
     if (es == 4 && dt != PRECIS_INT32 && dt != PRECIS_UINT32) {
         gemm_epilogue_f32(y, M, N, alpha, beta, c, csm, csn);
-        if (half) pr_lin_from_f32(y, Y->numel, dt, Y->data);
+        if (half) pr_ref_from_f32(y, Y->numel, dt, Y->data);
     } else if (dt == PRECIS_FLOAT64) {
         gemm_epilogue_f64(y, M, N, alpha, beta, c, csm, csn);
     } else if (alpha != 1.0f || (c && beta != 1.0f)) { /* integers, non-trivial scaling */
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 int64_t o = i * N + j;
-                double v = (double)alpha * (double)(int64_t)pr_lin_load_u64(y, dt, o);
-                if (c) v += (double)beta * (double)(int64_t)pr_lin_load_u64(c, dt, i * csm + j * csn);
+                double v = (double)alpha * (double)(int64_t)pr_load_u64(y, dt, o);
+                if (c) v += (double)beta * (double)(int64_t)pr_load_u64(c, dt, i * csm + j * csn);
                 pr_store_f64(y, dt, o, v);
             }
     } else if (c) { /* integers, Y = AB + C, wrapping */
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 int64_t o = i * N + j;
-                pr_lin_store_u64(y, dt, o,
-                                 pr_lin_load_u64(y, dt, o) + pr_lin_load_u64(c, dt, i * csm + j * csn));
+                pr_store_u64_wrap(y, dt, o,
+                                  pr_load_u64(y, dt, o) + pr_load_u64(c, dt, i * csm + j * csn));
             }
     }
     goto done;
@@ -401,7 +364,9 @@ static precis_status int_matmul(pr_kernel *k, const pr_buf *A, const pr_buf *za,
     }
     if ((st = sub_zero_point(k, A, za, true, "a_zero_point", a))) goto fail;
     if ((st = sub_zero_point(k, B, zb, false, "b_zero_point", b))) goto fail;
-    mm_run(g, gemm_v_u32, 4, a, b, y);
+    size_t es;
+    pr_ref_gemm_fn fn = pr_ref_gemm_for(PRECIS_INT32, &es);
+    mm_run(g, fn, es, a, b, y);
     free(a);
     free(b);
     *acc = y;
@@ -473,8 +438,8 @@ precis_status ref_QLinearMatMul(pr_kernel *k) {
     const pr_dtype sdt = as->dtype;
     float *asv = pr_lin_alloc(as->numel, sizeof(float)), *bsv = pr_lin_alloc(bs->numel, sizeof(float));
     float ysv;
-    pr_lin_to_f32(ys->data, sdt, 1, &ysv);
-    const double yz = zy ? (double)(int64_t)pr_lin_load_u64(zy->data, zy->dtype, 0) : 0.0;
+    pr_ref_to_f32(ys->data, sdt, 1, &ysv);
+    const double yz = zy ? (double)(int64_t)pr_load_u64(zy->data, zy->dtype, 0) : 0.0;
     const double qmin = ydt == PRECIS_INT8 ? -128.0 : 0.0, qmax = ydt == PRECIS_INT8 ? 127.0 : 255.0;
     float *mult = pr_lin_alloc(g.N, sizeof(float));
     if (!mult || !asv || !bsv) {
@@ -484,8 +449,8 @@ precis_status ref_QLinearMatMul(pr_kernel *k) {
         free(bsv);
         return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     }
-    pr_lin_to_f32(as->data, sdt, as->numel, asv);
-    pr_lin_to_f32(bs->data, sdt, bs->numel, bsv);
+    pr_ref_to_f32(as->data, sdt, as->numel, asv);
+    pr_ref_to_f32(bs->data, sdt, bs->numel, bsv);
     /* numpy: (a_scale * b_scale / y_scale) in float32, times the int32
      * accumulator in float64, round half to even, add zero point, clip */
     int64_t o = 0;
@@ -577,13 +542,10 @@ static bool einsum_as_gemm(pr_kernel *k, const pr_einsum *es, const int64_t *siz
     }
     pr_dtype dt = X[0]->dtype;
     size_t es_ = 0;
-    gemm_fn fn = gemm_for(dt, &es_);
+    pr_ref_gemm_fn fn = pr_ref_gemm_for(dt, &es_);
     bool half = pr_lin_is_half(dt);
     if (!fn && !half) return false;
-    if (half) {
-        fn = gemm_v_f32;
-        es_ = 4;
-    }
+    if (half) fn = pr_ref_gemm_for(PRECIS_FLOAT32, &es_);
     /* operand layouts */
     const int *ord[2][3] = {{bl, ml, kl}, {bl, kl, nl}};
     const int cnt[2][3] = {{nb, nm, nk}, {nb, nk, nn}};
@@ -603,7 +565,7 @@ static bool einsum_as_gemm(pr_kernel *k, const pr_einsum *es, const int64_t *siz
         if (half) {
             float *f = pr_lin_alloc(X[o]->numel, 4);
             if (!(owned[o] = f)) goto oom;
-            pr_lin_to_f32(X[o]->data, dt, X[o]->numel, f);
+            pr_ref_to_f32(X[o]->data, dt, X[o]->numel, f);
             src = (const char *)f;
         }
         if (gather_is_copy(nd, sz, sstr)) {
@@ -646,7 +608,7 @@ static bool einsum_as_gemm(pr_kernel *k, const pr_einsum *es, const int64_t *siz
                 goto oom;
             }
             gather(r, 4, es->out_rank, rsz, rstr, (char *)f);
-            pr_lin_from_f32(f, Y->numel, dt, Y->data);
+            pr_ref_from_f32(f, Y->numel, dt, Y->data);
             free(f);
         } else {
             gather(r, es_, es->out_rank, rsz, rstr, Y->data);
@@ -731,7 +693,7 @@ precis_status ref_Einsum(pr_kernel *k) {
         }
         for (int64_t i = 0; i < x->numel; i++) {
             if (tr->is_float) ((double *)wide[o])[i] = pr_load_f64(x->data, dt, i);
-            else ((uint64_t *)wide[o])[i] = pr_lin_load_u64(x->data, dt, i);
+            else ((uint64_t *)wide[o])[i] = pr_load_u64(x->data, dt, i);
         }
     }
     int64_t idx[PR_EINSUM_MAX_LABELS] = {0}, off[PR_EINSUM_MAX_OPS + 1] = {0};
@@ -760,7 +722,7 @@ precis_status ref_Einsum(pr_kernel *k) {
         }
         memcpy(off, base, sizeof base);
         if (tr->is_float) pr_store_f64(Y->data, dt, off[n], accf);
-        else pr_lin_store_u64(Y->data, dt, off[n], acci);
+        else pr_store_u64_wrap(Y->data, dt, off[n], acci);
         for (int q = n_out_loop - 1; q >= 0; q--) {
             for (int o = 0; o <= n; o++) off[o] += str[o][q];
             if (++idx[q] < size[loop[q]]) break;

@@ -263,13 +263,13 @@ static precis_status reduce_float(pr_kernel *k, const void *x, bool dbl, const r
 
 /* ------------------------------------------------------------ integer pass */
 
-/* Order-preserving unsigned key of an integer value (see ref_linalg.h's
- * pr_lin_load_u64 for the loading). */
+/* Order-preserving unsigned key of an integer value (see core/dtype.h's
+ * pr_load_u64 for the loading). */
 static uint64_t int_key(uint64_t v, bool is_signed) {
     return is_signed ? v ^ 0x8000000000000000u : v;
 }
 
-/* Smallest / largest value of an integer type, as loaded by pr_lin_load_u64. */
+/* Smallest / largest value of an integer type, as loaded by pr_load_u64. */
 static void int_bounds(pr_dtype dt, uint64_t *lo, uint64_t *hi) {
     int bits = dt == PRECIS_BOOL ? 1 : (int)pr_dtype_size(dt) * 8;
     if (dt == PRECIS_BOOL || !pr_dtype_info(dt)->is_signed) {
@@ -297,7 +297,7 @@ static precis_status reduce_int(pr_kernel *k, const pr_buf *X, const rplan *p, r
     int64_t idx[PR_MAX_RANK] = {0}, ooff = 0;
     for (int64_t row = 0; row < rows; row++) {
         for (int64_t j = 0; j < inner; j++) {
-            uint64_t v = pr_lin_load_u64(X->data, dt, row * inner + j);
+            uint64_t v = pr_load_u64(X->data, dt, row * inner + j);
             uint64_t *a = acc + ooff + j * istr;
             switch (kind) {
             case R_SUM:
@@ -329,7 +329,7 @@ static precis_status reduce_int(pr_kernel *k, const pr_buf *X, const rplan *p, r
         case R_MEAN: pr_store_f64(Y->data, Y->dtype, i, s / (double)p->count); break;
         case R_L2: pr_store_f64(Y->data, Y->dtype, i, sqrt(s)); break;
         case R_LOGSUM: pr_store_f64(Y->data, Y->dtype, i, log(s)); break;
-        default: pr_lin_store_u64(Y->data, Y->dtype, i, acc[i]); break;
+        default: pr_store_u64_wrap(Y->data, Y->dtype, i, acc[i]); break;
         }
     }
     free(acc);
@@ -365,7 +365,7 @@ static precis_status reduce(pr_kernel *k, rkind kind) {
     if (!res) goto oom;
     if (pr_lin_is_half(dt)) {
         if (!(tmp = pr_lin_alloc(X->numel, sizeof(float)))) goto oom;
-        pr_lin_to_f32(X->data, dt, X->numel, tmp);
+        pr_ref_to_f32(X->data, dt, X->numel, tmp);
         x = tmp;
     } else if (!tr->is_float) {
         if (!(tmp = pr_lin_alloc(X->numel, sizeof(double)))) goto oom;
@@ -455,11 +455,9 @@ static precis_status arg_reduce(pr_kernel *k, bool is_max) {
     const pr_buf *X = k->in[0];
     pr_buf *Y = k->out[0];
     int r = X->rank;
-    int64_t axis = pr_attr_int(k->node, "axis", 0);
-    if (r < 1 || axis < -r || axis >= r)
-        return pr_kernelf(k, PRECIS_ERR_SHAPE, "axis %lld out of range for rank %d",
-                          (long long)axis, r);
-    int a = (int)(axis < 0 ? axis + r : axis);
+    int a;
+    precis_status st = pr_kernel_axis(k, pr_attr_int(k->node, "axis", 0), r, &a);
+    if (st) return st;
     bool last = pr_attr_int(k->node, "select_last_index", 0) != 0;
     int64_t outer = 1, inner = 1, n = X->dims[a];
     for (int d = 0; d < a; d++) outer *= X->dims[d];
@@ -477,7 +475,7 @@ static precis_status arg_reduce(pr_kernel *k, bool is_max) {
     case PRECIS_BFLOAT16:
         tmp = pr_lin_alloc(X->numel, sizeof(float));
         if (!tmp) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
-        pr_lin_to_f32(X->data, X->dtype, X->numel, tmp);
+        pr_ref_to_f32(X->data, X->dtype, X->numel, tmp);
         data = tmp;
         ARG_FLT(float);
         break;

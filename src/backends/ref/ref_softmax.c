@@ -76,12 +76,12 @@ static precis_status softmax(pr_kernel *k, smode mode) {
     pr_buf *Y = k->out[0];
     const int r = X->rank;
     const bool old = k->node->opset < 13;
-    int64_t axis = pr_attr_int(k->node, "axis", old ? 1 : -1);
-    if (old && axis == r) axis = r; /* coerce to [numel, 1] */
-    else if (axis < -r || axis >= r)
-        return pr_kernelf(k, PRECIS_ERR_SHAPE, "axis %lld out of range for rank %d",
-                          (long long)axis, r);
-    const int a = (int)(axis < 0 ? axis + r : axis);
+    const int64_t axis = pr_attr_int(k->node, "axis", old ? 1 : -1);
+    int a = r; /* old opsets: axis == rank coerces to [numel, 1] */
+    if (!(old && axis == r)) {
+        precis_status st = pr_kernel_axis(k, axis, r, &a);
+        if (st) return st;
+    }
     int64_t outer = 1, n = 1, inner = 1;
     for (int d = 0; d < a; d++) outer *= X->dims[d];
     if (old) {
@@ -111,9 +111,9 @@ static precis_status softmax(pr_kernel *k, smode mode) {
         xt = pr_lin_alloc(X->numel, sizeof(float));
         yt = pr_lin_alloc(X->numel, sizeof(float));
         if (!xt || !yt) goto oom;
-        pr_lin_to_f32(X->data, dt, X->numel, xt);
+        pr_ref_to_f32(X->data, dt, X->numel, xt);
         softmax_f32(xt, yt, outer, n, inner, mode, mx, s, bi);
-        pr_lin_from_f32(yt, X->numel, dt, Y->data);
+        pr_ref_from_f32(yt, X->numel, dt, Y->data);
     }
     goto done;
 oom:
@@ -167,7 +167,7 @@ precis_status ref_CumSum(pr_kernel *k) {
     const int r = X->rank;
     if (!A || (A->dtype != PRECIS_INT32 && A->dtype != PRECIS_INT64) || A->numel != 1)
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "axis must be an int32 or int64 scalar");
-    int64_t axis = (int64_t)pr_lin_load_u64(A->data, A->dtype, 0);
+    int64_t axis = (int64_t)pr_load_u64(A->data, A->dtype, 0);
     int rr = r ? r : 1; /* a scalar scans as a single element */
     if (axis < -rr || axis >= rr)
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "axis %lld out of range for rank %d",
@@ -194,9 +194,9 @@ precis_status ref_CumSum(pr_kernel *k) {
         xt = pr_lin_alloc(X->numel, sizeof(float));
         yt = pr_lin_alloc(X->numel, sizeof(float));
         if (!xt || !yt) goto oom;
-        pr_lin_to_f32(X->data, dt, X->numel, xt);
+        pr_ref_to_f32(X->data, dt, X->numel, xt);
         cumsum_f32(xt, yt, outer, n, inner, excl, rev, acc);
-        pr_lin_from_f32(yt, X->numel, dt, Y->data);
+        pr_ref_from_f32(yt, X->numel, dt, Y->data);
     } else if (pr_dtype_info(dt)->is_int) {
         uint64_t *ia = (uint64_t *)acc; /* same size as double */
         for (int64_t o = 0; o < outer; o++) {
@@ -205,13 +205,13 @@ precis_status ref_CumSum(pr_kernel *k) {
                 const int64_t j = rev ? n - 1 - jj : jj;
                 for (int64_t i = 0; i < inner; i++) {
                     const int64_t e = (o * n + j) * inner + i;
-                    const uint64_t v = pr_lin_load_u64(X->data, dt, e);
+                    const uint64_t v = pr_load_u64(X->data, dt, e);
                     if (excl) {
-                        pr_lin_store_u64(Y->data, dt, e, ia[i]);
+                        pr_store_u64_wrap(Y->data, dt, e, ia[i]);
                         ia[i] += v;
                     } else {
                         ia[i] += v;
-                        pr_lin_store_u64(Y->data, dt, e, ia[i]);
+                        pr_store_u64_wrap(Y->data, dt, e, ia[i]);
                     }
                 }
             }
@@ -270,11 +270,9 @@ precis_status ref_TopK(pr_kernel *k) {
             return pr_kernelf(k, PRECIS_ERR_SHAPE, "K must be an int64 tensor of one element");
         kk = ((const int64_t *)K->data)[0];
     }
-    int64_t axis = pr_attr_int(k->node, "axis", -1);
-    if (r < 1 || axis < -r || axis >= r)
-        return pr_kernelf(k, PRECIS_ERR_SHAPE, "axis %lld out of range for rank %d",
-                          (long long)axis, r);
-    const int a = (int)(axis < 0 ? axis + r : axis);
+    int a;
+    precis_status st = pr_kernel_axis(k, pr_attr_int(k->node, "axis", -1), r, &a);
+    if (st) return st;
     const int64_t n = X->dims[a];
     if (kk < 0 || kk > n)
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "k = %lld must be in [0, %lld] (size of axis %d)",
@@ -303,7 +301,7 @@ precis_status ref_TopK(pr_kernel *k) {
                 uint64_t key;
                 if (dt == PRECIS_FLOAT32) key = float_key(((const float *)X->data)[e]);
                 else if (tr->is_float) key = float_key(pr_load_f64(X->data, dt, e));
-                else key = pr_lin_load_u64(X->data, dt, e) ^ (tr->is_signed ? 0x8000000000000000u : 0);
+                else key = pr_load_u64(X->data, dt, e) ^ (tr->is_signed ? 0x8000000000000000u : 0);
                 line[j].key = key;
                 line[j].idx = j;
             }

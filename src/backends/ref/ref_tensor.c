@@ -149,13 +149,7 @@ static precis_status copy_same(pr_kernel *k) {
     return PRECIS_OK;
 }
 
-static int64_t prod(const int64_t *d, int lo, int hi) {
-    int64_t p = 1;
-    for (int i = lo; i < hi; i++) p *= d[i];
-    return p;
-}
-
-static precis_status need_in(pr_kernel *k, int n) {
+precis_status pr_ref_need_in(pr_kernel *k, int n) {
     for (int i = 0; i < n; i++)
         if (!pr_kin(k, i)) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "input %d is missing", i);
     if (k->n_out < 1 || !k->out[0])
@@ -213,7 +207,7 @@ precis_status ref_Unsqueeze(pr_kernel *k) { return copy_same(k); }
 /* ------------------------------------------------------------ Transpose */
 
 precis_status ref_Transpose(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];
@@ -246,7 +240,7 @@ precis_status ref_Concat(pr_kernel *k) {
     if (axis < 0) axis += r;
     if (axis < 0 || axis >= r) return pr_kernelf(k, PRECIS_ERR_SHAPE, "axis out of range");
     size_t es = pr_dtype_size(y->dtype);
-    int64_t outer = prod(y->dims, 0, (int)axis);
+    int64_t outer = pr_dims_prod(y->dims, 0, (int)axis);
     size_t *blk = malloc(((size_t)k->n_in + 1) * sizeof *blk);
     if (!blk) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     for (int i = 0; i < k->n_in; i++) {
@@ -255,7 +249,7 @@ precis_status ref_Concat(pr_kernel *k) {
             free(blk);
             return pr_kernelf(k, PRECIS_ERR_SHAPE, "input %d is missing or has the wrong rank", i);
         }
-        blk[i] = (size_t)prod(x->dims, (int)axis, r) * es;
+        blk[i] = (size_t)pr_dims_prod(x->dims, (int)axis, r) * es;
     }
     unsigned char *d = y->data;
     for (int64_t o = 0; o < outer; o++)
@@ -284,8 +278,8 @@ precis_status ref_Split(pr_kernel *k) {
         return st;
     }
     size_t es = pr_dtype_size(x->dtype);
-    int64_t outer = prod(x->dims, 0, axis);
-    size_t inner = (size_t)prod(x->dims, axis + 1, x->rank) * es;
+    int64_t outer = pr_dims_prod(x->dims, 0, axis);
+    size_t inner = (size_t)pr_dims_prod(x->dims, axis + 1, x->rank) * es;
     size_t in_blk = (size_t)x->dims[axis] * inner;
     size_t off = 0;
     for (int j = 0; j < k->n_out; j++) {
@@ -309,7 +303,7 @@ precis_status ref_Split(pr_kernel *k) {
 /* ------------------------------------------------------------ Slice */
 
 precis_status ref_Slice(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];
@@ -338,7 +332,7 @@ precis_status ref_Slice(pr_kernel *k) {
 /* ------------------------------------------------------------ Expand / Tile */
 
 precis_status ref_Expand(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];
@@ -357,7 +351,7 @@ precis_status ref_Expand(pr_kernel *k) {
 }
 
 precis_status ref_Tile(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];
@@ -381,7 +375,7 @@ precis_status ref_Tile(pr_kernel *k) {
 /* ------------------------------------------------------------ Shape / Size / ConstantOfShape */
 
 precis_status ref_Shape(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];
@@ -396,7 +390,7 @@ precis_status ref_Shape(pr_kernel *k) {
 }
 
 precis_status ref_Size(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     if (k->out[0]->dtype != PRECIS_INT64 || k->out[0]->numel != 1)
         return pr_kernelf(k, PRECIS_ERR_INTERNAL, "bad output for Size");
@@ -405,7 +399,7 @@ precis_status ref_Size(pr_kernel *k) {
 }
 
 precis_status ref_ConstantOfShape(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     pr_buf *y = k->out[0];
     const pr_attr *a = pr_attr_find(k->node, "value");
@@ -426,22 +420,8 @@ precis_status ref_ConstantOfShape(pr_kernel *k) {
 
 /* ------------------------------------------------------------ Range */
 
-static void store_i64(void *p, pr_dtype dt, int64_t i, int64_t v) {
-    switch (dt) {
-    case PRECIS_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-    case PRECIS_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case PRECIS_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-    case PRECIS_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case PRECIS_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case PRECIS_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-    case PRECIS_INT64: ((int64_t *)p)[i] = v; break;
-    case PRECIS_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
-    default: pr_store_f64(p, dt, i, (double)v); break;
-    }
-}
-
 precis_status ref_Range(pr_kernel *k) {
-    precis_status st = need_in(k, 3);
+    precis_status st = pr_ref_need_in(k, 3);
     if (st) return st;
     pr_buf *y = k->out[0];
     pr_dtype dt = y->dtype;
@@ -457,11 +437,10 @@ precis_status ref_Range(pr_kernel *k) {
             double a = pr_load_f64(s->data, dt, 0), b = pr_load_f64(dl->data, dt, 0);
             for (int64_t i = 0; i < y->numel; i++) pr_store_f64(y->data, dt, i, a + (double)i * b);
         }
-    } else {
-        uint64_t a = (uint64_t)pr_load_i64(s->data, dt, 0),
-                 b = (uint64_t)pr_load_i64(dl->data, dt, 0);
+    } else { /* integers: wrapping */
+        uint64_t a = pr_load_u64(s->data, dt, 0), b = pr_load_u64(dl->data, dt, 0);
         for (int64_t i = 0; i < y->numel; i++)
-            store_i64(y->data, dt, i, (int64_t)(a + (uint64_t)i * b));
+            pr_store_u64_wrap(y->data, dt, i, a + (uint64_t)i * b);
     }
     return PRECIS_OK;
 }
@@ -488,7 +467,7 @@ static int64_t pad_map(int64_t o, int64_t begin, int64_t n, int mode) {
 }
 
 precis_status ref_Pad(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];
@@ -559,7 +538,7 @@ precis_status ref_Pad(pr_kernel *k) {
 /* ------------------------------------------------------------ DepthToSpace / SpaceToDepth */
 
 precis_status ref_DepthToSpace(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];
@@ -587,7 +566,7 @@ precis_status ref_DepthToSpace(pr_kernel *k) {
 }
 
 precis_status ref_SpaceToDepth(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];
@@ -613,7 +592,7 @@ precis_status ref_SpaceToDepth(pr_kernel *k) {
 /* ------------------------------------------------------------ EyeLike / Trilu */
 
 precis_status ref_EyeLike(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     pr_buf *y = k->out[0];
     if (y->rank != 2) return pr_kernelf(k, PRECIS_ERR_SHAPE, "output must be 2-D");
@@ -628,7 +607,7 @@ precis_status ref_EyeLike(pr_kernel *k) {
 }
 
 precis_status ref_Trilu(pr_kernel *k) {
-    precis_status st = need_in(k, 1);
+    precis_status st = pr_ref_need_in(k, 1);
     if (st) return st;
     const pr_buf *x = k->in[0];
     pr_buf *y = k->out[0];

@@ -27,6 +27,16 @@ void pr_kic_init(pr_kic *c, pr_kernel *k);
 void pr_copy_strided(void *dst, const void *src, int rank, const int64_t *dims, const int64_t *sstr,
                      size_t es);
 
+/* Fails (INVALID_ARG) unless inputs 0..n-1 and output 0 are present. */
+precis_status pr_ref_need_in(pr_kernel *k, int n);
+
+/* Product of d[lo..hi). */
+static inline int64_t pr_dims_prod(const int64_t *d, int lo, int hi) {
+    int64_t p = 1;
+    for (int i = lo; i < hi; i++) p *= d[i];
+    return p;
+}
+
 /* Fill n elements of size es at dst with the element at val. */
 void pr_fill_elems(void *dst, const void *val, int64_t n, size_t es);
 
