@@ -6,7 +6,9 @@
 #                                         the keys are the rec model's 'character' metadata
 #   data/page.png                         from Debian's python3-skimage .deb, extracted
 #                                         (the package itself is not installed)
-# See models/README.md for what each file is.
+#   the zoo (models/minilm, models/efficientnet, models/detector) through their own
+#                                         fetchers, each with its own manifest
+# See models/README.md (and models/<name>/README.md) for what each file is.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${PRECIS_CACHE:-$HOME/.cache/precis}
@@ -19,9 +21,18 @@ check() { # check PATTERN: verify the manifest lines whose path matches PATTERN
   (cd "$CACHE" && grep -E "$1" "$MANIFEST" | sha256sum --quiet --strict -c -) >/dev/null 2>&1
 }
 
+# The rest of the zoo: each model folder has its own idempotent fetcher that checks
+# its own manifest (models/<name>/manifest.sha256).
+fetch_zoo() {
+  "$PY" "$ROOT/models/minilm/fetch_convert.py"
+  "$PY" "$ROOT/models/efficientnet/fetch_convert.py"
+  "$PY" "$ROOT/models/detector/fetch.py"
+}
+
 mkdir -p "$CACHE/models" "$CACHE/data"
 if check .; then
   echo "fetch: $(grep -c . "$MANIFEST") files present and verified in $CACHE"
+  fetch_zoo
   exit 0
 fi
 tmp=$(mktemp -d)
@@ -65,6 +76,7 @@ fi
 
 if check .; then
   echo "fetch: $(grep -c . "$MANIFEST") files verified in $CACHE"
+  fetch_zoo
 else
   (cd "$CACHE" && sha256sum -c "$MANIFEST") || true
   echo "fetch: FAILED: checksum mismatch against models/manifest.sha256"

@@ -662,6 +662,11 @@ precis_status pr_slice_plan_make(pr_infer *ic, pr_slice_plan *p, bool *known) {
         if ((st = pr_infer_need_input(ic, 1, "starts")) ||
             (st = pr_infer_need_input(ic, 2, "ends")))
             return st;
+        static const char *const names[] = {"", "starts", "ends", "axes", "steps"};
+        for (int i = 1; i <= 4; i++)
+            if (pr_in_present(ic, i) && ic->in[i].rank != 1 && ic->in[i].rank != -1)
+                return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be 1-D, got rank %d", names[i],
+                                 ic->in[i].rank);
         ns = pr_infer_in_ints(ic, 1, starts, PR_MAX_RANK);
         ne = pr_infer_in_ints(ic, 2, ends, PR_MAX_RANK);
         if (ns == -2 || ne == -2) return PRECIS_ERR_SHAPE;

@@ -45,6 +45,7 @@ CASES = [
     ("squeeze_bad", "Squeeze", [F, I64(1)], {}, 13, [ONE], 0, 6, "cannot squeeze axis 1"),
     ("unsqueeze_dup", "Unsqueeze", [F, I64(0, 0)], {}, 13, [ONE], 0, 6, "more than once"),
     ("slice_step0", "Slice", [F, I64(0), I64(2), I64(0), I64(0)], {}, 13, [ONE], 0, 6, "step for axis 0 is 0"),
+    ("slice_ends_2d", "Slice", [F, I64(0), A([[2]], np.int64)], {}, 13, [ONE], 6, 6, "ends must be 1-D"),
     ("expand_bad", "Expand", [F, I64(2, 4)], {}, 13, [ONE], 0, 6, "cannot broadcast"),
     ("tile_bad", "Tile", [F, I64(2)], {}, 13, [ONE], 0, 6, "repeats [2]"),
     ("pad_bad", "Pad", [F, I64(1, 1)], {}, 13, [ONE], 0, 6, "pads [1,1]"),
