@@ -118,6 +118,38 @@ def render_lines(texts, seed):
     return imgs
 
 
+CJK_FONTS = [("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", 2),  # SC faces
+             ("/usr/share/fonts/opentype/noto/NotoSerifCJK-Regular.ttc", 2),
+             ("/usr/share/fonts/opentype/noto/NotoSansCJK-Bold.ttc", 2)]
+
+
+def cjk_data():
+    """{split: (texts, images)} of the Chinese lines in cjk_lines.txt, rendered with
+    fonts-noto-cjk (deterministic ink/paper per line)."""
+    from PIL import Image, ImageDraw, ImageFont
+    texts = {"calib": [], "eval": []}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cjk_lines.txt"),
+              encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                split, text = line.rstrip("\n").split("\t")
+                texts[split].append(text)
+    assert not set(texts["calib"]) & set(texts["eval"])
+    out = {}
+    for k, (split, lines) in enumerate(texts.items()):
+        rng, imgs = np.random.default_rng(10 + k), []
+        for i, t in enumerate(lines):
+            path, index = CJK_FONTS[i % len(CJK_FONTS)]
+            font = ImageFont.truetype(path, 32, index=index, layout_engine=ImageFont.Layout.BASIC)
+            ink, paper = int(rng.integers(0, 70)), int(rng.integers(215, 256))
+            x0, y0, x1, y1 = font.getbbox(t)
+            img = Image.new("L", (x1 - x0 + 12, y1 - y0 + 12), paper)
+            ImageDraw.Draw(img).text((6 - x0, 6 - y0), t, font=font, fill=ink)
+            imgs.append(prep_data.to_bgr(img))
+        out[split] = (lines, imgs)
+    return out
+
+
 def _licences():
     return sorted(n for n in os.listdir(LICENSES) if os.path.isfile(os.path.join(LICENSES, n)))
 
@@ -406,6 +438,13 @@ def _ppocr():
                 [{"x": ppocr.resize_norm_line(im, REC_WIDTH)[None]} for im in o["calib_imgs"]],
                 o["eval_txt"], _rec_metric, "64 rendered licence lines + 7 page lines, width 640; calib 32 lines")
 
+    cjk = cjk_data()
+    rec_cjk = Model("ppocr_v4_rec_cjk", ppocr.model_path("rec"), ["x"], None,
+                    [{"x": ppocr.resize_norm_line(im, REC_WIDTH)[None]} for im in cjk["eval"][1]],
+                    [{"x": ppocr.resize_norm_line(im, REC_WIDTH)[None]} for im in cjk["calib"][1]],
+                    cjk["eval"][0], _rec_metric,
+                    "16 Chinese lines rendered with Noto CJK SC, width 640; calib 8 other lines")
+
     def cls_set(imgs):
         ups = [ppocr.resize_norm_line(im, 192)[None] for im in imgs]
         downs = [ppocr.resize_norm_line(np.ascontiguousarray(im[::-1, ::-1]), 192)[None] for im in imgs]
@@ -421,12 +460,12 @@ def _ppocr():
     det = Model("ppocr_v4_det", ppocr.model_path("det"), ["x"], None,
                 [{"x": x} for x, _ in ev_pages], [{"x": x} for x, _ in cal_pages], [n for _, n in ev_pages],
                 _det_metric, "the photographed page + 3 rendered pages, 384x768; calib 8 rendered pages")
-    return [rec, cls, det]
+    return [rec, rec_cjk, cls, det]
 
 
 BUILDERS = [("ppocr", _ppocr), ("minilm", lambda: [_minilm()]), ("effnet", lambda: [_effnet()]),
             ("detectors", _detectors)]
-NAMES = ["ppocr_v4_rec", "ppocr_v2_cls", "ppocr_v4_det", "minilm_l6_v2", "efficientnet_lite0",
+NAMES = ["ppocr_v4_rec", "ppocr_v4_rec_cjk", "ppocr_v2_cls", "ppocr_v4_det", "minilm_l6_v2", "efficientnet_lite0",
          "yolov8n", "centerface"]
 
 
