@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what precis needs on Debian 12 (run as root) and builds it in ./build.
 # Idempotent: whatever is already present is skipped. One line per step.
-#   Debian packages: toolchain, protobuf-c, onnx.proto, ONNX node tests, clang
+#   Debian packages: toolchain, protobuf-c, onnx.proto, ONNX node tests, oneDNN, clang
 #                    for fuzzing, DejaVu and Noto CJK fonts (rendered OCR text lines).
 #   PyPI packages:   test oracles and data preparation only (onnx, onnxruntime,
 #                    numpy, pillow), installed into the python3 on PATH.
@@ -13,7 +13,7 @@ PY=${PYTHON:-python3}
 
 DEB_PKGS=(build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler
           libonnx-dev libonnx-testdata clang libclang-rt-14-dev fonts-dejavu-core
-          fonts-noto-cjk)
+          fonts-noto-cjk libdnnl-dev)
 # import name = pip requirement (pinned: the versions these scripts were checked with)
 PY_PKGS=(onnx=onnx==1.23.2 onnxruntime=onnxruntime==1.31.1 numpy=numpy==2.4.6 PIL=pillow==13.0.0)
 

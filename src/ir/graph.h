@@ -46,7 +46,17 @@ typedef struct pr_tensor {
     size_t nbytes;
     int producer;          /* index of producing node, -1 if none */
     uint32_t flags;
+    uint8_t layout;        /* physical layout chosen by the layout pass (pr_layout) */
 } pr_tensor;
+
+/* Physical storage order of an activation. Dims always stay logical (ONNX
+ * order, e.g. N,C,H,W); only a backend that reads the layout cares. The ref
+ * backend ignores it (every tensor is plain for ref), so an optimized graph
+ * stays runnable on ref. */
+typedef enum pr_layout {
+    PR_LAYOUT_PLAIN = 0, /* row-major in the logical dims */
+    PR_LAYOUT_NHWC = 1,  /* rank-4 N,C,H,W stored as N,H,W,C */
+} pr_layout;
 
 typedef enum pr_attr_type {
     PR_ATTR_UNDEFINED = 0,
@@ -107,6 +117,10 @@ typedef struct pr_node {
     int *outputs;         /* tensor indices; -1 for an omitted optional output */
     int n_attrs;
     pr_attr *attrs;
+    /* Original ONNX node names this node stands for after fusion, in graph
+     * order. n_origins == 0 means just itself (name). */
+    const char **origins;
+    int n_origins;
 } pr_node;
 
 typedef struct pr_opset {

@@ -16,5 +16,10 @@ const char *pr_op_name(pr_op op);
 const char *pr_op_family(pr_op op);
 /* Look up a default-domain op by type name; PR_OP_UNKNOWN if not in ops.inc. */
 pr_op pr_op_lookup(const char *op_type);
+/* Domain of the precis-internal (fused) ops. */
+#define PR_FUSED_DOMAIN "ai.precis"
+/* Look up an op by domain ("" / "ai.onnx": default ops; PR_FUSED_DOMAIN: the
+ * fused family); PR_OP_UNKNOWN otherwise. */
+pr_op pr_op_lookup_domain(const char *domain, const char *op_type);
 
 #endif

@@ -90,8 +90,7 @@ static precis_status import_node(pr_onnx_imp *im, pr_graph *g, const Onnx__NodeP
     if (!n->op_type || !n->domain || !n->name) return OOM("a node");
     if (!op_type[0])
         return pr_errf(e, PRECIS_ERR_PARSE, "node '%s' (index %zu) has no op_type", n->name, idx);
-    bool dflt = !domain[0] || strcmp(domain, "ai.onnx") == 0;
-    n->op = dflt ? pr_op_lookup(op_type) : PR_OP_UNKNOWN;
+    n->op = pr_op_lookup_domain(domain, op_type);
     n->opset = pr_graph_opset(im->top, domain);
     for (size_t i = 0; i < np->n_input; i++) {
         const char *in = pr_onnx_str(np->input[i]);
@@ -132,7 +131,7 @@ static precis_status import_node(pr_onnx_imp *im, pr_graph *g, const Onnx__NodeP
         g->nodes[ni].attrs[i] = a;
     }
     n = &g->nodes[ni];
-    if (dflt && strcmp(op_type, "Constant") == 0)
+    if (n->op == PR_OP_Constant)
         return pr_onnx_constant_output(g, ni, e);
     return PRECIS_OK;
 }
