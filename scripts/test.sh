@@ -75,6 +75,20 @@ else
   note "ASan+UBSan build" "FAILED (log $asan_log)"
 fi
 
+echo "== ThreadSanitizer: concurrent execution contexts on one engine (build-tsan)"
+tsan_log=out/build-tsan.log
+if cmake -S . -B build-tsan -DPRECIS_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$tsan_log" 2>&1 \
+   && cmake --build build-tsan -j"$JOBS" --target test_engine >>"$tsan_log" 2>&1; then
+  if (cd tests/unit && TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tsan.supp" \
+        ../../build-tsan/tests/test_engine --concurrent) >>"$tsan_log" 2>&1; then
+    note "TSan concurrent contexts" "ok"; n_pass=$((n_pass + 1))
+  else
+    tail -n 40 "$tsan_log"; note "TSan concurrent contexts" "FAILED (log $tsan_log)"; n_fail=$((n_fail + 1))
+  fi
+else
+  tail -n 40 "$tsan_log"; note "TSan build" "FAILED (log $tsan_log)"
+fi
+
 if [ -x tests/fuzz/run.sh ] || [ -f tests/fuzz/run.sh ]; then
   echo "== fuzz (tests/fuzz/run.sh 60)"
   if bash tests/fuzz/run.sh 60; then note "fuzz 60 s" "ok"; else note "fuzz 60 s" "FAILED"; fi

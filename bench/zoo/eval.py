@@ -52,12 +52,22 @@ def run_ort(sess, samples, outputs):
     return outs, statistics.median(ms)
 
 
-def run_precis(precis, m, samples, threads, tmp):
+def build_plan(precis, m, precision, threads, tmp):
+    """`precis build` once per model; the samples then run the plan."""
+    plan = os.path.join(tmp, f"{m.name}.{precision}.plan")
+    r = subprocess.run([precis, "build", m.path, "-o", plan, "--precision", precision,
+                        "--threads", str(threads)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"build exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}")
+    return plan
+
+
+def run_precis(precis, m, samples, threads, tmp, plan=None):
     outs, ms = [], []
     for i, s in enumerate(samples):
         d = os.path.join(tmp, m.name, str(i))
         os.makedirs(d, exist_ok=True)
-        cmd = [precis, "run", m.path, "--output-dir", d, "--threads", str(threads)]
+        cmd = [precis, "run", plan or m.path, "--output-dir", d, "--threads", str(threads)]
         for n, a in s.items():
             p = os.path.join(d, f"in_{re.sub(r'[^A-Za-z0-9._-]', '_', n)}.npy")
             np.save(p, a)
@@ -87,7 +97,8 @@ def fmt_cos(c):
 
 
 def markdown(res):
-    lines = [f"# precis FP32 (ref) vs ONNX Runtime {res['onnxruntime']} FP32, zoo evaluation sets", "",
+    what = f"precis engine {res['engine']}" if res.get("engine") else "precis FP32 (ref)"
+    lines = [f"# {what} vs ONNX Runtime {res['onnxruntime']} FP32, zoo evaluation sets", "",
              f"`{res['command']}` — {res['machine']}, precis `--threads {res['threads']}`, "
              f"ORT intra-op threads {res['threads']}, batch 1, median over the evaluation set; "
              f"total {res['seconds']:.0f} s.", "",
@@ -113,20 +124,23 @@ def main():
     ap.add_argument("--precis", default=os.path.join(ROOT, "build", "precis"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models", help="comma-separated subset of: " + ",".join(zoo.NAMES))
+    ap.add_argument("--engine", choices=["fp32", "bf16", "fp16"],
+                    help="run a plan built by `precis build --precision P` instead of the ref backend")
     ap.add_argument("--min-cosine", type=float, default=0.99999)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "zoo_fp32.json"))
     args = ap.parse_args()
     t0 = time.time()
     res = {"command": "python3 bench/zoo/eval.py " + " ".join(sys.argv[1:]),
            "onnxruntime": ort.__version__, "machine": platform.processor() or platform.machine(),
-           "cpus": os.cpu_count(), "threads": args.threads, "models": {}}
+           "cpus": os.cpu_count(), "threads": args.threads, "engine": args.engine, "models": {}}
     bad = []
     with tempfile.TemporaryDirectory(prefix="precis-zoo-") as tmp:
         for m in zoo.models(args.models.split(",") if args.models else None):
             t = time.time()
             try:
                 ref, ort_ms = run_ort(ort_session(m.path, args.threads), m.eval, m.outputs)
-                got, p_ms = run_precis(args.precis, m, m.eval, args.threads, tmp)
+                plan = build_plan(args.precis, m, args.engine, args.threads, tmp) if args.engine else None
+                got, p_ms = run_precis(args.precis, m, m.eval, args.threads, tmp, plan)
             except Exception as e:  # noqa: BLE001 - recorded, and fails the run
                 res["models"][m.name] = {"error": f"{type(e).__name__}: {e}"[:400]}
                 bad.append(f"{m.name}: {e}")

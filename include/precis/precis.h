@@ -192,6 +192,84 @@ precis_status precis_session_run(precis_ctx *ctx, precis_session *s, int n_input
                                  const char *const *names, const precis_tensor *const *inputs,
                                  precis_tensor **outputs);
 
+/* ----------------------------------------------------------------- engine */
+
+/* An engine is a model compiled into a plan: optimized graph (fused
+ * kernels, chosen precision and layouts), weights and the prepared kernels
+ * of a backend. It is immutable once built or loaded and may be shared by
+ * any number of threads; each thread runs it through its own execution
+ * context. */
+typedef struct precis_engine precis_engine;
+typedef struct precis_context precis_context;
+
+typedef struct precis_build_options {
+    const char *precision; /* "fp32" (default when NULL), "bf16", "fp16" */
+    const char *backend;   /* "cpu" (default when NULL) or "ref" (unoptimized oracle) */
+    int num_threads;       /* threads one run uses; 0: all cores */
+    /* Shape profile for dynamic inputs, TensorRT-style:
+     * "name:MIN/OPT/MAX[,name:...]", each a dims list like 1x3x224x224 (or
+     * one dims list for min = opt = max). Dims fixed by a profile are
+     * specialized at build time; inputs outside [MIN, MAX] are refused at
+     * run time. NULL: dynamic dims stay dynamic, any size is accepted. */
+    const char *shapes;
+    int verbose;           /* > 0: passes and kernel choices on stderr */
+    int no_optimize;       /* skip the graph passes (for debugging) */
+} precis_build_options;
+
+/* Build an engine from an ONNX file. */
+precis_status precis_build(precis_ctx *ctx, const char *onnx_path,
+                           const precis_build_options *opt, precis_engine **out);
+/* Save to / load from a .plan file (see docs/plan-format.md). Loading checks
+ * the format, checksum and that this CPU has the instruction sets the plan
+ * was built for. num_threads 0: as built. */
+precis_status precis_engine_save(precis_ctx *ctx, const precis_engine *e, const char *path);
+precis_status precis_engine_load(precis_ctx *ctx, const char *plan_path, int num_threads,
+                                 precis_engine **out);
+void precis_engine_destroy(precis_engine *e);
+
+int precis_engine_num_inputs(const precis_engine *e);
+int precis_engine_num_outputs(const precis_engine *e);
+precis_status precis_engine_input(const precis_engine *e, int i, precis_value_info *out);
+precis_status precis_engine_output(const precis_engine *e, int i, precis_value_info *out);
+/* Build options as recorded in the engine (strings valid until destroy). */
+const char *precis_engine_precision(const precis_engine *e);
+const char *precis_engine_target(const precis_engine *e);
+int precis_engine_num_threads(const precis_engine *e);
+
+/* One step (kernel launch) of the plan, for `precis inspect`. Strings valid
+ * until the engine is destroyed. */
+typedef struct precis_step_info {
+    const char *name;      /* the step's node name (first original node) */
+    const char *op;        /* op after fusion, e.g. "FusedConv" */
+    const char *kernel;    /* what runs, e.g. "dnnl.conv brgconv:avx512_core" or "ref" */
+    precis_dtype compute;  /* activation dtype the kernel computes in */
+    const char *layout;    /* output layout: "plain" or "nhwc" */
+    int num_origins;       /* original ONNX nodes this step covers */
+    const char *const *origins;
+} precis_step_info;
+
+int precis_engine_num_steps(const precis_engine *e);
+precis_status precis_engine_step(const precis_engine *e, int i, precis_step_info *out);
+
+/* An execution context: the activation arena and per-thread state of one
+ * runner. Use each context from one thread at a time. */
+precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
+                                    precis_context **out);
+void precis_context_destroy(precis_context *c);
+/* As precis_session_run. */
+precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_inputs,
+                                 const char *const *names, const precis_tensor *const *inputs,
+                                 precis_tensor **outputs);
+/* Per-step timing: when on, every run adds each step's wall time. */
+void precis_context_set_profiling(precis_context *c, int on);
+/* Accumulated seconds and run count of step i since profiling was turned on. */
+double precis_context_step_seconds(const precis_context *c, int i);
+int precis_context_profiled_runs(const precis_context *c);
+/* Bytes of the activation arena planned for the last run's shapes (the
+ * peak of live activations, after in-place reuse), and the total the context
+ * holds. */
+size_t precis_context_arena_bytes(const precis_context *c);
+
 #ifdef __cplusplus
 }
 #endif

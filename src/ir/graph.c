@@ -1,8 +1,11 @@
+#define _POSIX_C_SOURCE 200809L /* munmap */
+
 #include "ir/graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 pr_graph *pr_graph_create(void) {
     pr_graph *g = calloc(1, sizeof *g);
@@ -28,6 +31,7 @@ void pr_graph_destroy(pr_graph *g) {
     free(g->syms);
     free(g->hash);
     pr_arena_destroy(g->arena);
+    if (g->map_addr) munmap(g->map_addr, g->map_len);
     free(g);
 }
 
@@ -53,6 +57,13 @@ bool pr_graph_own(pr_graph *g, void *p) {
         g->cap_owned = cap;
     }
     g->owned[g->n_owned++] = p;
+    return true;
+}
+
+bool pr_graph_own_mapping(pr_graph *g, void *addr, size_t len) {
+    if (g->map_addr) return false;
+    g->map_addr = addr;
+    g->map_len = len;
     return true;
 }
 

@@ -163,6 +163,9 @@ typedef struct pr_graph {
     /* memory the graph owns besides the arena (e.g. large external data) */
     void **owned;
     int n_owned, cap_owned;
+    /* a read-only file mapping the graph owns (a loaded plan), munmap'd on destroy */
+    void *map_addr;
+    size_t map_len;
 } pr_graph;
 
 pr_graph *pr_graph_create(void);
@@ -183,6 +186,9 @@ int64_t pr_graph_sym(pr_graph *g, const char *name);
 bool pr_graph_add_subgraph(pr_graph *g, pr_graph *sub);
 /* Takes ownership of a malloc'd block, freed with the graph. */
 bool pr_graph_own(pr_graph *g, void *p);
+/* Takes ownership of a mmap'd region (munmap'd with the graph). One per graph:
+ * false if the graph already owns a mapping. */
+bool pr_graph_own_mapping(pr_graph *g, void *addr, size_t len);
 /* Opset version imported for a domain ("" and "ai.onnx" are the same), or 0. */
 int64_t pr_graph_opset(const pr_graph *g, const char *domain);
 

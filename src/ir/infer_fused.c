@@ -29,11 +29,24 @@ static precis_status check_residual(pr_infer *ic, int zi) {
     return PRECIS_OK;
 }
 
+/* In a bf16/fp16 plan the activations are low precision while weights and
+ * biases stay float32 initializers (kernels convert them once): shapes are
+ * inferred as if the weights had the activation's dtype. */
+static bool low_float(pr_dtype d) { return d == PRECIS_BFLOAT16 || d == PRECIS_FLOAT16; }
+
 precis_status pr_infer_FusedConv(pr_infer *ic) {
     precis_status st = check_acts(ic);
     if (st) return st;
     pr_infer sub = *ic;
     sub.n_in = ic->n_in < 3 ? ic->n_in : 3;
+    pr_tinfo in3[3];
+    if (ic->n_in >= 2 && low_float(ic->in[0].dtype)) {
+        for (int i = 0; i < sub.n_in; i++) {
+            in3[i] = ic->in[i];
+            if (i && in3[i].dtype == PRECIS_FLOAT32) in3[i].dtype = ic->in[0].dtype;
+        }
+        sub.in = in3;
+    }
     if ((st = pr_infer_Conv(&sub))) return st;
     return check_residual(ic, 3);
 }
@@ -45,6 +58,8 @@ precis_status pr_infer_FusedMatMul(pr_infer *ic) {
     for (int i = 0; i < 2; i++) {
         if ((st = pr_infer_need_input(ic, i, i ? "B" : "A"))) return st;
         ab[i] = ic->in[i];
+        if (i && low_float(ic->in[0].dtype) && ab[i].dtype == PRECIS_FLOAT32)
+            ab[i].dtype = ic->in[0].dtype;
         bool tr = pr_attr_int(ic->node, i ? "transB" : "transA", 0) != 0;
         if (!tr) continue;
         if (ab[i].rank != 2)
@@ -58,7 +73,8 @@ precis_status pr_infer_FusedMatMul(pr_infer *ic) {
     sub.n_in = 2;
     sub.in = ab;
     if ((st = pr_infer_MatMul(&sub))) return st;
-    if (pr_in_present(ic, 2) && ic->in[2].dtype != ic->out[0].dtype)
+    if (pr_in_present(ic, 2) && ic->in[2].dtype != ic->out[0].dtype &&
+        ic->in[2].dtype != PRECIS_FLOAT32)
         return pr_inferf(ic, PRECIS_ERR_SHAPE, "bias has dtype %s, output %s",
                          pr_dtype_name(ic->in[2].dtype), pr_dtype_name(ic->out[0].dtype));
     return check_residual(ic, 3);

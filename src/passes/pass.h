@@ -32,6 +32,10 @@ extern const pr_pass pr_pass_fuse_matmul;    /* MatMul/Gemm + bias + act + resid
 extern const pr_pass pr_pass_fuse_layernorm; /* decomposed LayerNorm -> LayerNormalization */
 extern const pr_pass pr_pass_fuse_gelu;      /* decomposed erf/tanh GELU -> Gelu */
 
+/* Run one pass; with pc->verbose > 0 prints "pass <name>: <n> rewrites" to
+ * stderr. */
+precis_status pr_pass_run(const pr_pass *p, pr_graph *g, pr_pass_ctx *pc);
+
 /* Run the default pipeline (all of the above, in a sensible order, to a
  * fixed point where it matters). */
 precis_status pr_optimize(pr_graph *g, pr_pass_ctx *pc);

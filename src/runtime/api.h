@@ -15,6 +15,9 @@ struct precis_model {
     void *summary_mem;
 };
 
+/* Public description of tensor t of g. */
+void pr_value_info(const pr_graph *g, int t, precis_value_info *out);
+
 /* Record an error in ctx (which may be NULL) and return st. */
 precis_status pr_ctx_fail(precis_ctx *ctx, precis_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

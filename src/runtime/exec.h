@@ -23,4 +23,10 @@ precis_status pr_exec_node(pr_graph *g, const pr_node *n, const pr_buf *const *i
 /* A tinfo describing a concrete buffer (value = data). */
 void pr_tinfo_from_buf(pr_tinfo *t, const pr_buf *b);
 
+/* Check a given input against the graph's declaration (dtype, rank, known
+ * dims); binds symbolic dims (sym[], one per g->syms entry, -1 unbound) so
+ * that two inputs sharing a symbol must agree. */
+precis_status pr_check_input(const pr_graph *g, const pr_tensor *decl, const pr_buf *b,
+                             int64_t *sym, pr_err *e);
+
 #endif

@@ -64,7 +64,7 @@ precis_status precis_model_infer_shapes(precis_ctx *ctx, precis_model *m) {
 int precis_model_num_inputs(const precis_model *m) { return m ? m->g->n_inputs : 0; }
 int precis_model_num_outputs(const precis_model *m) { return m ? m->g->n_outputs : 0; }
 
-static void value_info(const pr_graph *g, int t, precis_value_info *out) {
+void pr_value_info(const pr_graph *g, int t, precis_value_info *out) {
     const pr_tensor *x = &g->tensors[t];
     memset(out, 0, sizeof *out);
     out->name = x->name;
@@ -78,13 +78,13 @@ static void value_info(const pr_graph *g, int t, precis_value_info *out) {
 
 precis_status precis_model_input(const precis_model *m, int i, precis_value_info *out) {
     if (!m || !out || i < 0 || i >= m->g->n_inputs) return PRECIS_ERR_INVALID_ARG;
-    value_info(m->g, m->g->inputs[i], out);
+    pr_value_info(m->g, m->g->inputs[i], out);
     return PRECIS_OK;
 }
 
 precis_status precis_model_output(const precis_model *m, int i, precis_value_info *out) {
     if (!m || !out || i < 0 || i >= m->g->n_outputs) return PRECIS_ERR_INVALID_ARG;
-    value_info(m->g, m->g->outputs[i], out);
+    pr_value_info(m->g, m->g->outputs[i], out);
     return PRECIS_OK;
 }
 

@@ -54,9 +54,7 @@ void precis_session_destroy(precis_session *s) {
     free(s);
 }
 
-/* Check a given input against the graph's declaration; binds symbolic dims
- * (sym[]) so that two inputs sharing a symbol must agree. */
-static precis_status check_input(const pr_graph *g, const pr_tensor *decl, const pr_buf *b,
+precis_status pr_check_input(const pr_graph *g, const pr_tensor *decl, const pr_buf *b,
                                  int64_t *sym, pr_err *e) {
     char want[256], got[256];
     bool ok = decl->dtype == PRECIS_UNDEFINED || decl->dtype == b->dtype;
@@ -133,7 +131,7 @@ precis_status precis_session_run(precis_ctx *ctx, precis_session *s, int n_input
             st = pr_errf(e, PRECIS_ERR_INVALID_ARG, "input '%s' is NULL", names[i]);
             goto fail;
         }
-        st = check_input(g, &g->tensors[t], &inputs[i]->b, sym, e);
+        st = pr_check_input(g, &g->tensors[t], &inputs[i]->b, sym, e);
         if (st) goto fail;
         vals[t] = inputs[i]->b;
         state[t] = 3; /* bound to a caller's tensor */

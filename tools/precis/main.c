@@ -7,11 +7,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "precis/precis.h"
+#include "cli.h"
 
-#define MAX_IO 256
-
-static const char k_exit_codes[] =
+const char k_exit_codes[] =
     "Exit status:\n"
     "  0  success\n"
     "  1  usage error (unknown command or option, missing argument)\n"
@@ -28,8 +26,10 @@ static void usage_main(FILE *f) {
             "precis %s — mixed-precision inference optimizer and runtime\n\n"
             "usage: precis <command> [options]\n\n"
             "Commands:\n"
-            "  run       run an ONNX model on .npy inputs, write .npy outputs\n"
-            "  inspect   show a model's inputs, outputs, ops, parameters and opsets\n"
+            "  build     optimize a model into an engine plan (fp32, bf16, fp16)\n"
+            "  run       run an ONNX model or a plan on .npy inputs, write .npy outputs\n"
+            "  bench     time a model or plan (latency percentiles, memory, profile, vs ORT)\n"
+            "  inspect   show a model's inputs, outputs and ops, or a plan's steps\n"
             "  version   print the version\n\n"
             "'precis <command> --help' describes a command.\n\n%s",
             precis_version(), k_exit_codes);
@@ -37,8 +37,11 @@ static void usage_main(FILE *f) {
 
 static void usage_run(FILE *f) {
     fprintf(f,
-            "usage: precis run MODEL.onnx [--input NAME=FILE.npy]... [--output-dir DIR]\n"
-            "                  [--backend ref] [--threads N] [--quiet]\n\n"
+            "usage: precis run MODEL.onnx|PLAN [--input NAME=FILE.npy]... [--output-dir DIR]\n"
+            "                  [--backend ref|cpu] [--precision fp32|bf16|fp16] [--threads N]\n"
+            "                  [--quiet]\n\n"
+            "An ONNX model runs on the ref backend (the oracle) unless --backend cpu or\n"
+            "--precision asks for an engine built on the fly; a plan runs its engine.\n"
             "Runs MODEL on the given inputs (NumPy .npy files). Every graph input must be\n"
             "given once; a model with a single input also accepts --input FILE.npy.\n"
             "With --output-dir each graph output is written to DIR/<name>.npy (characters\n"
@@ -49,71 +52,14 @@ static void usage_run(FILE *f) {
 
 static void usage_inspect(FILE *f) {
     fprintf(f,
-            "usage: precis inspect MODEL.onnx [--json]\n\n"
+            "usage: precis inspect MODEL.onnx|PLAN [--json]\n\n"
+            "For a plan: every step with its op after fusion, dtype, layout, the kernel\n"
+            "that runs it and the original ONNX nodes it covers.\n"
+            "For a model:\n"
             "Shows the model's inputs and outputs (with symbolic dims), the op histogram\n"
             "(marking ops precis cannot run), parameter count, opset imports and metadata.\n"
             "--json prints the same as one JSON object.\n\n%s",
             k_exit_codes);
-}
-
-static int fail(precis_ctx *ctx, precis_status st) {
-    fprintf(stderr, "precis: error: %s\n", precis_last_error(ctx));
-    return (int)st;
-}
-
-static int usage_error(void (*usage)(FILE *), const char *fmt, const char *arg) {
-    fprintf(stderr, "precis: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n\n");
-    usage(stderr);
-    return 1;
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void shape_str(int rank, const int64_t *dims, const char *const *names, char *buf, size_t cap) {
-    size_t n = 0;
-    if (rank < 0) {
-        snprintf(buf, cap, "[?]");
-        return;
-    }
-    n += (size_t)snprintf(buf + n, cap - n, "[");
-    for (int i = 0; i < rank && n < cap; i++) {
-        const char *sep = i ? "," : "";
-        if (dims[i] >= 0) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", sep, (long long)dims[i]);
-        else if (names && names[i]) n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, names[i]);
-        else n += (size_t)snprintf(buf + n, cap - n, "%s?", sep);
-    }
-    if (n < cap) snprintf(buf + n, cap - n, "]");
-}
-
-static void safe_name(const char *in, char *out, size_t cap) {
-    size_t j = 0;
-    for (; *in && j + 1 < cap; in++) {
-        char c = *in;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '-';
-        out[j++] = ok ? c : '_';
-    }
-    out[j] = 0;
-    if (j == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) snprintf(out, cap, "output");
-}
-
-static int mkdir_p(const char *dir) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
-    return 0;
 }
 
 static void print_stats(const precis_tensor *t) {
@@ -134,7 +80,7 @@ static void print_stats(const precis_tensor *t) {
 }
 
 static int cmd_run(int argc, char **argv) {
-    const char *model_path = NULL, *outdir = NULL, *backend = NULL;
+    const char *model_path = NULL, *outdir = NULL, *backend = NULL, *precision = NULL;
     const char *in_spec[MAX_IO];
     int n_spec = 0, threads = 0, quiet = 0;
     for (int i = 0; i < argc; i++) {
@@ -159,6 +105,9 @@ static int cmd_run(int argc, char **argv) {
             long v = strtol(argv[++i], &end, 10);
             if (*end || v < 1 || v > 1024) return usage_error(usage_run, "bad --threads value '%s'", argv[i]);
             threads = (int)v;
+        } else if (!strcmp(a, "--precision")) {
+            if (!more) return usage_error(usage_run, "%s needs fp32, bf16 or fp16", a);
+            precision = argv[++i];
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (a[0] == '-') {
@@ -175,13 +124,22 @@ static int cmd_run(int argc, char **argv) {
     if (!ctx) return PRECIS_ERR_OOM;
     precis_model *m = NULL;
     precis_session *s = NULL;
+    precis_engine *eng = NULL;
+    precis_context *cx = NULL;
+    int use_engine = is_plan_file(model_path) || precision || (backend && strcmp(backend, "ref"));
     precis_tensor *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
     const char *names[MAX_IO];
     char name_buf[MAX_IO][256];
     int rc = 0;
     precis_status st;
-    if ((st = precis_model_load(ctx, model_path, &m))) goto error;
-    int nout = precis_model_num_outputs(m);
+    if (use_engine && is_plan_file(model_path)) st = precis_engine_load(ctx, model_path, threads, &eng);
+    else if (use_engine)
+        st = precis_build(ctx, model_path, &(precis_build_options){precision, backend, threads, NULL, 0, 0}, &eng);
+    else
+        st = precis_model_load(ctx, model_path, &m);
+    if (st) goto error;
+    int nout = eng ? precis_engine_num_outputs(eng) : precis_model_num_outputs(m);
+    int nin = eng ? precis_engine_num_inputs(eng) : precis_model_num_inputs(m);
     if (nout > MAX_IO) {
         fprintf(stderr, "precis: error: model has %d outputs, at most %d supported\n", nout, MAX_IO);
         rc = PRECIS_ERR_UNSUPPORTED;
@@ -196,13 +154,14 @@ static int cmd_run(int argc, char **argv) {
             memcpy(name_buf[i], in_spec[i], len);
             name_buf[i][len] = 0;
             file = eq + 1;
-        } else if (precis_model_num_inputs(m) == 1) {
+        } else if (nin == 1) {
             precis_value_info vi;
-            precis_model_input(m, 0, &vi);
+            if (eng) precis_engine_input(eng, 0, &vi);
+            else precis_model_input(m, 0, &vi);
             snprintf(name_buf[i], sizeof name_buf[i], "%s", vi.name);
         } else {
             fprintf(stderr, "precis: error: --input '%s': the model has %d inputs, write NAME=FILE.npy\n",
-                    in_spec[i], precis_model_num_inputs(m));
+                    in_spec[i], nin);
             rc = 1;
             goto done;
         }
@@ -210,10 +169,14 @@ static int cmd_run(int argc, char **argv) {
         if ((st = precis_tensor_load_npy(ctx, file, &inputs[i]))) goto error;
     }
     precis_session_options opt = {backend, threads};
-    if ((st = precis_session_create(ctx, m, &opt, &s))) goto error;
+    if (eng) st = precis_context_create(ctx, eng, &cx);
+    else st = precis_session_create(ctx, m, &opt, &s);
+    if (st) goto error;
     double t0 = now_ms();
-    if ((st = precis_session_run(ctx, s, n_spec, names, (const precis_tensor *const *)inputs, outputs)))
-        goto error;
+    const precis_tensor *const *cin = (const precis_tensor *const *)inputs;
+    if (eng) st = precis_context_run(ctx, cx, n_spec, names, cin, outputs);
+    else st = precis_session_run(ctx, s, n_spec, names, cin, outputs);
+    if (st) goto error;
     double dt = now_ms() - t0;
     if (outdir && mkdir_p(outdir) != 0) {
         fprintf(stderr, "precis: error: cannot create output directory '%s': %s\n", outdir, strerror(errno));
@@ -222,7 +185,8 @@ static int cmd_run(int argc, char **argv) {
     }
     for (int k = 0; k < nout; k++) {
         precis_value_info vi;
-        precis_model_output(m, k, &vi);
+        if (eng) precis_engine_output(eng, k, &vi);
+        else precis_model_output(m, k, &vi);
         char shp[256];
         shape_str(precis_tensor_rank(outputs[k]), precis_tensor_dims(outputs[k]), NULL, shp, sizeof shp);
         if (!quiet) {
@@ -237,7 +201,10 @@ static int cmd_run(int argc, char **argv) {
             if ((st = precis_tensor_save_npy(ctx, outputs[k], path))) goto error;
         }
     }
-    if (!quiet) printf("ran in %.1f ms (backend %s)\n", dt, backend ? backend : "ref");
+    if (!quiet && eng)
+        printf("ran in %.1f ms (engine: %s, %s)\n", dt, precis_engine_precision(eng), precis_engine_target(eng));
+    else if (!quiet)
+        printf("ran in %.1f ms (backend %s)\n", dt, backend ? backend : "ref");
     goto done;
 error:
     rc = fail(ctx, st);
@@ -247,38 +214,11 @@ done:
         precis_tensor_destroy(outputs[i]);
     }
     precis_session_destroy(s);
+    precis_context_destroy(cx);
+    precis_engine_destroy(eng);
     precis_model_destroy(m);
     precis_ctx_destroy(ctx);
     return rc;
-}
-
-static void json_str(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
-static void json_value_info(const precis_value_info *vi) {
-    printf("{\"name\": ");
-    json_str(vi->name);
-    printf(", \"dtype\": \"%s\", \"shape\": ", precis_dtype_name(vi->dtype));
-    if (vi->rank < 0) {
-        printf("null}");
-        return;
-    }
-    printf("[");
-    for (int d = 0; d < vi->rank; d++) {
-        if (d) printf(", ");
-        if (vi->dims[d] >= 0) printf("%lld", (long long)vi->dims[d]);
-        else if (vi->dim_names[d]) json_str(vi->dim_names[d]);
-        else printf("null");
-    }
-    printf("]}");
 }
 
 static int cmd_inspect(int argc, char **argv) {
@@ -300,6 +240,7 @@ static int cmd_inspect(int argc, char **argv) {
         }
     }
     if (!model_path) return usage_error(usage_inspect, "missing MODEL.onnx%s", "");
+    if (is_plan_file(model_path)) return inspect_plan(model_path, json);
     precis_ctx *ctx = precis_ctx_create();
     if (!ctx) return PRECIS_ERR_OOM;
     precis_model *m = NULL;
@@ -410,6 +351,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         if (argc > 2 && !strcmp(argv[2], "run")) usage_run(stdout);
         else if (argc > 2 && !strcmp(argv[2], "inspect")) usage_inspect(stdout);
+        else if (argc > 2 && !strcmp(argv[2], "build")) usage_build(stdout);
+        else if (argc > 2 && !strcmp(argv[2], "bench")) usage_bench(stdout);
         else usage_main(stdout);
         return 0;
     }
@@ -419,6 +362,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
+    if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     fprintf(stderr, "precis: unknown command '%s'\n\n", cmd);
     usage_main(stderr);
     return 1;

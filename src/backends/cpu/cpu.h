@@ -82,8 +82,10 @@ typedef struct pr_cpu_impl {
     void (*destroy)(void *state);
 } pr_cpu_impl;
 
-/* The registry, in priority order, NULL-terminated (cpu_registry.c). */
+/* The registry, in priority order (cpu_registry.c); entries may be NULL
+ * (an impl not linked in). */
 extern const pr_cpu_impl *const pr_cpu_impls[];
+extern const int pr_cpu_num_impls;
 /* First impl that supports n, or NULL (ref fallback). */
 const pr_cpu_impl *pr_cpu_find_impl(const pr_graph *g, const pr_node *n);
 

@@ -1,0 +1,647 @@
+/* Data-movement kernels (kernels.h): Reorder, Transpose, Concat, Slice,
+ * Split, Reshape/Flatten/Squeeze/Unsqueeze.
+ *
+ * Two engines, both working on bytes (element size 2 or 4 for our dtypes):
+ *   scopy    strided copy: dst and src strides per dim (iterated in the
+ *            destination's storage order), dims merged where both stay
+ *            contiguous, memcpy for unit-stride rows. Slice, Split, Concat,
+ *            and Transposes that keep the innermost dim.
+ *   permute  a transpose that moves the innermost dim: after merging and
+ *            dropping size-1 dims it is a batch of 2-D transposes, done in
+ *            16x16 tiles (AVX-512 register transposes for 4- and 2-byte
+ *            elements, scalar otherwise). Transpose and Reorder.
+ * Layouts: a rank-4 NHWC tensor is addressed through the strides of its
+ * logical dims in storage order, so every op here that supports() accepts
+ * works for any consistent mix; nhwc_ok() only advertises Reorder and
+ * channel Concat. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/vec.h"
+#include "backends/ref/ref_tensor.h"
+
+enum { M_REORDER, M_TRANSPOSE, M_CONCAT, M_SLICE, M_SPLIT, M_RESHAPE };
+
+/* NHWC storage order of the logical dims N,C,H,W. */
+static const int k_nhwc[4] = {0, 2, 3, 1};
+
+/* ------------------------------------------------------------ element copy */
+
+PR_INLINE void copy_elem(char *d, const char *s, size_t es) {
+    switch (es) {
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    default: memcpy(d, s, es); break;
+    }
+}
+
+/* n elements, strides in elements */
+static void copy_row(char *d, int64_t ds, const char *s, int64_t ss, int64_t n, size_t es) {
+    if (ds == 1 && ss == 1) {
+        memcpy(d, s, (size_t)n * es);
+        return;
+    }
+    int64_t e = (int64_t)es;
+    if (es == 4 && ds == 1) {
+        uint32_t *o = (uint32_t *)(void *)d;
+        for (int64_t i = 0; i < n; i++) memcpy(&o[i], s + i * ss * 4, 4);
+        return;
+    }
+    if (es == 2 && ds == 1) {
+        uint16_t *o = (uint16_t *)(void *)d;
+        for (int64_t i = 0; i < n; i++) memcpy(&o[i], s + i * ss * 2, 2);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) copy_elem(d + i * ds * e, s + i * ss * e, es);
+}
+
+/* ------------------------------------------------------------ scopy */
+
+typedef struct splan {
+    int nr;                   /* merged dims, [0] innermost */
+    int64_t cd[PR_MAX_RANK];
+    int64_t ds[PR_MAX_RANK], ss[PR_MAX_RANK];
+    int64_t n, rows;
+} splan;
+
+typedef struct sjob {
+    const splan *pl;
+    char *d;
+    const char *s;
+    size_t es;
+} sjob;
+
+static void scopy_rows(const sjob *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const splan *pl = j->pl;
+    int64_t idx[PR_MAX_RANK] = {0}, od = 0, os = 0, rem = r0, e = (int64_t)j->es;
+    for (int d = 1; d < pl->nr; d++) {
+        idx[d] = rem % pl->cd[d];
+        rem /= pl->cd[d];
+        od += idx[d] * pl->ds[d];
+        os += idx[d] * pl->ss[d];
+    }
+    for (int64_t row = r0; row < r1; row++) {
+        copy_row(j->d + (od + c0 * pl->ds[0]) * e, pl->ds[0], j->s + (os + c0 * pl->ss[0]) * e,
+                 pl->ss[0], c1 - c0, j->es);
+        for (int d = 1; d < pl->nr; d++) {
+            od += pl->ds[d];
+            os += pl->ss[d];
+            if (++idx[d] < pl->cd[d]) break;
+            od -= pl->ds[d] * pl->cd[d];
+            os -= pl->ss[d] * pl->cd[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+#define SCHUNK 65536 /* elements per piece when few long rows are split */
+
+/* dst[i . ds] = src[i . ss] over dims (outermost first); strides in elements
+ * (src strides may be negative). */
+static void scopy(void *dst, const int64_t *ds, const void *src, const int64_t *ss, int r,
+                  const int64_t *dims, size_t es, int nt) {
+    splan pl;
+    int nr = 0;
+    int64_t numel = 1;
+    for (int d = 0; d < r; d++) numel *= dims[d];
+    if (numel <= 0) return;
+    for (int d = r - 1; d >= 0; d--) {
+        if (dims[d] == 1) continue;
+        if (nr > 0 && ds[d] == pl.ds[nr - 1] * pl.cd[nr - 1] &&
+            ss[d] == pl.ss[nr - 1] * pl.cd[nr - 1]) {
+            pl.cd[nr - 1] *= dims[d];
+            continue;
+        }
+        pl.cd[nr] = dims[d];
+        pl.ds[nr] = ds[d];
+        pl.ss[nr] = ss[d];
+        nr++;
+    }
+    if (nr == 0) {
+        pl.cd[0] = 1, pl.ds[0] = pl.ss[0] = 1;
+        nr = 1;
+    }
+    pl.nr = nr;
+    pl.n = pl.cd[0];
+    pl.rows = numel / pl.n;
+    sjob j = {&pl, dst, src, es};
+    if (nt <= 1 || numel * (int64_t)es < 4 * PR_CPU_PAR_MIN) {
+        scopy_rows(&j, 0, pl.rows, 0, pl.n);
+    } else if (pl.rows >= 4 * (int64_t)nt) {
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            int64_t r0 = pl.rows * t / T, r1 = pl.rows * (t + 1) / T;
+            if (r1 > r0) scopy_rows(&j, r0, r1, 0, pl.n);
+        }
+    } else {
+        int64_t pieces = (pl.n + SCHUNK - 1) / SCHUNK, items = pl.rows * pieces;
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t row = it / pieces, c0 = (it % pieces) * SCHUNK;
+            scopy_rows(&j, row, row + 1, c0, c0 + SCHUNK < pl.n ? c0 + SCHUNK : pl.n);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ 2-D transpose */
+
+/* dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (elements). */
+typedef void (*tr_fn)(const char *src, int64_t lds, char *dst, int64_t ldd, int64_t rows,
+                      int64_t cols, size_t es);
+
+static void tr_tile_scalar(const char *src, int64_t lds, char *dst, int64_t ldd, int64_t rows,
+                           int64_t cols, size_t es) {
+    if (es == 4) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) memcpy(dst + (c * ldd + r) * 4, src + (r * lds + c) * 4, 4);
+    } else if (es == 2) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) memcpy(dst + (c * ldd + r) * 2, src + (r * lds + c) * 2, 2);
+    } else {
+        int64_t e = (int64_t)es;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) copy_elem(dst + (c * ldd + r) * e, src + (r * lds + c) * e, es);
+    }
+}
+
+static void tr_scalar(const char *src, int64_t lds, char *dst, int64_t ldd, int64_t rows,
+                      int64_t cols, size_t es) {
+    int64_t e = (int64_t)es;
+    for (int64_t r = 0; r < rows; r += 16)
+        for (int64_t c = 0; c < cols; c += 16)
+            tr_tile_scalar(src + (r * lds + c) * e, lds, dst + (c * ldd + r) * e, ldd,
+                           rows - r < 16 ? rows - r : 16, cols - c < 16 ? cols - c : 16, es);
+}
+
+#ifdef PR_CPU_X86
+/* In-register 16x16 transpose of 32-bit lanes: v[i] holds row i on entry,
+ * column i on return (unpack, in-lane shuffle, two 128-bit lane shuffles). */
+PR_VINLINE void pv_tr16(__m512 v[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+    }
+    /* u[4g + c], lane L: column 4L + c, rows 4g..4g+3 */
+    for (int g = 0; g < 4; g++) {
+        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512 a0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);      /* cols c, 8+c: rows 0-7 */
+        __m512 a1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);      /* cols 4+c, 12+c */
+        __m512 b0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88); /* rows 8-15 */
+        __m512 b1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+        v[c] = _mm512_shuffle_f32x4(a0, b0, 0x88);
+        v[8 + c] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
+        v[4 + c] = _mm512_shuffle_f32x4(a1, b1, 0x88);
+        v[12 + c] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
+    }
+}
+
+static PR_AVX512 void tr_avx512(const char *src, int64_t lds, char *dst, int64_t ldd, int64_t rows,
+                                int64_t cols, size_t es) {
+    if (es != 4 && es != 2) {
+        tr_scalar(src, lds, dst, ldd, rows, cols, es);
+        return;
+    }
+    int64_t e = (int64_t)es;
+    for (int64_t r = 0; r < rows; r += 16) {
+        for (int64_t c = 0; c < cols; c += 16) {
+            const char *s = src + (r * lds + c) * e;
+            char *d = dst + (c * ldd + r) * e;
+            if (rows - r < 16 || cols - c < 16) {
+                tr_tile_scalar(s, lds, d, ldd, rows - r < 16 ? rows - r : 16,
+                               cols - c < 16 ? cols - c : 16, es);
+                continue;
+            }
+            __m512 v[16];
+            if (es == 4) {
+                for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_ps(s + i * lds * 4);
+                pv_tr16(v);
+                for (int i = 0; i < 16; i++) _mm512_storeu_ps(d + i * ldd * 4, v[i]);
+            } else {
+                for (int i = 0; i < 16; i++)
+                    v[i] = _mm512_castsi512_ps(
+                        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + i * lds * 2))));
+                pv_tr16(v);
+                for (int i = 0; i < 16; i++)
+                    _mm256_storeu_si256((__m256i *)(d + i * ldd * 2),
+                                        _mm512_cvtepi32_epi16(_mm512_castps_si512(v[i])));
+            }
+        }
+    }
+}
+#endif
+
+/* ------------------------------------------------------------ permute */
+
+#define TRB 64  /* rows per work item */
+#define TCB 256 /* columns per work item */
+
+/* dst (dims Y[i] = X[perm[i]], contiguous) = src (dims X, contiguous)
+ * transposed. */
+static void permute(void *dst, const void *src, int r, const int64_t *X, const int *perm,
+                    size_t es, int nt, tr_fn tr) {
+    int64_t numel = 1;
+    for (int d = 0; d < r; d++) numel *= X[d];
+    if (numel <= 0) return;
+    /* drop size-1 dims */
+    int map[PR_MAX_RANK], kr = 0, q[PR_MAX_RANK], m = 0;
+    int64_t kd[PR_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        map[d] = X[d] == 1 ? -1 : kr;
+        if (X[d] != 1) kd[kr++] = X[d];
+    }
+    for (int i = 0; i < r; i++)
+        if (map[perm[i]] >= 0) q[m++] = map[perm[i]];
+    /* merge input dims that stay neighbours: groups of the output order */
+    int gfirst[PR_MAX_RANK], ng = 0, grank[PR_MAX_RANK];
+    int64_t gdim[PR_MAX_RANK];
+    for (int i = 0; i < m; i++) {
+        if (i > 0 && q[i] == q[i - 1] + 1) {
+            gdim[ng - 1] *= kd[q[i]];
+            continue;
+        }
+        gfirst[ng] = q[i];
+        gdim[ng] = kd[q[i]];
+        ng++;
+    }
+    /* input order of the groups = order of their first input dim */
+    int64_t xd[PR_MAX_RANK];
+    int qq[PR_MAX_RANK];
+    for (int g = 0; g < ng; g++) {
+        grank[g] = 0;
+        for (int h = 0; h < ng; h++) grank[g] += gfirst[h] < gfirst[g];
+    }
+    for (int g = 0; g < ng; g++) {
+        xd[grank[g]] = gdim[g];
+        qq[g] = grank[g];
+    }
+    int R = ng;
+    bool ident = true;
+    for (int i = 0; i < R; i++) ident = ident && qq[i] == i;
+    int64_t xs[PR_MAX_RANK], yd[PR_MAX_RANK], ys[PR_MAX_RANK], ss[PR_MAX_RANK];
+    if (ident) { /* R <= 1 included */
+        int64_t one = 1;
+        scopy(dst, &one, src, &one, 1, &numel, es, nt);
+        return;
+    }
+    pr_strides(R, xd, xs);
+    for (int i = 0; i < R; i++) yd[i] = xd[qq[i]];
+    pr_strides(R, yd, ys);
+    if (qq[R - 1] == R - 1) { /* the innermost dim stays: contiguous rows */
+        for (int i = 0; i < R; i++) ss[i] = xs[qq[i]];
+        scopy(dst, ys, src, ss, R, yd, es, nt);
+        return;
+    }
+    int a = qq[R - 1], jpos = 0;
+    for (int i = 0; i < R; i++)
+        if (qq[i] == R - 1) jpos = i;
+    int64_t rows = xd[a], cols = xd[R - 1], lds = xs[a], ldd = ys[jpos];
+    /* batch dims: the other output dims */
+    int nb = 0;
+    int64_t bd[PR_MAX_RANK], bsi[PR_MAX_RANK], bso[PR_MAX_RANK], nbatch = 1;
+    for (int i = 0; i < R; i++) {
+        if (i == jpos || i == R - 1) continue;
+        bd[nb] = yd[i];
+        bsi[nb] = xs[qq[i]];
+        bso[nb] = ys[i];
+        nbatch *= yd[i];
+        nb++;
+    }
+    int64_t rblk = (rows + TRB - 1) / TRB, cblk = (cols + TCB - 1) / TCB;
+    int64_t items = nbatch * rblk * cblk, e = (int64_t)es;
+    if (nt > items) nt = (int)items;
+    if (numel * e < 4 * PR_CPU_PAR_MIN) nt = 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t it = 0; it < items; it++) {
+        int64_t cb = it % cblk, rest = it / cblk, rb = rest % rblk, bi = rest / rblk;
+        int64_t oi = 0, oo = 0;
+        for (int d = nb - 1; d >= 0; d--) {
+            int64_t id = bi % bd[d];
+            bi /= bd[d];
+            oi += id * bsi[d];
+            oo += id * bso[d];
+        }
+        int64_t r0 = rb * TRB, c0 = cb * TCB;
+        int64_t rn = rows - r0 < TRB ? rows - r0 : TRB, cn = cols - c0 < TCB ? cols - c0 : TCB;
+        tr((const char *)src + (oi + r0 * lds + c0) * e, lds, (char *)dst + (oo + c0 * ldd + r0) * e,
+           ldd, rn, cn, es);
+    }
+}
+
+/* ------------------------------------------------------------ impl */
+
+typedef struct mstate {
+    int op;
+    bool avx512;
+    int in_lay, out_lay; /* storage layouts (all inputs / outputs share one) */
+    int perm[PR_MAX_RANK], nperm; /* Transpose: attribute perm (nperm -1: reversed) */
+} mstate;
+
+static int op_of(const pr_node *n) {
+    if (n->op == PR_OP_Reorder) return M_REORDER;
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return -1;
+    switch (n->op) {
+    case PR_OP_Transpose: return M_TRANSPOSE;
+    case PR_OP_Concat: return M_CONCAT;
+    case PR_OP_Slice: return M_SLICE;
+    case PR_OP_Split: return M_SPLIT;
+    case PR_OP_Reshape:
+    case PR_OP_Flatten:
+    case PR_OP_Squeeze:
+    case PR_OP_Unsqueeze: return M_RESHAPE;
+    default: return -1;
+    }
+}
+
+static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
+    int t = pr_node_in(n, i);
+    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
+}
+static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
+    int t = pr_node_out(n, i);
+    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
+}
+static int layout_of(const pr_tensor *t) {
+    if (!t || (t->flags & PR_T_INIT) || (t->rank >= 0 && t->rank != 4)) return PR_LAYOUT_PLAIN;
+    return t->layout;
+}
+
+static bool m_supports(const pr_graph *g, const pr_node *n) {
+    int op = op_of(n);
+    const pr_tensor *x = tin(g, n, 0);
+    if (op < 0 || !x || n->n_outputs < 1 || !pr_cpu_float_dt(x->dtype)) return false;
+    int lay = layout_of(x);
+    switch (op) {
+    case M_REORDER: return n->n_inputs == 1 && tout(g, n, 0);
+    case M_TRANSPOSE: {
+        const int64_t *perm;
+        int np = pr_attr_ints(n, "perm", &perm);
+        if (np > PR_MAX_RANK || (np >= 0 && x->rank >= 0 && np != x->rank)) return false;
+        for (int i = 0; i < np; i++)
+            if (perm[i] < 0 || perm[i] >= np) return false;
+        return tout(g, n, 0) != NULL;
+    }
+    case M_CONCAT:
+        for (int i = 0; i < n->n_inputs; i++) {
+            const pr_tensor *t = tin(g, n, i);
+            if (!t || t->dtype != x->dtype || layout_of(t) != lay) return false;
+        }
+        return tout(g, n, 0) && layout_of(tout(g, n, 0)) == lay;
+    case M_SLICE: return tout(g, n, 0) && layout_of(tout(g, n, 0)) == lay;
+    case M_SPLIT:
+        for (int j = 0; j < n->n_outputs; j++) {
+            const pr_tensor *t = tout(g, n, j);
+            if (t && layout_of(t) != lay) return false;
+        }
+        return true;
+    case M_RESHAPE:
+        return tout(g, n, 0) && lay == PR_LAYOUT_PLAIN &&
+               layout_of(tout(g, n, 0)) == PR_LAYOUT_PLAIN;
+    default: return false;
+    }
+}
+
+static bool m_nhwc_ok(const pr_graph *g, const pr_node *n) {
+    if (!m_supports(g, n)) return false;
+    int op = op_of(n);
+    if (op == M_REORDER) return true;
+    if (op != M_CONCAT) return false;
+    int64_t axis = pr_attr_int(n, "axis", 1);
+    for (int i = 0; i < n->n_inputs; i++) {
+        const pr_tensor *t = tin(g, n, i);
+        if (t->rank != 4 || (t->flags & PR_T_INIT)) return false;
+    }
+    return axis == 1 || axis == -3;
+}
+
+static int m_inplace(const pr_graph *g, const pr_node *n) {
+    (void)g;
+    return op_of(n) == M_RESHAPE ? 0 : -1;
+}
+
+static precis_status m_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
+                               void **state, pr_err *e) {
+    (void)cfg;
+    mstate *s = calloc(1, sizeof *s);
+    if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    s->op = op_of(n);
+#ifdef PR_CPU_X86
+    s->avx512 = pr_cpu_use_avx512();
+#endif
+    s->in_lay = layout_of(tin(g, n, 0));
+    s->out_lay = layout_of(tout(g, n, 0));
+    s->nperm = -1;
+    if (s->op == M_TRANSPOSE) {
+        const int64_t *perm;
+        int np = pr_attr_ints(n, "perm", &perm);
+        if (np > PR_MAX_RANK) {
+            free(s);
+            return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "perm of length %d", np);
+        }
+        for (int i = 0; i < np; i++) s->perm[i] = (int)perm[i];
+        s->nperm = np;
+    }
+    *state = s;
+    return PRECIS_OK;
+}
+
+/* Storage order of b's logical dims (ord[k] = logical dim stored k-th) and
+ * the element stride of each logical dim. */
+static void storage(const pr_buf *b, int lay, int *ord, int64_t *st) {
+    bool nhwc = b->rank == 4 && lay == PR_LAYOUT_NHWC;
+    for (int d = 0; d < b->rank; d++) ord[d] = nhwc ? k_nhwc[d] : d;
+    if (nhwc) {
+        int64_t C = b->dims[1], H = b->dims[2], W = b->dims[3];
+        st[0] = H * W * C, st[1] = 1, st[2] = W * C, st[3] = C;
+    } else {
+        pr_strides(b->rank, b->dims, st);
+    }
+}
+
+/* Copy src (logical strides sst, offset applied) into dst (layout dlay),
+ * iterating in dst's storage order over dst's logical dims ldims. */
+static void copy_logical(const pr_buf *dst, int dlay, char *dbase, const int64_t *dst_str,
+                         const char *sbase, const int64_t *sst, const int64_t *ldims, int nt) {
+    int ord[PR_MAX_RANK];
+    int64_t dims[PR_MAX_RANK], ds[PR_MAX_RANK], ss[PR_MAX_RANK], tmp[PR_MAX_RANK];
+    storage(dst, dlay, ord, tmp);
+    for (int k = 0; k < dst->rank; k++) {
+        dims[k] = ldims[ord[k]];
+        ds[k] = dst_str[ord[k]];
+        ss[k] = sst[ord[k]];
+    }
+    scopy(dbase, ds, sbase, ss, dst->rank, dims, pr_dtype_size(dst->dtype), nt);
+}
+
+static precis_status run_permute(const mstate *s, pr_kernel *k, const int *lperm, int nt) {
+    const pr_buf *x = k->in[0];
+    pr_buf *y = k->out[0];
+    int r = x->rank;
+    if (y->rank != r || y->numel != x->numel || y->dtype != x->dtype)
+        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output does not match the input");
+    /* storage perm: y's k-th stored dim is logical oy[k] = x logical
+     * lperm[oy[k]], stored by x at position inv_x[...] */
+    int ox[PR_MAX_RANK], oy[PR_MAX_RANK], inv_x[PR_MAX_RANK], q[PR_MAX_RANK];
+    int64_t st[PR_MAX_RANK], X[PR_MAX_RANK];
+    storage(x, s->in_lay, ox, st);
+    storage(y, s->out_lay, oy, st);
+    for (int d = 0; d < r; d++) inv_x[ox[d]] = d;
+    for (int d = 0; d < r; d++) {
+        X[d] = x->dims[ox[d]];
+        q[d] = inv_x[lperm[oy[d]]];
+    }
+    tr_fn tr = tr_scalar;
+#ifdef PR_CPU_X86
+    if (s->avx512) tr = tr_avx512;
+#endif
+    permute(y->data, x->data, r, X, q, pr_dtype_size(x->dtype), nt, tr);
+    return PRECIS_OK;
+}
+
+static precis_status run_concat(const mstate *s, pr_kernel *k, int nt) {
+    pr_buf *y = k->out[0];
+    int r = y->rank, axis;
+    precis_status st = pr_kernel_axis(k, pr_attr_int(k->node, "axis", 1), r, &axis);
+    if (st) return st;
+    int64_t yst[PR_MAX_RANK], xst[PR_MAX_RANK], off = 0;
+    int ord[PR_MAX_RANK];
+    storage(y, s->out_lay, ord, yst);
+    for (int i = 0; i < k->n_in; i++) {
+        const pr_buf *x = k->in[i];
+        if (!x || x->rank != r || x->dtype != y->dtype)
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "input %d is missing or does not match", i);
+        if (off + x->dims[axis] > y->dims[axis])
+            return pr_kernelf(k, PRECIS_ERR_INTERNAL, "inputs exceed the output");
+        storage(x, s->in_lay, ord, xst);
+        copy_logical(y, s->out_lay, (char *)y->data + off * yst[axis] * (int64_t)pr_dtype_size(y->dtype),
+                     yst, x->data, xst, x->dims, nt);
+        off += x->dims[axis];
+    }
+    return PRECIS_OK;
+}
+
+static precis_status run_slice(const mstate *s, pr_kernel *k, int nt) {
+    const pr_buf *x = k->in[0];
+    pr_buf *y = k->out[0];
+    pr_kic c;
+    pr_kic_init(&c, k);
+    pr_slice_plan p;
+    bool known;
+    precis_status st = pr_slice_plan_make(&c.ic, &p, &known);
+    if (st) return st;
+    if (!known) return pr_kernelf(k, PRECIS_ERR_INTERNAL, "slice parameters not known");
+    if (y->rank != x->rank || y->dtype != x->dtype)
+        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output does not match the input");
+    int64_t xst[PR_MAX_RANK], yst[PR_MAX_RANK], sst[PR_MAX_RANK], off = 0;
+    int ord[PR_MAX_RANK];
+    storage(x, s->in_lay, ord, xst);
+    storage(y, s->out_lay, ord, yst);
+    for (int d = 0; d < x->rank; d++) {
+        if (p.len[d] != y->dims[d])
+            return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output dim %d is %lld, slice gives %lld", d,
+                              (long long)y->dims[d], (long long)p.len[d]);
+        off += p.start[d] * xst[d];
+        sst[d] = p.step[d] * xst[d];
+    }
+    if (y->numel == 0) return PRECIS_OK;
+    copy_logical(y, s->out_lay, y->data,
+                 yst, (const char *)x->data + off * (int64_t)pr_dtype_size(x->dtype), sst, y->dims, nt);
+    return PRECIS_OK;
+}
+
+static precis_status run_split(const mstate *s, pr_kernel *k, int nt) {
+    const pr_buf *x = k->in[0];
+    pr_kic c;
+    pr_kic_init(&c, k);
+    int64_t sizes[64], *sz = sizes;
+    if (k->n_out > 64 && !(sz = malloc((size_t)k->n_out * sizeof *sz)))
+        return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+    int axis = 0;
+    bool known;
+    precis_status st = pr_split_plan_make(&c.ic, k->n_out, &axis, sz, &known);
+    if (!st && !known) st = pr_kernelf(k, PRECIS_ERR_INTERNAL, "split sizes not known");
+    int64_t xst[PR_MAX_RANK], yst[PR_MAX_RANK], off = 0;
+    int ord[PR_MAX_RANK];
+    storage(x, s->in_lay, ord, xst);
+    for (int j = 0; !st && j < k->n_out; j++) {
+        pr_buf *y = k->out[j];
+        if (y) {
+            if (y->rank != x->rank || y->dtype != x->dtype || y->dims[axis] != sz[j] ||
+                off + sz[j] > x->dims[axis]) {
+                st = pr_kernelf(k, PRECIS_ERR_INTERNAL, "output %d does not match", j);
+                break;
+            }
+            storage(y, s->out_lay, ord, yst);
+            copy_logical(y, s->out_lay, y->data, yst,
+                         (const char *)x->data + off * xst[axis] * (int64_t)pr_dtype_size(x->dtype),
+                         xst, y->dims, nt);
+        }
+        off += sz[j];
+    }
+    if (sz != sizes) free(sz);
+    return st;
+}
+
+static precis_status m_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
+    const mstate *s = state;
+    const pr_buf *x = pr_kin(k, 0);
+    if (!x || k->n_out < 1) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "input or output is missing");
+    int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
+    if (s->op != M_SPLIT && !k->out[0])
+        return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "output is missing");
+    switch (s->op) {
+    case M_REORDER: {
+        int id[PR_MAX_RANK];
+        for (int d = 0; d < PR_MAX_RANK; d++) id[d] = d;
+        return run_permute(s, k, id, nt);
+    }
+    case M_TRANSPOSE: {
+        int perm[PR_MAX_RANK], r = x->rank;
+        if (s->nperm >= 0 && s->nperm != r)
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "perm length %d != rank %d", s->nperm, r);
+        for (int i = 0; i < r; i++) perm[i] = s->nperm >= 0 ? s->perm[i] : r - 1 - i;
+        return run_permute(s, k, perm, nt);
+    }
+    case M_CONCAT: return run_concat(s, k, nt);
+    case M_SLICE: return run_slice(s, k, nt);
+    case M_SPLIT: return run_split(s, k, nt);
+    case M_RESHAPE: {
+        pr_buf *y = k->out[0];
+        if (y->nbytes != x->nbytes)
+            return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output has %zu bytes, input %zu",
+                              y->nbytes, x->nbytes);
+        if (y->data != x->data && x->nbytes) {
+            int64_t one = 1, n = (int64_t)x->nbytes;
+            scopy(y->data, &one, x->data, &one, 1, &n, 1, nt);
+        }
+        return PRECIS_OK;
+    }
+    default: return pr_kernelf(k, PRECIS_ERR_INTERNAL, "unknown op");
+    }
+}
+
+static const char *m_describe(void *state) {
+    return ((const mstate *)state)->avx512 ? "move.avx512" : "move.scalar";
+}
+
+static void m_destroy(void *state) { free(state); }
+
+const pr_cpu_impl pr_cpu_impl_move = {
+    .name = "move",
+    .supports = m_supports,
+    .nhwc_ok = m_nhwc_ok,
+    .inplace_input = m_inplace,
+    .prepare = m_prepare,
+    .run = m_run,
+    .describe = m_describe,
+    .destroy = m_destroy,
+};

@@ -1,0 +1,97 @@
+/* Layout choice: activations between convolutions stay NHWC (what oneDNN's
+ * brgconv and our FP16 convs want); every node the CPU backend can run on
+ * NHWC data keeps the layout; elsewhere tensors are plain. Reorders are
+ * inserted only where a producer's and a consumer's layouts differ, one per
+ * tensor and target, and graph outputs are always plain. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+#include "passes/convert.h"
+#include "passes/pass_plan.h"
+
+static bool is_float(pr_dtype d) {
+    return d == PRECIS_FLOAT32 || d == PRECIS_BFLOAT16 || d == PRECIS_FLOAT16;
+}
+
+/* A rank-4 float activation (not an initializer). */
+static bool act4(const pr_graph *g, int t) {
+    if (t < 0) return false;
+    const pr_tensor *x = &g->tensors[t];
+    return x->rank == 4 && is_float(x->dtype) && !(x->flags & PR_T_INIT);
+}
+
+static bool is_conv(const pr_node *n) {
+    return n->op == PR_OP_Conv || n->op == PR_OP_FusedConv || n->op == PR_OP_ConvTranspose;
+}
+
+/* Would the backend run n with its rank-4 activations in NHWC? Sets the
+ * layouts tentatively and restores them. */
+static bool try_nhwc(pr_graph *g, const pr_node *n) {
+    uint8_t saved[64];
+    int ts[64], k = 0;
+    for (int i = 0; i < n->n_inputs && k < 64; i++)
+        if (act4(g, n->inputs[i])) ts[k++] = n->inputs[i];
+    for (int i = 0; i < n->n_outputs && k < 64; i++)
+        if (act4(g, n->outputs[i])) ts[k++] = n->outputs[i];
+    if (!k) return false;
+    for (int i = 0; i < k; i++) {
+        saved[i] = g->tensors[ts[i]].layout;
+        g->tensors[ts[i]].layout = PR_LAYOUT_NHWC;
+    }
+    const pr_cpu_impl *im = pr_cpu_find_impl(g, n);
+    bool ok = im && im->nhwc_ok && im->nhwc_ok(g, n);
+    for (int i = k - 1; i >= 0; i--) g->tensors[ts[i]].layout = saved[i];
+    return ok;
+}
+
+precis_status pr_plan_layouts(pr_graph *g, pr_err *e) {
+    int n0 = g->n_nodes;
+    bool *nhwc = calloc((size_t)(n0 ? n0 : 1), sizeof *nhwc);
+    if (!nhwc) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    for (int t = 0; t < g->n_tensors; t++) g->tensors[t].layout = PR_LAYOUT_PLAIN;
+    /* 1. decide per node, in order: convs go NHWC; others follow an NHWC input */
+    for (int i = 0; i < n0; i++) {
+        const pr_node *n = &g->nodes[i];
+        bool any_in = false;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (act4(g, n->inputs[k]) && g->tensors[n->inputs[k]].layout == PR_LAYOUT_NHWC)
+                any_in = true;
+        if ((is_conv(n) || any_in) && try_nhwc(g, n)) {
+            nhwc[i] = true;
+            for (int k = 0; k < n->n_outputs; k++)
+                if (act4(g, n->outputs[k])) g->tensors[n->outputs[k]].layout = PR_LAYOUT_NHWC;
+        }
+    }
+    /* 2. graph outputs stay plain: the producer writes an NHWC copy */
+    pr_convert cv = {0};
+    precis_status st = PRECIS_OK;
+    for (int k = 0; k < g->n_outputs; k++) {
+        int t = g->outputs[k];
+        if (g->tensors[t].layout != PR_LAYOUT_NHWC || g->tensors[t].producer < 0) continue;
+        int nt = pr_convert_detach_output(g, t, "nhwc", e);
+        if (nt < 0) goto oom;
+        g->tensors[t].layout = PR_LAYOUT_PLAIN;
+        if ((st = pr_convert_output(g, &cv, nt, t, PR_CONVERT_REORDER, e))) goto fail;
+    }
+    /* 3. reorders where a consumer wants the other layout */
+    for (int i = 0; i < n0; i++) {
+        for (int k = 0; k < g->nodes[i].n_inputs; k++) {
+            int t = g->nodes[i].inputs[k];
+            if (!act4(g, t)) continue;
+            int want = nhwc[i] ? PR_LAYOUT_NHWC : PR_LAYOUT_PLAIN;
+            if (g->tensors[t].layout == want) continue;
+            int nt = pr_convert_get(g, &cv, t, PR_CONVERT_REORDER, want, e);
+            if (nt < 0) goto oom;
+            g->nodes[i].inputs[k] = nt;
+        }
+    }
+    free(nhwc);
+    return pr_convert_finish(g, &cv, e);
+oom:
+    st = e->status ? e->status : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+fail:
+    free(nhwc);
+    pr_convert_finish(g, &cv, e);
+    return st;
+}

@@ -1,0 +1,377 @@
+/* precis_context: runs an engine's steps on one thread. Activations live in
+ * one arena per context, planned per input-shape signature (mem_plan.c):
+ * the first run with new input shapes allocates each tensor on the heap and
+ * records the sizes; later runs with those shapes place every tensor at its
+ * planned offset (a tensor whose size still differs falls back to the heap). */
+#define _POSIX_C_SOURCE 200809L
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir/infer.h"
+#include "runtime/engine.h"
+#include "runtime/exec.h"
+#include "runtime/mem_plan.h"
+#include "runtime/tensor.h"
+
+#define MAX_IO 64
+
+#ifdef PRECIS_HAVE_DNNL
+#include "backends/cpu/dnnl_common.h"
+#endif
+
+enum { V_NONE = 0, V_VIEW = 1, V_HEAP = 2, V_ARENA = 3 };
+
+struct precis_context {
+    const precis_engine *e;
+    pr_cpu_exec x;
+    pr_buf *vals;
+    unsigned char *state;
+    int64_t *sym;
+    /* memory plan for one input-shape signature */
+    int64_t *sig;
+    int sig_len;
+    bool planned;
+    size_t *size; /* per tensor: bytes seen in the planning run (0: not planned) */
+    size_t *offset;
+    unsigned char *arena;
+    size_t arena_bytes, arena_cap;
+    /* profiling */
+    int profiling, prof_runs;
+    double *prof;
+};
+
+precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
+                                    precis_context **out) {
+    if (!ctx || !e || !out)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_context_create: NULL argument");
+    *out = NULL;
+    pr_err_clear(&ctx->err);
+    const pr_graph *g = e->g;
+    precis_context *c = calloc(1, sizeof *c);
+    size_t nt = (size_t)g->n_tensors + 1;
+    if (!c) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
+    c->e = e;
+    c->vals = calloc(nt, sizeof *c->vals);
+    c->state = calloc(nt, 1);
+    c->sym = malloc(((size_t)g->n_syms + 1) * sizeof *c->sym);
+    c->size = calloc(nt, sizeof *c->size);
+    c->offset = calloc(nt, sizeof *c->offset);
+    c->prof = calloc((size_t)e->n_steps + 1, sizeof *c->prof);
+    if (!c->vals || !c->state || !c->sym || !c->size || !c->offset || !c->prof) {
+        precis_context_destroy(c);
+        return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
+    }
+    c->x.num_threads = e->num_threads;
+#ifdef PRECIS_HAVE_DNNL
+    {
+        c->x.dnnl_stream = pr_dnnl_stream_create(&ctx->err);
+        if (!c->x.dnnl_stream) {
+            precis_context_destroy(c);
+            return ctx->err.status ? ctx->err.status : PRECIS_ERR_INTERNAL;
+        }
+    }
+#endif
+    *out = c;
+    return PRECIS_OK;
+}
+
+void precis_context_destroy(precis_context *c) {
+    if (!c) return;
+#ifdef PRECIS_HAVE_DNNL
+    if (c->x.dnnl_stream) pr_dnnl_stream_destroy(c->x.dnnl_stream);
+#endif
+    free(c->x.scratch);
+    free(c->vals);
+    free(c->state);
+    free(c->sym);
+    free(c->sig);
+    free(c->size);
+    free(c->offset);
+    free(c->arena);
+    free(c->prof);
+    free(c);
+}
+
+void precis_context_set_profiling(precis_context *c, int on) {
+    if (!c) return;
+    c->profiling = on;
+    c->prof_runs = 0;
+    memset(c->prof, 0, (size_t)c->e->n_steps * sizeof *c->prof);
+}
+double precis_context_step_seconds(const precis_context *c, int i) {
+    return c && i >= 0 && i < c->e->n_steps ? c->prof[i] : 0;
+}
+int precis_context_profiled_runs(const precis_context *c) { return c ? c->prof_runs : 0; }
+size_t precis_context_arena_bytes(const precis_context *c) { return c ? c->arena_bytes : 0; }
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Does the input-shape signature match the planned one? Stores it if not. */
+static bool same_signature(precis_context *c, const pr_graph *g) {
+    int len = 0;
+    for (int k = 0; k < g->n_inputs; k++) len += 1 + c->vals[g->inputs[k]].rank;
+    int64_t tmp[1024];
+    if (len > 1024) return false;
+    int p = 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        const pr_buf *b = &c->vals[g->inputs[k]];
+        tmp[p++] = b->rank;
+        for (int d = 0; d < b->rank; d++) tmp[p++] = b->dims[d];
+    }
+    if (c->sig && c->sig_len == len && memcmp(c->sig, tmp, (size_t)len * sizeof *tmp) == 0)
+        return true;
+    free(c->sig);
+    c->sig = malloc((size_t)(len ? len : 1) * sizeof *tmp);
+    c->sig_len = c->sig ? len : 0;
+    if (c->sig) memcpy(c->sig, tmp, (size_t)len * sizeof *tmp);
+    return false;
+}
+
+/* After a planning run: place every recorded tensor in the arena. */
+static void make_plan(precis_context *c) {
+    const precis_engine *e = c->e;
+    const pr_graph *g = e->g;
+    pr_mem_item *it = calloc((size_t)g->n_tensors + 1, sizeof *it);
+    if (!it) return;
+    for (int t = 0; t < g->n_tensors; t++) {
+        it[t].alias = -1;
+        if (!c->size[t] || e->first_def[t] < 0) continue;
+        it[t].bytes = c->size[t];
+        it[t].first = e->first_def[t];
+        it[t].last = e->last_use[t] < e->first_def[t] ? e->first_def[t] : e->last_use[t];
+    }
+    /* in-place: output 0 reuses an input whose last reader is this step */
+    for (int k = 0; k < e->n_steps; k++) {
+        const pr_step *s = &e->steps[k];
+        if (!s->impl || !s->impl->inplace_input) continue;
+        const pr_node *n = &g->nodes[s->node];
+        int i = s->impl->inplace_input(g, n);
+        if (i < 0 || i >= n->n_inputs || n->outputs[0] < 0) continue;
+        int ti = n->inputs[i], to = n->outputs[0];
+        if (ti < 0 || !it[ti].bytes || it[ti].bytes != it[to].bytes || e->last_use[ti] != k)
+            continue;
+        bool other_use = false; /* the same tensor also feeds another input */
+        for (int j = 0; j < n->n_inputs; j++) other_use |= j != i && n->inputs[j] == ti;
+        if (!other_use) it[to].alias = ti;
+    }
+    size_t total = pr_mem_plan(it, g->n_tensors, c->offset);
+    free(it);
+    if (total == SIZE_MAX) return;
+    if (total > c->arena_cap) {
+        free(c->arena);
+        c->arena = aligned_alloc(64, (total + 63) & ~(size_t)63);
+        c->arena_cap = c->arena ? total : 0;
+        if (!c->arena) return;
+    }
+    c->arena_bytes = total;
+    c->planned = true;
+}
+
+static precis_status check_profile(const precis_engine *e, const pr_buf *b, int t, pr_err *err) {
+    for (int k = 0; k < e->n_prof; k++) {
+        const pr_profile *p = &e->prof[k];
+        if (p->tensor != t) continue;
+        for (int d = 0; d < p->rank && d < b->rank; d++)
+            if (b->dims[d] < p->min[d] || b->dims[d] > p->max[d])
+                return pr_errf(err, PRECIS_ERR_INVALID_ARG,
+                               "input '%s': dim %d is %lld, outside the built range [%lld, %lld]",
+                               e->g->tensors[t].name, d, (long long)b->dims[d],
+                               (long long)p->min[d], (long long)p->max[d]);
+    }
+    return PRECIS_OK;
+}
+
+/* In a bf16/fp16 plan, float32 initializers (scales, biases, constant
+ * operands) feed low-precision activations; kernels take them as they are.
+ * Shape inference wants one dtype: relabel such inputs of these ops. */
+static void harmonize(const pr_graph *g, const pr_node *n, pr_tinfo *tin) {
+    switch (n->op) {
+    case PR_OP_LayerNormalization: case PR_OP_InstanceNormalization:
+    case PR_OP_BatchNormalization: case PR_OP_PRelu: case PR_OP_Add: case PR_OP_Sub:
+    case PR_OP_Mul: case PR_OP_Div: case PR_OP_Max: case PR_OP_Min: case PR_OP_Sum:
+    case PR_OP_Mean: case PR_OP_Clip: case PR_OP_Where:
+        break;
+    default:
+        return;
+    }
+    pr_dtype low = PRECIS_UNDEFINED;
+    for (int j = 0; j < n->n_inputs; j++)
+        if (tin[j].dtype == PRECIS_BFLOAT16 || tin[j].dtype == PRECIS_FLOAT16) low = tin[j].dtype;
+    if (low == PRECIS_UNDEFINED) return;
+    for (int j = 0; j < n->n_inputs; j++) {
+        int t = n->inputs[j];
+        if (t >= 0 && (g->tensors[t].flags & PR_T_INIT) && tin[j].dtype == PRECIS_FLOAT32) {
+            tin[j].dtype = low;
+            tin[j].value = NULL;
+        }
+    }
+}
+
+static void release(precis_context *c, int t) {
+    if (c->state[t] == V_HEAP) pr_buf_free(&c->vals[t]);
+    c->state[t] = V_NONE;
+}
+
+precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_inputs,
+                                 const char *const *names, const precis_tensor *const *inputs,
+                                 precis_tensor **outputs) {
+    if (!ctx || !c || (n_inputs > 0 && (!names || !inputs)) || !outputs)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_context_run: NULL argument");
+    pr_err_clear(&ctx->err);
+    pr_err *err = &ctx->err;
+    const precis_engine *e = c->e;
+    pr_graph *g = e->g;
+    precis_status st = PRECIS_OK;
+    for (int k = 0; k < g->n_outputs; k++) outputs[k] = NULL;
+    memset(c->state, 0, (size_t)g->n_tensors);
+    for (int i = 0; i < g->n_syms; i++) c->sym[i] = -1;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pr_tensor *x = &g->tensors[t];
+        if (!(x->flags & PR_T_INIT)) continue;
+        pr_buf *b = &c->vals[t];
+        b->dtype = x->dtype;
+        b->rank = x->rank;
+        memcpy(b->dims, x->dims, sizeof b->dims);
+        b->numel = pr_numel(x->rank, x->dims);
+        b->data = x->data;
+        b->nbytes = x->nbytes;
+        c->state[t] = V_VIEW;
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        int t = pr_graph_find_tensor(g, names[i] ? names[i] : "");
+        if (t < 0 || !(g->tensors[t].flags & PR_T_INPUT)) {
+            st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "'%s' is not an input of the model",
+                         names[i] ? names[i] : "(null)");
+            goto fail;
+        }
+        if (c->state[t]) {
+            st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "input '%s' given twice", names[i]);
+            goto fail;
+        }
+        if (!inputs[i]) {
+            st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "input '%s' is NULL", names[i]);
+            goto fail;
+        }
+        if ((st = pr_check_input(g, &g->tensors[t], &inputs[i]->b, c->sym, err))) goto fail;
+        if ((st = check_profile(e, &inputs[i]->b, t, err))) goto fail;
+        c->vals[t] = inputs[i]->b;
+        c->state[t] = V_VIEW;
+    }
+    for (int k = 0; k < g->n_inputs; k++)
+        if (!c->state[g->inputs[k]]) {
+            st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "missing input '%s'",
+                         g->tensors[g->inputs[k]].name);
+            goto fail;
+        }
+    bool planning = !same_signature(c, g) || !c->planned;
+    if (planning) {
+        c->planned = false;
+        memset(c->size, 0, (size_t)g->n_tensors * sizeof *c->size);
+    }
+    omp_set_num_threads(e->num_threads);
+    c->x.num_threads = e->num_threads;
+
+    for (int k = 0; k < e->n_steps; k++) {
+        const pr_step *s = &e->steps[k];
+        const pr_node *n = &g->nodes[s->node];
+        const pr_buf *in[MAX_IO];
+        pr_buf *outp[MAX_IO];
+        pr_tinfo tin[MAX_IO], tout[MAX_IO];
+        if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO) {
+            st = pr_errf(err, PRECIS_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs",
+                         n->name);
+            goto fail;
+        }
+        for (int j = 0; j < n->n_inputs; j++) {
+            int t = n->inputs[j];
+            in[j] = NULL;
+            if (t >= 0 && !c->state[t]) {
+                st = pr_errf(err, PRECIS_ERR_UNSUPPORTED,
+                             "node '%s' (%s): input '%s' has no value", n->name, n->op_type,
+                             g->tensors[t].name);
+                goto fail;
+            }
+            if (t >= 0) in[j] = &c->vals[t];
+            pr_tinfo_from_buf(&tin[j], in[j]);
+        }
+        harmonize(g, n, tin);
+        memset(tout, 0, sizeof(pr_tinfo) * (size_t)n->n_outputs);
+        for (int j = 0; j < n->n_outputs; j++) tout[j].rank = -1;
+        pr_infer ic = {g, n, n->n_inputs, tin, n->n_outputs, tout, err};
+        if ((st = pr_infer_table[n->op](&ic))) goto fail;
+        for (int j = 0; j < n->n_outputs; j++) {
+            int t = n->outputs[j];
+            outp[j] = NULL;
+            if (t < 0) continue;
+            const pr_tinfo *ti = &tout[j];
+            pr_buf *b = &c->vals[t];
+            release(c, t);
+            int64_t ne = ti->rank >= 0 ? pr_numel(ti->rank, ti->dims) : -1;
+            size_t need = ne >= 0 ? (size_t)ne * pr_dtype_size(ti->dtype) : 0;
+            if (!planning && ne >= 0 && c->offset[t] != SIZE_MAX && c->size[t] == need &&
+                ti->dtype != PRECIS_UNDEFINED) {
+                b->dtype = ti->dtype;
+                b->rank = ti->rank;
+                memcpy(b->dims, ti->dims, (size_t)ti->rank * sizeof(int64_t));
+                b->numel = ne;
+                b->nbytes = need;
+                b->data = c->arena + c->offset[t];
+                c->state[t] = V_ARENA;
+            } else {
+                if (ti->dtype == PRECIS_UNDEFINED || ne < 0) {
+                    st = pr_errf(err, PRECIS_ERR_INTERNAL,
+                                 "node '%s' (%s): could not determine the shape of output '%s'",
+                                 n->name, n->op_type, g->tensors[t].name);
+                    goto fail;
+                }
+                if ((st = pr_buf_alloc(b, ti->dtype, ti->rank, ti->dims, g->tensors[t].name,
+                                       err)))
+                    goto fail;
+                c->state[t] = V_HEAP;
+                if (planning) c->size[t] = need;
+            }
+            outp[j] = b;
+        }
+        double t0 = c->profiling ? now() : 0;
+        pr_kernel kk = {g, n, n->n_inputs, in, n->n_outputs, outp, err, e->num_threads};
+        st = s->impl ? s->impl->run(s->state, &kk, &c->x) : pr_ref_table[n->op](&kk);
+        if (st) goto fail;
+        if (c->profiling) c->prof[k] += now() - t0;
+        /* free what no later step reads */
+        for (int j = 0; j < n->n_inputs; j++) {
+            int t = n->inputs[j];
+            if (t >= 0 && e->last_use[t] == k && c->state[t] != V_VIEW) release(c, t);
+        }
+    }
+    for (int k = 0; k < g->n_outputs; k++) {
+        int t = g->outputs[k];
+        if (!c->state[t]) {
+            st = pr_errf(err, PRECIS_ERR_INTERNAL, "output '%s' was not computed",
+                         g->tensors[t].name);
+            goto fail;
+        }
+        const pr_buf *src = &c->vals[t];
+        if ((st = pr_tensor_new(src->dtype, src->rank, src->dims, g->tensors[t].name,
+                                &outputs[k], err)))
+            goto fail;
+        if (src->nbytes) memcpy(outputs[k]->b.data, src->data, src->nbytes);
+    }
+    if (c->profiling) c->prof_runs++;
+    for (int t = 0; t < g->n_tensors; t++) release(c, t);
+    if (planning) make_plan(c);
+    return PRECIS_OK;
+fail:
+    for (int t = 0; t < g->n_tensors; t++) release(c, t);
+    for (int k = 0; k < g->n_outputs; k++) {
+        precis_tensor_destroy(outputs[k]);
+        outputs[k] = NULL;
+    }
+    return st;
+}

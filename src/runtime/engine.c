@@ -1,0 +1,423 @@
+/* precis_engine: build (ONNX -> passes -> precision -> layouts -> kernels),
+ * save/load as a .plan file, and what inspect reports. */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/engine.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ir/infer.h"
+#include "onnx/onnx_import.h"
+#include "passes/convert.h"
+#include "passes/pass.h"
+#include "passes/pass_plan.h"
+#include "plan/plan_file.h"
+#include "runtime/exec.h"
+
+/* ------------------------------------------------------------- profiles */
+
+static int parse_dims(const char *s, const char *end, int64_t *d) {
+    int r = 0;
+    while (s < end) {
+        char *q;
+        long long v = strtoll(s, &q, 10);
+        if (q == s || v < 1 || r >= PR_MAX_RANK) return -1;
+        d[r++] = v;
+        s = q;
+        if (s < end && *s != 'x' && *s != 'X') return -1;
+        if (s < end) s++;
+    }
+    return r;
+}
+
+precis_status pr_parse_profile(const pr_graph *g, const char *spec, pr_profile **prof, int *n,
+                               pr_err *e) {
+    *prof = NULL;
+    *n = 0;
+    if (!spec || !spec[0]) return PRECIS_OK;
+    pr_profile *p = calloc((size_t)g->n_inputs + 1, sizeof *p);
+    if (!p) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    const char *s = spec;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        const char *end = comma ? comma : s + strlen(s);
+        const char *colon = memchr(s, ':', (size_t)(end - s));
+        if (!colon) {
+            pr_errf(e, PRECIS_ERR_INVALID_ARG, "--shapes: '%.*s' is not NAME:MIN/OPT/MAX",
+                    (int)(end - s), s);
+            goto fail;
+        }
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(colon - s), s);
+        int t = pr_graph_find_tensor(g, name);
+        if (t < 0 || !(g->tensors[t].flags & PR_T_INPUT)) {
+            pr_errf(e, PRECIS_ERR_INVALID_ARG, "--shapes: '%s' is not an input of the model", name);
+            goto fail;
+        }
+        pr_profile *q = &p[*n];
+        for (int k = 0; k < *n; k++)
+            if (p[k].tensor == t) {
+                pr_errf(e, PRECIS_ERR_INVALID_ARG, "--shapes: '%s' given twice", name);
+                goto fail;
+            }
+        q->tensor = t;
+        const char *parts[4] = {colon + 1, NULL, NULL, NULL};
+        int np = 1;
+        for (const char *c = colon + 1; c < end; c++)
+            if (*c == '/' && np < 3) parts[np++] = c + 1;
+        int64_t *dst[3] = {q->min, q->opt, q->max};
+        int rank = -1;
+        for (int k = 0; k < np; k++) {
+            const char *pe = k + 1 < np ? parts[k + 1] - 1 : end;
+            int r = parse_dims(parts[k], pe, dst[k]);
+            if (r < 1 || (rank >= 0 && r != rank)) {
+                pr_errf(e, PRECIS_ERR_INVALID_ARG, "--shapes: bad dims for '%s' in '%.*s'", name,
+                        (int)(end - s), s);
+                goto fail;
+            }
+            rank = r;
+        }
+        if (np != 1 && np != 3) {
+            pr_errf(e, PRECIS_ERR_INVALID_ARG, "--shapes: '%s' needs MIN/OPT/MAX or one shape",
+                    name);
+            goto fail;
+        }
+        if (np == 1) {
+            memcpy(q->opt, q->min, sizeof q->opt);
+            memcpy(q->max, q->min, sizeof q->max);
+        }
+        q->rank = rank;
+        const pr_tensor *x = &g->tensors[t];
+        if (x->rank >= 0 && x->rank != rank) {
+            pr_errf(e, PRECIS_ERR_INVALID_ARG, "--shapes: '%s' has rank %d, the profile gives %d",
+                    name, x->rank, rank);
+            goto fail;
+        }
+        for (int d = 0; d < rank; d++) {
+            if (q->min[d] > q->opt[d] || q->opt[d] > q->max[d]) {
+                pr_errf(e, PRECIS_ERR_INVALID_ARG, "--shapes: '%s' dim %d: need MIN <= OPT <= MAX",
+                        name, d);
+                goto fail;
+            }
+            if (x->rank >= 0 && pr_dim_known(x->dims[d]) &&
+                (q->min[d] != x->dims[d] || q->max[d] != x->dims[d])) {
+                pr_errf(e, PRECIS_ERR_INVALID_ARG,
+                        "--shapes: '%s' dim %d is fixed at %lld in the model", name, d,
+                        (long long)x->dims[d]);
+                goto fail;
+            }
+        }
+        (*n)++;
+        s = comma ? comma + 1 : end;
+    }
+    *prof = p;
+    return PRECIS_OK;
+fail:
+    free(p);
+    *n = 0;
+    return e->status;
+}
+
+/* ----------------------------------------------------------- metadata */
+
+static const char *meta_get(const pr_graph *g, const char *key) {
+    for (int i = 0; i < g->n_metadata; i++)
+        if (strcmp(g->metadata[i].key, key) == 0) return g->metadata[i].value;
+    return NULL;
+}
+
+static bool meta_set(pr_graph *g, const char *key, const char *value) {
+    const char *v = pr_arena_strdup(g->arena, value ? value : "");
+    if (!v) return false;
+    for (int i = 0; i < g->n_metadata; i++)
+        if (strcmp(g->metadata[i].key, key) == 0) {
+            g->metadata[i].value = v;
+            return true;
+        }
+    pr_kv *kv = pr_arena_alloc(g->arena, (size_t)(g->n_metadata + 1) * sizeof *kv);
+    if (!kv) return false;
+    if (g->n_metadata) memcpy(kv, g->metadata, (size_t)g->n_metadata * sizeof *kv);
+    kv[g->n_metadata].key = pr_arena_strdup(g->arena, key);
+    kv[g->n_metadata].value = v;
+    if (!kv[g->n_metadata].key) return false;
+    g->metadata = kv;
+    g->n_metadata++;
+    return true;
+}
+
+/* ------------------------------------------------------------- engine */
+
+void precis_engine_destroy(precis_engine *e) {
+    if (!e) return;
+    for (int i = 0; i < e->n_steps; i++)
+        if (e->steps[i].impl && e->steps[i].impl->destroy && e->steps[i].state)
+            e->steps[i].impl->destroy(e->steps[i].state);
+    free(e->steps);
+    free(e->prof);
+    free(e->first_def);
+    free(e->last_use);
+    pr_graph_destroy(e->g);
+    free(e);
+}
+
+static bool has_feature(const pr_cpu_features *f, const char *name, size_t len) {
+#define F(x)                                                                                       \
+    if (len == strlen(#x) && strncmp(name, #x, len) == 0) return f->x;
+    F(avx2) F(fma) F(f16c) F(avx512f) F(avx512bw) F(avx512vl) F(avx512dq) F(avx512_vnni)
+    F(avx512_bf16) F(avx512_fp16) F(amx_tile) F(amx_int8) F(amx_bf16)
+#undef F
+    return false;
+}
+
+static precis_status check_requires(const char *req, pr_err *err) {
+    const pr_cpu_features *f = pr_cpu_features_get();
+    for (const char *s = req; s && *s;) {
+        const char *c = strchr(s, ',');
+        size_t len = c ? (size_t)(c - s) : strlen(s);
+        if (len && !has_feature(f, s, len))
+            return pr_errf(err, PRECIS_ERR_UNSUPPORTED,
+                           "the plan needs the CPU feature '%.*s', which this CPU lacks "
+                           "(rebuild the plan on this machine)",
+                           (int)len, s);
+        s = c ? c + 1 : s + len;
+    }
+    return PRECIS_OK;
+}
+
+/* Steps, kernels and lifetimes for e->g; prepares every kernel. */
+static precis_status engine_init(precis_engine *e, pr_err *err) {
+    pr_graph *g = e->g;
+    e->steps = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *e->steps);
+    e->first_def = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(int));
+    e->last_use = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(int));
+    if (!e->steps || !e->first_def || !e->last_use)
+        return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+    precis_status st;
+    bool cpu = strcmp(e->backend, "cpu") == 0;
+    pr_cpu_cfg cfg = {e->num_threads};
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pr_node *n = &g->nodes[i];
+        if (n->op == PR_OP_Constant && n->n_outputs == 1 && n->outputs[0] >= 0 &&
+            (g->tensors[n->outputs[0]].flags & PR_T_INIT))
+            continue; /* the loader stored its value as an initializer */
+        if ((st = pr_exec_check_supported(n, err))) return st;
+        pr_step *s = &e->steps[e->n_steps];
+        s->node = i;
+        s->impl = cpu ? pr_cpu_find_impl(g, n) : NULL;
+        if (!s->impl)
+            for (int j = 0; j < n->n_outputs; j++) /* ref knows no layouts */
+                if (n->outputs[j] >= 0 && g->tensors[n->outputs[j]].layout != PR_LAYOUT_PLAIN)
+                    return pr_errf(err, PRECIS_ERR_INTERNAL,
+                                   "node '%s' (%s): no CPU kernel for its NHWC output", n->name,
+                                   n->op_type);
+        if (s->impl) {
+            st = s->impl->prepare(g, n, &cfg, &s->state, err);
+            if (st) {
+                s->impl = NULL;
+                return pr_err_prefix(err, "node '%s' (%s, %s)", n->name, n->op_type,
+                                     s->impl ? s->impl->name : "?");
+            }
+        }
+        e->n_steps++;
+    }
+    for (int t = 0; t < g->n_tensors; t++) e->first_def[t] = e->last_use[t] = -1;
+    for (int k = 0; k < e->n_steps; k++) {
+        const pr_node *n = &g->nodes[e->steps[k].node];
+        for (int j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j] >= 0) e->first_def[n->outputs[j]] = k;
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] >= 0) e->last_use[n->inputs[j]] = k;
+    }
+    for (int k = 0; k < g->n_outputs; k++) e->last_use[g->outputs[k]] = e->n_steps;
+    /* kernel names and origins for inspect */
+    for (int k = 0; k < e->n_steps; k++) {
+        pr_step *s = &e->steps[k];
+        const pr_node *n = &g->nodes[s->node];
+        char buf[256];
+        if (s->impl) {
+            const char *d = s->impl->describe ? s->impl->describe(s->state) : NULL;
+            if (d && strcmp(d, s->impl->name) != 0) snprintf(buf, sizeof buf, "%s %s", s->impl->name, d);
+            else snprintf(buf, sizeof buf, "%s", s->impl->name);
+        } else {
+            snprintf(buf, sizeof buf, "ref");
+        }
+        s->kernel = pr_arena_strdup(g->arena, buf);
+        if (n->n_origins > 0) {
+            s->origins = n->origins;
+            s->n_origins = n->n_origins;
+        } else if (!pr_node_inserted(n)) {
+            s->origins = pr_arena_alloc(g->arena, sizeof(char *));
+            if (s->origins) s->origins[0] = n->name;
+            s->n_origins = 1;
+        }
+        if (!s->kernel) return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+    }
+    return PRECIS_OK;
+}
+
+static precis_status apply_profile(precis_engine *e, pr_err *err) {
+    precis_status st = pr_parse_profile(e->g, e->shapes, &e->prof, &e->n_prof, err);
+    if (st) return st;
+    /* dims fixed by the profile (min == max) become static */
+    for (int k = 0; k < e->n_prof; k++) {
+        pr_tensor *x = &e->g->tensors[e->prof[k].tensor];
+        if (x->rank < 0) x->rank = e->prof[k].rank;
+        for (int d = 0; d < x->rank; d++)
+            if (e->prof[k].min[d] == e->prof[k].max[d]) x->dims[d] = e->prof[k].min[d];
+    }
+    return PRECIS_OK;
+}
+
+static precis_dtype precision_dtype(const char *p) {
+    if (strcmp(p, "bf16") == 0) return PRECIS_BFLOAT16;
+    if (strcmp(p, "fp16") == 0) return PRECIS_FLOAT16;
+    return PRECIS_FLOAT32;
+}
+
+precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
+                           precis_engine **out) {
+    if (!ctx || !onnx_path || !out)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_build: NULL argument");
+    *out = NULL;
+    pr_err_clear(&ctx->err);
+    pr_err *err = &ctx->err;
+    precis_build_options def = {0};
+    if (!o) o = &def;
+    const char *prec = o->precision ? o->precision : "fp32";
+    const char *backend = o->backend ? o->backend : "cpu";
+    if (strcmp(prec, "fp32") && strcmp(prec, "bf16") && strcmp(prec, "fp16"))
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
+                           "unknown precision '%s' (fp32, bf16 or fp16; int8 comes with "
+                           "calibration)", prec);
+    if (strcmp(backend, "cpu") && strcmp(backend, "ref"))
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "unknown backend '%s' (cpu or ref)",
+                           backend);
+    if (strcmp(backend, "ref") == 0 && strcmp(prec, "fp32") != 0)
+        return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
+                           "the ref backend runs the model as written (fp32 only)");
+    precis_engine *e = calloc(1, sizeof *e);
+    if (!e) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
+    precis_status st = pr_onnx_load_file(onnx_path, &e->g, err);
+    if (st) goto fail;
+    e->num_threads = o->num_threads > 0 ? o->num_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (e->num_threads < 1) e->num_threads = 1;
+    e->shapes = o->shapes ? pr_arena_strdup(e->g->arena, o->shapes) : "";
+    if ((st = apply_profile(e, err))) goto fail;
+    if ((st = pr_graph_infer(e->g, err))) goto fail;
+    bool cpu = strcmp(backend, "cpu") == 0;
+    if (cpu && !o->no_optimize) {
+        pr_pass_ctx pc = {err, o->verbose, 0};
+        if ((st = pr_optimize(e->g, &pc))) goto fail;
+    }
+    precis_dtype low = precision_dtype(prec);
+    if (cpu && low != PRECIS_FLOAT32 && (st = pr_plan_precision(e->g, low, err))) goto fail;
+    if (cpu && (st = pr_plan_layouts(e->g, err))) goto fail;
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", e->num_threads);
+    const char *req = low == PRECIS_BFLOAT16 ? "avx512f,avx512bw" : "";
+    if (!meta_set(e->g, "precis.precision", prec) || !meta_set(e->g, "precis.backend", backend) ||
+        !meta_set(e->g, "precis.threads", threads) || !meta_set(e->g, "precis.shapes", e->shapes) ||
+        !meta_set(e->g, "precis.target", pr_cpu_isa_name()) ||
+        !meta_set(e->g, "precis.requires", req) ||
+        !meta_set(e->g, "precis.version", precis_version())) {
+        st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+        goto fail;
+    }
+    e->precision = meta_get(e->g, "precis.precision");
+    e->backend = meta_get(e->g, "precis.backend");
+    e->target = meta_get(e->g, "precis.target");
+    e->requires = meta_get(e->g, "precis.requires");
+    if ((st = engine_init(e, err))) goto fail;
+    if (o->verbose)
+        for (int k = 0; k < e->n_steps; k++)
+            fprintf(stderr, "precis: step %d %s (%s): %s\n", k, e->g->nodes[e->steps[k].node].name,
+                    e->g->nodes[e->steps[k].node].op_type, e->steps[k].kernel);
+    *out = e;
+    return PRECIS_OK;
+fail:
+    precis_engine_destroy(e);
+    pr_err_prefix(err, "%s", onnx_path);
+    return st;
+}
+
+precis_status precis_engine_save(precis_ctx *ctx, const precis_engine *e, const char *path) {
+    if (!ctx || !e || !path)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_engine_save: NULL argument");
+    pr_err_clear(&ctx->err);
+    return pr_plan_save(e->g, path, &ctx->err);
+}
+
+precis_status precis_engine_load(precis_ctx *ctx, const char *path, int num_threads,
+                                 precis_engine **out) {
+    if (!ctx || !path || !out)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_engine_load: NULL argument");
+    *out = NULL;
+    pr_err_clear(&ctx->err);
+    pr_err *err = &ctx->err;
+    precis_engine *e = calloc(1, sizeof *e);
+    if (!e) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
+    precis_status st = pr_plan_load(path, &e->g, err);
+    if (st) goto fail;
+    e->precision = meta_get(e->g, "precis.precision");
+    e->backend = meta_get(e->g, "precis.backend");
+    e->target = meta_get(e->g, "precis.target");
+    e->requires = meta_get(e->g, "precis.requires");
+    e->shapes = meta_get(e->g, "precis.shapes");
+    const char *th = meta_get(e->g, "precis.threads");
+    if (!e->precision || !e->backend || !e->target || !e->requires || !e->shapes || !th) {
+        st = pr_errf(err, PRECIS_ERR_PARSE, "not an engine plan (build metadata missing)");
+        goto fail;
+    }
+    if (strcmp(e->backend, "cpu") && strcmp(e->backend, "ref")) {
+        st = pr_errf(err, PRECIS_ERR_UNSUPPORTED, "plan built for backend '%s'", e->backend);
+        goto fail;
+    }
+    if ((st = check_requires(e->requires, err))) goto fail;
+    e->num_threads = num_threads > 0 ? num_threads : atoi(th);
+    if (e->num_threads < 1) e->num_threads = 1;
+    if ((st = pr_parse_profile(e->g, e->shapes, &e->prof, &e->n_prof, err))) goto fail;
+    if ((st = engine_init(e, err))) goto fail;
+    *out = e;
+    return PRECIS_OK;
+fail:
+    precis_engine_destroy(e);
+    pr_err_prefix(err, "%s", path);
+    return st;
+}
+
+int precis_engine_num_inputs(const precis_engine *e) { return e ? e->g->n_inputs : 0; }
+int precis_engine_num_outputs(const precis_engine *e) { return e ? e->g->n_outputs : 0; }
+precis_status precis_engine_input(const precis_engine *e, int i, precis_value_info *out) {
+    if (!e || !out || i < 0 || i >= e->g->n_inputs) return PRECIS_ERR_INVALID_ARG;
+    pr_value_info(e->g, e->g->inputs[i], out);
+    return PRECIS_OK;
+}
+precis_status precis_engine_output(const precis_engine *e, int i, precis_value_info *out) {
+    if (!e || !out || i < 0 || i >= e->g->n_outputs) return PRECIS_ERR_INVALID_ARG;
+    pr_value_info(e->g, e->g->outputs[i], out);
+    return PRECIS_OK;
+}
+const char *precis_engine_precision(const precis_engine *e) { return e ? e->precision : ""; }
+const char *precis_engine_target(const precis_engine *e) { return e ? e->target : ""; }
+int precis_engine_num_threads(const precis_engine *e) { return e ? e->num_threads : 0; }
+int precis_engine_num_steps(const precis_engine *e) { return e ? e->n_steps : 0; }
+
+precis_status precis_engine_step(const precis_engine *e, int i, precis_step_info *out) {
+    if (!e || !out || i < 0 || i >= e->n_steps) return PRECIS_ERR_INVALID_ARG;
+    const pr_step *s = &e->steps[i];
+    const pr_node *n = &e->g->nodes[s->node];
+    memset(out, 0, sizeof *out);
+    out->name = n->name;
+    out->op = n->op_type;
+    out->kernel = s->kernel;
+    out->compute = PRECIS_UNDEFINED;
+    int t0 = n->n_outputs ? n->outputs[0] : -1;
+    if (t0 >= 0) out->compute = e->g->tensors[t0].dtype;
+    out->layout = t0 >= 0 && e->g->tensors[t0].layout == PR_LAYOUT_NHWC ? "nhwc" : "plain";
+    out->num_origins = s->n_origins;
+    out->origins = s->origins;
+    return PRECIS_OK;
+}

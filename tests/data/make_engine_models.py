@@ -1,0 +1,100 @@
+"""Writes the small models tests/unit/test_engine.c builds engines from
+(committed; rerun to regenerate): random weights, seeded.
+
+  small_cnn.onnx   Conv-BN-Relu, a residual block (Conv-BN-Add-Relu), depthwise
+                   Conv + Clip (Relu6), MaxPool, Concat, Resize, GlobalAveragePool,
+                   Flatten, Gemm, Softmax; input [batch, 3, 16, 16].
+  small_mlp.onnx   MatMul+Add+GELU (erf form), LayerNorm (decomposed), residual
+                   Add, Softmax over the last axis; input [batch, seq, 32].
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def cnn():
+    rng = np.random.default_rng(1)
+    inits, nodes = [], []
+
+    def c(a, n):
+        inits.append(numpy_helper.from_array(np.asarray(a, np.float32), n))
+        return n
+
+    def conv(x, y, cin, cout, k, group=1, stride=1):
+        nodes.append(helper.make_node("Conv", [x, c(rng.standard_normal((cout, cin // group, k, k)) * 0.3, y + "_w"),
+                                              c(rng.standard_normal(cout) * 0.1, y + "_b")], [y], name=y,
+                                      kernel_shape=[k, k], pads=[k // 2] * 4, group=group, strides=[stride] * 2))
+
+    def bn(x, y, ch):
+        nodes.append(helper.make_node("BatchNormalization", [x, c(1 + 0.1 * rng.standard_normal(ch), y + "_g"),
+                                      c(0.1 * rng.standard_normal(ch), y + "_b"), c(0.1 * rng.standard_normal(ch), y + "_m"),
+                                      c(1 + rng.random(ch), y + "_v")], [y], name=y))
+
+    conv("input", "conv1", 3, 16, 3)
+    bn("conv1", "bn1", 16)
+    nodes.append(helper.make_node("Relu", ["bn1"], ["relu1"], name="relu1"))
+    conv("relu1", "conv2", 16, 16, 3)
+    bn("conv2", "bn2", 16)
+    nodes.append(helper.make_node("Add", ["bn2", "relu1"], ["add1"], name="add1"))
+    nodes.append(helper.make_node("Relu", ["add1"], ["relu2"], name="relu2"))
+    conv("relu2", "dw", 16, 16, 3, group=16)
+    nodes.append(helper.make_node("Clip", ["dw", c(0, "zero"), c(6, "six")], ["relu6"], name="relu6"))
+    nodes.append(helper.make_node("MaxPool", ["relu6"], ["pool"], name="pool", kernel_shape=[2, 2], strides=[2, 2]))
+    conv("pool", "conv3", 16, 8, 1)
+    nodes.append(helper.make_node("Resize", ["conv3", "", c([1, 1, 2, 2], "scales")], ["up"], name="up", mode="nearest"))
+    nodes.append(helper.make_node("Concat", ["up", "relu2"], ["cat"], name="cat", axis=1))
+    nodes.append(helper.make_node("GlobalAveragePool", ["cat"], ["gap"], name="gap"))
+    nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flat"))
+    nodes.append(helper.make_node("Gemm", ["flat", c(rng.standard_normal((10, 24)) * 0.3, "fc_w"), c(rng.standard_normal(10) * 0.1, "fc_b")],
+                                  ["logits"], name="fc", transB=1))
+    nodes.append(helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=-1))
+    g = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 16, 16])],
+                          [helper.make_tensor_value_info("prob", TensorProto.FLOAT, ["batch", 10]),
+                           helper.make_tensor_value_info("relu2", TensorProto.FLOAT, ["batch", 16, 16, 16])], inits)
+    return g
+
+
+def mlp():
+    rng = np.random.default_rng(2)
+    inits, nodes = [], []
+
+    def c(a, n):
+        inits.append(numpy_helper.from_array(np.asarray(a, np.float32), n))
+        return n
+
+    D = 32
+    nodes.append(helper.make_node("MatMul", ["x", c(rng.standard_normal((D, 64)) * 0.2, "w1")], ["mm1"], name="mm1"))
+    nodes.append(helper.make_node("Add", ["mm1", c(rng.standard_normal(64) * 0.1, "b1")], ["h1"], name="bias1"))
+    nodes.append(helper.make_node("Div", ["h1", c(np.sqrt(2.0), "sqrt2")], ["g_div"], name="gelu_div"))
+    nodes.append(helper.make_node("Erf", ["g_div"], ["g_erf"], name="gelu_erf"))
+    nodes.append(helper.make_node("Add", ["g_erf", c(1.0, "one")], ["g_add"], name="gelu_add"))
+    nodes.append(helper.make_node("Mul", ["h1", "g_add"], ["g_mul"], name="gelu_mul"))
+    nodes.append(helper.make_node("Mul", ["g_mul", c(0.5, "half")], ["gelu"], name="gelu_half"))
+    nodes.append(helper.make_node("MatMul", ["gelu", c(rng.standard_normal((64, D)) * 0.2, "w2")], ["mm2"], name="mm2"))
+    nodes.append(helper.make_node("Add", ["mm2", c(rng.standard_normal(D) * 0.1, "b2")], ["h2"], name="bias2"))
+    nodes.append(helper.make_node("Add", ["h2", "x"], ["res"], name="residual"))
+    nodes.append(helper.make_node("ReduceMean", ["res"], ["mu"], name="ln_mean", axes=[-1]))
+    nodes.append(helper.make_node("Sub", ["res", "mu"], ["xc"], name="ln_sub"))
+    nodes.append(helper.make_node("Pow", ["xc", c(2.0, "two")], ["sq"], name="ln_pow"))
+    nodes.append(helper.make_node("ReduceMean", ["sq"], ["var"], name="ln_var", axes=[-1]))
+    nodes.append(helper.make_node("Add", ["var", c(1e-5, "eps")], ["ve"], name="ln_eps"))
+    nodes.append(helper.make_node("Sqrt", ["ve"], ["sd"], name="ln_sqrt"))
+    nodes.append(helper.make_node("Div", ["xc", "sd"], ["xn"], name="ln_div"))
+    nodes.append(helper.make_node("Mul", ["xn", c(1 + 0.1 * rng.standard_normal(D), "gamma")], ["xg"], name="ln_scale"))
+    nodes.append(helper.make_node("Add", ["xg", c(0.1 * rng.standard_normal(D), "beta")], ["ln"], name="ln_shift"))
+    nodes.append(helper.make_node("Softmax", ["ln"], ["y"], name="softmax", axis=-1))
+    g = helper.make_graph(nodes, "small_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", D])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", D])], inits)
+    return g
+
+
+for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13)]:
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="precis tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(HERE, name + ".onnx"))
+    print("wrote", name)

@@ -1,0 +1,240 @@
+/* Engines and execution contexts: the memory planner; engines built from the
+ * small test models agree with the ref session; plans round-trip through a
+ * file; broken plans and out-of-range inputs are refused; many contexts on
+ * one engine at once give identical results (run under TSan in CI). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "precis/precis.h"
+#include "runtime/mem_plan.h"
+
+static void test_mem_plan(void) {
+    /* a chain a->b->c->d with sizes; b aliases a; e lives across everything */
+    pr_mem_item it[] = {
+        {1000, 0, 1, -1}, {1000, 1, 2, 0}, {500, 2, 3, -1}, {700, 3, 4, -1}, {64, 0, 4, -1},
+    };
+    size_t off[5];
+    size_t total = pr_mem_plan(it, 5, off);
+    CHECK(total != SIZE_MAX);
+    CHECK(off[1] == off[0]);
+    for (int i = 0; i < 5; i++) CHECK(off[i] % 64 == 0);
+    /* slots alive at the same time: {a,b} [0,2] with c [2,3] and e; c with d and e; d with e */
+    int pairs[][2] = {{0, 2}, {0, 4}, {2, 3}, {2, 4}, {3, 4}};
+    for (int k = 0; k < 5; k++) {
+        int i = pairs[k][0], j = pairs[k][1];
+        CHECK(off[i] + it[i].bytes <= off[j] || off[j] + it[j].bytes <= off[i]);
+    }
+    CHECK(total <= 1024 + 512 + 704 + 64 + 1024);
+}
+
+static precis_tensor *rand_input(precis_ctx *ctx, int rank, const int64_t *dims, unsigned seed) {
+    precis_tensor *t = NULL;
+    precis_tensor_create(ctx, PRECIS_FLOAT32, rank, dims, &t);
+    float *p = precis_tensor_data(t);
+    for (int64_t i = 0; i < precis_tensor_numel(t); i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 65536.0f * 2 - 1;
+    }
+    return t;
+}
+
+static double max_rel(const precis_tensor *a, const precis_tensor *b) {
+    if (precis_tensor_numel(a) != precis_tensor_numel(b)) return INFINITY;
+    const float *x = precis_tensor_data_const(a), *y = precis_tensor_data_const(b);
+    double m = 0, s = 0;
+    for (int64_t i = 0; i < precis_tensor_numel(a); i++) s = fmax(s, fabs(y[i]));
+    for (int64_t i = 0; i < precis_tensor_numel(a); i++) m = fmax(m, fabs(x[i] - y[i]));
+    return m / (s > 0 ? s : 1);
+}
+
+/* Runs model on the ref session and on an engine of the given precision. */
+static void check_model(const char *path, const char *input, int rank, const int64_t *dims,
+                        const char *precision, double tol) {
+    precis_ctx *ctx = precis_ctx_create();
+    precis_model *m = NULL;
+    precis_session *s = NULL;
+    precis_engine *e = NULL, *e2 = NULL;
+    precis_context *c = NULL, *c2 = NULL;
+    precis_tensor *x = rand_input(ctx, rank, dims, 7), *ref[4] = {0}, *got[4] = {0},
+                  *got2[4] = {0};
+    const char *names[] = {input};
+    const precis_tensor *in[] = {x};
+    CHECK(precis_model_load(ctx, path, &m) == PRECIS_OK);
+    CHECK(precis_session_create(ctx, m, NULL, &s) == PRECIS_OK);
+    CHECK(precis_session_run(ctx, s, 1, names, in, ref) == PRECIS_OK);
+    precis_build_options o = {precision, "cpu", 2, NULL, 0, 0};
+    precis_status st = precis_build(ctx, path, &o, &e);
+    CHECK(st == PRECIS_OK);
+    if (st) fprintf(stderr, "%s %s: %s\n", path, precision, precis_last_error(ctx));
+    if (!e) goto done;
+    CHECK(precis_context_create(ctx, e, &c) == PRECIS_OK);
+    int nout = precis_engine_num_outputs(e);
+    for (int rep = 0; rep < 3; rep++) { /* planning run, then arena runs */
+        for (int k = 0; k < nout; k++) precis_tensor_destroy(got[k]), got[k] = NULL;
+        st = precis_context_run(ctx, c, 1, names, in, got);
+        CHECK(st == PRECIS_OK);
+        if (st) {
+            fprintf(stderr, "%s %s run: %s\n", path, precision, precis_last_error(ctx));
+            goto done;
+        }
+        for (int k = 0; k < nout; k++) {
+            double err = max_rel(got[k], ref[k]);
+            CHECK(err <= tol);
+            if (!(err <= tol)) fprintf(stderr, "%s %s output %d: rel err %g\n", path, precision, k, err);
+        }
+    }
+    CHECK(precis_context_arena_bytes(c) > 0);
+    /* save, load, same results bit for bit */
+    char plan[] = "/tmp/precis-test-XXXXXX";
+    int fd = mkstemp(plan);
+    close(fd);
+    CHECK(precis_engine_save(ctx, e, plan) == PRECIS_OK);
+    st = precis_engine_load(ctx, plan, 0, &e2);
+    CHECK(st == PRECIS_OK);
+    if (st) fprintf(stderr, "load: %s\n", precis_last_error(ctx));
+    if (e2) {
+        CHECK(precis_engine_num_steps(e2) == precis_engine_num_steps(e));
+        CHECK(precis_context_create(ctx, e2, &c2) == PRECIS_OK);
+        CHECK(precis_context_run(ctx, c2, 1, names, in, got2) == PRECIS_OK);
+        for (int k = 0; k < nout && got2[k]; k++)
+            CHECK(memcmp(precis_tensor_data(got2[k]), precis_tensor_data(got[k]),
+                         precis_tensor_nbytes(got[k])) == 0);
+    }
+    /* a truncated plan is refused with a message */
+    FILE *f = fopen(plan, "r+b");
+    if (f) {
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fclose(f);
+        CHECK(truncate(plan, len / 2) == 0);
+        precis_engine *bad = NULL;
+        CHECK(precis_engine_load(ctx, plan, 0, &bad) == PRECIS_ERR_PARSE);
+        CHECK(bad == NULL && strlen(precis_last_error(ctx)) > 0);
+    }
+    unlink(plan);
+done:
+    for (int k = 0; k < 4; k++) {
+        precis_tensor_destroy(ref[k]);
+        precis_tensor_destroy(got[k]);
+        precis_tensor_destroy(got2[k]);
+    }
+    precis_tensor_destroy(x);
+    precis_context_destroy(c);
+    precis_context_destroy(c2);
+    precis_engine_destroy(e);
+    precis_engine_destroy(e2);
+    precis_session_destroy(s);
+    precis_model_destroy(m);
+    precis_ctx_destroy(ctx);
+}
+
+/* ---- concurrency: contexts on one engine in parallel threads */
+typedef struct job {
+    const precis_engine *e;
+    const precis_tensor *x;
+    precis_tensor *out;
+    int ok;
+} job;
+
+static void *worker(void *arg) {
+    job *j = arg;
+    precis_ctx *ctx = precis_ctx_create();
+    precis_context *c = NULL;
+    const char *names[] = {"input"};
+    const precis_tensor *in[] = {j->x};
+    precis_tensor *outs[2] = {0};
+    j->ok = precis_context_create(ctx, j->e, &c) == PRECIS_OK;
+    for (int r = 0; r < 5 && j->ok; r++) {
+        precis_tensor_destroy(outs[0]);
+        precis_tensor_destroy(outs[1]);
+        outs[0] = outs[1] = NULL;
+        j->ok = precis_context_run(ctx, c, 1, names, in, outs) == PRECIS_OK;
+    }
+    j->out = outs[0];
+    precis_tensor_destroy(outs[1]);
+    precis_context_destroy(c);
+    precis_ctx_destroy(ctx);
+    return NULL;
+}
+
+static void test_concurrent(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    precis_engine *e = NULL;
+    precis_build_options o = {"fp32", "cpu", 1, "input:1x3x16x16/2x3x16x16/4x3x16x16", 0, 0};
+    CHECK(precis_build(ctx, "../data/small_cnn.onnx", &o, &e) == PRECIS_OK);
+    if (!e) {
+        fprintf(stderr, "build: %s\n", precis_last_error(ctx));
+        precis_ctx_destroy(ctx);
+        return;
+    }
+    int64_t dims[] = {2, 3, 16, 16};
+    precis_tensor *x = rand_input(ctx, 4, dims, 3);
+    enum { N = 4 };
+    pthread_t th[N];
+    job jobs[N];
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (job){e, x, NULL, 0};
+        pthread_create(&th[i], NULL, worker, &jobs[i]);
+    }
+    for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++) {
+        CHECK(jobs[i].ok && jobs[i].out);
+        if (i && jobs[i].out && jobs[0].out)
+            CHECK(memcmp(precis_tensor_data(jobs[i].out), precis_tensor_data(jobs[0].out),
+                         precis_tensor_nbytes(jobs[0].out)) == 0);
+    }
+    /* outside the profile: refused, naming the input and the range */
+    int64_t big[] = {8, 3, 16, 16};
+    precis_tensor *y = rand_input(ctx, 4, big, 5);
+    precis_context *c = NULL;
+    precis_tensor *outs[2] = {0};
+    const char *names[] = {"input"};
+    const precis_tensor *in[] = {y};
+    CHECK(precis_context_create(ctx, e, &c) == PRECIS_OK);
+    CHECK(precis_context_run(ctx, c, 1, names, in, outs) == PRECIS_ERR_INVALID_ARG);
+    CHECK(strstr(precis_last_error(ctx), "outside the built range") != NULL);
+    for (int i = 0; i < N; i++) precis_tensor_destroy(jobs[i].out);
+    precis_context_destroy(c);
+    precis_tensor_destroy(x);
+    precis_tensor_destroy(y);
+    precis_engine_destroy(e);
+    precis_ctx_destroy(ctx);
+}
+
+static void test_bad_options(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    precis_engine *e = NULL;
+    precis_build_options o = {"int4", NULL, 1, NULL, 0, 0};
+    CHECK(precis_build(ctx, "../data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
+    o = (precis_build_options){"fp32", NULL, 1, "nosuch:1x3", 0, 0};
+    CHECK(precis_build(ctx, "../data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
+    CHECK(strstr(precis_last_error(ctx), "nosuch") != NULL);
+    o = (precis_build_options){"fp32", NULL, 1, "input:4x3x16x16/2x3x16x16/8x3x16x16", 0, 0};
+    CHECK(precis_build(ctx, "../data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
+    CHECK(e == NULL);
+    precis_ctx_destroy(ctx);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--concurrent") == 0) { /* the TSan run */
+        test_concurrent();
+        return check_report("test_engine --concurrent");
+    }
+    test_mem_plan();
+    test_bad_options();
+    int64_t cnn[] = {2, 3, 16, 16}, mlp[] = {2, 5, 32};
+    check_model("../data/small_cnn.onnx", "input", 4, cnn, "fp32", 1e-5);
+    check_model("../data/small_cnn.onnx", "input", 4, cnn, "bf16", 3e-2);
+    check_model("../data/small_cnn.onnx", "input", 4, cnn, "fp16", 5e-3);
+    check_model("../data/small_mlp.onnx", "x", 3, mlp, "fp32", 1e-5);
+    check_model("../data/small_mlp.onnx", "x", 3, mlp, "bf16", 3e-2);
+    check_model("../data/small_mlp.onnx", "x", 3, mlp, "fp16", 5e-3);
+    test_concurrent();
+    return check_report("test_engine");
+}

@@ -1,0 +1,36 @@
+/* The precis CLI: commands and the helpers they share. Built only on the
+ * public header <precis/precis.h>. */
+#ifndef PRECIS_CLI_H
+#define PRECIS_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "precis/precis.h"
+
+#define MAX_IO 256
+
+extern const char k_exit_codes[];
+
+/* Prints "precis: error: <last error>" and returns st (the exit status). */
+int fail(precis_ctx *ctx, precis_status st);
+/* Prints the message and the usage to stderr; returns 1. */
+int usage_error(void (*usage)(FILE *), const char *fmt, const char *arg);
+double now_ms(void);
+/* "[1,3,?,W]" */
+void shape_str(int rank, const int64_t *dims, const char *const *names, char *buf, size_t cap);
+void safe_name(const char *in, char *out, size_t cap);
+int mkdir_p(const char *dir);
+void json_str(const char *s);
+void json_value_info(const precis_value_info *vi);
+
+int cmd_build(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+void usage_build(FILE *f);
+void usage_bench(FILE *f);
+/* inspect of a .plan file (main.c's cmd_inspect hands over) */
+int inspect_plan(const char *path, int json);
+/* does the file start with the plan magic? */
+int is_plan_file(const char *path);
+
+#endif

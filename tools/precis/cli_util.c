@@ -1,0 +1,100 @@
+/* Helpers shared by the CLI's commands. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+
+int fail(precis_ctx *ctx, precis_status st) {
+    fprintf(stderr, "precis: error: %s\n", precis_last_error(ctx));
+    return (int)st;
+}
+
+int usage_error(void (*usage)(FILE *), const char *fmt, const char *arg) {
+    fprintf(stderr, "precis: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n\n");
+    usage(stderr);
+    return 1;
+}
+
+double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void shape_str(int rank, const int64_t *dims, const char *const *names, char *buf, size_t cap) {
+    size_t n = 0;
+    if (rank < 0) {
+        snprintf(buf, cap, "[?]");
+        return;
+    }
+    n += (size_t)snprintf(buf + n, cap - n, "[");
+    for (int i = 0; i < rank && n < cap; i++) {
+        const char *sep = i ? "," : "";
+        if (dims[i] >= 0) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", sep, (long long)dims[i]);
+        else if (names && names[i]) n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, names[i]);
+        else n += (size_t)snprintf(buf + n, cap - n, "%s?", sep);
+    }
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+void safe_name(const char *in, char *out, size_t cap) {
+    size_t j = 0;
+    for (; *in && j + 1 < cap; in++) {
+        char c = *in;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        out[j++] = ok ? c : '_';
+    }
+    out[j] = 0;
+    if (j == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) snprintf(out, cap, "output");
+}
+
+int mkdir_p(const char *dir) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+void json_value_info(const precis_value_info *vi) {
+    printf("{\"name\": ");
+    json_str(vi->name);
+    printf(", \"dtype\": \"%s\", \"shape\": ", precis_dtype_name(vi->dtype));
+    if (vi->rank < 0) {
+        printf("null}");
+        return;
+    }
+    printf("[");
+    for (int d = 0; d < vi->rank; d++) {
+        if (d) printf(", ");
+        if (vi->dims[d] >= 0) printf("%lld", (long long)vi->dims[d]);
+        else if (vi->dim_names[d]) json_str(vi->dim_names[d]);
+        else printf("null");
+    }
+    printf("]}");
+}
+

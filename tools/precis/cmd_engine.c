@@ -1,0 +1,526 @@
+/* precis build / bench / inspect PLAN: the engine commands. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ort_bench.h"
+
+void usage_build(FILE *f) {
+    fprintf(f,
+            "usage: precis build MODEL.onnx -o OUT.plan [--precision fp32|bf16|fp16]\n"
+            "                    [--threads N] [--shapes NAME:MIN/OPT/MAX[,...]]\n"
+            "                    [--backend cpu|ref] [--no-optimize] [--verbose]\n\n"
+            "Optimizes MODEL (constant folding, BatchNorm folding, Conv/MatMul fusion with\n"
+            "bias, activation and residual add, LayerNorm/GELU recognition), chooses the\n"
+            "precision and layout of every tensor and a CPU kernel for every node, and\n"
+            "writes the engine plan. --shapes gives the range of dynamic input dims\n"
+            "(dims as 1x3x224x224; one shape fixes them); runs outside it are refused.\n"
+            "--threads is the thread count the plan runs with (default: all cores).\n\n%s",
+            k_exit_codes);
+}
+
+void usage_bench(FILE *f) {
+    fprintf(f,
+            "usage: precis bench MODEL.onnx|PLAN [--precision P] [--threads N] [--shapes SPEC]\n"
+            "                    [--shape NAME=1x3x224x224]... [--input NAME=FILE.npy]...\n"
+            "                    [--warmup N] [--iterations N] [--profile] [--json]\n"
+            "                    [--vs-ort [MODEL.onnx]]\n\n"
+            "Times one execution context: latency p50/p90/p99 over the iterations after\n"
+            "the warm-up, throughput (batch items per second, batch = dim 0 of the first\n"
+            "input), the activation arena and peak RSS. Inputs are random unless given;\n"
+            "--shape sets the dims of a dynamic input. --profile adds the time share of\n"
+            "every step. --vs-ort runs ONNX Runtime (python3 onnxruntime) on the same\n"
+            "model, inputs and thread count in the same run and prints the latency ratio.\n\n%s",
+            k_exit_codes);
+}
+
+int is_plan_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char m[8] = {0};
+    size_t n = fread(m, 1, 8, f);
+    fclose(f);
+    return n == 8 && memcmp(m, "PRECISPL", 8) == 0;
+}
+
+typedef struct engine_args {
+    const char *model, *precision, *backend, *shapes;
+    int threads, verbose, no_optimize;
+} engine_args;
+
+/* Consumes one engine option at argv[*i]; 1 if taken, 0 if not ours, -1 on
+ * a usage error (message printed). */
+static int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usage)(FILE *)) {
+    const char *o = argv[*i];
+    int more = *i + 1 < argc;
+    const char **dst = !strcmp(o, "--precision") ? &a->precision
+                       : !strcmp(o, "--backend") ? &a->backend
+                       : !strcmp(o, "--shapes")  ? &a->shapes
+                                                 : NULL;
+    if (dst) {
+        if (!more) return usage_error(usage, "%s needs a value", o), -1;
+        *dst = argv[++*i];
+        return 1;
+    }
+    if (!strcmp(o, "--threads")) {
+        if (!more) return usage_error(usage, "%s needs a number", o), -1;
+        char *end;
+        long v = strtol(argv[++*i], &end, 10);
+        if (*end || v < 1 || v > 1024) return usage_error(usage, "bad --threads value '%s'", argv[*i]), -1;
+        a->threads = (int)v;
+        return 1;
+    }
+    if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) return a->verbose = 1, 1;
+    if (!strcmp(o, "--no-optimize")) return a->no_optimize = 1, 1;
+    return 0;
+}
+
+/* Loads a plan or builds the ONNX model in memory. */
+static precis_status open_engine(precis_ctx *ctx, const engine_args *a, precis_engine **e) {
+    if (is_plan_file(a->model)) {
+        if (a->precision || a->shapes || a->backend)
+            fprintf(stderr, "precis: note: %s is a plan; --precision/--shapes/--backend are "
+                            "fixed at build time and ignored\n", a->model);
+        return precis_engine_load(ctx, a->model, a->threads, e);
+    }
+    precis_build_options o = {a->precision, a->backend, a->threads, a->shapes, a->verbose,
+                              a->no_optimize};
+    return precis_build(ctx, a->model, &o, e);
+}
+
+int cmd_build(int argc, char **argv) {
+    engine_args a = {0};
+    const char *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        int r = engine_opt(&a, argc, argv, &i, usage_build);
+        if (r < 0) return 1;
+        if (r) continue;
+        const char *o = argv[i];
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            usage_build(stdout);
+            return 0;
+        } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) {
+            if (i + 1 >= argc) return usage_error(usage_build, "%s needs a file", o);
+            out = argv[++i];
+        } else if (o[0] == '-') {
+            return usage_error(usage_build, "unknown option '%s'", o);
+        } else if (!a.model) {
+            a.model = o;
+        } else {
+            return usage_error(usage_build, "unexpected argument '%s'", o);
+        }
+    }
+    if (!a.model) return usage_error(usage_build, "missing MODEL.onnx%s", "");
+    if (!out) return usage_error(usage_build, "missing -o OUT.plan%s", "");
+    precis_ctx *ctx = precis_ctx_create();
+    if (!ctx) return PRECIS_ERR_OOM;
+    precis_engine *e = NULL;
+    double t0 = now_ms();
+    precis_status st = precis_build(ctx, a.model, &(precis_build_options){a.precision, a.backend,
+                                    a.threads, a.shapes, a.verbose, a.no_optimize}, &e);
+    double t1 = now_ms();
+    if (!st) st = precis_engine_save(ctx, e, out);
+    int rc = 0;
+    if (st) {
+        rc = fail(ctx, st);
+    } else {
+        int n = precis_engine_num_steps(e), ref = 0, orig = 0;
+        for (int i = 0; i < n; i++) {
+            precis_step_info si;
+            precis_engine_step(e, i, &si);
+            ref += !strcmp(si.kernel, "ref");
+            orig += si.num_origins;
+        }
+        printf("built %s -> %s in %.0f ms: precision %s, %d threads, target %s\n", a.model, out,
+               t1 - t0, precis_engine_precision(e), precis_engine_num_threads(e),
+               precis_engine_target(e));
+        printf("%d steps for %d original nodes; %d steps on the ref fallback\n", n, orig, ref);
+    }
+    precis_engine_destroy(e);
+    precis_ctx_destroy(ctx);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ bench */
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double pct(const double *sorted, int n, double p) {
+    if (n <= 0) return 0;
+    double r = p / 100.0 * (n - 1);
+    int lo = (int)floor(r), hi = lo + 1 < n ? lo + 1 : lo;
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (r - lo);
+}
+
+static int parse_dims(const char *s, int64_t *d) {
+    int r = 0;
+    while (*s) {
+        char *q;
+        long long v = strtoll(s, &q, 10);
+        if (q == s || v < 0 || r >= PRECIS_MAX_RANK) return -1;
+        d[r++] = v;
+        s = q;
+        if (*s == 'x' || *s == 'X') s++;
+        else if (*s) return -1;
+    }
+    return r;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* Random contents: floats in [0, 1); integer inputs named like a mask get 1,
+ * others small ids in [0, 100). */
+static void fill_random(precis_tensor *t, const char *name) {
+    int64_t n = precis_tensor_numel(t);
+    void *p = precis_tensor_data(t);
+    int mask = strstr(name, "mask") != NULL;
+    for (int64_t i = 0; i < n; i++) {
+        switch (precis_tensor_dtype(t)) {
+        case PRECIS_FLOAT32: ((float *)p)[i] = (float)rnd(); break;
+        case PRECIS_INT64: ((int64_t *)p)[i] = mask ? 1 : (int64_t)(rnd() * 100); break;
+        case PRECIS_INT32: ((int32_t *)p)[i] = mask ? 1 : (int32_t)(rnd() * 100); break;
+        default: break;
+        }
+    }
+}
+
+int cmd_bench(int argc, char **argv) {
+    engine_args a = {0};
+    const char *in_spec[MAX_IO], *shape_spec[MAX_IO], *ort_model = NULL;
+    int n_in = 0, n_shape = 0, warmup = 5, iters = 50, profile = 0, json = 0, vs_ort = 0;
+    for (int i = 0; i < argc; i++) {
+        int r = engine_opt(&a, argc, argv, &i, usage_bench);
+        if (r < 0) return 1;
+        if (r) continue;
+        const char *o = argv[i];
+        int more = i + 1 < argc;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            usage_bench(stdout);
+            return 0;
+        } else if (!strcmp(o, "--input") || !strcmp(o, "-i")) {
+            if (!more || n_in == MAX_IO) return usage_error(usage_bench, "%s needs NAME=FILE.npy", o);
+            in_spec[n_in++] = argv[++i];
+        } else if (!strcmp(o, "--shape")) {
+            if (!more || n_shape == MAX_IO) return usage_error(usage_bench, "%s needs NAME=DIMS", o);
+            shape_spec[n_shape++] = argv[++i];
+        } else if (!strcmp(o, "--warmup") || !strcmp(o, "--iterations")) {
+            if (!more) return usage_error(usage_bench, "%s needs a number", o);
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 0 || v > 1000000 || (v == 0 && o[2] == 'i'))
+                return usage_error(usage_bench, "bad count '%s'", argv[i]);
+            *(o[2] == 'w' ? &warmup : &iters) = (int)v;
+        } else if (!strcmp(o, "--profile")) {
+            profile = 1;
+        } else if (!strcmp(o, "--json")) {
+            json = 1;
+        } else if (!strcmp(o, "--vs-ort")) {
+            vs_ort = 1;
+            if (more && argv[i + 1][0] != '-') ort_model = argv[++i];
+        } else if (o[0] == '-') {
+            return usage_error(usage_bench, "unknown option '%s'", o);
+        } else if (!a.model) {
+            a.model = o;
+        } else {
+            return usage_error(usage_bench, "unexpected argument '%s'", o);
+        }
+    }
+    if (!a.model) return usage_error(usage_bench, "missing MODEL%s", "");
+    if (vs_ort && !ort_model) {
+        if (is_plan_file(a.model))
+            return usage_error(usage_bench, "--vs-ort with a plan needs the ONNX file: --vs-ort MODEL.onnx%s", "");
+        ort_model = a.model;
+    }
+    precis_ctx *ctx = precis_ctx_create();
+    if (!ctx) return PRECIS_ERR_OOM;
+    precis_engine *e = NULL;
+    precis_context *c = NULL;
+    precis_tensor *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
+    const char *names[MAX_IO];
+    double *lat = NULL;
+    char tmpdir[] = "/tmp/precis-bench-XXXXXX";
+    int have_tmp = 0, rc = 0;
+    precis_status st;
+    double tb = now_ms();
+    if ((st = open_engine(ctx, &a, &e))) goto error;
+    double build_ms = now_ms() - tb;
+    int nin = precis_engine_num_inputs(e), nout = precis_engine_num_outputs(e);
+    if (nin > MAX_IO || nout > MAX_IO) {
+        fprintf(stderr, "precis: error: too many inputs/outputs\n");
+        rc = PRECIS_ERR_UNSUPPORTED;
+        goto done;
+    }
+    for (int k = 0; k < nin; k++) {
+        precis_value_info vi;
+        precis_engine_input(e, k, &vi);
+        names[k] = vi.name;
+        size_t nl = strlen(vi.name);
+        for (int j = 0; j < n_in && !inputs[k]; j++)
+            if (!strncmp(in_spec[j], vi.name, nl) && in_spec[j][nl] == '=') {
+                if ((st = precis_tensor_load_npy(ctx, in_spec[j] + nl + 1, &inputs[k]))) goto error;
+            }
+        if (inputs[k]) continue;
+        int64_t dims[PRECIS_MAX_RANK];
+        int rank = vi.rank;
+        for (int d = 0; d < rank; d++) dims[d] = vi.dims[d];
+        for (int j = 0; j < n_shape; j++)
+            if (!strncmp(shape_spec[j], vi.name, nl) && shape_spec[j][nl] == '=') {
+                rank = parse_dims(shape_spec[j] + nl + 1, dims);
+                if (rank < 0) {
+                    rc = usage_error(usage_bench, "bad --shape '%s'", shape_spec[j]);
+                    goto done;
+                }
+            }
+        for (int d = 0; d < rank; d++)
+            if (dims[d] < 0) {
+                fprintf(stderr, "precis: error: input '%s' has dynamic dims: give --shape %s=DIMS "
+                                "or --input %s=FILE.npy\n", vi.name, vi.name, vi.name);
+                rc = 1;
+                goto done;
+            }
+        if (rank < 0) {
+            fprintf(stderr, "precis: error: input '%s' has unknown rank: give --shape\n", vi.name);
+            rc = 1;
+            goto done;
+        }
+        if ((st = precis_tensor_create(ctx, vi.dtype, rank, dims, &inputs[k]))) goto error;
+        fill_random(inputs[k], vi.name);
+    }
+    if ((st = precis_context_create(ctx, e, &c))) goto error;
+    const precis_tensor *const *in = (const precis_tensor *const *)inputs;
+    for (int w = 0; w < warmup + 1; w++) { /* + 1: the planning run */
+        if ((st = precis_context_run(ctx, c, nin, names, in, outputs))) goto error;
+        for (int k = 0; k < nout; k++) precis_tensor_destroy(outputs[k]), outputs[k] = NULL;
+    }
+    if (profile) precis_context_set_profiling(c, 1);
+    lat = malloc((size_t)iters * sizeof *lat);
+    if (!lat) {
+        rc = PRECIS_ERR_OOM;
+        goto done;
+    }
+    for (int it = 0; it < iters; it++) {
+        double t0 = now_ms();
+        if ((st = precis_context_run(ctx, c, nin, names, in, outputs))) goto error;
+        lat[it] = now_ms() - t0;
+        for (int k = 0; k < nout; k++) precis_tensor_destroy(outputs[k]), outputs[k] = NULL;
+    }
+    qsort(lat, (size_t)iters, sizeof *lat, cmp_double);
+    double p50 = pct(lat, iters, 50), p90 = pct(lat, iters, 90), p99 = pct(lat, iters, 99);
+    int64_t batch = precis_tensor_rank(inputs[0]) > 0 ? precis_tensor_dims(inputs[0])[0] : 1;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double ort_p50 = -1;
+    char ort_err[512] = "";
+    char ort_ver[64] = "";
+    if (vs_ort) {
+        if (!mkdtemp(tmpdir)) {
+            fprintf(stderr, "precis: error: cannot create a temporary directory\n");
+            rc = PRECIS_ERR_IO;
+            goto done;
+        }
+        have_tmp = 1;
+        char cmd[16384], py[4200];
+        snprintf(py, sizeof py, "%s/ort_bench.py", tmpdir);
+        FILE *f = fopen(py, "w");
+        if (!f) {
+            rc = PRECIS_ERR_IO;
+            goto done;
+        }
+        fputs(k_ort_bench_py, f);
+        fclose(f);
+        int n = snprintf(cmd, sizeof cmd, "python3 '%s' '%s' %d %d %d", py, ort_model,
+                         precis_engine_num_threads(e), warmup, iters);
+        for (int k = 0; k < nin; k++) {
+            char p[4300];
+            snprintf(p, sizeof p, "%s/in%d.npy", tmpdir, k);
+            if ((st = precis_tensor_save_npy(ctx, inputs[k], p))) goto error;
+            n += snprintf(cmd + n, sizeof cmd - (size_t)n, " '%s=%s'", names[k], p);
+        }
+        FILE *pp = popen(cmd, "r");
+        static char line[1 << 20];
+        size_t got = pp ? fread(line, 1, sizeof line - 1, pp) : 0;
+        line[got] = 0;
+        if (pp) pclose(pp);
+        char *l = strstr(line, "\"latencies_ms\": [");
+        if (l) {
+            l += strlen("\"latencies_ms\": [");
+            double *ol = malloc((size_t)iters * sizeof *ol);
+            int m = 0;
+            while (ol && m < iters) {
+                char *q;
+                double v = strtod(l, &q);
+                if (q == l) break;
+                ol[m++] = v;
+                l = q;
+                while (*l == ',' || *l == ' ') l++;
+            }
+            if (m) {
+                qsort(ol, (size_t)m, sizeof *ol, cmp_double);
+                ort_p50 = pct(ol, m, 50);
+            }
+            free(ol);
+            char *v = strstr(line, "\"version\": \"");
+            if (v) sscanf(v + 12, "%63[^\"]", ort_ver);
+        } else {
+            char *er = strstr(line, "\"error\": \"");
+            snprintf(ort_err, sizeof ort_err, "%s", er ? er + 10 : "onnxruntime did not run");
+            char *q = strrchr(ort_err, '"');
+            if (q) *q = 0;
+        }
+    }
+    if (json) {
+        printf("{\"model\": ");
+        json_str(a.model);
+        printf(", \"precision\": \"%s\", \"threads\": %d, \"batch\": %lld, \"warmup\": %d, "
+               "\"iterations\": %d,\n \"latency_ms\": {\"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, "
+               "\"min\": %.4f},\n \"throughput_per_s\": %.3f, \"arena_bytes\": %zu, "
+               "\"peak_rss_bytes\": %lld, \"build_or_load_ms\": %.1f",
+               precis_engine_precision(e), precis_engine_num_threads(e), (long long)batch, warmup,
+               iters, p50, p90, p99, lat[0], 1e3 * (double)batch / p50,
+               precis_context_arena_bytes(c), (long long)ru.ru_maxrss * 1024, build_ms);
+        if (vs_ort) {
+            if (ort_p50 > 0)
+                printf(",\n \"ort\": {\"version\": \"%s\", \"latency_ms_p50\": %.4f, \"ratio\": %.4f}",
+                       ort_ver, ort_p50, p50 / ort_p50);
+            else {
+                printf(",\n \"ort\": {\"error\": ");
+                json_str(ort_err);
+                printf("}");
+            }
+        }
+    } else {
+        printf("%s: precision %s, %d threads, batch %lld, %d iterations after %d warm-up\n",
+               a.model, precis_engine_precision(e), precis_engine_num_threads(e),
+               (long long)batch, iters, warmup);
+        printf("latency ms   p50 %.3f   p90 %.3f   p99 %.3f   min %.3f\n", p50, p90, p99, lat[0]);
+        printf("throughput   %.1f items/s\n", 1e3 * (double)batch / p50);
+        printf("memory       activation arena %.2f MB, peak RSS %.1f MB\n",
+               (double)precis_context_arena_bytes(c) / 1e6, (double)ru.ru_maxrss / 1024.0);
+        if (vs_ort) {
+            if (ort_p50 > 0)
+                printf("onnxruntime  %s p50 %.3f ms: precis/ort latency ratio %.3f (%s)\n", ort_ver,
+                       ort_p50, p50 / ort_p50, p50 <= ort_p50 ? "precis faster" : "ort faster");
+            else
+                printf("onnxruntime  failed: %s\n", ort_err);
+        }
+    }
+    if (profile) {
+        int n = precis_engine_num_steps(e), runs = precis_context_profiled_runs(c);
+        double total = 0;
+        for (int i = 0; i < n; i++) total += precis_context_step_seconds(c, i);
+        if (json) printf(",\n \"profile\": [");
+        else printf("\nprofile (ms per run, share)\n");
+        for (int i = 0; i < n; i++) {
+            precis_step_info si;
+            precis_engine_step(e, i, &si);
+            double ms = 1e3 * precis_context_step_seconds(c, i) / (runs ? runs : 1);
+            double share = total > 0 ? precis_context_step_seconds(c, i) / total : 0;
+            if (json) {
+                printf("%s\n  {\"step\": %d, \"name\": ", i ? "," : "", i);
+                json_str(si.name);
+                printf(", \"op\": ");
+                json_str(si.op);
+                printf(", \"kernel\": ");
+                json_str(si.kernel);
+                printf(", \"dtype\": \"%s\", \"layout\": \"%s\", \"ms\": %.4f, \"share\": %.4f}",
+                       precis_dtype_name(si.compute), si.layout, ms, share);
+            } else {
+                printf("  %4d %-40.40s %-12.12s %-34.34s %8.3f %5.1f%%\n", i, si.name, si.op,
+                       si.kernel, ms, 100 * share);
+            }
+        }
+        if (json) printf("]");
+    }
+    if (json) printf("}\n");
+    goto done;
+error:
+    rc = fail(ctx, st);
+done:
+    if (have_tmp) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0) fprintf(stderr, "precis: note: could not remove %s\n", tmpdir);
+    }
+    free(lat);
+    for (int k = 0; k < MAX_IO; k++) {
+        precis_tensor_destroy(inputs[k]);
+        precis_tensor_destroy(outputs[k]);
+    }
+    precis_context_destroy(c);
+    precis_engine_destroy(e);
+    precis_ctx_destroy(ctx);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- inspect */
+
+int inspect_plan(const char *path, int json) {
+    precis_ctx *ctx = precis_ctx_create();
+    if (!ctx) return PRECIS_ERR_OOM;
+    precis_engine *e = NULL;
+    precis_status st = precis_engine_load(ctx, path, 0, &e);
+    if (st) {
+        int rc = fail(ctx, st);
+        precis_ctx_destroy(ctx);
+        return rc;
+    }
+    int n = precis_engine_num_steps(e);
+    if (json) {
+        printf("{\"plan\": ");
+        json_str(path);
+        printf(", \"precision\": \"%s\", \"target\": ", precis_engine_precision(e));
+        json_str(precis_engine_target(e));
+        printf(", \"threads\": %d,\n \"steps\": [", precis_engine_num_threads(e));
+    } else {
+        printf("plan       %s\nprecision  %s   target %s   threads %d   steps %d\n\n", path,
+               precis_engine_precision(e), precis_engine_target(e), precis_engine_num_threads(e),
+               n);
+        printf("%4s  %-36s %-12s %-9s %-6s %-34s %s\n", "step", "node", "op", "dtype", "layout",
+               "kernel", "covers");
+    }
+    for (int i = 0; i < n; i++) {
+        precis_step_info si;
+        precis_engine_step(e, i, &si);
+        if (json) {
+            printf("%s\n  {\"step\": %d, \"name\": ", i ? "," : "", i);
+            json_str(si.name);
+            printf(", \"op\": ");
+            json_str(si.op);
+            printf(", \"kernel\": ");
+            json_str(si.kernel);
+            printf(", \"dtype\": \"%s\", \"layout\": \"%s\", \"origins\": [",
+                   precis_dtype_name(si.compute), si.layout);
+            for (int k = 0; k < si.num_origins; k++) {
+                printf("%s", k ? ", " : "");
+                json_str(si.origins[k]);
+            }
+            printf("]}");
+        } else {
+            printf("%4d  %-36.36s %-12.12s %-9s %-6s %-34.34s ", i, si.name, si.op,
+                   precis_dtype_name(si.compute), si.layout, si.kernel);
+            if (!si.num_origins) printf("(inserted by precis)");
+            for (int k = 0; k < si.num_origins && k < 6; k++) printf("%s%s", k ? ", " : "", si.origins[k]);
+            if (si.num_origins > 6) printf(", ... (%d)", si.num_origins);
+            printf("\n");
+        }
+    }
+    if (json) printf("]}\n");
+    precis_engine_destroy(e);
+    precis_ctx_destroy(ctx);
+    return 0;
+}
