@@ -79,8 +79,8 @@ echo "== ThreadSanitizer: concurrent execution contexts on one engine (build-tsa
 tsan_log=out/build-tsan.log
 if cmake -S . -B build-tsan -DPRECIS_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$tsan_log" 2>&1 \
    && cmake --build build-tsan -j"$JOBS" --target test_engine >>"$tsan_log" 2>&1; then
-  if (cd tests/unit && TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tsan.supp" \
-        ../../build-tsan/tests/test_engine --concurrent) >>"$tsan_log" 2>&1; then
+  if (cd tests && TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/unit/tsan.supp" \
+        ../build-tsan/tests/test_engine --concurrent) >>"$tsan_log" 2>&1; then
     note "TSan concurrent contexts" "ok"; n_pass=$((n_pass + 1))
   else
     tail -n 40 "$tsan_log"; note "TSan concurrent contexts" "FAILED (log $tsan_log)"; n_fail=$((n_fail + 1))

@@ -3,13 +3,17 @@
  * fold_constants: a node whose present inputs are all initializers is run once
  * with the ref kernel and its outputs become initializers owned by the graph
  * (outputs over PR_FOLD_MAX_BYTES stay computed at run time). Constant nodes,
- * whose value the loader already stored as an initializer, are removed.
+ * whose value the loader already stored as an initializer, are removed. When
+ * every graph input has static dims (e.g. an engine built for fixed shapes),
+ * Shape/Size of tensors whose dims follow from them fold too, and with them
+ * the shape arithmetic after (Gather, Concat, Range, ConstantOfShape, ...).
  *
  * dce: nodes none of whose outputs reaches a graph output are removed.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/infer.h"
 #include "passes/graph_edit.h"
 #include "passes/pass.h"
 #include "runtime/exec.h"
@@ -28,9 +32,62 @@ static bool has_subgraph(const pr_node *n) {
     return false;
 }
 
+/* Shape and Size of a tensor whose dims are all known: which Shape/Size
+ * nodes read a tensor whose dims follow from the graph inputs' declared dims
+ * and the initializers alone? Decided by a fresh inference pass with every
+ * other tensor's type forgotten, so that dims declared by value_info (a
+ * tracing exporter's sizes, possibly wrong for other inputs) never count.
+ * Returns a per-node flag array (NULL when none or on failure). */
+static unsigned char *static_shape_nodes(pr_graph *g) {
+    bool any = false;
+    for (int i = 0; i < g->n_nodes && !any; i++) {
+        const pr_node *n = &g->nodes[i];
+        any = !n->domain[0] && (n->op == PR_OP_Shape || n->op == PR_OP_Size) && n->n_inputs == 1;
+    }
+    for (int k = 0; k < g->n_inputs && any; k++) {
+        const pr_tensor *x = &g->tensors[g->inputs[k]];
+        if (pr_numel(x->rank, x->dims) < 0) any = false; /* a dynamic input */
+    }
+    if (!any) return NULL;
+    pr_tensor *saved = malloc((size_t)g->n_tensors * sizeof *saved);
+    unsigned char *ok = calloc((size_t)g->n_nodes + 1, 1);
+    if (!saved || !ok) {
+        free(saved);
+        free(ok);
+        return NULL;
+    }
+    int nt = g->n_tensors;
+    memcpy(saved, g->tensors, (size_t)nt * sizeof *saved);
+    for (int t = 0; t < nt; t++) {
+        pr_tensor *x = &g->tensors[t];
+        if (x->flags & (PR_T_INPUT | PR_T_INIT)) continue;
+        x->dtype = PRECIS_UNDEFINED;
+        x->rank = -1;
+        x->data = NULL;
+        x->nbytes = 0;
+        x->flags &= ~(uint32_t)PR_T_FOLDED;
+    }
+    pr_err e = {0};
+    bool inferred = pr_graph_infer(g, &e) == PRECIS_OK;
+    for (int i = 0; i < g->n_nodes && inferred; i++) {
+        const pr_node *n = &g->nodes[i];
+        if (n->domain[0] || (n->op != PR_OP_Shape && n->op != PR_OP_Size) || n->n_inputs != 1 ||
+            n->inputs[0] < 0)
+            continue;
+        const pr_tensor *x = &g->tensors[n->inputs[0]];
+        ok[i] = pr_numel(x->rank, x->dims) >= 0;
+    }
+    /* restore every tensor as it was (inference adds no tensors) */
+    memcpy(g->tensors, saved, (size_t)nt * sizeof *saved);
+    free(saved);
+    return ok;
+}
+
 /* Can node n be folded: known op, at least one input, every present input an
- * initializer, no output known to be too large? */
-static bool foldable(const pr_graph *g, const pr_node *n) {
+ * initializer (or, for Shape/Size, static dims), no output known to be too
+ * large? */
+static bool foldable(const pr_graph *g, const pr_node *n, bool static_shape) {
+    if (static_shape) return true;
     if (n->op == PR_OP_UNKNOWN || n->n_inputs == 0 || n->n_inputs > 64 || n->n_outputs > 64 ||
         has_subgraph(n) || !pr_exec_supported_op(n))
         return false;
@@ -65,7 +122,8 @@ static precis_status fold_node(pr_graph *g, pr_uses *u, int ni, bool *done, pr_e
         const pr_tensor *x = &g->tensors[n->inputs[k]];
         int64_t ne = pr_numel(x->rank, x->dims);
         if (ne < 0) return PRECIS_OK;
-        bufs[k] = (pr_buf){x->dtype, x->rank, {0}, ne, x->data, x->nbytes};
+        bool has = (x->flags & PR_T_INIT) != 0; /* else Shape/Size: dims only */
+        bufs[k] = (pr_buf){x->dtype, x->rank, {0}, ne, has ? x->data : NULL, has ? x->nbytes : 0};
         memcpy(bufs[k].dims, x->dims, sizeof x->dims);
         in[k] = &bufs[k];
     }
@@ -102,9 +160,13 @@ static precis_status fold_node(pr_graph *g, pr_uses *u, int ni, bool *done, pr_e
 }
 
 static precis_status fold_run(pr_graph *g, pr_pass_ctx *pc) {
+    unsigned char *shape_ok = static_shape_nodes(g);
     pr_uses u;
     precis_status st = pr_uses_build(g, &u, pc->err);
-    if (st) return st;
+    if (st) {
+        free(shape_ok);
+        return st;
+    }
     for (int ni = 0; ni < g->n_nodes; ni++) {
         const pr_node *n = &g->nodes[ni];
         if (pr_node_dead(n)) continue;
@@ -116,12 +178,13 @@ static precis_status fold_run(pr_graph *g, pr_pass_ctx *pc) {
             }
             continue;
         }
-        if (!foldable(g, n)) continue;
+        if (!foldable(g, n, shape_ok && shape_ok[ni])) continue;
         bool done;
         if ((st = fold_node(g, &u, ni, &done, pc->err))) break;
         if (done) pc->changes++;
     }
     pr_uses_free(&u);
+    free(shape_ok);
     if (st) return st;
     return pr_graph_compact(g, pc->err);
 }

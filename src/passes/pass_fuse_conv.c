@@ -2,6 +2,9 @@
  * follows it while each intermediate tensor is private to the next node (one
  * use, not a graph output):
  *
+ *   0. before it: a per-input-channel Mul/Div by a constant (into W) and, when
+ *      the Conv has no padding, Add/Sub of a constant (into B) producing X
+ *      (e.g. the learnable affine after PP-LCNet's activations);
  *   1. per-channel affine ops with a constant operand that broadcasts along
  *      the channel axis only ([1,C,1,1], [C,1,1], one value, ...):
  *      Mul/Div scale W and B, Add/Sub shift B;
@@ -115,6 +118,73 @@ static precis_status affine_step(cfuse *f, bool *took) {
     return PRECIS_OK;
 }
 
+/* Zero padding: every output reads only real input (no implicit zeros). */
+static bool no_padding(const pr_node *n) {
+    const char *ap = pr_attr_str(n, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "VALID")) return true;
+    if (strcmp(ap, "NOTSET") != 0) return false;
+    const int64_t *pads;
+    int np = pr_attr_ints(n, "pads", &pads);
+    for (int i = 0; i < np; i++)
+        if (pads[i] != 0) return false;
+    return true;
+}
+
+/* Step 0: a per-input-channel affine op producing X, used only by this Conv:
+ *   Conv(W, x * a) = Conv(W * a[ci], x)
+ *   Conv(W, x + c) = Conv(W, x) + sum_{ci,k} W[oc,ci,k] c[ci]  (no padding)
+ * The Conv then reads x. *took set when absorbed. */
+static precis_status input_affine_step(cfuse *f, bool *took) {
+    pr_graph *g = f->g;
+    *took = false;
+    const pr_node *cn = &g->nodes[f->ni];
+    int xin = cn->inputs[0];
+    int p = pr_producer(g, xin);
+    if (p < 0 || f->tr || pr_single_consumer(g, f->u, xin) != f->ni) return PRECIS_OK;
+    const pr_node *n = &g->nodes[p];
+    bool mul = is_default(n, PR_OP_Mul), div = is_default(n, PR_OP_Div);
+    bool add = is_default(n, PR_OP_Add), sub = is_default(n, PR_OP_Sub);
+    if (!(mul || div || add || sub) || n->n_inputs != 2 || n->n_outputs != 1) return PRECIS_OK;
+    if ((add || sub) && !no_padding(cn)) return PRECIS_OK;
+    int r = g->tensors[xin].rank;
+    int64_t group = pr_attr_int(cn, "group", 1);
+    int64_t cin = g->tensors[cn->inputs[1]].dims[1] * group;
+    float *v = malloc((size_t)cin * sizeof(float));
+    if (!v) return pr_errf(f->e, PRECIS_ERR_OOM, "out of memory fusing Conv");
+    int t = -1;
+    for (int i = 0; i < 2 && t < 0; i++) {
+        int a = n->inputs[i], c = n->inputs[1 - i];
+        if ((div || sub) && i != 0) break;
+        if (pr_is_init(g, a) || !pr_is_f32(g, a) || g->tensors[a].rank != r) continue;
+        if (pr_const_along_axis(g, c, r, 1, cin, v)) t = a;
+    }
+    for (int64_t i = 0; t >= 0 && div && i < cin; i++)
+        if (v[i] == 0.0f) t = -1;
+    precis_status st = PRECIS_OK;
+    if (t < 0 || (st = ensure_b(f)) || (st = ensure_w(f))) {
+        free(v);
+        return st;
+    }
+    /* weight i: output channel i / per, input channel within the group
+     * (i % per) / ksp, group of the output channel */
+    int64_t cpg_in = cin / group, cpg_out = f->C / group, ksp = f->per / cpg_in;
+    for (int64_t oc = 0; oc < f->C; oc++) {
+        double acc = 0; /* the bias term in double: it sums a whole filter */
+        for (int64_t i = oc * f->per; i < (oc + 1) * f->per; i++) {
+            int64_t ci = (oc / cpg_out) * cpg_in + (i % f->per) / ksp;
+            if (mul) f->w[i] *= v[ci];
+            else if (div) f->w[i] /= v[ci];
+            else acc += (double)f->w[i] * v[ci];
+        }
+        if (add || sub) f->b[oc] = (float)((double)f->b[oc] + (add ? acc : -acc));
+    }
+    free(v);
+    if ((st = pr_node_set_input(g, f->u, f->ni, 0, t, f->e))) return st;
+    if (pr_fuse_absorb(g, f->u, f->ni, &p, 1, -1, f->e) < 0) return PRECIS_ERR_OOM;
+    *took = true;
+    return PRECIS_OK;
+}
+
 /* Commit modified W/B as new initializers. */
 static precis_status commit(cfuse *f) {
     pr_graph *g = f->g;
@@ -210,6 +280,11 @@ static precis_status fuse_one(cfuse *f, bool *changed) {
         pr_node_retype(g, f->ni, PR_OP_FusedConv, 1);
         PR_TRY(pr_node_set_input(g, f->u, f->ni, 3, -1, f->e));
     }
+    while (took) {
+        PR_TRY(input_affine_step(f, &took));
+        *changed |= took;
+    }
+    took = true;
     while (took) {
         PR_TRY(affine_step(f, &took));
         *changed |= took;

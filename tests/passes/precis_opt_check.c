@@ -5,7 +5,9 @@
  *
  * Inputs not given are random (float: uniform [-1, 1), integers: 0 or 1)
  * with the declared shape; --shape NAME=2x3x48x320 sets shapes that are not
- * fully declared. Paths starting with "cache:" are relative to $PRECIS_CACHE
+ * fully declared. --static makes the graph inputs' dims those of the inputs
+ * given (as an engine built for fixed shapes) before optimizing; --dump
+ * prints the optimized graph. Paths starting with "cache:" are relative to $PRECIS_CACHE
  * (default ~/.cache/precis); a missing model then exits 77 (ctest: skipped).
  *
  * Prints the node count before/after, the rewrites per pass, the op
@@ -15,6 +17,8 @@
  *   --expect 'LayerNormalization>=5'   --expect 'BatchNormalization==0'
  *   --expect 'nodes<=300'              (op_type or "nodes"; >=, <=, ==)
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -228,7 +232,7 @@ int main(int argc, char **argv) {
     const char *model = NULL, *inputs[MAX_ARGS], *expects[MAX_ARGS], *shapes[MAX_ARGS];
     int n_inputs = 0, n_expects = 0, n_shapes = 0;
     double cos_tol = 1e-6, rel_tol = 1e-4;
-    int dump = 0;
+    int dump = 0, fixed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--expect") && i + 1 < argc && n_expects < MAX_ARGS)
@@ -241,10 +245,12 @@ int main(int argc, char **argv) {
             rel_tol = atof(argv[++i]);
         else if (!strcmp(a, "--dump"))
             dump = 1;
+        else if (!strcmp(a, "--static"))
+            fixed = 1;
         else if (!strcmp(a, "--seed") && i + 1 < argc)
             rng = strtoull(argv[++i], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
         else if (a[0] == '-' && a[1] == '-') {
-            fprintf(stderr, "usage: precis_opt_check [--expect OP>=N] [--shape NAME=AxB] [--cos T] "
+            fprintf(stderr, "usage: precis_opt_check [--expect OP>=N] [--shape NAME=AxB] [--static] [--dump] [--cos T] "
                             "[--rel T] [--seed S] MODEL.onnx [INPUT.npy|NAME=INPUT.npy ...]\n");
             return 2;
         } else if (!model)
@@ -303,6 +309,14 @@ int main(int argc, char **argv) {
         }
     }
     pr_graph *g = m->g;
+    if (fixed) { /* as an engine built for these shapes: input dims become static */
+        for (int i = 0; i < ni; i++) {
+            pr_tensor *x = &g->tensors[g->inputs[i]];
+            x->rank = precis_tensor_rank(ins[i]);
+            memcpy(x->dims, precis_tensor_dims(ins[i]), (size_t)x->rank * sizeof(int64_t));
+        }
+        if (precis_model_infer_shapes(ctx, m)) goto fail;
+    }
     int before = g->n_nodes;
     orig = malloc((size_t)(before + 1) * sizeof *orig);
     if (!orig) goto done;

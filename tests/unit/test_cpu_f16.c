@@ -161,6 +161,14 @@ static void conv_cases(bool full) {
     conv_case("conv 3x3 SAME_UPPER s2", (convp){.n = 1, .c = 4, .h = 10, .w = 9, .m = 8, .kh = 3, .kw = 3, .s = 2, .auto_pad = "SAME_UPPER"}, 2);
     conv_case("conv 3x3 K=4608", (convp){.n = 1, .c = 512, .h = 5, .w = 6, .m = 40, .kh = 3, .kw = 3, .p = 1, .bias = true}, 2);
     conv_case("conv 1x1 K=1024 M=300", (convp){.n = 1, .c = 1024, .h = 3, .w = 4, .m = 300, .kh = 1, .kw = 1, .bias = true}, 2);
+    /* shapes for the direct AMX convolution (one group, C padded to 32 at
+     * little cost): column blocks of 32 with 16- and 32-row tails */
+    conv_case("conv 3x3 64->64 wide", (convp){.n = 1, .c = 64, .h = 5, .w = 45, .m = 64, .kh = 3, .kw = 3, .p = 1, .bias = true}, 2);
+    conv_case("conv 3x3 s2 30->40 b2 +Z", (convp){.n = 2, .c = 30, .h = 11, .w = 37, .m = 40, .kh = 3, .kw = 3, .s = 2, .p = 1, .bias = true, .z = true, .act = PR_ACT_RELU, .act2 = PR_ACT_SWISH}, 2);
+    conv_case("conv 5x5 dil2 32->17", (convp){.n = 1, .c = 32, .h = 12, .w = 20, .m = 17, .kh = 5, .kw = 5, .p = 3, .d = 2}, 1);
+    conv_case("conv 1x1 s2 96->70", (convp){.n = 1, .c = 96, .h = 9, .w = 35, .m = 70, .kh = 1, .kw = 1, .s = 2, .bias = true}, 2);
+    conv_case("conv 3x3 asym 64", (convp){.n = 1, .c = 64, .h = 6, .w = 17, .m = 33, .kh = 3, .kw = 3, .pads4 = (const int64_t[]){1, 0, 0, 2}}, 1);
+    conv_case("conv 7x7 s2 SAME 32", (convp){.n = 1, .c = 32, .h = 13, .w = 14, .m = 16, .kh = 7, .kw = 7, .s = 2, .auto_pad = "SAME_UPPER"}, 2);
     /* groups */
     conv_case("conv 3x3 group 2", (convp){.n = 1, .c = 8, .h = 7, .w = 7, .m = 12, .kh = 3, .kw = 3, .p = 1, .g = 2, .bias = true}, 2);
     conv_case("conv 3x3 group 4 b2", (convp){.n = 2, .c = 16, .h = 6, .w = 6, .m = 16, .kh = 3, .kw = 3, .p = 1, .g = 4, .bias = true, .z = true, .act = PR_ACT_RELU}, 1);
@@ -170,6 +178,8 @@ static void conv_cases(bool full) {
     conv_case("conv dw 3x3 33", (convp){.n = 1, .c = 33, .h = 10, .w = 9, .m = 33, .kh = 3, .kw = 3, .p = 1, .g = 33, .bias = true, .act = PR_ACT_CLIP, .z = true, .act2 = PR_ACT_RELU}, 2);
     conv_case("conv dw 5x5 s2 17 b2", (convp){.n = 2, .c = 17, .h = 11, .w = 12, .m = 17, .kh = 5, .kw = 5, .s = 2, .p = 2, .g = 17, .bias = true}, 1);
     conv_case("conv dw 3x3 s2 64", (convp){.n = 1, .c = 64, .h = 9, .w = 9, .m = 64, .kh = 3, .kw = 3, .s = 2, .p = 1, .g = 64, .act = PR_ACT_HARD_SWISH}, 2);
+    conv_case("conv dw 3x3 dil3", (convp){.n = 1, .c = 18, .h = 11, .w = 12, .m = 18, .kh = 3, .kw = 3, .p = 3, .d = 3, .g = 18, .bias = true}, 1);
+    conv_case("conv dw 3x3 s2 dil2 b2", (convp){.n = 2, .c = 40, .h = 13, .w = 12, .m = 40, .kh = 3, .kw = 3, .s = 2, .p = 2, .d = 2, .g = 40}, 2);
     conv_case("conv dw 3x3 3", (convp){.n = 2, .c = 3, .h = 6, .w = 5, .m = 3, .kh = 3, .kw = 3, .p = 1, .g = 3, .bias = true}, 1);
     /* residual and every activation */
     for (int a = 1; a < PR_ACT_COUNT; a++) {
@@ -212,6 +222,45 @@ static void mm_cases(bool full) {
     mm_case("bmm attention", (mmp){.op = PR_OP_MatMul, .ra = 4, .rb = 4, .ad = {1, 4, 50, 64}, .bd = {1, 4, 64, 50}}, 2);
     mm_case("bmm fused transB +Z", (mmp){.op = PR_OP_FusedMatMul, .ra = 2, .rb = 2, .ad = {12, 20}, .bd = {30, 20}, .tb = true, .nbias = 30, .ry = 2, .yd = {12, 30}, .act = PR_ACT_TANH}, 1);
     mm_case("bmm K=4608", (mmp){.op = PR_OP_MatMul, .ra = 3, .rb = 3, .ad = {2, 5, 4608}, .bd = {2, 4608, 17}}, 2);
+}
+
+/* Which conv kernel a shape gets (describe()). */
+static void describe_case(int64_t C, int64_t M, int64_t k, int64_t stride, int64_t group,
+                          const char *want) {
+    tnode t;
+    n_init(&t, PR_OP_Conv, "Conv", 17);
+    if (stride > 1) n_ints(&t, "strides", (int64_t[]){stride, stride}, 2);
+    if (group > 1) n_int(&t, "group", group);
+    cc_input in[2] = {{"x", 4, {1, C, 8, 8}, .nhwc = true},
+                      {"w", 4, {M, C / group, k, k}, .init = true}};
+    float *w = calloc((size_t)(M * C / group * k * k), sizeof(float));
+    float *data[2] = {NULL, w};
+    pr_dtype dt[2] = {PRECIS_FLOAT16, PRECIS_FLOAT32};
+    pr_graph *g = cc_graph(&t, 2, in, dt, data, 1, (bool[]){true}, true);
+    pr_err e = {0};
+    void *state = NULL;
+    pr_cpu_cfg cfg = {1};
+    CHECK(CONV->supports(g, &g->nodes[0]));
+    CHECK(CONV->prepare(g, &g->nodes[0], &cfg, &state, &e) == PRECIS_OK);
+    if (state) {
+        const char *d = CONV->describe(state);
+        CHECK(strstr(d, want) != NULL);
+        if (!strstr(d, want)) fprintf(stderr, "conv %lld->%lld k%lld: %s, expected %s\n", (long long)C, (long long)M, (long long)k, d, want);
+        CONV->destroy(state);
+    }
+    pr_graph_destroy(g);
+    free(w);
+}
+
+static void describe_cases(void) {
+    const bool amx = pr_f16_isa_best() == PR_F16_ISA_AMX;
+    describe_case(64, 64, 3, 1, 1, amx ? ":direct:" : ":im2col:");
+    describe_case(64, 64, 1, 2, 1, amx ? ":direct:" : ":1x1:");
+    describe_case(64, 64, 1, 1, 1, ":1x1:");
+    describe_case(3, 16, 3, 2, 1, ":im2col:"); /* 3 channels: no padding to 32 */
+    describe_case(64, 64, 3, 1, 2, ":im2col:");
+    describe_case(64, 64, 3, 1, 64, ":dw:");
+    describe_case(32, 64, 3, 1, 32, ":im2col:"); /* channel multiplier 2 */
 }
 
 /* Declines: what must stay on other impls. */
@@ -278,6 +327,7 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int bench_reps = 9;
 static void bench_gemm(int64_t M, int64_t N, int64_t K, int nt) {
     pr_f16_isa isa = pr_f16_isa_best();
     uint16_t *a = malloc((size_t)(M * K) * 2), *c = malloc((size_t)(M * N) * 2);
@@ -290,7 +340,7 @@ static void bench_gemm(int64_t M, int64_t N, int64_t K, int nt) {
     pr_f16_gemm_job j = {.M = M, .N = N, .K = K, .a = a, .lda = K, .b = bp, .c = c, .ldc = N, .epi = &epi};
     void *scr = aligned_alloc(64, (pr_f16_gemm_scratch_size(isa, 1, nt) + 63) / 64 * 64);
     double best = 1e30;
-    for (int r = 0; r < 7; r++) {
+    for (int r = 0; r < bench_reps; r++) {
         double t0 = now_s();
         pr_f16_gemm_run(isa, &j, 1, nt, scr);
         double dt = now_s() - t0;
@@ -306,7 +356,6 @@ static void bench_gemm(int64_t M, int64_t N, int64_t K, int nt) {
     free(scr);
 }
 
-static int bench_reps = 9;
 static void bench_conv(int64_t C, int64_t Mo, int64_t HW, int64_t k, int64_t group, int nt) {
     tnode t;
     n_init(&t, PR_OP_Conv, "Conv", 17);
@@ -357,6 +406,53 @@ static void bench_conv(int64_t C, int64_t Mo, int64_t HW, int64_t k, int64_t gro
     pr_buf_free(&Y);
     pr_graph_destroy(g);
     for (int i = 0; i < 3; i++) free(data[i]);
+}
+
+/* Activation x activation batched matmul (attention): A [b,h,M,K] x B [b,h,K,N]. */
+static void bench_bmm(int64_t heads, int64_t M, int64_t K, int64_t N, int nt) {
+    tnode t;
+    n_init(&t, PR_OP_MatMul, "MatMul", 17);
+    cc_input in[2] = {{.name = "a", .rank = 4, .dims = {1, heads, M, K}},
+                      {.name = "b", .rank = 4, .dims = {1, heads, K, N}}};
+    float *data[2] = {NULL, NULL};
+    pr_dtype dt[2] = {PRECIS_FLOAT16, PRECIS_FLOAT16};
+    pr_graph *g = cc_graph(&t, 2, in, dt, data, 1, NULL, true);
+    pr_err e = {0};
+    void *state = NULL;
+    pr_cpu_cfg cfg = {nt};
+    if (!MM->supports(g, &g->nodes[0]) || MM->prepare(g, &g->nodes[0], &cfg, &state, &e)) {
+        printf("bmm bench: not supported / prepare failed: %s\n", e.msg);
+        pr_graph_destroy(g);
+        return;
+    }
+    pr_buf A, B, Y;
+    pr_buf_alloc(&A, PRECIS_FLOAT16, 4, in[0].dims, "a", &e);
+    pr_buf_alloc(&B, PRECIS_FLOAT16, 4, in[1].dims, "b", &e);
+    pr_buf_alloc(&Y, PRECIS_FLOAT16, 4, (int64_t[]){1, heads, M, N}, "y", &e);
+    uint16_t *ad = A.data, *bd = B.data;
+    for (int64_t q = 0; q < A.numel; q++) ad[q] = pr_f32_to_f16(cc_rand(-1, 1));
+    for (int64_t q = 0; q < B.numel; q++) bd[q] = pr_f32_to_f16(cc_rand(-1, 1));
+    const pr_buf *ins[2] = {&A, &B};
+    pr_buf *outs[1] = {&Y};
+    pr_cpu_exec x = {nt, NULL, NULL, 0};
+    pr_kernel kk = {g, &g->nodes[0], 2, ins, 1, outs, &e, nt};
+    double best = 1e30;
+    for (int r = 0; r < bench_reps; r++) {
+        double t0 = now_s();
+        MM->run(state, &kk, &x);
+        double d = now_s() - t0;
+        if (d < best) best = d;
+    }
+    double fl = 2.0 * (double)(heads * M) * (double)N * (double)K;
+    printf("bmm [1,%lld,%lld,%lld]x[1,%lld,%lld,%lld] (%s) %d thread%s: %.3f ms, %.1f GFLOP/s\n",
+           (long long)heads, (long long)M, (long long)K, (long long)heads, (long long)K,
+           (long long)N, MM->describe(state), nt, nt > 1 ? "s" : "", best * 1e3, fl / best * 1e-9);
+    free(x.scratch);
+    MM->destroy(state);
+    pr_buf_free(&A);
+    pr_buf_free(&B);
+    pr_buf_free(&Y);
+    pr_graph_destroy(g);
 }
 
 /* The rejected alternative: accumulating in f16 with AVX512-FP16
@@ -439,10 +535,13 @@ static void bench_fp16acc(int64_t K, int64_t kb) { (void)K, (void)kb; }
 
 static int bench(void) {
     printf("isa: %s\n", pr_f16_isa_name(pr_f16_isa_best()));
+    bench_reps = 30;
     for (int nt = 1; nt <= 2; nt++) bench_gemm(1024, 1024, 1024, nt);
     for (int nt = 1; nt <= 2; nt++) bench_conv(64, 64, 56, 3, 1, nt);
     for (int nt = 1; nt <= 2; nt++) bench_conv(256, 64, 56, 1, 1, nt);
     for (int nt = 1; nt <= 2; nt++) bench_conv(128, 128, 56, 3, 128, nt);
+    for (int nt = 1; nt <= 2; nt++) bench_bmm(12, 384, 64, 384, nt);
+    for (int nt = 1; nt <= 2; nt++) bench_bmm(12, 384, 384, 64, nt);
     bench_fp16acc(576, 576);
     bench_fp16acc(576, 32);
     bench_fp16acc(4608, 256);
@@ -470,6 +569,11 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "avx512") || !strcmp(mode, "avx2") || !strcmp(mode, "scalar"))
         setenv("PRECIS_CPU_ISA", mode, 1);
     if (!strcmp(mode, "bench")) return bench();
+    if (!strcmp(mode, "benchbmm") && argc == 8) { /* heads M K N threads reps */
+        bench_reps = atoi(argv[7]);
+        bench_bmm(atol(argv[2]), atol(argv[3]), atol(argv[4]), atol(argv[5]), atoi(argv[6]));
+        return 0;
+    }
     if (!strcmp(mode, "benchconv") && argc == 9) { /* C M HW k group threads reps */
         bench_reps = atoi(argv[8]);
         bench_conv(atol(argv[2]), atol(argv[3]), atol(argv[4]), atol(argv[5]), atol(argv[6]),
@@ -481,6 +585,7 @@ int main(int argc, char **argv) {
     const bool full = !mode[0];
     if (mode[0]) CHECK(!strcmp(isa, mode));
     decline_cases();
+    describe_cases();
     conv_cases(full);
     mm_cases(full);
     printf("max |impl - ref|: conv %.3g (%s), matmul %.3g (%s)\n", worst[0], worst_case[0],

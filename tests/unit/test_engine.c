@@ -167,7 +167,7 @@ static void test_concurrent(void) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
     precis_build_options o = {"fp32", "cpu", 1, "input:1x3x16x16/2x3x16x16/4x3x16x16", 0, 0};
-    CHECK(precis_build(ctx, "../data/small_cnn.onnx", &o, &e) == PRECIS_OK);
+    CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_OK);
     if (!e) {
         fprintf(stderr, "build: %s\n", precis_last_error(ctx));
         precis_ctx_destroy(ctx);
@@ -211,12 +211,12 @@ static void test_bad_options(void) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
     precis_build_options o = {"int4", NULL, 1, NULL, 0, 0};
-    CHECK(precis_build(ctx, "../data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
+    CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
     o = (precis_build_options){"fp32", NULL, 1, "nosuch:1x3", 0, 0};
-    CHECK(precis_build(ctx, "../data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
+    CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
     CHECK(strstr(precis_last_error(ctx), "nosuch") != NULL);
     o = (precis_build_options){"fp32", NULL, 1, "input:4x3x16x16/2x3x16x16/8x3x16x16", 0, 0};
-    CHECK(precis_build(ctx, "../data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
+    CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
     CHECK(e == NULL);
     precis_ctx_destroy(ctx);
 }
@@ -229,12 +229,12 @@ int main(int argc, char **argv) {
     test_mem_plan();
     test_bad_options();
     int64_t cnn[] = {2, 3, 16, 16}, mlp[] = {2, 5, 32};
-    check_model("../data/small_cnn.onnx", "input", 4, cnn, "fp32", 1e-5);
-    check_model("../data/small_cnn.onnx", "input", 4, cnn, "bf16", 3e-2);
-    check_model("../data/small_cnn.onnx", "input", 4, cnn, "fp16", 5e-3);
-    check_model("../data/small_mlp.onnx", "x", 3, mlp, "fp32", 1e-5);
-    check_model("../data/small_mlp.onnx", "x", 3, mlp, "bf16", 3e-2);
-    check_model("../data/small_mlp.onnx", "x", 3, mlp, "fp16", 5e-3);
+    check_model("data/small_cnn.onnx", "input", 4, cnn, "fp32", 1e-5);
+    check_model("data/small_cnn.onnx", "input", 4, cnn, "bf16", 3e-2);
+    check_model("data/small_cnn.onnx", "input", 4, cnn, "fp16", 5e-3);
+    check_model("data/small_mlp.onnx", "x", 3, mlp, "fp32", 1e-5);
+    check_model("data/small_mlp.onnx", "x", 3, mlp, "bf16", 3e-2);
+    check_model("data/small_mlp.onnx", "x", 3, mlp, "fp16", 5e-3);
     test_concurrent();
     return check_report("test_engine");
 }

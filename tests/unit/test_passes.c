@@ -408,6 +408,59 @@ static void test_fold(void) {
     precis_model_destroy(m);
 }
 
+/* Static input dims: Shape(x) folds and the Reshape after it gets a constant
+ * shape; Shape of a tensor whose dims only value_info gave (Reshape to a shape
+ * read from an input) stays. */
+static void build_static_shape(tb *b, int v) {
+    (void)v;
+    tb_begin(b, 17);
+    int64_t dx[3] = {2, 3, 4};
+    tb_in(b, "x", 3, dx);
+    tb_node(b, "Shape", "shape", "x", "sx");
+    tb_consti(b, "idx", 1, (int64_t[]){0});
+    tb_node(b, "Gather", "gather", "sx idx", "n");
+    tb_consti(b, "minus1", 1, (int64_t[]){-1});
+    tb_node(b, "Concat", "concat", "n minus1", "s2");
+    tb_i(b, b->g->n_nodes - 1, "axis", 0);
+    tb_node(b, "Reshape", "reshape", "x s2", "out");
+    tb_out(b, "out");
+    /* dims from "value_info" only */
+    int t = tb_t(b, "s");
+    b->g->tensors[t].dtype = PRECIS_INT64;
+    b->g->tensors[t].rank = 1;
+    b->g->tensors[t].dims[0] = 2;
+    b->g->tensors[t].flags |= PR_T_INPUT;
+    b->g->inputs[b->g->n_inputs++] = t;
+    tb_node(b, "Reshape", "reshape2", "x s", "r");
+    int r = tb_t(b, "r");
+    b->g->tensors[r].dtype = PRECIS_FLOAT32;
+    b->g->tensors[r].rank = 2;
+    b->g->tensors[r].dims[0] = 6;
+    b->g->tensors[r].dims[1] = 4;
+    tb_node(b, "Shape", "shape2", "r", "sr");
+    tb_out(b, "sr");
+}
+
+static void test_static_shape(void) {
+    precis_model *m = make(build_static_shape, 0);
+    CHECK(m != NULL);
+    if (!m) return;
+    pr_graph *g = m->g;
+    pr_pass_ctx pc = {&(pr_err){0}, 0, 0};
+    CHECK(pr_pass_run(&pr_pass_fold_constants, g, &pc) == PRECIS_OK);
+    /* Shape, Gather, Concat folded; Reshape, Reshape2, Shape2 stay */
+    CHECK(g->n_nodes == 3 && count_op(g, "Shape") == 1 && count_op(g, "Reshape") == 2);
+    const pr_node *sh = find_op(g, "Shape");
+    CHECK(sh && !strcmp(sh->name, "shape2"));
+    int s2 = pr_graph_find_tensor(g, "s2");
+    CHECK(s2 >= 0 && (g->tensors[s2].flags & PR_T_INIT) && ((int64_t *)g->tensors[s2].data)[0] == 2 &&
+          ((int64_t *)g->tensors[s2].data)[1] == -1);
+    /* the declared dims of r survive the trial inference */
+    int r = pr_graph_find_tensor(g, "r");
+    CHECK(g->tensors[r].rank == 2 && g->tensors[r].dims[0] == 6);
+    precis_model_destroy(m);
+}
+
 /* ----------------------------------------------------------------- fold_bn */
 
 /* v0 Conv+BN, v1 conv output also a graph output, v2 two consumers,
@@ -661,6 +714,57 @@ static void test_fuse_conv(void) {
     f = find_op(o.opt->g, "FusedConv");
     CHECK(o.ok && o.rel <= 1e-5 && f && (f->n_inputs < 4 || f->inputs[3] < 0) &&
           count_op(o.opt->g, "Add") == 1 && count_op(o.opt->g, "Relu") == 1);
+    precis_model_destroy(o.opt);
+}
+
+/* v0: x*a + b -> Conv 1x1 (no pads): both absorbed; v1: grouped 3x3 conv
+ * without pads, per-channel a and b; v2: padded conv: the Add stays (and the
+ * Mul before it); v3: the Mul output also read elsewhere: only the Add. */
+static void build_conv_in(tb *b, int v) {
+    tb_begin(b, 13);
+    int64_t dx[4] = {2, 4, 5, 5}, d1c11[4] = {1, 4, 1, 1};
+    int64_t dw0[4] = {6, 4, 1, 1}, dw1[4] = {6, 2, 3, 3}, dc[1] = {6};
+    tb_in(b, "x", 4, dx);
+    tb_const(b, "a", 4, d1c11, NULL);
+    tb_node(b, "Mul", "mul", "x a", "xa");
+    if (v == 1) tb_const(b, "bb", 4, d1c11, NULL);
+    else tb_scalar(b, "bb", 0.75f);
+    tb_node(b, "Add", "add", "xa bb", "xb");
+    tb_const(b, "W", 4, v == 0 ? dw0 : dw1, NULL);
+    tb_const(b, "B", 1, dc, NULL);
+    int n = tb_node(b, "Conv", "conv", "xb W B", "y");
+    if (v >= 1) tb_i(b, n, "group", 2);
+    if (v == 2) tb_is(b, n, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    tb_node(b, "Relu", "relu", "y", "out");
+    tb_out(b, "out");
+    if (v == 3) {
+        tb_node(b, "Neg", "other", "xa", "o2");
+        tb_out(b, "o2");
+    }
+}
+
+static void test_conv_input_affine(void) {
+    outcome o = run_case(build_conv_in, 0, &pr_pass_fuse_conv);
+    report("conv input affine", &o);
+    POSITIVE(o);
+    const pr_node *f = find_op(o.opt->g, "FusedConv");
+    CHECK(o.after == 1 && f && !strcmp(o.opt->g->tensors[f->inputs[0]].name, "x"));
+    CHECK(origins_are(f, "mul", "add", "conv", "relu", NULL));
+    precis_model_destroy(o.opt);
+    o = run_case(build_conv_in, 1, &pr_pass_fuse_conv);
+    report("conv input affine grouped", &o);
+    POSITIVE(o);
+    CHECK(o.after == 1);
+    precis_model_destroy(o.opt);
+    o = run_case(build_conv_in, 2, &pr_pass_fuse_conv);
+    POSITIVE(o);
+    CHECK(o.after == 3 && count_op(o.opt->g, "Mul") == 1 && count_op(o.opt->g, "Add") == 1);
+    precis_model_destroy(o.opt);
+    o = run_case(build_conv_in, 3, &pr_pass_fuse_conv);
+    POSITIVE(o);
+    f = find_op(o.opt->g, "FusedConv");
+    CHECK(o.after == 3 && count_op(o.opt->g, "Add") == 0 && count_op(o.opt->g, "Mul") == 1 &&
+          origins_are(f, "add", "conv", "relu", NULL));
     precis_model_destroy(o.opt);
 }
 
@@ -1026,8 +1130,10 @@ static void test_pipeline(void) {
 int main(void) {
     test_graph_edit();
     test_fold();
+    test_static_shape();
     test_fold_bn();
     test_fuse_conv();
+    test_conv_input_affine();
     test_fuse_matmul();
     test_layernorm();
     test_gelu();

@@ -77,10 +77,14 @@ static void detect(pr_cpu_features *f) { (void)f; }
 static void cap(pr_cpu_features *f, const char *isa) {
     if (!isa || !*isa) return;
     int level;
-    if (!strcmp(isa, "scalar")) level = 0;
-    else if (!strcmp(isa, "avx2")) level = 1;
-    else if (!strcmp(isa, "avx512")) level = 2;
-    else return; /* "avx512_fp16" or unknown: no cap */
+    if (!strcmp(isa, "scalar"))
+        level = 0;
+    else if (!strcmp(isa, "avx2"))
+        level = 1;
+    else if (!strcmp(isa, "avx512"))
+        level = 2;
+    else
+        return; /* "avx512_fp16" or unknown: no cap */
     if (level < 2) {
         f->avx512f = f->avx512bw = f->avx512vl = f->avx512dq = false;
         f->avx512_vnni = f->avx512_bf16 = false;

@@ -457,6 +457,13 @@ precis_status pr_dnnl_weights_for(pr_dnnl_weights *w, const dnnl_memory_desc_t *
         ent->own_wei = false;
         return PRECIS_OK;
     }
+    for (int i = 0; i < w->n_alt; i++) {
+        if (dnnl_memory_desc_equal(want, &w->alt_md[i])) {
+            ent->wei = w->alt[i];
+            ent->own_wei = false;
+            return PRECIS_OK;
+        }
+    }
     void *d = pr_dnnl_alloc(dnnl_memory_desc_get_size(want));
     if (!d) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     if ((st = pr_dnnl_reorder(&w->md, w->data, want, d, e))) {
@@ -464,8 +471,19 @@ precis_status pr_dnnl_weights_for(pr_dnnl_weights *w, const dnnl_memory_desc_t *
         return st;
     }
     ent->wei = d;
-    ent->own_wei = true;
+    ent->own_wei = w->n_alt >= PR_DNNL_WEI_ALT;
+    if (!ent->own_wei) {
+        w->alt_md[w->n_alt] = *want;
+        w->alt[w->n_alt++] = d;
+    }
     return PRECIS_OK;
+}
+
+void pr_dnnl_weights_free(pr_dnnl_weights *w) {
+    free(w->data);
+    w->data = NULL;
+    for (int i = 0; i < w->n_alt; i++) free(w->alt[i]);
+    w->n_alt = 0;
 }
 
 /* ------------------------------------------------------------ execution */

@@ -166,18 +166,26 @@ precis_status pr_dnnl_entry_set_prim(pr_dnnl_entry *ent, const_dnnl_primitive_de
 void pr_dnnl_entry_arg(pr_dnnl_entry *ent, int arg, const dnnl_memory_desc_t *md);
 
 /* Weights reordered once into the layout of the first primitive that uses
- * them; entries whose primitive wants another layout get their own copy. */
+ * them; primitives wanting another layout (oneDNN picks by shape, e.g. f32
+ * brgconv for spatial sizes up to 7 and from 16) share a copy per layout,
+ * made under the cache lock. */
+#define PR_DNNL_WEI_ALT 8
 typedef struct pr_dnnl_weights {
     dnnl_memory_desc_t md; /* layout of data */
     void *data;            /* NULL until the first primitive */
     dnnl_memory_desc_t user_md;
     const void *user; /* the graph's weights (user_md), during prepare only */
+    int n_alt;        /* other layouts */
+    dnnl_memory_desc_t alt_md[PR_DNNL_WEI_ALT];
+    void *alt[PR_DNNL_WEI_ALT];
 } pr_dnnl_weights;
 
 /* Sets ent->wei/own_wei for a primitive wanting `want`: the shared copy
- * (made from user on first use), or a reorder of it owned by the entry. */
+ * (made from user on first use) or one in that layout (made from it; owned
+ * by the entry when PR_DNNL_WEI_ALT layouts exist already). */
 precis_status pr_dnnl_weights_for(pr_dnnl_weights *w, const dnnl_memory_desc_t *want,
                                   pr_dnnl_entry *ent, pr_err *e);
+void pr_dnnl_weights_free(pr_dnnl_weights *w);
 
 /* Runs ent->prim on x's stream (a temporary one when x has none) with
  * ptrs[i] for ent->args[i] and scratch from pr_cpu_scratch(x). */

@@ -223,7 +223,7 @@ static void conv_destroy(void *state) {
     conv_state *s = state;
     if (!s) return;
     pr_dnnl_cache_destroy(&s->cache);
-    free(s->w.data);
+    pr_dnnl_weights_free(&s->w);
     free(s->bias);
     free(s);
 }

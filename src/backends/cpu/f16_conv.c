@@ -2,12 +2,16 @@
  *
  *   - depthwise (group == C == M): a direct kernel over output rows,
  *     vectorized over channels, float32 accumulation;
+ *   - with AMX, one group, and channels that pad to 32 cheaply (not a 1x1
+ *     stride-1 conv): a direct convolution, tiles loaded straight from a
+ *     bf16 split of the padded input (f16_gemm.h's bf16x3 scheme);
  *   - everything else: one GEMM per group, rows = output pixels (N*OH*OW),
  *     columns = the group's output channels, K = KH*KW*Cg in (kh, kw, c)
  *     order. A 1x1 stride-1 unpadded conv reads X directly as A; other convs
  *     pack A by implicit im2col (f16_gemm's A packer), K-block by K-block,
  *     into the GEMM's per-thread scratch.
- * Weights (and bias) are converted and packed in prepare. */
+ * Weights (and bias) are converted and packed in prepare; NCHW activations
+ * are declined (nhwc_ok says yes). */
 #include <immintrin.h>
 #include <omp.h>
 #include <stdio.h>
@@ -202,7 +206,6 @@ typedef struct geo {
 /* ------------------------------------------------------------ im2col packer */
 
 typedef struct im2col_ctx {
-    pr_f16_isa isa;
     const uint16_t *x;
     geo g;
     int64_t KW, Cg, c0;
@@ -479,8 +482,16 @@ static precis_status run_amx_direct(conv_state *s, pr_kernel *k, pr_cpu_exec *x,
     for (int64_t kh = 0, st = 0; kh < s->KH; kh++)
         for (int64_t kw = 0; kw < s->KW; kw++)
             for (int64_t c = 0; c < Cp; c += 32) aoff[st++] = (kh * g->dh * Wp + kw * g->dw) * Cp + c;
-    const int64_t prow = g->N * Hp, owb = (g->OW + 31) / 32, units = g->N * g->OH * owb;
+    /* units: panel group (B panels of at most ~1 MiB together, so that they
+     * stay in L2 across units) x pixel block, group-major */
     const int64_t np = (s->M + PR_F16_NR - 1) / PR_F16_NR;
+    const int64_t pfl = (int64_t)pr_f16_bpack_panel(s->isa, s->K, 1);
+    int64_t pg = ((int64_t)1 << 18) / (pfl > 0 ? pfl : 1);
+    if (pg < 1) pg = 1;
+    if (pg > np) pg = np;
+    const int64_t ngr = (np + pg - 1) / pg;
+    const int64_t prow = g->N * Hp, owb = (g->OW + 31) / 32, npb = g->N * g->OH * owb;
+    const int64_t units = ngr * npb;
     const int ntu = units > 1 ? nt : 1;
 #pragma omp parallel num_threads(ntu) if (ntu > 1)
     {
@@ -503,13 +514,15 @@ static precis_status run_amx_direct(conv_state *s, pr_kernel *k, pr_cpu_exec *x,
                              l + left, Cp);
         }
         pr_f16_amx_begin();
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(static)
         for (int64_t u = 0; u < units; u++) {
-            const int64_t n = u / (g->OH * owb), oh = u / owb % g->OH, ow0 = u % owb * 32;
+            const int64_t gr = u / npb, b = u % npb;
+            const int64_t n = b / (g->OH * owb), oh = b / owb % g->OH, ow0 = b % owb * 32;
+            const int64_t pa = gr * pg, pe = pa + pg < np ? pa + pg : np;
             const int64_t rows = g->OW - ow0 < 32 ? g->OW - ow0 : 32;
             const int64_t base = ((n * Hp + oh * g->sh) * Wp + ow0 * g->sw) * Cp;
             const int64_t pix = (n * g->OH + oh) * g->OW + ow0;
-            for (int64_t p = 0; p < np; p++) {
+            for (int64_t p = pa; p < pe; p++) {
                 const int64_t col0 = p * PR_F16_NR;
                 const int64_t ncol = s->M - col0 < PR_F16_NR ? s->M - col0 : PR_F16_NR;
                 pr_f16_amx_block(hi + base, lo + base, aoff, nsteps, g->sw * Cp, rows > 16 ? 2 : 1,
@@ -576,7 +589,7 @@ static precis_status conv_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
             j->a = xd + gi * s->Cg;
             j->lda = s->C;
         } else {
-            ctx[gi] = (im2col_ctx){s->isa, xd, g, s->KW, s->Cg, gi * s->Cg};
+            ctx[gi] = (im2col_ctx){xd, g, s->KW, s->Cg, gi * s->Cg};
             j->pack_a = im2col_pack;
             j->pack_ctx = &ctx[gi];
         }

@@ -20,17 +20,11 @@
 #define AINL inline __attribute__((always_inline))
 
 #define NR PR_F16_NR
-#ifndef KCB
-#define KCB 256 /* K block */
-#endif
-#ifndef KCS
-#define KCS (KCB + 16) /* row stride of packed A, floats */
-#endif
-#ifndef NCMAX
-#define NCMAX 512 /* columns per tile */
-#endif
+#define KCB 256        /* K block */
+#define KCS (KCB + 16) /* row stride of packed float32 A (off a 4 KiB multiple) */
+#define NCMAX 512      /* columns per tile */
 
-/* Register tile rows and tile rows per ISA. */
+/* Rows of the register (AMX: tile) block and of a tile, per ISA. */
 #define MR_512 14
 #define MR_2 6
 #define MR_S 4
@@ -753,10 +747,45 @@ void pr_f16_pack_b_f32(pr_f16_isa isa, const float *src, int64_t rs, int64_t cs,
     }
 }
 
+/* One AMX panel from f16 rows (element (k, j) at src[k*rs + j], j < nn):
+ * a VNNI row of 16 column pairs is (row k >> 16) | (row k+1 & 0xffff0000)
+ * on the float32 bits, for the high parts and (exactly) the low parts. */
+TAMX static void amx_pack_f16_panel(const uint16_t *src, int64_t rs, int64_t K, int64_t nn,
+                                    uint16_t *pan, int64_t Kp) {
+    const __m512i mhi = _mm512_set1_epi32((int)0xffff0000u);
+    for (int64_t q = 0; q < 2; q++) {
+        const int64_t j0 = q * 16, nq = nn - j0 < 0 ? 0 : nn - j0 > 16 ? 16 : nn - j0;
+        const __mmask16 m = (__mmask16)((1u << nq) - 1);
+        uint16_t *hq = pan + q * Kp * 16, *lq = pan + Kp * 32 + q * Kp * 16;
+        for (int64_t k = 0; k < Kp; k += 2) {
+            __m512i h[2], l[2];
+            for (int t = 0; t < 2; t++) {
+                const __mmask16 mk = k + t < K ? m : 0;
+                const __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, src + (k + t) * rs + j0));
+                const __m512 hf = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), mhi));
+                const __m512 d = _mm512_maskz_sub_ps(_mm512_cmp_ps_mask(x, hf, _CMP_NEQ_UQ), x, hf);
+                h[t] = _mm512_castps_si512(hf);
+                l[t] = _mm512_castps_si512(d);
+            }
+            _mm512_storeu_si512(hq + k * 16, _mm512_or_si512(_mm512_srli_epi32(h[0], 16), h[1]));
+            _mm512_storeu_si512(lq + k * 16, _mm512_or_si512(_mm512_srli_epi32(l[0], 16),
+                                                             _mm512_and_si512(l[1], mhi)));
+        }
+    }
+}
+
 void pr_f16_pack_b_f16(pr_f16_isa isa, const uint16_t *src, int64_t rs, int64_t cs, int64_t K,
                        int64_t N, float *dst) {
     const int64_t np = (N + NR - 1) / NR;
     float row[NR];
+    if (isa == PR_F16_ISA_AMX && cs == 1) {
+        const int64_t Kp = (K + 31) / 32 * 32;
+        for (int64_t p = 0; p < np; p++) {
+            const int64_t n0 = p * NR, nn = N - n0 < NR ? N - n0 : NR;
+            amx_pack_f16_panel(src + n0, rs, K, nn, (uint16_t *)(dst + pr_f16_bpack_panel(isa, K, p)), Kp);
+        }
+        return;
+    }
     if (isa == PR_F16_ISA_AMX) {
         const int64_t Kp = (K + 31) / 32 * 32;
         memset(dst, 0, pr_f16_bpack_floats(isa, K, N) * sizeof(float));
@@ -841,6 +870,16 @@ static void epilogue_rows(pr_f16_isa isa, const pr_f16_gemm_job *j, const float 
                             j->z ? j->z + m * j->ldz + col0 : NULL, j->c + m * j->ldc + col0);
 }
 
+/* One 32 (or, with at most 16 rows left, 16) x 32 block of the AMX path:
+ * rows [ir, ...) of the split A block, panel pg of B from row k0. */
+static void amx_call(pr_f16_isa isa, const pr_f16_gemm_job *j, int64_t pg, int64_t k0,
+                     int64_t kcp, int64_t Kp, const uint16_t *Ah, const uint16_t *Al,
+                     int64_t rows_left, int64_t ir, float *C, int64_t ldc, int first) {
+    const uint16_t *Bp = (const uint16_t *)(j->b + pr_f16_bpack_panel(isa, j->K, pg)) + k0 * 16;
+    if (rows_left > 16) kamx(kcp, Ah + ir * KCB, Al + ir * KCB, Bp, Kp, C, ldc, first);
+    else kamx16(kcp, Ah + ir * KCB, Al + ir * KCB, Bp, Kp, C, ldc, first);
+}
+
 static void run_tile(pr_f16_isa isa, const kern_fn *kern, int MR, const pr_f16_gemm_job *j,
                      const tile_geom *g, int64_t t, float *Ap, float *Cacc, uint16_t *Ah,
                      uint16_t *Al, uint16_t *A16) {
@@ -867,34 +906,42 @@ static void run_tile(pr_f16_isa isa, const kern_fn *kern, int MR, const pr_f16_g
                 memset(Ah + r * KCB, 0, (size_t)kcp * 2);
                 memset(Al + r * KCB, 0, (size_t)kcp * 2);
             }
-            for (int64_t p = 0; p < np; p++) {
-                const uint16_t *Bp =
-                    (const uint16_t *)(j->b + pr_f16_bpack_panel(isa, K, p0 + p)) + k0 * 16;
-                float *Cp = Cacc + p * NR;
-                const int64_t col0 = (p0 + p) * NR, ncol = j->N - col0 < NR ? j->N - col0 : NR;
-                for (int64_t ir = 0; ir < mcp; ir += MR) {
-                    if (mcp - ir > 16)
-                        kamx(kcp, Ah + ir * KCB, Al + ir * KCB, Bp, Kp, Cp + ir * ldcc, ldcc, kb == 0);
-                    else
-                        kamx16(kcp, Ah + ir * KCB, Al + ir * KCB, Bp, Kp, Cp + ir * ldcc, ldcc, kb == 0);
-                    if (last)
-                        epilogue_rows(isa, j, Cp + ir * ldcc, ldcc, m0 + ir,
-                                      mc - ir < MR ? mc - ir : MR, col0, ncol);
-                }
+            /* earlier K blocks panel by panel (the B panel stays in L1); the
+             * last one row block by row block, each then through the
+             * epilogue on the tile's whole width */
+            if (!last) {
+                for (int64_t p = 0; p < np; p++)
+                    for (int64_t ir = 0; ir < mcp; ir += MR)
+                        amx_call(isa, j, p0 + p, k0, kcp, Kp, Ah, Al, mcp - ir, ir,
+                                 Cacc + ir * ldcc + p * NR, ldcc, kb == 0);
+                continue;
+            }
+            for (int64_t ir = 0; ir < mcp; ir += MR) {
+                for (int64_t p = 0; p < np; p++)
+                    amx_call(isa, j, p0 + p, k0, kcp, Kp, Ah, Al, mcp - ir, ir,
+                             Cacc + ir * ldcc + p * NR, ldcc, kb == 0);
+                epilogue_rows(isa, j, Cacc + ir * ldcc, ldcc, m0 + ir, mc - ir < MR ? mc - ir : MR,
+                              n0, nc);
             }
             continue;
         }
         for (int64_t i = 0; i < mc && kc > 0; i++)
             pr_f16_to_f32_n(isa, arows + i * lda, Ap + i * KCS, kc);
-        for (int64_t p = 0; p < np; p++) {
-            const float *Bp = j->b + ((p0 + p) * K + k0) * NR;
-            float *Cp = Cacc + p * NR;
-            const int64_t col0 = (p0 + p) * NR, ncol = j->N - col0 < NR ? j->N - col0 : NR;
-            for (int64_t ir = 0; ir < mc; ir += MR) {
-                const int mr = (int)(mc - ir < MR ? mc - ir : MR);
-                kern[mr](kc, Ap + ir * KCS, Bp, Cp + ir * ldcc, ldcc, kb == 0);
-                if (last) epilogue_rows(isa, j, Cp + ir * ldcc, ldcc, m0 + ir, mr, col0, ncol);
-            }
+        if (!last) {
+            for (int64_t p = 0; p < np; p++)
+                for (int64_t ir = 0; ir < mc; ir += MR) {
+                    const int mr = (int)(mc - ir < MR ? mc - ir : MR);
+                    kern[mr](kc, Ap + ir * KCS, j->b + ((p0 + p) * K + k0) * NR,
+                             Cacc + ir * ldcc + p * NR, ldcc, kb == 0);
+                }
+            continue;
+        }
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int mr = (int)(mc - ir < MR ? mc - ir : MR);
+            for (int64_t p = 0; p < np; p++)
+                kern[mr](kc, Ap + ir * KCS, j->b + ((p0 + p) * K + k0) * NR,
+                         Cacc + ir * ldcc + p * NR, ldcc, kb == 0);
+            epilogue_rows(isa, j, Cacc + ir * ldcc, ldcc, m0 + ir, mr, n0, nc);
         }
     }
 }

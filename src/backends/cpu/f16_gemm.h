@@ -3,20 +3,29 @@
  *   C[M,N] (f16) = epilogue(A[M,K] (f16) x B[K,N])
  *   epilogue:  y = act2(act(alpha * acc + bias[n] + bias_c) + Z[m,n])
  *
- * Precision: products and sums are computed in float32 (A widened from f16,
- * B packed as float32 from the model's float32 weights); only the final
- * result is rounded to f16. Accumulating in f16 (AVX512-FP16 vfmadd*ph) was
- * measured and does not meet the float16 tolerance of tests/unit/cpu_check.h
- * (abs 2e-3 + rel 4e-3 against float32) once K grows past a few dozen: each
- * f16 addition rounds the running sum to 11 bits, and the error of a K-term
- * sum (sqrt(K) roundings of the partial sum's ulp) dwarfs the tolerance of
- * outputs near zero. So the kernels are float32 FMA kernels with f16 I/O:
- * AVX-512 (14x32 register tile), AVX2+FMA+F16C (6x16) and portable C.
+ * Precision. Sums are accumulated in float32 and only the result is rounded
+ * to f16. Accumulating in f16 (AVX512-FP16 vfmadd*ph, even in K blocks of
+ * 32 summed in float32) was measured and misses the float16 tolerance of
+ * tests/unit/cpu_check.h (abs 2e-3 + rel 4e-3 against float32) for outputs
+ * near zero once K passes a few dozen: every f16 addition rounds the running
+ * sum to 11 bits, and a K-term sum collects sqrt(K) such roundings.
  *
- * B is packed once (prepare) into panels of PR_F16_NR columns: panel p holds
- * columns [p*NR, p*NR+NR) as K rows of NR floats (zero-padded past N).
- * A is read through a packer that writes float32 rows (plain f16 matrices,
- * transposed ones, or a convolution's implicit im2col), K-block by K-block.
+ * Kernels, best first (pr_f16_isa_best; PRECIS_CPU_ISA caps them):
+ *   AMX     AMX-BF16 tiles, 2 x 2 tiles of 16 x 16 float32. Each operand is
+ *           split into bf16 parts x = h + l; f16 values split exactly, float32
+ *           weights keep 16 of 24 bits; a*b = ah*bh + ah*bl + al*bh (al*bl,
+ *           under 2^-18 |a b|, dropped): three bf16 tile products per K step
+ *           ("bf16x3"), accurate to about 2^-16 relative per product;
+ *   AVX512  float32 FMA, 14 x 32 register tile;
+ *   AVX2    float32 FMA with F16C conversions, 6 x 16;
+ *   scalar  portable C.
+ *
+ * B is packed once (prepare) into panels of PR_F16_NR columns, zero-padded
+ * past N: float32 K rows of NR (AVX512, AVX2, scalar), or for AMX the bf16
+ * high and low parts in tile-B (pairs of K rows) order with K padded to 32.
+ * A comes from a packer writing f16 rows (a convolution's implicit im2col)
+ * or straight from a plain f16 matrix, K-block by K-block, and is widened to
+ * float32 or split into bf16 parts per block.
  *
  * The driver runs a list of independent jobs (conv groups, matmul batches)
  * split into tiles of rows x columns over x->num_threads OpenMP threads; all

@@ -55,7 +55,8 @@ PR_INLINE float s_bop(int op, float x, float y) {
 PR_INLINE void s_bin_t(int op, pr_dtype da, pr_dtype db, pr_dtype dout, const void *a, int64_t sa,
                        const void *b, int64_t sb, void *o, int64_t n) {
     if (sa && sb) {
-        for (int64_t i = 0; i < n; i++) ps_store(o, i, dout, s_bop(op, ps_load(a, i, da), ps_load(b, i, db)));
+        for (int64_t i = 0; i < n; i++)
+            ps_store(o, i, dout, s_bop(op, ps_load(a, i, da), ps_load(b, i, db)));
     } else if (sa) {
         float y = ps_load(b, 0, db);
         for (int64_t i = 0; i < n; i++) ps_store(o, i, dout, s_bop(op, ps_load(a, i, da), y));
@@ -88,7 +89,7 @@ PR_INLINE void s_pow_t(int kind, pr_dtype dt, const void *a, void *o, int64_t n,
                         const bparam *p) {                                                         \
         for (int64_t i = 0; i < n; i++)                                                            \
             ps_store(o, i, p->dout,                                                                \
-                     s_bop(op, ps_load(a, i * sa, p->da), ps_load(b, i * sb, p->db)));             \
+                     s_bop(op, ps_load(a, i *sa, p->da), ps_load(b, i *sb, p->db)));               \
     }
 
 /* ------------------------------------------------------------------ AVX-512 */
@@ -161,8 +162,9 @@ PR_VINLINE void v_pow_t(int kind, pr_dtype dt, const void *a, void *o, int64_t n
         }
         pv_store(o, i, dt, r);
     }
-    if (i < n) s_pow_t(kind, dt, (const char *)a + i * (int64_t)pr_dtype_size(dt),
-                       (char *)o + i * (int64_t)pr_dtype_size(dt), n - i, e);
+    if (i < n)
+        s_pow_t(kind, dt, (const char *)a + i * (int64_t)pr_dtype_size(dt),
+                (char *)o + i * (int64_t)pr_dtype_size(dt), n - i, e);
 }
 #endif
 
@@ -188,19 +190,20 @@ static const bin_fn st_tab[B_COUNT] = {BOPS(ENT_ST)};
         s_bin_t(op, DT_##A, DT_##B, DT_##O, a, sa, b, sb, o, n);                                   \
     }
 #define DEF_S(op)                                                                                  \
-    DEF_S1(op, F32, F32, F32, F32) DEF_S1(op, BF16, BF16, BF16, BF16)                              \
-    DEF_S1(op, F16, F16, F16, F16) DEF_S1(op, BF16_F32, BF16, F32, BF16)                           \
-    DEF_S1(op, F16_F32, F16, F32, F16) DEF_S1(op, F32_BF16, F32, BF16, BF16)                       \
-    DEF_S1(op, F32_F16, F32, F16, F16)                                                             \
-    static void s_##op##_mix(const void *a, int64_t sa, const void *b, int64_t sb, void *o,        \
-                             int64_t n, const bparam *p) {                                         \
+    DEF_S1(op, F32, F32, F32, F32)                                                                 \
+    DEF_S1(op, BF16, BF16, BF16, BF16) DEF_S1(op, F16, F16, F16, F16)                              \
+        DEF_S1(op, BF16_F32, BF16, F32, BF16) DEF_S1(op, F16_F32, F16, F32, F16)                   \
+            DEF_S1(op, F32_BF16, F32, BF16, BF16)                                                  \
+                DEF_S1(op, F32_F16, F32, F16, F16) static void s_##op##_mix(                       \
+                    const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n,      \
+                    const bparam *p) {                                                             \
         s_bin_t(op, p->da, p->db, p->dout, a, sa, b, sb, o, n);                                    \
     }
 BOPS(DEF_S)
 #define NCOL 8
 #define ENT_S(op)                                                                                  \
-    [op] = {s_##op##_F32,      s_##op##_BF16,     s_##op##_F16,      s_##op##_BF16_F32,            \
-            s_##op##_F16_F32,  s_##op##_F32_BF16, s_##op##_F32_F16,  s_##op##_mix},
+    [op] = {s_##op##_F32,     s_##op##_BF16,     s_##op##_F16,     s_##op##_BF16_F32,              \
+            s_##op##_F16_F32, s_##op##_F32_BF16, s_##op##_F32_F16, s_##op##_mix},
 static const bin_fn s_tab[B_COUNT][NCOL] = {BOPS(ENT_S)};
 
 #define DEF_SP1(k, dt)                                                                             \
@@ -223,18 +226,19 @@ static const bin_fn sp_tab[P_COUNT][3] = {POWS(ENT_SP) ENT_SP(P_GEN)};
         v_bin_t(op, DT_##A, DT_##B, DT_##O, a, sa, b, sb, o, n);                                   \
     }
 #define DEF_V(op)                                                                                  \
-    DEF_V1(op, F32, F32, F32, F32) DEF_V1(op, BF16, BF16, BF16, BF16)                              \
-    DEF_V1(op, F16, F16, F16, F16) DEF_V1(op, BF16_F32, BF16, F32, BF16)                           \
-    DEF_V1(op, F16_F32, F16, F32, F16) DEF_V1(op, F32_BF16, F32, BF16, BF16)                       \
-    DEF_V1(op, F32_F16, F32, F16, F16)                                                             \
-    static PR_AVX512 void v_##op##_mix(const void *a, int64_t sa, const void *b, int64_t sb,       \
-                                       void *o, int64_t n, const bparam *p) {                      \
+    DEF_V1(op, F32, F32, F32, F32)                                                                 \
+    DEF_V1(op, BF16, BF16, BF16, BF16) DEF_V1(op, F16, F16, F16, F16)                              \
+        DEF_V1(op, BF16_F32, BF16, F32, BF16) DEF_V1(op, F16_F32, F16, F32, F16)                   \
+            DEF_V1(op, F32_BF16, F32, BF16, BF16)                                                  \
+                DEF_V1(op, F32_F16, F32, F16, F16) static PR_AVX512 void v_##op##_mix(             \
+                    const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n,      \
+                    const bparam *p) {                                                             \
         v_bin_t(op, p->da, p->db, p->dout, a, sa, b, sb, o, n);                                    \
     }
 BOPS(DEF_V)
 #define ENT_V(op)                                                                                  \
-    [op] = {v_##op##_F32,      v_##op##_BF16,     v_##op##_F16,      v_##op##_BF16_F32,            \
-            v_##op##_F16_F32,  v_##op##_F32_BF16, v_##op##_F32_F16,  v_##op##_mix},
+    [op] = {v_##op##_F32,     v_##op##_BF16,     v_##op##_F16,     v_##op##_BF16_F32,              \
+            v_##op##_F16_F32, v_##op##_F32_BF16, v_##op##_F32_F16, v_##op##_mix},
 static const bin_fn v_tab[B_COUNT][NCOL] = {BOPS(ENT_V)};
 
 #define DEF_VP1(k, dt)                                                                             \
@@ -256,18 +260,20 @@ static int dt_index(pr_dtype dt) {
 /* Column of s_tab / v_tab for operand dtypes a, b and output dtype o. */
 static int bin_col(pr_dtype a, pr_dtype b, pr_dtype o) {
     if (a == b && b == o) return dt_index(a);
-    if (a == o && b == PRECIS_FLOAT32) return o == PRECIS_BFLOAT16 ? 3 : o == PRECIS_FLOAT16 ? 4 : 7;
-    if (b == o && a == PRECIS_FLOAT32) return o == PRECIS_BFLOAT16 ? 5 : o == PRECIS_FLOAT16 ? 6 : 7;
+    if (a == o && b == PRECIS_FLOAT32)
+        return o == PRECIS_BFLOAT16 ? 3 : o == PRECIS_FLOAT16 ? 4 : 7;
+    if (b == o && a == PRECIS_FLOAT32)
+        return o == PRECIS_BFLOAT16 ? 5 : o == PRECIS_FLOAT16 ? 6 : 7;
     return 7;
 }
 
 /* ------------------------------------------------------------------ plan */
 
 typedef struct bplan {
-    int nr;                        /* merged dims, [0] innermost */
-    int64_t cd[PR_MAX_RANK];       /* their sizes */
-    int64_t cs[2][PR_MAX_RANK];    /* operand strides (elements) */
-    int64_t n, rows;               /* cd[0], numel / n */
+    int nr;                     /* merged dims, [0] innermost */
+    int64_t cd[PR_MAX_RANK];    /* their sizes */
+    int64_t cs[2][PR_MAX_RANK]; /* operand strides (elements) */
+    int64_t n, rows;            /* cd[0], numel / n */
 } bplan;
 
 /* Element strides of b's logical dims in its storage order. */
@@ -309,8 +315,7 @@ static precis_status make_plan(pr_kernel *k, const pr_buf *const in[2], const in
         int d = ord[i];
         if (o->dims[d] == 1) continue;
         bool merge = nr > 0;
-        for (int j = 0; merge && j < 2; j++)
-            merge = st[j][d] == pl->cs[j][nr - 1] * pl->cd[nr - 1];
+        for (int j = 0; merge && j < 2; j++) merge = st[j][d] == pl->cs[j][nr - 1] * pl->cd[nr - 1];
         if (merge) {
             pl->cd[nr - 1] *= o->dims[d];
             continue;
@@ -509,8 +514,8 @@ static precis_status run_pow(const bstate *s, pr_kernel *k, const pr_buf *a, con
         return PRECIS_OK;
     }
     bplan pl = {.nr = 1, .cd = {a->numel}, .n = a->numel, .rows = 1};
-    bjob j = {&pl, sp_tab[kind][ia], a->data, a->data, o->data, pr_dtype_size(a->dtype), 0,
-              pr_dtype_size(o->dtype), &p};
+    bjob j = {&pl, sp_tab[kind][ia],        a->data, a->data, o->data, pr_dtype_size(a->dtype),
+              0,   pr_dtype_size(o->dtype), &p};
 #ifdef PR_CPU_X86
     if (s->avx512) j.fn = vp_tab[kind][ia];
 #else
@@ -546,8 +551,15 @@ static precis_status b_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     if (s->avx512) fn = v_tab[s->op][col];
 #endif
     if ((sa != 0 && sa != 1) || (sb != 0 && sb != 1)) fn = st_tab[s->op];
-    bjob j = {&pl, fn, a->data, b->data, o->data, pr_dtype_size(a->dtype),
-              pr_dtype_size(b->dtype), pr_dtype_size(o->dtype), &p};
+    bjob j = {&pl,
+              fn,
+              a->data,
+              b->data,
+              o->data,
+              pr_dtype_size(a->dtype),
+              pr_dtype_size(b->dtype),
+              pr_dtype_size(o->dtype),
+              &p};
     run_job(&j, o->numel, nt);
     return PRECIS_OK;
 }

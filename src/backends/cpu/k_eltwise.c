@@ -74,8 +74,7 @@ PR_INLINE float s_op(int op, float x, const uparam *p) {
     }
 }
 
-PR_INLINE void s_unary_t(int op, pr_dtype dt, const void *x, void *y, int64_t n,
-                         const uparam *p) {
+PR_INLINE void s_unary_t(int op, pr_dtype dt, const void *x, void *y, int64_t n, const uparam *p) {
     for (int64_t i = 0; i < n; i++) ps_store(y, i, dt, s_op(op, ps_load(x, i, dt), p));
 }
 
@@ -120,8 +119,7 @@ PR_VINLINE __m512 v_op(int op, __m512 x, const uparam *p) {
     }
 }
 
-PR_VINLINE void v_unary_t(int op, pr_dtype dt, const void *x, void *y, int64_t n,
-                          const uparam *p) {
+PR_VINLINE void v_unary_t(int op, pr_dtype dt, const void *x, void *y, int64_t n, const uparam *p) {
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         __m512 a = pv_load(x, i, dt), b = pv_load(x, i + 16, dt);
@@ -151,10 +149,12 @@ PR_VINLINE void v_cast_t(pr_dtype sd, pr_dtype dd, const void *x, void *y, int64
 #define DT_BF16 PRECIS_BFLOAT16
 #define DT_F16 PRECIS_FLOAT16
 
+/* clang-format off */
 #define UOPS(X)                                                                                    \
     X(U_RELU) X(U_LEAKY) X(U_CLIP) X(U_SIGMOID) X(U_HSIGMOID) X(U_HSWISH) X(U_TANH) X(U_ERF)     \
     X(U_EXP) X(U_LOG) X(U_SQRT) X(U_RECIP) X(U_NEG) X(U_ABS) X(U_GELU) X(U_GELU_TANH)            \
     X(U_SOFTPLUS) X(U_MISH)
+/* clang-format on */
 
 #define DEF_S1(op, dt)                                                                             \
     static void s_##op##_##dt(const void *x, void *y, int64_t n, const uparam *p) {                \
@@ -384,23 +384,25 @@ static precis_status e_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
             const pr_buf *b = pr_kin(k, i);
             if (!b) continue;
             if (b->numel != 1 || !pr_cpu_float_dt(b->dtype))
-                return pr_kernelf(k, PRECIS_ERR_INVALID_ARG,
-                                  "%s must be a float scalar, got %lld elements of %s",
-                                  i == 1 ? "min" : "max", (long long)b->numel,
-                                  pr_dtype_name(b->dtype));
+                return pr_kernelf(
+                    k, PRECIS_ERR_INVALID_ARG, "%s must be a float scalar, got %lld elements of %s",
+                    i == 1 ? "min" : "max", (long long)b->numel, pr_dtype_name(b->dtype));
             float v = ps_load(b->data, 0, b->dtype);
-            if (i == 1) p.alpha = v;
-            else p.beta = v;
+            if (i == 1)
+                p.alpha = v;
+            else
+                p.beta = v;
         }
     }
     un_fn fn;
 #ifdef PR_CPU_X86
-    if (s->avx512) fn = op == U_CAST ? v_cast_tab[ix][iy] : v_tab[op][ix];
+    if (s->avx512)
+        fn = op == U_CAST ? v_cast_tab[ix][iy] : v_tab[op][ix];
     else
 #endif
         fn = op == U_CAST ? s_cast_tab[ix][iy] : s_tab[op][ix];
-    run_flat(fn, x->data, pr_dtype_size(x->dtype), y->data, pr_dtype_size(y->dtype), x->numel,
-             &p, nt);
+    run_flat(fn, x->data, pr_dtype_size(x->dtype), y->data, pr_dtype_size(y->dtype), x->numel, &p,
+             nt);
     return PRECIS_OK;
 }
 

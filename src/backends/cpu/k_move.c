@@ -12,8 +12,8 @@
  *            elements, scalar otherwise). Transpose and Reorder.
  * Layouts: a rank-4 NHWC tensor is addressed through the strides of its
  * logical dims in storage order, so every op here that supports() accepts
- * works for any consistent mix; nhwc_ok() only advertises Reorder and
- * channel Concat. */
+ * works for any consistent mix; nhwc_ok() advertises Reorder, Concat,
+ * Split and Slice. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +61,7 @@ static void copy_row(char *d, int64_t ds, const char *s, int64_t ss, int64_t n, 
 /* ------------------------------------------------------------ scopy */
 
 typedef struct splan {
-    int nr;                   /* merged dims, [0] innermost */
+    int nr; /* merged dims, [0] innermost */
     int64_t cd[PR_MAX_RANK];
     int64_t ds[PR_MAX_RANK], ss[PR_MAX_RANK];
     int64_t n, rows;
@@ -157,14 +157,17 @@ static void tr_tile_scalar(const char *src, int64_t lds, char *dst, int64_t ldd,
                            int64_t cols, size_t es) {
     if (es == 4) {
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c++) memcpy(dst + (c * ldd + r) * 4, src + (r * lds + c) * 4, 4);
+            for (int64_t c = 0; c < cols; c++)
+                memcpy(dst + (c * ldd + r) * 4, src + (r * lds + c) * 4, 4);
     } else if (es == 2) {
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c++) memcpy(dst + (c * ldd + r) * 2, src + (r * lds + c) * 2, 2);
+            for (int64_t c = 0; c < cols; c++)
+                memcpy(dst + (c * ldd + r) * 2, src + (r * lds + c) * 2, 2);
     } else {
         int64_t e = (int64_t)es;
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c++) copy_elem(dst + (c * ldd + r) * e, src + (r * lds + c) * e, es);
+            for (int64_t c = 0; c < cols; c++)
+                copy_elem(dst + (c * ldd + r) * e, src + (r * lds + c) * e, es);
     }
 }
 
@@ -228,8 +231,8 @@ static PR_AVX512 void tr_avx512(const char *src, int64_t lds, char *dst, int64_t
                 for (int i = 0; i < 16; i++) _mm512_storeu_ps(d + i * ldd * 4, v[i]);
             } else {
                 for (int i = 0; i < 16; i++)
-                    v[i] = _mm512_castsi512_ps(
-                        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + i * lds * 2))));
+                    v[i] = _mm512_castsi512_ps(_mm512_cvtepu16_epi32(
+                        _mm256_loadu_si256((const __m256i *)(s + i * lds * 2))));
                 pv_tr16(v);
                 for (int i = 0; i < 16; i++)
                     _mm256_storeu_si256((__m256i *)(d + i * ldd * 2),
@@ -247,8 +250,8 @@ static PR_AVX512 void tr_avx512(const char *src, int64_t lds, char *dst, int64_t
 
 /* dst (dims Y[i] = X[perm[i]], contiguous) = src (dims X, contiguous)
  * transposed. */
-static void permute(void *dst, const void *src, int r, const int64_t *X, const int *perm,
-                    size_t es, int nt, tr_fn tr) {
+static void permute(void *dst, const void *src, int r, const int64_t *X, const int *perm, size_t es,
+                    int nt, tr_fn tr) {
     int64_t numel = 1;
     for (int d = 0; d < r; d++) numel *= X[d];
     if (numel <= 0) return;
@@ -332,8 +335,8 @@ static void permute(void *dst, const void *src, int r, const int64_t *X, const i
         }
         int64_t r0 = rb * TRB, c0 = cb * TCB;
         int64_t rn = rows - r0 < TRB ? rows - r0 : TRB, cn = cols - c0 < TCB ? cols - c0 : TCB;
-        tr((const char *)src + (oi + r0 * lds + c0) * e, lds, (char *)dst + (oo + c0 * ldd + r0) * e,
-           ldd, rn, cn, es);
+        tr((const char *)src + (oi + r0 * lds + c0) * e, lds,
+           (char *)dst + (oo + c0 * ldd + r0) * e, ldd, rn, cn, es);
     }
 }
 
@@ -342,7 +345,7 @@ static void permute(void *dst, const void *src, int r, const int64_t *X, const i
 typedef struct mstate {
     int op;
     bool avx512;
-    int in_lay, out_lay; /* storage layouts (all inputs / outputs share one) */
+    int in_lay, out_lay;          /* storage layouts (all inputs / outputs share one) */
     int perm[PR_MAX_RANK], nperm; /* Transpose: attribute perm (nperm -1: reversed) */
 } mstate;
 
@@ -414,13 +417,16 @@ static bool m_nhwc_ok(const pr_graph *g, const pr_node *n) {
     if (!m_supports(g, n)) return false;
     int op = op_of(n);
     if (op == M_REORDER) return true;
+    if (op == M_SPLIT || op == M_SLICE) { /* index math runs on the logical dims */
+        const pr_tensor *t = tin(g, n, 0);
+        return t->rank == 4 && !(t->flags & PR_T_INIT);
+    }
     if (op != M_CONCAT) return false;
-    int64_t axis = pr_attr_int(n, "axis", 1);
     for (int i = 0; i < n->n_inputs; i++) {
         const pr_tensor *t = tin(g, n, i);
         if (t->rank != 4 || (t->flags & PR_T_INIT)) return false;
     }
-    return axis == 1 || axis == -3;
+    return true; /* any axis: channels innermost is fastest, the others are exact too */
 }
 
 static int m_inplace(const pr_graph *g, const pr_node *n) {
@@ -522,8 +528,9 @@ static precis_status run_concat(const mstate *s, pr_kernel *k, int nt) {
         if (off + x->dims[axis] > y->dims[axis])
             return pr_kernelf(k, PRECIS_ERR_INTERNAL, "inputs exceed the output");
         storage(x, s->in_lay, ord, xst);
-        copy_logical(y, s->out_lay, (char *)y->data + off * yst[axis] * (int64_t)pr_dtype_size(y->dtype),
-                     yst, x->data, xst, x->dims, nt);
+        copy_logical(y, s->out_lay,
+                     (char *)y->data + off * yst[axis] * (int64_t)pr_dtype_size(y->dtype), yst,
+                     x->data, xst, x->dims, nt);
         off += x->dims[axis];
     }
     return PRECIS_OK;
@@ -553,8 +560,8 @@ static precis_status run_slice(const mstate *s, pr_kernel *k, int nt) {
         sst[d] = p.step[d] * xst[d];
     }
     if (y->numel == 0) return PRECIS_OK;
-    copy_logical(y, s->out_lay, y->data,
-                 yst, (const char *)x->data + off * (int64_t)pr_dtype_size(x->dtype), sst, y->dims, nt);
+    copy_logical(y, s->out_lay, y->data, yst,
+                 (const char *)x->data + off * (int64_t)pr_dtype_size(x->dtype), sst, y->dims, nt);
     return PRECIS_OK;
 }
 
@@ -594,7 +601,8 @@ static precis_status run_split(const mstate *s, pr_kernel *k, int nt) {
 static precis_status m_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     const mstate *s = state;
     const pr_buf *x = pr_kin(k, 0);
-    if (!x || k->n_out < 1) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "input or output is missing");
+    if (!x || k->n_out < 1)
+        return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "input or output is missing");
     int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
     if (s->op != M_SPLIT && !k->out[0])
         return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "output is missing");
@@ -617,8 +625,8 @@ static precis_status m_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     case M_RESHAPE: {
         pr_buf *y = k->out[0];
         if (y->nbytes != x->nbytes)
-            return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output has %zu bytes, input %zu",
-                              y->nbytes, x->nbytes);
+            return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output has %zu bytes, input %zu", y->nbytes,
+                              x->nbytes);
         if (y->data != x->data && x->nbytes) {
             int64_t one = 1, n = (int64_t)x->nbytes;
             scopy(y->data, &one, x->data, &one, 1, &n, 1, nt);

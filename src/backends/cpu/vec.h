@@ -188,8 +188,8 @@ PR_VINLINE __m512 pv_with_sign(__m512 a, __m512 s) {
 PR_VINLINE __m512 pv_tanh(__m512 x) {
     __m512 ax = _mm512_abs_ps(x);
     __m512 e = pv_exp(_mm512_add_ps(ax, ax));
-    __m512 big = _mm512_fnmadd_ps(PV_C(2.0f), _mm512_div_ps(PV_C(1.0f), _mm512_add_ps(e, PV_C(1.0f))),
-                                  PV_C(1.0f));
+    __m512 big = _mm512_fnmadd_ps(
+        PV_C(2.0f), _mm512_div_ps(PV_C(1.0f), _mm512_add_ps(e, PV_C(1.0f))), PV_C(1.0f));
     __m512 z = _mm512_mul_ps(x, x);
     __m512 p = PV_C(-5.70498872745e-3f);
     p = _mm512_fmadd_ps(p, z, PV_C(2.06390887954e-2f));
