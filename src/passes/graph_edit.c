@@ -54,7 +54,9 @@ typedef struct dimctx {
 static int drank(const dimctx *c, int t) {
     return t >= 0 && t < c->u->cap ? c->g->tensors[t].rank : -1;
 }
-static int64_t dval(const dimctx *c, int t, int d) { return c->u->uf_val[uf_find(c->u, t * R + d)]; }
+static int64_t dval(const dimctx *c, int t, int d) {
+    return c->u->uf_val[uf_find(c->u, t * R + d)];
+}
 static void dsame(dimctx *c, int t, int d, int s, int e) { uf_union(c->u, t * R + d, s * R + e); }
 static bool dis(const dimctx *c, int t, int d, int s, int e) {
     int a = uf_find(c->u, t * R + d), b = uf_find(c->u, s * R + e);
@@ -82,10 +84,14 @@ static void bcast(dimctx *c, int out, int lo, int a, int la, int b, int lb) {
             continue;
         }
         int64_t va = dval(c, a, ia), vb = dval(c, b, ib);
-        if (va == 1) dsame(c, out, i, b, ib);
-        else if (vb == 1) dsame(c, out, i, a, ia);
-        else if (dis(c, a, ia, b, ib) || va > 1) dsame(c, out, i, a, ia);
-        else if (vb > 1) dsame(c, out, i, b, ib);
+        if (va == 1)
+            dsame(c, out, i, b, ib);
+        else if (vb == 1)
+            dsame(c, out, i, a, ia);
+        else if (dis(c, a, ia, b, ib) || va > 1)
+            dsame(c, out, i, a, ia);
+        else if (vb > 1)
+            dsame(c, out, i, b, ib);
     }
 }
 
@@ -129,7 +135,7 @@ static void conv_rule(dimctx *c, const pr_node *n, bool conv) {
     if (r < 3 || r != drank(c, y)) return;
     dsame(c, y, 0, x, 0);
     int ns = r - 2;
-    if (!conv && n->op != PR_OP_LpPool) dsame(c, y, 1, x, 1);
+    if (!conv) dsame(c, y, 1, x, 1);
     const int64_t *ks = NULL, *st = NULL, *dl = NULL, *pd = NULL;
     int nk = pr_attr_ints(n, "kernel_shape", &ks);
     int nst = pr_attr_ints(n, "strides", &st), ndl = pr_attr_ints(n, "dilations", &dl);
@@ -141,9 +147,12 @@ static void conv_rule(dimctx *c, const pr_node *n, bool conv) {
         int64_t s = nst == ns ? st[i] : 1, d = ndl == ns ? dl[i] : 1;
         if (k < 1 || s != 1) continue;
         bool keep;
-        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) keep = true;
-        else if (!strcmp(ap, "VALID")) keep = d * (k - 1) == 0;
-        else keep = (npd == 2 * ns ? pd[i] + pd[i + ns] : 0) == d * (k - 1);
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"))
+            keep = true;
+        else if (!strcmp(ap, "VALID"))
+            keep = d * (k - 1) == 0;
+        else
+            keep = (npd == 2 * ns ? pd[i] + pd[i + ns] : 0) == d * (k - 1);
         if (keep) dsame(c, y, 2 + i, x, 2 + i);
     }
 }
@@ -157,11 +166,26 @@ static void dim_rules(dimctx *c, const pr_node *n) {
     bool fused = !strcmp(n->domain, PR_FUSED_DOMAIN);
     if (n->domain[0] && !fused) return;
     switch (n->op) {
-    case PR_OP_Add: case PR_OP_Sub: case PR_OP_Mul: case PR_OP_Div: case PR_OP_Pow:
-    case PR_OP_Mod: case PR_OP_Equal: case PR_OP_Less: case PR_OP_LessOrEqual:
-    case PR_OP_Greater: case PR_OP_GreaterOrEqual: case PR_OP_And: case PR_OP_Or:
-    case PR_OP_Xor: case PR_OP_BitShift: case PR_OP_PRelu: case PR_OP_Min: case PR_OP_Max:
-    case PR_OP_Sum: case PR_OP_Mean: {
+    case PR_OP_Add:
+    case PR_OP_Sub:
+    case PR_OP_Mul:
+    case PR_OP_Div:
+    case PR_OP_Pow:
+    case PR_OP_Mod:
+    case PR_OP_Equal:
+    case PR_OP_Less:
+    case PR_OP_LessOrEqual:
+    case PR_OP_Greater:
+    case PR_OP_GreaterOrEqual:
+    case PR_OP_And:
+    case PR_OP_Or:
+    case PR_OP_Xor:
+    case PR_OP_BitShift:
+    case PR_OP_PRelu:
+    case PR_OP_Min:
+    case PR_OP_Max:
+    case PR_OP_Sum:
+    case PR_OP_Mean: {
         if (n->opset < 7) return;
         if (n->n_inputs == 1) {
             unify_all(c, y, x);
@@ -172,23 +196,63 @@ static void dim_rules(dimctx *c, const pr_node *n) {
         bcast(c, y, ry, x, rx, b, rb);
         return;
     }
-    case PR_OP_Relu: case PR_OP_LeakyRelu: case PR_OP_Sigmoid: case PR_OP_Tanh:
-    case PR_OP_HardSigmoid: case PR_OP_HardSwish: case PR_OP_Gelu: case PR_OP_Erf:
-    case PR_OP_Sqrt: case PR_OP_Exp: case PR_OP_Log: case PR_OP_Neg: case PR_OP_Abs:
-    case PR_OP_Reciprocal: case PR_OP_Floor: case PR_OP_Ceil: case PR_OP_Round:
-    case PR_OP_Sign: case PR_OP_Sin: case PR_OP_Cos: case PR_OP_Tan: case PR_OP_Asin:
-    case PR_OP_Acos: case PR_OP_Atan: case PR_OP_Sinh: case PR_OP_Cosh: case PR_OP_Asinh:
-    case PR_OP_Acosh: case PR_OP_Atanh: case PR_OP_Elu: case PR_OP_Selu: case PR_OP_Celu:
-    case PR_OP_Softplus: case PR_OP_Softsign: case PR_OP_ThresholdedRelu: case PR_OP_Shrink:
-    case PR_OP_Mish: case PR_OP_Clip: case PR_OP_Not: case PR_OP_IsNaN: case PR_OP_IsInf:
-    case PR_OP_Cast: case PR_OP_CastLike: case PR_OP_Identity: case PR_OP_Dropout:
-    case PR_OP_Softmax: case PR_OP_LogSoftmax: case PR_OP_Hardmax:
-    case PR_OP_LayerNormalization: case PR_OP_BatchNormalization:
-    case PR_OP_InstanceNormalization: case PR_OP_LpNormalization: case PR_OP_LRN:
-    case PR_OP_CumSum: case PR_OP_QuantizeLinear: case PR_OP_DequantizeLinear:
-    case PR_OP_Reorder:
-        unify_all(c, y, x);
-        return;
+    case PR_OP_Relu:
+    case PR_OP_LeakyRelu:
+    case PR_OP_Sigmoid:
+    case PR_OP_Tanh:
+    case PR_OP_HardSigmoid:
+    case PR_OP_HardSwish:
+    case PR_OP_Gelu:
+    case PR_OP_Erf:
+    case PR_OP_Sqrt:
+    case PR_OP_Exp:
+    case PR_OP_Log:
+    case PR_OP_Neg:
+    case PR_OP_Abs:
+    case PR_OP_Reciprocal:
+    case PR_OP_Floor:
+    case PR_OP_Ceil:
+    case PR_OP_Round:
+    case PR_OP_Sign:
+    case PR_OP_Sin:
+    case PR_OP_Cos:
+    case PR_OP_Tan:
+    case PR_OP_Asin:
+    case PR_OP_Acos:
+    case PR_OP_Atan:
+    case PR_OP_Sinh:
+    case PR_OP_Cosh:
+    case PR_OP_Asinh:
+    case PR_OP_Acosh:
+    case PR_OP_Atanh:
+    case PR_OP_Elu:
+    case PR_OP_Selu:
+    case PR_OP_Celu:
+    case PR_OP_Softplus:
+    case PR_OP_Softsign:
+    case PR_OP_ThresholdedRelu:
+    case PR_OP_Shrink:
+    case PR_OP_Mish:
+    case PR_OP_Clip:
+    case PR_OP_Not:
+    case PR_OP_IsNaN:
+    case PR_OP_IsInf:
+    case PR_OP_Cast:
+    case PR_OP_CastLike:
+    case PR_OP_Identity:
+    case PR_OP_Dropout:
+    case PR_OP_Softmax:
+    case PR_OP_LogSoftmax:
+    case PR_OP_Hardmax:
+    case PR_OP_LayerNormalization:
+    case PR_OP_BatchNormalization:
+    case PR_OP_InstanceNormalization:
+    case PR_OP_LpNormalization:
+    case PR_OP_LRN:
+    case PR_OP_CumSum:
+    case PR_OP_QuantizeLinear:
+    case PR_OP_DequantizeLinear:
+    case PR_OP_Reorder: unify_all(c, y, x); return;
     case PR_OP_MatMul:
     case PR_OP_FusedMatMul: {
         int b = pr_node_in(n, 1), rb = drank(c, b);
@@ -313,7 +377,8 @@ static precis_status dims_build(const pr_graph *g, pr_uses *u, pr_err *e) {
         const pr_tensor *x = &g->tensors[t];
         for (int d = 0; d < x->rank && d < R; d++) {
             int64_t v = x->dims[d];
-            if (pr_dim_known(v)) u->uf_val[t * R + d] = v;
+            if (pr_dim_known(v))
+                u->uf_val[t * R + d] = v;
             else if (pr_dim_is_sym(v) && pr_dim_sym_index(v) < g->n_syms &&
                      strcmp(g->syms[pr_dim_sym_index(v)], "?") != 0)
                 uf_union(u, t * R + d, nt * R + pr_dim_sym_index(v));
@@ -523,8 +588,9 @@ precis_status pr_graph_check(const pr_graph *g, pr_err *e) {
             bool found = false;
             for (int k = 0; k < n->n_outputs; k++) found |= n->outputs[k] == t;
             if (!found)
-                return pr_errf(e, PRECIS_ERR_INTERNAL, "tensor '%s': producer '%s' does not output it",
-                               g->tensors[t].name, n->name);
+                return pr_errf(e, PRECIS_ERR_INTERNAL,
+                               "tensor '%s': producer '%s' does not output it", g->tensors[t].name,
+                               n->name);
         }
     }
     for (int k = 0; k < g->n_outputs; k++) {
@@ -652,8 +718,7 @@ precis_status pr_node_set_ints(pr_graph *g, int ni, const char *name, const int6
 
 void pr_node_clear_attrs(pr_graph *g, int ni) { g->nodes[ni].n_attrs = 0; }
 
-precis_status pr_node_set_act(pr_graph *g, int ni, const char *prefix, const pr_act *a,
-                              pr_err *e) {
+precis_status pr_node_set_act(pr_graph *g, int ni, const char *prefix, const pr_act *a, pr_err *e) {
     if (a->kind == PR_ACT_NONE) return PRECIS_OK;
     char key[32];
     precis_status st = pr_node_set_string(g, ni, prefix, pr_act_names[a->kind], e);
@@ -906,9 +971,12 @@ static bool single_act(const pr_graph *g, int c, int t, bool allow_gelu, pr_act 
     case PR_OP_Gelu: {
         if (!allow_gelu) return false;
         const char *ap = pr_attr_str(n, "approximate", "none");
-        if (strcmp(ap, "none") == 0) a->kind = PR_ACT_GELU;
-        else if (strcmp(ap, "tanh") == 0) a->kind = PR_ACT_GELU_TANH;
-        else return false;
+        if (strcmp(ap, "none") == 0)
+            a->kind = PR_ACT_GELU;
+        else if (strcmp(ap, "tanh") == 0)
+            a->kind = PR_ACT_GELU_TANH;
+        else
+            return false;
         return true;
     }
     default: return false;
@@ -944,8 +1012,7 @@ static bool relu6_of(const pr_graph *g, int ni, int t) {
 
 /* Two-use patterns: m = Mul(t, s) and the other consumer k of t start a
  * branch computing s. */
-static bool two_use_act(const pr_graph *g, const pr_uses *u, int t, int m, int k,
-                        pr_act_match *r) {
+static bool two_use_act(const pr_graph *g, const pr_uses *u, int t, int m, int k, pr_act_match *r) {
     if (!is_op(g, m, PR_OP_Mul) || g->nodes[m].n_outputs != 1) return false;
     if (!pr_is_f32(g, g->nodes[m].outputs[0])) return false;
     int s = pr_other_input(g, m, t);

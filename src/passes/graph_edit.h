@@ -106,8 +106,7 @@ precis_status pr_node_set_ints(pr_graph *g, int ni, const char *name, const int6
 void pr_node_clear_attrs(pr_graph *g, int ni);
 /* Activation attributes <prefix>, <prefix>_alpha, <prefix>_beta (ir/act.h);
  * NONE sets nothing. */
-precis_status pr_node_set_act(pr_graph *g, int ni, const char *prefix, const pr_act *a,
-                              pr_err *e);
+precis_status pr_node_set_act(pr_graph *g, int ni, const char *prefix, const pr_act *a, pr_err *e);
 
 /* 64-byte aligned memory that free() releases (for initializer data). */
 void *pr_edit_alloc(size_t nbytes);

@@ -8,8 +8,7 @@ precis_status pr_pass_run(const pr_pass *p, pr_graph *g, pr_pass_ctx *pc) {
     int before = pc->changes;
     precis_status st = p->run(g, pc);
     if (st) return st;
-    if (pc->verbose > 0)
-        fprintf(stderr, "pass %s: %d rewrites\n", p->name, pc->changes - before);
+    if (pc->verbose > 0) fprintf(stderr, "pass %s: %d rewrites\n", p->name, pc->changes - before);
     return PRECIS_OK;
 }
 

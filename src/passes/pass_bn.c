@@ -66,8 +66,9 @@ static bool no_epilogue(const pr_node *n) {
 }
 
 /* Fold into Conv/FusedConv node p. *done set when folded. */
-static precis_status fold_conv(pr_graph *g, pr_uses *u, int p, const int *absorb, int nabsorb, int64_t C,
-                               const double *s, const double *shift, bool *done, pr_err *e) {
+static precis_status fold_conv(pr_graph *g, pr_uses *u, int p, const int *absorb, int nabsorb,
+                               int64_t C, const double *s, const double *shift, bool *done,
+                               pr_err *e) {
     const pr_node *n = &g->nodes[p];
     bool fused = n->op == PR_OP_FusedConv && strcmp(n->domain, PR_FUSED_DOMAIN) == 0;
     bool tr = n->op == PR_OP_ConvTranspose && !n->domain[0];
@@ -125,15 +126,17 @@ static precis_status fold_conv(pr_graph *g, pr_uses *u, int p, const int *absorb
 }
 
 /* Fold into Gemm, or MatMul (made a Gemm), node p with output [M, C]. */
-static precis_status fold_gemm(pr_graph *g, pr_uses *u, int p, const int *absorb, int nabsorb, int64_t C,
-                               const double *s, const double *shift, bool *done, pr_err *e) {
+static precis_status fold_gemm(pr_graph *g, pr_uses *u, int p, const int *absorb, int nabsorb,
+                               int64_t C, const double *s, const double *shift, bool *done,
+                               pr_err *e) {
     const pr_node *n = &g->nodes[p];
     bool gemm = n->op == PR_OP_Gemm && !n->domain[0];
     bool mm = n->op == PR_OP_MatMul && !n->domain[0];
     if ((!gemm && !mm) || n->opset < 7 || n->n_outputs != 1) return PRECIS_OK;
     int y = n->outputs[0], a = pr_node_in(n, 0), b = pr_node_in(n, 1), c = pr_node_in(n, 2);
     const pr_tensor *Y = &g->tensors[y];
-    if (Y->rank != 2 || Y->dims[1] != C || !pr_is_f32(g, a) || g->tensors[a].rank != 2) return PRECIS_OK;
+    if (Y->rank != 2 || Y->dims[1] != C || !pr_is_f32(g, a) || g->tensors[a].rank != 2)
+        return PRECIS_OK;
     if (!pr_is_init(g, b) || g->tensors[b].dtype != PRECIS_FLOAT32 || g->tensors[b].rank != 2)
         return PRECIS_OK;
     bool tb = gemm && pr_attr_int(n, "transB", 0) != 0;
@@ -149,7 +152,8 @@ static precis_status fold_gemm(pr_graph *g, pr_uses *u, int p, const int *absorb
         if (!pr_is_init(g, c) || Ct->dtype != PRECIS_FLOAT32 || Ct->rank > 2) return PRECIS_OK;
         cn = pr_numel(Ct->rank, Ct->dims);
         cv = Ct->data;
-        if (Ct->rank == 2 && Ct->dims[0] == M && M > 1 && Ct->dims[1] == C) full = true;
+        if (Ct->rank == 2 && Ct->dims[0] == M && M > 1 && Ct->dims[1] == C)
+            full = true;
         else if (!(cn == 1 || (Ct->rank >= 1 && Ct->dims[Ct->rank - 1] == C && cn == C)))
             return PRECIS_OK;
     }

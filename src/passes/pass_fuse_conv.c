@@ -29,13 +29,13 @@ typedef struct cfuse {
     pr_graph *g;
     pr_uses *u;
     pr_err *e;
-    int ni;        /* the fused node (moves as it absorbs) */
-    int y;         /* its current output tensor */
-    int64_t C;     /* output channels */
-    int64_t nw;    /* weights */
-    bool tr;       /* ConvTranspose: W is [Cin, C/group, k...] */
+    int ni;                /* the fused node (moves as it absorbs) */
+    int y;                 /* its current output tensor */
+    int64_t C;             /* output channels */
+    int64_t nw;            /* weights */
+    bool tr;               /* ConvTranspose: W is [Cin, C/group, k...] */
     int64_t per, ipg, cpg; /* weights per W row, W rows per group, channels per group */
-    float *w, *b;  /* modified copies of W / B (NULL while unchanged) */
+    float *w, *b;          /* modified copies of W / B (NULL while unchanged) */
 } cfuse;
 
 /* Output channel of weight i. */
@@ -104,10 +104,14 @@ static precis_status affine_step(cfuse *f, bool *took) {
             f->w[i] = mul ? f->w[i] * sc : f->w[i] / sc;
         }
     for (int64_t oc = 0; oc < f->C; oc++) {
-        if (mul) f->b[oc] *= v[oc];
-        else if (div) f->b[oc] /= v[oc];
-        else if (add) f->b[oc] += v[oc];
-        else f->b[oc] -= v[oc];
+        if (mul)
+            f->b[oc] *= v[oc];
+        else if (div)
+            f->b[oc] /= v[oc];
+        else if (add)
+            f->b[oc] += v[oc];
+        else
+            f->b[oc] -= v[oc];
     }
     free(v);
     int ni = pr_fuse_absorb(g, f->u, f->ni, &c, 1, c, f->e);
@@ -172,9 +176,12 @@ static precis_status input_affine_step(cfuse *f, bool *took) {
         double acc = 0; /* the bias term in double: it sums a whole filter */
         for (int64_t i = oc * f->per; i < (oc + 1) * f->per; i++) {
             int64_t ci = (oc / cpg_out) * cpg_in + (i % f->per) / ksp;
-            if (mul) f->w[i] *= v[ci];
-            else if (div) f->w[i] /= v[ci];
-            else acc += (double)f->w[i] * v[ci];
+            if (mul)
+                f->w[i] *= v[ci];
+            else if (div)
+                f->w[i] /= v[ci];
+            else
+                acc += (double)f->w[i] * v[ci];
         }
         if (add || sub) f->b[oc] = (float)((double)f->b[oc] + (add ? acc : -acc));
     }

@@ -25,12 +25,12 @@ typedef struct mfuse {
     pr_err *e;
     int ni, y;
     bool transB;
-    bool wconst;    /* B is a constant 2-D float32 initializer */
-    int64_t K, N;   /* B' is [K, N] (N < 0: not known) */
+    bool wconst;  /* B is a constant 2-D float32 initializer */
+    int64_t K, N; /* B' is [K, N] (N < 0: not known) */
     float alpha;
-    float *w;       /* modified copy of B (NULL while unchanged) */
-    float *bias;    /* bias values (NULL: none) */
-    int bias_rank;  /* 1: [N]; else the shape in bias_dims */
+    float *w;      /* modified copy of B (NULL while unchanged) */
+    float *bias;   /* bias values (NULL: none) */
+    int bias_rank; /* 1: [N]; else the shape in bias_dims */
     int64_t bias_dims[PR_MAX_RANK];
     bool bias_dirty;
 } mfuse;
@@ -164,9 +164,8 @@ static bool postscale_follows(const pr_graph *g, const pr_uses *u, int y) {
     if (!(mul || div) || n->n_inputs != 2 || (div && n->inputs[0] != y)) return false;
     int k = pr_other_input(g, c, y);
     float v;
-    return k >= 0 && k != y && pr_const_scalar(g, k, &v) &&
-           g->tensors[k].dtype == PRECIS_FLOAT32 && g->tensors[k].rank <= g->tensors[y].rank &&
-           (mul || v != 0.0f);
+    return k >= 0 && k != y && pr_const_scalar(g, k, &v) && g->tensors[k].dtype == PRECIS_FLOAT32 &&
+           g->tensors[k].rank <= g->tensors[y].rank && (mul || v != 0.0f);
 }
 
 /* Is node ni a MatMul or Gemm to fuse? Sets up f (no graph change). */
@@ -222,7 +221,8 @@ static precis_status gemm_bias(mfuse *f) {
     const pr_tensor *Ct = &f->g->tensors[c];
     const float *cv = Ct->data;
     int64_t cn = pr_numel(Ct->rank, Ct->dims);
-    bool vec = f->N > 0 && (cn == 1 || (Ct->rank >= 1 && Ct->dims[Ct->rank - 1] == f->N && cn == f->N));
+    bool vec =
+        f->N > 0 && (cn == 1 || (Ct->rank >= 1 && Ct->dims[Ct->rank - 1] == f->N && cn == f->N));
     if (vec) {
         precis_status st;
         if (!vec_bias(f, &st)) return st ? st : pr_errf(f->e, PRECIS_ERR_INTERNAL, "gemm bias");
@@ -274,8 +274,7 @@ static precis_status commit(mfuse *f) {
     return pr_node_set_float(g, f->ni, "alpha", f->alpha, f->e);
 }
 
-static precis_status fuse_one(pr_graph *g, pr_uses *u, mfuse *f, int pre, float pre_s,
-                              int pre_x) {
+static precis_status fuse_one(pr_graph *g, pr_uses *u, mfuse *f, int pre, float pre_s, int pre_x) {
     precis_status st = PRECIS_OK;
     int ni = f->ni;
     const pr_node *n = &g->nodes[ni];

@@ -30,7 +30,8 @@ static bool mean_last(const pr_graph *g, int ni, int r) {
     int64_t ax;
     if (pr_reduce_axes_from_input(n, PR_OP_ReduceMean)) {
         int a = pr_node_in(n, 1);
-        if (!pr_is_init(g, a) || pr_numel(g->tensors[a].rank, g->tensors[a].dims) != 1) return false;
+        if (!pr_is_init(g, a) || pr_numel(g->tensors[a].rank, g->tensors[a].dims) != 1)
+            return false;
         if (g->tensors[a].dtype != PRECIS_INT64) return false;
         ax = *(const int64_t *)g->tensors[a].data;
     } else {

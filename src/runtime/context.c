@@ -196,7 +196,8 @@ static void harmonize(const pr_graph *g, const pr_node *n, pr_tinfo *tin) {
     case PR_OP_LayerNormalization: case PR_OP_InstanceNormalization:
     case PR_OP_BatchNormalization: case PR_OP_PRelu: case PR_OP_Add: case PR_OP_Sub:
     case PR_OP_Mul: case PR_OP_Div: case PR_OP_Max: case PR_OP_Min: case PR_OP_Sum:
-    case PR_OP_Mean: case PR_OP_Clip: case PR_OP_Where:
+    case PR_OP_Mean: case PR_OP_Clip: case PR_OP_Where: case PR_OP_Conv:
+    case PR_OP_ConvTranspose: case PR_OP_MatMul: case PR_OP_Gemm:
         break;
     default:
         return;

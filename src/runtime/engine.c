@@ -271,6 +271,25 @@ static precis_status apply_profile(precis_engine *e, pr_err *err) {
     return PRECIS_OK;
 }
 
+/* Initializers no node reads any more (weights replaced by folded copies)
+ * are dropped from the plan. */
+static void drop_unused_inits(pr_graph *g) {
+    unsigned char *used = calloc((size_t)g->n_tensors + 1, 1);
+    if (!used) return;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0) used[g->nodes[i].inputs[k]] = 1;
+    for (int k = 0; k < g->n_outputs; k++) used[g->outputs[k]] = 1;
+    for (int t = 0; t < g->n_tensors; t++) {
+        pr_tensor *x = &g->tensors[t];
+        if (used[t] || !(x->flags & PR_T_INIT) || x->producer >= 0) continue;
+        x->flags &= ~(uint32_t)PR_T_INIT;
+        x->data = NULL;
+        x->nbytes = 0;
+    }
+    free(used);
+}
+
 static precis_dtype precision_dtype(const char *p) {
     if (strcmp(p, "bf16") == 0) return PRECIS_BFLOAT16;
     if (strcmp(p, "fp16") == 0) return PRECIS_FLOAT16;
@@ -311,6 +330,7 @@ precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_
     if (cpu && !o->no_optimize) {
         pr_pass_ctx pc = {err, o->verbose, 0};
         if ((st = pr_optimize(e->g, &pc))) goto fail;
+        drop_unused_inits(e->g);
     }
     precis_dtype low = precision_dtype(prec);
     if (cpu && low != PRECIS_FLOAT32 && (st = pr_plan_precision(e->g, low, err))) goto fail;

@@ -43,8 +43,10 @@ static double now_ms(void) {
 static const char *resolve(const char *p, char *buf, size_t cap) {
     if (strncmp(p, "cache:", 6) != 0) return p;
     const char *c = getenv("PRECIS_CACHE");
-    if (c && c[0]) snprintf(buf, cap, "%s/%s", c, p + 6);
-    else snprintf(buf, cap, "%s/.cache/precis/%s", getenv("HOME") ? getenv("HOME") : ".", p + 6);
+    if (c && c[0])
+        snprintf(buf, cap, "%s/%s", c, p + 6);
+    else
+        snprintf(buf, cap, "%s/.cache/precis/%s", getenv("HOME") ? getenv("HOME") : ".", p + 6);
     return buf;
 }
 
@@ -68,7 +70,8 @@ static int parse_dims(const char *s, int64_t *d) {
     return r;
 }
 
-static precis_tensor *random_input(precis_ctx *ctx, const precis_value_info *vi, const char *shape) {
+static precis_tensor *random_input(precis_ctx *ctx, const precis_value_info *vi,
+                                   const char *shape) {
     int64_t d[PRECIS_MAX_RANK];
     int r = vi->rank;
     if (shape) {
@@ -200,8 +203,7 @@ static int cmp_str(const void *a, const void *b) {
 /* Every origin is an original node name, and none is covered twice. */
 static int check_origins(const pr_graph *g, const char **orig, int n_orig) {
     int total = 0;
-    for (int i = 0; i < g->n_nodes; i++)
-        total += g->nodes[i].n_origins ? g->nodes[i].n_origins : 1;
+    for (int i = 0; i < g->n_nodes; i++) total += g->nodes[i].n_origins ? g->nodes[i].n_origins : 1;
     const char **all = malloc((size_t)(total + 1) * sizeof *all);
     if (!all) return 0;
     int k = 0, bad = 0, fused = 0;
@@ -250,7 +252,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed") && i + 1 < argc)
             rng = strtoull(argv[++i], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
         else if (a[0] == '-' && a[1] == '-') {
-            fprintf(stderr, "usage: precis_opt_check [--expect OP>=N] [--shape NAME=AxB] [--static] [--dump] [--cos T] "
+            fprintf(stderr, "usage: precis_opt_check [--expect OP>=N] [--shape NAME=AxB] "
+                            "[--static] [--dump] [--cos T] "
                             "[--rel T] [--seed S] MODEL.onnx [INPUT.npy|NAME=INPUT.npy ...]\n");
             return 2;
         } else if (!model)
@@ -293,7 +296,8 @@ int main(int argc, char **argv) {
             if (!strncmp(inputs[k], vi.name, nl) && inputs[k][nl] == '=') file = inputs[k] + nl + 1;
         if (!file && i < n_inputs && !strchr(inputs[i], '=')) file = inputs[i];
         for (int k = 0; k < n_shapes; k++)
-            if (!strncmp(shapes[k], vi.name, nl) && shapes[k][nl] == '=') shape = shapes[k] + nl + 1;
+            if (!strncmp(shapes[k], vi.name, nl) && shapes[k][nl] == '=')
+                shape = shapes[k] + nl + 1;
         if (file) {
             char ibuf[4096];
             const char *p = resolve(file, ibuf, sizeof ibuf);
@@ -342,7 +346,8 @@ int main(int argc, char **argv) {
     printf("ops after:");
     for (int i = 0; i < g->n_nodes; i++) {
         bool seen = false;
-        for (int j = 0; j < i && !seen; j++) seen = !strcmp(g->nodes[j].op_type, g->nodes[i].op_type);
+        for (int j = 0; j < i && !seen; j++)
+            seen = !strcmp(g->nodes[j].op_type, g->nodes[i].op_type);
         if (!seen) printf(" %s=%d", g->nodes[i].op_type, count_op(g, g->nodes[i].op_type));
     }
     printf("\n");

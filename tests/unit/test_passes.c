@@ -96,7 +96,8 @@ static int tb_node(tb *b, const char *op, const char *name, const char *ins, con
     char buf[512];
     int ti[16], to[16], ni = 0, no = 0;
     snprintf(buf, sizeof buf, "%s", ins);
-    for (char *s = strtok(buf, " "); s; s = strtok(NULL, " ")) ti[ni++] = strcmp(s, "-") ? tb_t(b, s) : -1;
+    for (char *s = strtok(buf, " "); s; s = strtok(NULL, " "))
+        ti[ni++] = strcmp(s, "-") ? tb_t(b, s) : -1;
     snprintf(buf, sizeof buf, "%s", outs);
     for (char *s = strtok(buf, " "); s; s = strtok(NULL, " ")) to[no++] = tb_t(b, s);
     int k = pr_graph_add_node(b->g, ni, no, 0, &b->e);
@@ -120,8 +121,12 @@ static void tb_out(tb *b, const char *name) {
     b->g->outputs[b->g->n_outputs++] = t;
 }
 
-static void tb_i(tb *b, int ni, const char *name, int64_t v) { pr_node_set_int(b->g, ni, name, v, &b->e); }
-static void tb_f(tb *b, int ni, const char *name, float v) { pr_node_set_float(b->g, ni, name, v, &b->e); }
+static void tb_i(tb *b, int ni, const char *name, int64_t v) {
+    pr_node_set_int(b->g, ni, name, v, &b->e);
+}
+static void tb_f(tb *b, int ni, const char *name, float v) {
+    pr_node_set_float(b->g, ni, name, v, &b->e);
+}
 static void tb_is(tb *b, int ni, const char *name, const int64_t *v, int n) {
     pr_node_set_ints(b->g, ni, name, v, n, &b->e);
 }
@@ -146,8 +151,8 @@ static precis_model *make(build_fn f, int v) {
 
 typedef struct outcome {
     int before, after, changes;
-    double rel;  /* max over outputs of max|a-b| / max|a| */
-    bool ok;     /* pass, check, infer and both runs succeeded */
+    double rel; /* max over outputs of max|a-b| / max|a| */
+    bool ok;    /* pass, check, infer and both runs succeeded */
     precis_model *opt;
 } outcome;
 
@@ -171,7 +176,9 @@ static bool run(precis_ctx *ctx, precis_model *m, precis_tensor **ins, precis_te
     for (int i = 0; i < m->g->n_inputs; i++) names[i] = m->g->tensors[m->g->inputs[i]].name;
     precis_session *s = NULL;
     precis_status st = precis_session_create(ctx, m, NULL, &s);
-    if (!st) st = precis_session_run(ctx, s, m->g->n_inputs, names, (const precis_tensor *const *)ins, outs);
+    if (!st)
+        st = precis_session_run(ctx, s, m->g->n_inputs, names, (const precis_tensor *const *)ins,
+                                outs);
     precis_session_destroy(s);
     if (st) fprintf(stderr, "run: %s\n", precis_last_error(ctx));
     return st == PRECIS_OK;
@@ -184,7 +191,8 @@ static outcome run_case(build_fn f, int v, const pr_pass *pass) {
     precis_model *m0 = make(f, v), *m1 = make(f, v);
     precis_tensor *ins[16] = {0}, *o0[16] = {0}, *o1[16] = {0};
     if (!m0 || !m1) goto done;
-    for (int i = 0; i < m0->g->n_inputs; i++) ins[i] = rand_input(ctx, &m0->g->tensors[m0->g->inputs[i]]);
+    for (int i = 0; i < m0->g->n_inputs; i++)
+        ins[i] = rand_input(ctx, &m0->g->tensors[m0->g->inputs[i]]);
     if (!run(ctx, m0, ins, o0)) goto done;
     o.before = m1->g->n_nodes;
     pr_pass_ctx pc = {&ctx->err, 0, 0};
@@ -250,7 +258,8 @@ static bool origins_are(const pr_node *n, ...) {
     int k = 0;
     bool ok = n != NULL;
     for (const char *s; ok && (s = va_arg(ap, const char *)); k++) {
-        const char *have = n->n_origins ? (k < n->n_origins ? n->origins[k] : NULL) : (k ? NULL : n->name);
+        const char *have =
+            n->n_origins ? (k < n->n_origins ? n->origins[k] : NULL) : (k ? NULL : n->name);
         ok = have && !strcmp(have, s);
     }
     va_end(ap);
@@ -453,8 +462,8 @@ static void test_static_shape(void) {
     const pr_node *sh = find_op(g, "Shape");
     CHECK(sh && !strcmp(sh->name, "shape2"));
     int s2 = pr_graph_find_tensor(g, "s2");
-    CHECK(s2 >= 0 && (g->tensors[s2].flags & PR_T_INIT) && ((int64_t *)g->tensors[s2].data)[0] == 2 &&
-          ((int64_t *)g->tensors[s2].data)[1] == -1);
+    CHECK(s2 >= 0 && (g->tensors[s2].flags & PR_T_INIT) &&
+          ((int64_t *)g->tensors[s2].data)[0] == 2 && ((int64_t *)g->tensors[s2].data)[1] == -1);
     /* the declared dims of r survive the trial inference */
     int r = pr_graph_find_tensor(g, "r");
     CHECK(g->tensors[r].rank == 2 && g->tensors[r].dims[0] == 6);
@@ -475,7 +484,8 @@ static void build_bn(tb *b, int v) {
         tb_in(b, "x", 2, da);
         tb_const(b, "W", 2, v == 5 ? dbt : db, NULL);
         tb_const(b, "C", 1, dc, NULL);
-        int n = v == 5 ? tb_node(b, "Gemm", "lin", "x W C", "y") : tb_node(b, "MatMul", "lin", "x W", "y");
+        int n = v == 5 ? tb_node(b, "Gemm", "lin", "x W C", "y")
+                       : tb_node(b, "MatMul", "lin", "x W", "y");
         if (v == 5) {
             tb_i(b, n, "transB", 1);
             tb_f(b, n, "beta", 0.5f);
@@ -483,8 +493,10 @@ static void build_bn(tb *b, int v) {
         }
     } else {
         tb_in(b, "x", 4, v == 4 ? dxt : dx);
-        if (v == 3) tb_in(b, "W", 4, dw);
-        else tb_const(b, "W", 4, v == 4 ? dwt : dw, NULL);
+        if (v == 3)
+            tb_in(b, "W", 4, dw);
+        else
+            tb_const(b, "W", 4, v == 4 ? dwt : dw, NULL);
         tb_const(b, "B", 1, dc, NULL);
         if (v == 4) {
             int nt = tb_node(b, "ConvTranspose", "conv", "x W", "y0");
@@ -527,7 +539,8 @@ static void test_fold_bn(void) {
     o = run_case(build_bn, 4, &pr_pass_fold_bn);
     report("bn convT", &o);
     POSITIVE(o);
-    CHECK(o.after == 1 && origins_are(find_op(o.opt->g, "ConvTranspose"), "conv", "tadd", "bn", NULL));
+    CHECK(o.after == 1 &&
+          origins_are(find_op(o.opt->g, "ConvTranspose"), "conv", "tadd", "bn", NULL));
     precis_model_destroy(o.opt);
     o = run_case(build_bn, 5, &pr_pass_fold_bn);
     report("bn gemm", &o);
@@ -544,10 +557,25 @@ static void test_fold_bn(void) {
 /* --------------------------------------------------------------- fuse_conv */
 
 enum {
-    C_FULL,      /* Conv + Mul + Add bias + Relu + residual Add + Relu */
-    C_LEAKY, C_CLIP11, C_CLIP6, C_SIGMOID, C_HSIG, C_HSWISH, C_TANH, C_SWISH, C_SWISH1,
-    C_XHSIG, C_DECOMP_HS, C_DECOMP_HS2, C_BIAS_SHAPES,
-    C_NEG_TWO_USES, C_NEG_OUTPUT, C_NEG_WEIGHTS, C_NEG_BIAS_BCAST, C_NEG_RES_BCAST,
+    C_FULL, /* Conv + Mul + Add bias + Relu + residual Add + Relu */
+    C_LEAKY,
+    C_CLIP11,
+    C_CLIP6,
+    C_SIGMOID,
+    C_HSIG,
+    C_HSWISH,
+    C_TANH,
+    C_SWISH,
+    C_SWISH1,
+    C_XHSIG,
+    C_DECOMP_HS,
+    C_DECOMP_HS2,
+    C_BIAS_SHAPES,
+    C_NEG_TWO_USES,
+    C_NEG_OUTPUT,
+    C_NEG_WEIGHTS,
+    C_NEG_BIAS_BCAST,
+    C_NEG_RES_BCAST,
     C_COUNT
 };
 
@@ -557,8 +585,10 @@ static void build_conv(tb *b, int v) {
     int64_t d1c11[4] = {1, 4, 1, 1}, dc11[3] = {4, 1, 1}, dy[4] = {2, 4, 6, 6}, d1[1] = {1};
     int64_t d11w[4] = {1, 1, 1, 6};
     tb_in(b, "x", 4, dx);
-    if (v == C_NEG_WEIGHTS) tb_in(b, "W", 4, dw);
-    else tb_const(b, "W", 4, dw, NULL);
+    if (v == C_NEG_WEIGHTS)
+        tb_in(b, "W", 4, dw);
+    else
+        tb_const(b, "W", 4, dw, NULL);
     tb_const(b, "B", 1, dc, NULL);
     int n = tb_node(b, "Conv", "conv", "x W B", "y");
     int64_t pads[4] = {1, 1, 1, 1};
@@ -572,8 +602,10 @@ static void build_conv(tb *b, int v) {
         tb_const(b, "bi", 3, dc11, NULL);
         tb_node(b, "Add", "bias", "y1 bi", "y2");
         tb_node(b, "Relu", "relu", "y2", "y3");
-        if (v == C_FULL) tb_in(b, "z", 4, dy);
-        else tb_in(b, "z", 4, (int64_t[]){2, 4, 1, 6});
+        if (v == C_FULL)
+            tb_in(b, "z", 4, dy);
+        else
+            tb_in(b, "z", 4, (int64_t[]){2, 4, 1, 6});
         tb_node(b, "Add", "res", "z y3", "y4");
         tb_node(b, "Relu", "relu2", "y4", "out");
         tb_out(b, "out");
@@ -592,7 +624,10 @@ static void build_conv(tb *b, int v) {
         tb_node(b, "Add", "a", "y c", "out");
         tb_out(b, "out");
         return;
-    case C_LEAKY: n = tb_node(b, "LeakyRelu", "act", y, "out"); tb_f(b, n, "alpha", 0.2f); break;
+    case C_LEAKY:
+        n = tb_node(b, "LeakyRelu", "act", y, "out");
+        tb_f(b, n, "alpha", 0.2f);
+        break;
     case C_CLIP11:
         tb_scalar(b, "lo", -0.5f);
         tb_scalar(b, "hi", 0.7f);
@@ -669,9 +704,9 @@ static void test_fuse_conv(void) {
         int v;
         const char *act;
     } acts[] = {
-        {C_LEAKY, "LeakyRelu"}, {C_CLIP11, "Clip"},     {C_CLIP6, "Clip"},
-        {C_SIGMOID, "Sigmoid"}, {C_HSIG, "HardSigmoid"}, {C_HSWISH, "HardSwish"},
-        {C_TANH, "Tanh"},       {C_SWISH, "Swish"},     {C_SWISH1, "Swish"},
+        {C_LEAKY, "LeakyRelu"}, {C_CLIP11, "Clip"},         {C_CLIP6, "Clip"},
+        {C_SIGMOID, "Sigmoid"}, {C_HSIG, "HardSigmoid"},    {C_HSWISH, "HardSwish"},
+        {C_TANH, "Tanh"},       {C_SWISH, "Swish"},         {C_SWISH1, "Swish"},
         {C_XHSIG, "HardSwish"}, {C_DECOMP_HS, "HardSwish"}, {C_DECOMP_HS2, "HardSwish"},
     };
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
@@ -681,20 +716,23 @@ static void test_fuse_conv(void) {
         f = find_op(o.opt->g, "FusedConv");
         CHECK(o.after == 1 && !strcmp(act_of(f, "act"), acts[i].act));
         if (f && strcmp(act_of(f, "act"), acts[i].act))
-            fprintf(stderr, "  case %d: act '%s', want '%s'\n", acts[i].v, act_of(f, "act"), acts[i].act);
+            fprintf(stderr, "  case %d: act '%s', want '%s'\n", acts[i].v, act_of(f, "act"),
+                    acts[i].act);
         CHECK(f && f->n_origins >= 2 && !strcmp(f->origins[0], "conv") &&
               !strcmp(f->origins[f->n_origins - 1], "act"));
         precis_model_destroy(o.opt);
     }
     o = run_case(build_conv, C_CLIP11, &pr_pass_fuse_conv);
     f = find_op(o.opt->g, "FusedConv");
-    CHECK(f && pr_attr_float(f, "act_alpha", 0) == -0.5f && pr_attr_float(f, "act_beta", 0) == 0.7f);
+    CHECK(f && pr_attr_float(f, "act_alpha", 0) == -0.5f &&
+          pr_attr_float(f, "act_beta", 0) == 0.7f);
     precis_model_destroy(o.opt);
 
     o = run_case(build_conv, C_BIAS_SHAPES, &pr_pass_fuse_conv);
     report("conv bias shapes", &o);
     POSITIVE(o);
-    CHECK(o.after == 1 && origins_are(find_op(o.opt->g, "FusedConv"), "conv", "a0", "a1", "a2", NULL));
+    CHECK(o.after == 1 &&
+          origins_are(find_op(o.opt->g, "FusedConv"), "conv", "a0", "a1", "a2", NULL));
     precis_model_destroy(o.opt);
 
     /* negatives: the Conv still becomes a FusedConv, nothing else is absorbed */
@@ -727,8 +765,10 @@ static void build_conv_in(tb *b, int v) {
     tb_in(b, "x", 4, dx);
     tb_const(b, "a", 4, d1c11, NULL);
     tb_node(b, "Mul", "mul", "x a", "xa");
-    if (v == 1) tb_const(b, "bb", 4, d1c11, NULL);
-    else tb_scalar(b, "bb", 0.75f);
+    if (v == 1)
+        tb_const(b, "bb", 4, d1c11, NULL);
+    else
+        tb_scalar(b, "bb", 0.75f);
     tb_node(b, "Add", "add", "xa bb", "xb");
     tb_const(b, "W", 4, v == 0 ? dw0 : dw1, NULL);
     tb_const(b, "B", 1, dc, NULL);
@@ -771,13 +811,13 @@ static void test_conv_input_affine(void) {
 /* ------------------------------------------------------------- fuse_matmul */
 
 enum {
-    M_FULL,     /* MatMul + bias + Gelu + residual + Relu */
-    M_GEMM,     /* Gemm(transA, transB, alpha, beta, C[N]) + Relu */
+    M_FULL,       /* MatMul + bias + Gelu + residual + Relu */
+    M_GEMM,       /* Gemm(transA, transB, alpha, beta, C[N]) + Relu */
     M_GEMM_FULLC, /* Gemm with C [M, N] */
-    M_ATTN_DIV, /* MatMul(a, b) / 8 */
-    M_ATTN_PRE, /* MatMul(a * 0.25, b) */
-    M_SCALE,    /* MatMul + Mul [N] + Sub [N] + Tanh */
-    M_NEG_ATTN, /* MatMul(a, b) + Relu: stays */
+    M_ATTN_DIV,   /* MatMul(a, b) / 8 */
+    M_ATTN_PRE,   /* MatMul(a * 0.25, b) */
+    M_SCALE,      /* MatMul + Mul [N] + Sub [N] + Tanh */
+    M_NEG_ATTN,   /* MatMul(a, b) + Relu: stays */
     M_NEG_TWO_USES,
     M_COUNT
 };
@@ -809,8 +849,10 @@ static void build_mm(tb *b, int v) {
         int64_t dat[2] = {8, 4}, dwt[2] = {5, 8}, dc[2] = {4, 5};
         tb_in(b, "a", 2, dat);
         tb_const(b, "W", 2, dwt, NULL);
-        if (v == M_GEMM) tb_const(b, "C", 1, dn, NULL);
-        else tb_const(b, "C", 2, dc, NULL);
+        if (v == M_GEMM)
+            tb_const(b, "C", 1, dn, NULL);
+        else
+            tb_const(b, "C", 2, dc, NULL);
         int n = tb_node(b, "Gemm", "gemm", "a W C", "y");
         tb_i(b, n, "transA", 1);
         tb_i(b, n, "transB", 1);
@@ -867,7 +909,8 @@ static void test_fuse_matmul(void) {
     report("mm gemm", &o);
     POSITIVE(o);
     f = find_op(o.opt->g, "FusedMatMul");
-    CHECK(o.after == 1 && f && pr_attr_int(f, "transA", 0) == 1 && pr_attr_int(f, "transB", 0) == 1);
+    CHECK(o.after == 1 && f && pr_attr_int(f, "transA", 0) == 1 &&
+          pr_attr_int(f, "transB", 0) == 1);
     CHECK(f && pr_attr_float(f, "alpha", 0) == 0.5f && !strcmp(act_of(f, "act"), "Relu"));
     CHECK(origins_are(f, "gemm", "relu", NULL));
     precis_model_destroy(o.opt);
@@ -896,7 +939,8 @@ static void test_fuse_matmul(void) {
     o = run_case(build_mm, M_SCALE, &pr_pass_fuse_matmul);
     report("mm scale", &o);
     POSITIVE(o);
-    CHECK(o.after == 1 && origins_are(find_op(o.opt->g, "FusedMatMul"), "mm", "mul", "sub", "tanh", NULL));
+    CHECK(o.after == 1 &&
+          origins_are(find_op(o.opt->g, "FusedMatMul"), "mm", "mul", "sub", "tanh", NULL));
     precis_model_destroy(o.opt);
 
     o = run_case(build_mm, M_NEG_ATTN, &pr_pass_fuse_matmul);
@@ -948,8 +992,10 @@ static void build_ln(tb *b, int v) {
     if (v == L_NOAFFINE) {
         tb_node(b, "Relu", "after", "n", "out");
     } else {
-        if (v == L_NEG_GAMMA_BCAST) tb_const(b, "gamma", 3, (int64_t[]){1, 3, 1}, NULL);
-        else tb_const(b, "gamma", 1, dd, NULL);
+        if (v == L_NEG_GAMMA_BCAST)
+            tb_const(b, "gamma", 3, (int64_t[]){1, 3, 1}, NULL);
+        else
+            tb_const(b, "gamma", 1, dd, NULL);
         tb_node(b, "Mul", "mulg", "gamma n", "ng");
         tb_const(b, "beta", 1, dd, NULL);
         tb_node(b, "Add", "addb", "ng beta", "out");
@@ -967,7 +1013,8 @@ static void test_layernorm(void) {
         const pr_node *f = find_op(o.opt->g, "LayerNormalization");
         CHECK(f && pr_attr_int(f, "axis", 0) == -1 && pr_attr_float(f, "epsilon", 0) == 1e-5f);
         if (pos[i] == L_NOAFFINE) {
-            CHECK(o.after == 2 && origins_are(f, "rm1", "sub", "sq", "rm2", "addeps", "sqrt", "div", NULL));
+            CHECK(o.after == 2 &&
+                  origins_are(f, "rm1", "sub", "sq", "rm2", "addeps", "sqrt", "div", NULL));
         } else {
             CHECK(o.after == 1 && origins_are(f, "rm1", "sub", "sq", "rm2", "addeps", "sqrt", "div",
                                               "mulg", "addb", NULL));
@@ -1050,7 +1097,8 @@ static void test_gelu(void) {
         POSITIVE(o);
         const pr_node *f = find_op(o.opt->g, "Gelu");
         bool tanh = pos[i] == G_TANH_POW || pos[i] == G_TANH_MUL;
-        CHECK(o.after == 1 && f && !strcmp(pr_attr_str(f, "approximate", ""), tanh ? "tanh" : "none"));
+        CHECK(o.after == 1 && f &&
+              !strcmp(pr_attr_str(f, "approximate", ""), tanh ? "tanh" : "none"));
         CHECK(f && f->n_inputs == 1 && !strcmp(o.opt->g->tensors[f->inputs[0]].name, "x"));
         CHECK(f && f->n_origins >= 5 && !strcmp(f->origins[f->n_origins - 1], "out_mul"));
         if (pos[i] == G_ERF3) CHECK(origins_are(f, "scale", "erf", "plus1", "h", "out_mul", NULL));

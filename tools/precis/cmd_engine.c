@@ -184,16 +184,16 @@ static double rnd(void) {
 }
 
 /* Random contents: floats in [0, 1); integer inputs named like a mask get 1,
- * others small ids in [0, 100). */
+ * like token types 0, others small ids in [0, 100). */
 static void fill_random(precis_tensor *t, const char *name) {
     int64_t n = precis_tensor_numel(t);
     void *p = precis_tensor_data(t);
-    int mask = strstr(name, "mask") != NULL;
+    int mask = strstr(name, "mask") != NULL, zero = strstr(name, "type") != NULL;
     for (int64_t i = 0; i < n; i++) {
         switch (precis_tensor_dtype(t)) {
         case PRECIS_FLOAT32: ((float *)p)[i] = (float)rnd(); break;
-        case PRECIS_INT64: ((int64_t *)p)[i] = mask ? 1 : (int64_t)(rnd() * 100); break;
-        case PRECIS_INT32: ((int32_t *)p)[i] = mask ? 1 : (int32_t)(rnd() * 100); break;
+        case PRECIS_INT64: ((int64_t *)p)[i] = zero ? 0 : mask ? 1 : (int64_t)(rnd() * 100); break;
+        case PRECIS_INT32: ((int32_t *)p)[i] = zero ? 0 : mask ? 1 : (int32_t)(rnd() * 100); break;
         default: break;
         }
     }

@@ -29,15 +29,15 @@
 typedef struct conv_state {
     pr_f16_isa isa;
     int64_t C, M, group, Cg, Mg, KH, KW, K;
-    bool dw;          /* direct depthwise kernel */
-    bool amxd;        /* direct AMX convolution (group 1), else GEMM */
-    int64_t cp32;     /* amxd: channels padded to 32; packed depth K = KH*KW*cp32 */
-    bool fused;       /* FusedConv: Z may be input 3 */
-    float *bpack;     /* group g at bpack + g * bstride */
-    size_t bstride;   /* floats per group */
-    float *bias;      /* [M] (dw: [cpad]) or NULL */
-    float *dww;       /* depthwise weights [KH*KW][cpad] */
-    int64_t cpad;     /* C rounded up to 16 */
+    bool dw;        /* direct depthwise kernel */
+    bool amxd;      /* direct AMX convolution (group 1), else GEMM */
+    int64_t cp32;   /* amxd: channels padded to 32; packed depth K = KH*KW*cp32 */
+    bool fused;     /* FusedConv: Z may be input 3 */
+    float *bpack;   /* group g at bpack + g * bstride */
+    size_t bstride; /* floats per group */
+    float *bias;    /* [M] (dw: [cpad]) or NULL */
+    float *dww;     /* depthwise weights [KH*KW][cpad] */
+    int64_t cpad;   /* C rounded up to 16 */
     pr_act act, act2;
     pr_f16_epi *epis; /* per group: bias offset */
     char desc[64];
@@ -171,8 +171,10 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
             for (int64_t m = 0; m < s->Mg; m++)
                 for (int64_t c = 0; c < s->Cg; c++)
                     for (int64_t t = 0; t < taps; t++)
-                        tmp[(t * cs + c) * s->Mg + m] = wf[((gi * s->Mg + m) * s->Cg + c) * taps + t];
-            pr_f16_pack_b_f32(s->isa, tmp, s->Mg, 1, s->K, s->Mg, s->bpack + (size_t)gi * s->bstride);
+                        tmp[(t * cs + c) * s->Mg + m] =
+                            wf[((gi * s->Mg + m) * s->Cg + c) * taps + t];
+            pr_f16_pack_b_f32(s->isa, tmp, s->Mg, 1, s->K, s->Mg,
+                              s->bpack + (size_t)gi * s->bstride);
         }
         if (B && !(s->bias = to_f32(B))) goto oom;
         for (int64_t gi = 0; gi < s->group; gi++) {
@@ -184,7 +186,10 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
         }
         bool direct = s->KH == 1 && s->KW == 1;
         snprintf(s->desc, sizeof s->desc, "f16.conv:%s:%s",
-                 s->amxd ? "direct" : direct ? "1x1" : "im2col", pr_f16_isa_name(s->isa));
+                 s->amxd  ? "direct"
+                 : direct ? "1x1"
+                          : "im2col",
+                 pr_f16_isa_name(s->isa));
     }
     free(wf);
     free(tmp);
@@ -481,7 +486,8 @@ static precis_status run_amx_direct(conv_state *s, pr_kernel *k, pr_cpu_exec *x,
     float *cbuf = (float *)(mem + 2 * ib + ob);
     for (int64_t kh = 0, st = 0; kh < s->KH; kh++)
         for (int64_t kw = 0; kw < s->KW; kw++)
-            for (int64_t c = 0; c < Cp; c += 32) aoff[st++] = (kh * g->dh * Wp + kw * g->dw) * Cp + c;
+            for (int64_t c = 0; c < Cp; c += 32)
+                aoff[st++] = (kh * g->dh * Wp + kw * g->dw) * Cp + c;
     /* units: panel group (B panels of at most ~1 MiB together, so that they
      * stay in L2 across units) x pixel block, group-major */
     const int64_t np = (s->M + PR_F16_NR - 1) / PR_F16_NR;
@@ -514,7 +520,7 @@ static precis_status run_amx_direct(conv_state *s, pr_kernel *k, pr_cpu_exec *x,
                              l + left, Cp);
         }
         pr_f16_amx_begin();
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (int64_t u = 0; u < units; u++) {
             const int64_t gr = u / npb, b = u % npb;
             const int64_t n = b / (g->OH * owb), oh = b / owb % g->OH, ow0 = b % owb * 32;
@@ -552,12 +558,13 @@ static precis_status conv_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
                           (long long)X->dims[1], (long long)s->C);
     pr_conv_geom cg;
     const int64_t wk[2] = {s->KH, s->KW};
-    precis_status st = pr_conv_geom_init(k->node, PR_CONV_KIND_CONV, 2, X->dims + 2, wk, k->err, &cg);
+    precis_status st =
+        pr_conv_geom_init(k->node, PR_CONV_KIND_CONV, 2, X->dims + 2, wk, k->err, &cg);
     if (st) return st;
     if (!cg.pads_known || !pr_dim_known(cg.out[0]) || !pr_dim_known(cg.out[1]))
         return pr_kernelf(k, PRECIS_ERR_INTERNAL, "window geometry not resolved");
-    geo g = {X->dims[0], s->C, X->dims[2], X->dims[3], cg.out[0], cg.out[1],
-             cg.stride[0], cg.stride[1], cg.dil[0], cg.dil[1], cg.pad_b[0], cg.pad_b[1]};
+    geo g = {X->dims[0],   s->C,         X->dims[2], X->dims[3], cg.out[0],   cg.out[1],
+             cg.stride[0], cg.stride[1], cg.dil[0],  cg.dil[1],  cg.pad_b[0], cg.pad_b[1]};
     if (Y->dims[0] != g.N || Y->dims[1] != s->M || Y->dims[2] != g.OH || Y->dims[3] != g.OW)
         return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output buffer shape does not match");
     if (Z && (Z->numel != Y->numel || Z->dtype != PRECIS_FLOAT16))

@@ -16,7 +16,8 @@
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define T2 __attribute__((target("avx2,fma,f16c")))
 #define TAMX                                                                                       \
-    __attribute__((target("amx-tile,amx-bf16,avx512bf16,avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+    __attribute__((target("amx-tile,amx-bf16,avx512bf16,avx512f,avx512bw,avx512vl,avx2,fma,"       \
+                          "f16c")))
 #define AINL inline __attribute__((always_inline))
 
 #define NR PR_F16_NR
@@ -62,7 +63,7 @@ pr_f16_isa pr_f16_isa_best(void) {
 
 const char *pr_f16_isa_name(pr_f16_isa isa) {
     switch (isa) {
-    case PR_F16_ISA_AMX: return "amx_bf16x3";
+    case PR_F16_ISA_AMX: return "amx"; /* bf16x3 products */
     case PR_F16_ISA_AVX512: return "avx512";
     case PR_F16_ISA_AVX2: return "avx2";
     default: return "scalar";
@@ -155,7 +156,8 @@ T512 static AINL __m512 exp512(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 T512 static AINL __m512 sigmoid512(__m512 x) {
-    return _mm512_div_ps(S16(1.0f), _mm512_add_ps(S16(1.0f), exp512(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+    return _mm512_div_ps(S16(1.0f),
+                         _mm512_add_ps(S16(1.0f), exp512(_mm512_sub_ps(_mm512_setzero_ps(), x))));
 }
 T512 static AINL __m512 tanh512(__m512 x) {
     __m512 s = sigmoid512(_mm512_add_ps(x, x));
@@ -199,12 +201,13 @@ T512 static AINL __m512 act512(const pr_act *a, __m512 x) {
     case PR_ACT_HARD_SIGMOID:
         return clamp512(_mm512_fmadd_ps(x, S16(a->alpha), S16(a->beta)), 0.0f, 1.0f);
     case PR_ACT_HARD_SWISH:
-        return _mm512_mul_ps(
-            x, clamp512(_mm512_fmadd_ps(x, S16(1.0f / 6.0f), S16(0.5f)), 0.0f, 1.0f));
+        return _mm512_mul_ps(x,
+                             clamp512(_mm512_fmadd_ps(x, S16(1.0f / 6.0f), S16(0.5f)), 0.0f, 1.0f));
     case PR_ACT_TANH: return tanh512(x);
     case PR_ACT_GELU:
-        return _mm512_mul_ps(_mm512_mul_ps(S16(0.5f), x),
-                             _mm512_add_ps(S16(1.0f), erf512(_mm512_mul_ps(x, S16(0.70710678118654752f)))));
+        return _mm512_mul_ps(
+            _mm512_mul_ps(S16(0.5f), x),
+            _mm512_add_ps(S16(1.0f), erf512(_mm512_mul_ps(x, S16(0.70710678118654752f)))));
     case PR_ACT_GELU_TANH: {
         __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
         __m512 u = _mm512_mul_ps(S16(0.79788456080286536f), _mm512_fmadd_ps(x3, S16(0.044715f), x));
@@ -229,11 +232,13 @@ T2 static AINL __m256 exp256(__m256 x) {
     p = _mm256_fmadd_ps(p, r, S8(EXP_P4));
     p = _mm256_fmadd_ps(p, r, S8(EXP_P5));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, S8(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 T2 static AINL __m256 sigmoid256(__m256 x) {
-    return _mm256_div_ps(S8(1.0f), _mm256_add_ps(S8(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    return _mm256_div_ps(S8(1.0f),
+                         _mm256_add_ps(S8(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 T2 static AINL __m256 tanh256(__m256 x) {
     __m256 s = sigmoid256(_mm256_add_ps(x, x));
@@ -274,11 +279,13 @@ T2 static AINL __m256 act256(const pr_act *a, __m256 x) {
     case PR_ACT_HARD_SIGMOID:
         return clamp256(_mm256_fmadd_ps(x, S8(a->alpha), S8(a->beta)), 0.0f, 1.0f);
     case PR_ACT_HARD_SWISH:
-        return _mm256_mul_ps(x, clamp256(_mm256_fmadd_ps(x, S8(1.0f / 6.0f), S8(0.5f)), 0.0f, 1.0f));
+        return _mm256_mul_ps(x,
+                             clamp256(_mm256_fmadd_ps(x, S8(1.0f / 6.0f), S8(0.5f)), 0.0f, 1.0f));
     case PR_ACT_TANH: return tanh256(x);
     case PR_ACT_GELU:
-        return _mm256_mul_ps(_mm256_mul_ps(S8(0.5f), x),
-                             _mm256_add_ps(S8(1.0f), erf256(_mm256_mul_ps(x, S8(0.70710678118654752f)))));
+        return _mm256_mul_ps(
+            _mm256_mul_ps(S8(0.5f), x),
+            _mm256_add_ps(S8(1.0f), erf256(_mm256_mul_ps(x, S8(0.70710678118654752f)))));
     case PR_ACT_GELU_TANH: {
         __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
         __m256 u = _mm256_mul_ps(S8(0.79788456080286536f), _mm256_fmadd_ps(x3, S8(0.044715f), x));
@@ -350,8 +357,8 @@ T2 static void epi_2(const pr_f16_epi *e, const float *acc, int64_t n, int64_t c
     }
 }
 
-static void epi_s(const pr_f16_epi *e, const float *acc, int64_t n, int64_t col0,
-                  const uint16_t *z, uint16_t *out) {
+static void epi_s(const pr_f16_epi *e, const float *acc, int64_t n, int64_t col0, const uint16_t *z,
+                  uint16_t *out) {
     for (int64_t j = 0; j < n; j++) {
         float v = e->alpha * acc[j] + e->bias_c;
         if (e->bias) v += e->bias[col0 + j];
@@ -452,7 +459,7 @@ static inline void ks(const int mr, int64_t kc, const float *restrict A, const f
 }
 
 #define KDEF512(m)                                                                                 \
-    T512 static void k512_##m(int64_t kc, const float *A, const float *B, float *C, int64_t ldc,  \
+    T512 static void k512_##m(int64_t kc, const float *A, const float *B, float *C, int64_t ldc,   \
                               int first) {                                                         \
         k512(m, kc, A, B, C, ldc, first);                                                          \
     }
@@ -470,12 +477,12 @@ KDEF512(11)
 KDEF512(12)
 KDEF512(13)
 KDEF512(14)
-static const kern_fn kern512[MR_512 + 1] = {NULL,     k512_1,  k512_2,  k512_3,  k512_4,
-                                            k512_5,   k512_6,  k512_7,  k512_8,  k512_9,
-                                            k512_10,  k512_11, k512_12, k512_13, k512_14};
+static const kern_fn kern512[MR_512 + 1] = {NULL,    k512_1,  k512_2,  k512_3,  k512_4,
+                                            k512_5,  k512_6,  k512_7,  k512_8,  k512_9,
+                                            k512_10, k512_11, k512_12, k512_13, k512_14};
 
 #define KDEF2(m)                                                                                   \
-    T2 static void k2_##m(int64_t kc, const float *A, const float *B, float *C, int64_t ldc,      \
+    T2 static void k2_##m(int64_t kc, const float *A, const float *B, float *C, int64_t ldc,       \
                           int first) {                                                             \
         k2(m, kc, A, B, C, ldc, first);                                                            \
     }
@@ -488,7 +495,7 @@ KDEF2(6)
 static const kern_fn kern2[MR_2 + 1] = {NULL, k2_1, k2_2, k2_3, k2_4, k2_5, k2_6};
 
 #define KDEFS(m)                                                                                   \
-    static void ks_##m(int64_t kc, const float *A, const float *B, float *C, int64_t ldc,         \
+    static void ks_##m(int64_t kc, const float *A, const float *B, float *C, int64_t ldc,          \
                        int first) {                                                                \
         ks(m, kc, A, B, C, ldc, first);                                                            \
     }
@@ -531,23 +538,31 @@ static void amx_put_b(uint16_t *pan, int64_t Kp, int64_t k, int64_t j, float v) 
 }
 
 /* Rows of f16 (stride lds) into bf16 high/low parts (stride ldd), columns
- * [kc, kcp) zeroed (kcp a multiple of 32). An f16 value splits exactly: the high part is its
- * float32 bits truncated to bf16, the rest has at most 3 significant bits. */
-TAMX static void amx_split(const uint16_t *src, int64_t lds, int64_t rows, int64_t kc,
-                           int64_t kcp, uint16_t *hi, uint16_t *lo, int64_t ldd) {
+ * [kc, kcp) zeroed (kcp a multiple of 32). An f16 value splits exactly:
+ * the high part has 8 of its 11 significant bits, the rest at most 3. */
+/* x rounded to bf16 (to nearest even), as float32. For values from f16
+ * (no NaN payload only in the low bits) x - result is exact in bf16. */
+TAMX static AINL __m512 bf16_rne(__m512 x, __m512i mhi) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, mhi));
+}
+
+TAMX static void amx_split(const uint16_t *src, int64_t lds, int64_t rows, int64_t kc, int64_t kcp,
+                           uint16_t *hi, uint16_t *lo, int64_t ldd) {
     const __m512i mhi = _mm512_set1_epi32((int)0xffff0000u);
     for (int64_t r = 0; r < rows; r++) {
         const uint16_t *sr = src + r * lds;
         for (int64_t k = 0; k < kcp; k += 32) {
             const int64_t left = kc - k;
-            const __mmask32 m = left >= 32 ? (__mmask32)0xffffffffu
+            const __mmask32 m = left >= 32  ? (__mmask32)0xffffffffu
                                 : left <= 0 ? (__mmask32)0
                                             : (__mmask32)((1u << left) - 1);
             const __m512i xh = _mm512_maskz_loadu_epi16(m, sr + k);
             const __m512 x0 = _mm512_cvtph_ps(_mm512_castsi512_si256(xh));
             const __m512 x1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(xh, 1));
-            const __m512 h0 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x0), mhi));
-            const __m512 h1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x1), mhi));
+            const __m512 h0 = bf16_rne(x0, mhi), h1 = bf16_rne(x1, mhi);
             /* exact; 0 where x == h (also for infinities) */
             const __m512 d0 = _mm512_maskz_sub_ps(_mm512_cmp_ps_mask(x0, h0, _CMP_NEQ_UQ), x0, h0);
             const __m512 d1 = _mm512_maskz_sub_ps(_mm512_cmp_ps_mask(x1, h1, _CMP_NEQ_UQ), x1, h1);
@@ -761,8 +776,9 @@ TAMX static void amx_pack_f16_panel(const uint16_t *src, int64_t rs, int64_t K, 
             __m512i h[2], l[2];
             for (int t = 0; t < 2; t++) {
                 const __mmask16 mk = k + t < K ? m : 0;
-                const __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, src + (k + t) * rs + j0));
-                const __m512 hf = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), mhi));
+                const __m512 x =
+                    _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, src + (k + t) * rs + j0));
+                const __m512 hf = bf16_rne(x, mhi);
                 const __m512 d = _mm512_maskz_sub_ps(_mm512_cmp_ps_mask(x, hf, _CMP_NEQ_UQ), x, hf);
                 h[t] = _mm512_castps_si512(hf);
                 l[t] = _mm512_castps_si512(d);
@@ -782,7 +798,8 @@ void pr_f16_pack_b_f16(pr_f16_isa isa, const uint16_t *src, int64_t rs, int64_t 
         const int64_t Kp = (K + 31) / 32 * 32;
         for (int64_t p = 0; p < np; p++) {
             const int64_t n0 = p * NR, nn = N - n0 < NR ? N - n0 : NR;
-            amx_pack_f16_panel(src + n0, rs, K, nn, (uint16_t *)(dst + pr_f16_bpack_panel(isa, K, p)), Kp);
+            amx_pack_f16_panel(src + n0, rs, K, nn,
+                               (uint16_t *)(dst + pr_f16_bpack_panel(isa, K, p)), Kp);
         }
         return;
     }
@@ -795,7 +812,8 @@ void pr_f16_pack_b_f16(pr_f16_isa isa, const uint16_t *src, int64_t rs, int64_t 
             for (int64_t k = 0; k < K; k++) {
                 if (cs == 1) pr_f16_to_f32_n(isa, src + k * rs + n0, row, nn);
                 else
-                    for (int64_t j = 0; j < nn; j++) row[j] = pr_f16_to_f32(src[k * rs + (n0 + j) * cs]);
+                    for (int64_t j = 0; j < nn; j++)
+                        row[j] = pr_f16_to_f32(src[k * rs + (n0 + j) * cs]);
                 for (int64_t j = 0; j < nn; j++) amx_put_b(pan, Kp, k, j, row[j]);
             }
         }
@@ -808,7 +826,8 @@ void pr_f16_pack_b_f16(pr_f16_isa isa, const uint16_t *src, int64_t rs, int64_t 
             if (cs == 1) {
                 pr_f16_to_f32_n(isa, src + k * rs + n0, d + k * NR, nn);
             } else {
-                for (int64_t j = 0; j < nn; j++) d[k * NR + j] = pr_f16_to_f32(src[k * rs + (n0 + j) * cs]);
+                for (int64_t j = 0; j < nn; j++)
+                    d[k * NR + j] = pr_f16_to_f32(src[k * rs + (n0 + j) * cs]);
             }
             for (int64_t j = nn; j < NR; j++) d[k * NR + j] = 0.0f;
         }
@@ -863,8 +882,8 @@ static void k_blocks(pr_f16_isa isa, int64_t K, int64_t *nkb, int64_t *kcb) {
     if (isa == PR_F16_ISA_AMX) *kcb = (*kcb + 31) / 32 * 32;
 }
 
-static void epilogue_rows(pr_f16_isa isa, const pr_f16_gemm_job *j, const float *acc,
-                          int64_t ldcc, int64_t m, int64_t rows, int64_t col0, int64_t ncol) {
+static void epilogue_rows(pr_f16_isa isa, const pr_f16_gemm_job *j, const float *acc, int64_t ldcc,
+                          int64_t m, int64_t rows, int64_t col0, int64_t ncol) {
     for (int64_t i = 0; i < rows; i++, m++)
         pr_f16_epilogue_row(isa, j->epi, acc + i * ldcc, ncol, col0,
                             j->z ? j->z + m * j->ldz + col0 : NULL, j->c + m * j->ldc + col0);
@@ -872,9 +891,9 @@ static void epilogue_rows(pr_f16_isa isa, const pr_f16_gemm_job *j, const float 
 
 /* One 32 (or, with at most 16 rows left, 16) x 32 block of the AMX path:
  * rows [ir, ...) of the split A block, panel pg of B from row k0. */
-static void amx_call(pr_f16_isa isa, const pr_f16_gemm_job *j, int64_t pg, int64_t k0,
-                     int64_t kcp, int64_t Kp, const uint16_t *Ah, const uint16_t *Al,
-                     int64_t rows_left, int64_t ir, float *C, int64_t ldc, int first) {
+static void amx_call(pr_f16_isa isa, const pr_f16_gemm_job *j, int64_t pg, int64_t k0, int64_t kcp,
+                     int64_t Kp, const uint16_t *Ah, const uint16_t *Al, int64_t rows_left,
+                     int64_t ir, float *C, int64_t ldc, int first) {
     const uint16_t *Bp = (const uint16_t *)(j->b + pr_f16_bpack_panel(isa, j->K, pg)) + k0 * 16;
     if (rows_left > 16) kamx(kcp, Ah + ir * KCB, Al + ir * KCB, Bp, Kp, C, ldc, first);
     else kamx16(kcp, Ah + ir * KCB, Al + ir * KCB, Bp, Kp, C, ldc, first);
@@ -952,7 +971,8 @@ void pr_f16_gemm_run(pr_f16_isa isa, const pr_f16_gemm_job *jobs, int n_jobs, in
     const int MR = isa_mr(isa), MC = isa_mc(isa);
     const kern_fn *kern = isa_kernels(isa);
     tile_geom *geo = scratch;
-    float *tbuf = (float *)((char *)scratch + align64((size_t)(n_jobs > 0 ? n_jobs : 1) * sizeof(tile_geom)));
+    float *tbuf =
+        (float *)((char *)scratch + align64((size_t)(n_jobs > 0 ? n_jobs : 1) * sizeof(tile_geom)));
     /* tile sizes: whole panels, enough tiles to keep nt threads busy */
     int64_t mc = MC, nc = NCMAX, total = 0;
     for (int pass = 0; pass < 16; pass++) {

@@ -107,8 +107,8 @@ typedef struct pr_f16_gemm_job {
     const uint16_t *a;
     int64_t lda;
     bool trans_a;
-    const float *b;   /* packed, pr_f16_pack_b_* */
-    uint16_t *c;      /* element (m, n) at c[m*ldc + n] */
+    const float *b; /* packed, pr_f16_pack_b_* */
+    uint16_t *c;    /* element (m, n) at c[m*ldc + n] */
     int64_t ldc;
     const uint16_t *z; /* residual, element (m, n) at z[m*ldz + n], or NULL */
     int64_t ldz;
@@ -136,8 +136,7 @@ void pr_f16_amx_split(const uint16_t *src, int64_t lds, int64_t rows, int64_t n,
  * K steps st < nsteps of A_st x B_st: A_st's rows r at hi/lo + aoff[st] +
  * r*arow (32 bf16 each), B_st rows [32 st, 32 st + 32) of a packed panel
  * (panel: pr_f16_bpack_panel of a B packed with depth Kp = 32 * nsteps). */
-void pr_f16_amx_block(const uint16_t *hi, const uint16_t *lo, const int64_t *aoff,
-                      int64_t nsteps, int64_t arow, int nrt, const float *panel, int64_t Kp,
-                      float *C, int64_t ldc);
+void pr_f16_amx_block(const uint16_t *hi, const uint16_t *lo, const int64_t *aoff, int64_t nsteps,
+                      int64_t arow, int nrt, const float *panel, int64_t Kp, float *C, int64_t ldc);
 
 #endif

@@ -266,8 +266,7 @@ static precis_status mm_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
     if (Y->numel == 0) return PRECIS_OK;
     const bool fold = nbb == 1 && !s->trans_a; /* A's batches become rows */
     const int njobs = fold ? 1 : (int)nbat;
-    if (!fold && nbat > (1 << 24))
-        return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "too many batches");
+    if (!fold && nbat > (1 << 24)) return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "too many batches");
     const size_t bfl = pr_f16_bpack_floats(s->isa, K, N);
     const size_t jb = align64((size_t)njobs * sizeof(pr_f16_gemm_job));
     const size_t pb = align64((size_t)nbb * bfl * sizeof(float));
