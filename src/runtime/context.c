@@ -18,9 +18,7 @@
 
 #define MAX_IO 64
 
-#ifdef PRECIS_HAVE_DNNL
 #include "backends/cpu/dnnl_common.h"
-#endif
 
 enum { V_NONE = 0, V_VIEW = 1, V_HEAP = 2, V_ARENA = 3 };
 
@@ -65,13 +63,11 @@ precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
         return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     }
     c->x.num_threads = e->num_threads;
-#ifdef PRECIS_HAVE_DNNL
-    {
-        c->x.dnnl_stream = pr_dnnl_stream_create(&ctx->err);
-        if (!c->x.dnnl_stream) {
-            precis_context_destroy(c);
-            return ctx->err.status ? ctx->err.status : PRECIS_ERR_INTERNAL;
-        }
+#ifdef PRECIS_HAVE_DNNL /* without oneDNN no kernel uses a stream */
+    c->x.dnnl_stream = pr_dnnl_stream_create(&ctx->err);
+    if (!c->x.dnnl_stream) {
+        precis_context_destroy(c);
+        return ctx->err.status ? ctx->err.status : PRECIS_ERR_INTERNAL;
     }
 #endif
     *out = c;
@@ -80,9 +76,7 @@ precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
 
 void precis_context_destroy(precis_context *c) {
     if (!c) return;
-#ifdef PRECIS_HAVE_DNNL
     if (c->x.dnnl_stream) pr_dnnl_stream_destroy(c->x.dnnl_stream);
-#endif
     free(c->x.scratch);
     free(c->vals);
     free(c->state);

@@ -5,15 +5,11 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_f16.h"
 #include "backends/cpu/kernels_norm.h"
-#ifdef PRECIS_HAVE_DNNL
 #include "backends/cpu/dnnl_common.h"
-#endif
 
 const pr_cpu_impl *const pr_cpu_impls[] = {
     &pr_cpu_impl_f16_conv, &pr_cpu_impl_f16_matmul,
-#ifdef PRECIS_HAVE_DNNL
     &pr_cpu_impl_dnnl_conv, &pr_cpu_impl_dnnl_deconv, &pr_cpu_impl_dnnl_matmul,
-#endif
     &pr_cpu_impl_eltwise,
     &pr_cpu_impl_binary, &pr_cpu_impl_move, &pr_cpu_impl_softmax,
     &pr_cpu_impl_layernorm, &pr_cpu_impl_pool, &pr_cpu_impl_resize,

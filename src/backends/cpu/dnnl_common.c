@@ -545,4 +545,33 @@ void *pr_dnnl_stream_create(pr_err *e) {
 
 void pr_dnnl_stream_destroy(void *stream) { (void)stream; }
 
+/* The dnnl impls of dnnl_conv.c / dnnl_matmul.c, taking nothing. */
+static bool no_supports(const pr_graph *g, const pr_node *n) {
+    (void)g;
+    (void)n;
+    return false;
+}
+
+static precis_status no_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
+                                void **state, pr_err *e) {
+    (void)g;
+    (void)cfg;
+    *state = NULL;
+    return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): precis was built without oneDNN",
+                   n->name, n->op_type);
+}
+
+static precis_status no_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
+    (void)state;
+    (void)x;
+    return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "precis was built without oneDNN");
+}
+
+#define NO_DNNL_IMPL(var, nm)                                                                      \
+    const pr_cpu_impl var = {.name = nm, .supports = no_supports, .prepare = no_prepare,          \
+                             .run = no_run};
+NO_DNNL_IMPL(pr_cpu_impl_dnnl_conv, "dnnl.conv")
+NO_DNNL_IMPL(pr_cpu_impl_dnnl_deconv, "dnnl.deconv")
+NO_DNNL_IMPL(pr_cpu_impl_dnnl_matmul, "dnnl.matmul")
+
 #endif

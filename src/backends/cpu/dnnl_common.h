@@ -4,8 +4,9 @@
  * cache of primitives keyed by concrete shape.
  *
  * Without oneDNN (PRECIS_HAVE_DNNL undefined) the three impls still exist but
- * support nothing, and pr_dnnl_stream_create() fails, so callers need no
- * #ifdef of their own.
+ * support nothing (dnnl_common.c defines them), and pr_dnnl_stream_create()
+ * fails, so callers need no #ifdef of their own (the context only skips
+ * creating a stream).
  *
  * Threads: oneDNN (OpenMP build) fixes the thread count of a primitive when it
  * is created (omp_get_max_threads() of the creating thread), so primitives are

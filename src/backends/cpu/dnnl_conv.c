@@ -371,40 +371,4 @@ const pr_cpu_impl pr_cpu_impl_dnnl_deconv = {
     .destroy = conv_destroy,
 };
 
-#else /* !PRECIS_HAVE_DNNL */
-
-static bool no_supports(const pr_graph *g, const pr_node *n) {
-    (void)g;
-    (void)n;
-    return false;
-}
-
-static precis_status no_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
-                                void **state, pr_err *e) {
-    (void)g;
-    (void)cfg;
-    *state = NULL;
-    return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): precis was built without oneDNN",
-                   n->name, n->op_type);
-}
-
-static precis_status no_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
-    (void)state;
-    (void)x;
-    return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "precis was built without oneDNN");
-}
-
-static void no_destroy(void *state) { (void)state; }
-
-const pr_cpu_impl pr_cpu_impl_dnnl_conv = {.name = "dnnl.conv",
-                                           .supports = no_supports,
-                                           .prepare = no_prepare,
-                                           .run = no_run,
-                                           .destroy = no_destroy};
-const pr_cpu_impl pr_cpu_impl_dnnl_deconv = {.name = "dnnl.deconv",
-                                             .supports = no_supports,
-                                             .prepare = no_prepare,
-                                             .run = no_run,
-                                             .destroy = no_destroy};
-
 #endif

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "backends/cpu/kernels_norm.h"
+#include "backends/ref/ref_resize.h"
 #include "backends/ref/ref_tensor.h"
 
 typedef struct kr_state {
@@ -102,53 +103,7 @@ static const char *kr_describe(void *state) {
 
 static void kr_destroy(void *state) { free(state); }
 
-/* ------------------------------------------------------------ taps (as ref_resize.c) */
-
-static double kr_coord(const pr_resize_plan *p, int d, double x, int64_t in, int64_t out_int) {
-    double s = p->scale[d];
-    double len_in = (double)in, len_out = s * len_in;
-    switch (p->coord) {
-    case PR_COORD_HALF_PIXEL: return (x + 0.5) / s - 0.5;
-    case PR_COORD_HALF_PIXEL_SYMMETRIC: {
-        double adj = (double)out_int / len_out, center = len_in / 2;
-        double off = center * (1 - adj);
-        return off + (x + 0.5) / s - 0.5;
-    }
-    case PR_COORD_PYTORCH_HALF_PIXEL: return len_out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case PR_COORD_ALIGN_CORNERS: return len_out == 1 ? 0.0 : x * (len_in - 1) / (len_out - 1);
-    case PR_COORD_ASYMMETRIC: return x / s;
-    case PR_COORD_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / s;
-    default: return x / s;
-    }
-}
-
-static int64_t kr_nearest(const pr_resize_plan *p, int d, double x, int64_t in) {
-    double f = floor(x), v;
-    switch (p->nearest) {
-    case PR_NEAREST_ROUND_PREFER_FLOOR: v = x == f ? x : (x - f <= 0.5 ? f : f + 1); break;
-    case PR_NEAREST_ROUND_PREFER_CEIL: v = x == f ? x : (x - f < 0.5 ? f : f + 1); break;
-    case PR_NEAREST_FLOOR: v = f; break;
-    case PR_NEAREST_CEIL: v = ceil(x); break;
-    default: v = p->scale[d] < 1 ? ceil(x) : f; break;
-    }
-    if (!(v > 0)) return 0;
-    if (v >= (double)(in - 1)) return in - 1;
-    return (int64_t)v;
-}
-
-static void kr_coeffs(const pr_resize_plan *p, double ratio, int n, double *c) {
-    double A = p->cubic_a;
-    if (n == 2) {
-        c[0] = 1 - ratio;
-        c[1] = ratio;
-        return;
-    }
-    c[0] = ((A * (ratio + 1) - 5 * A) * (ratio + 1) + 8 * A) * (ratio + 1) - 4 * A;
-    c[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
-    c[2] = ((A + 2) * (1 - ratio) - (A + 3)) * (1 - ratio) * (1 - ratio) + 1;
-    c[3] =
-        ((A * ((1 - ratio) + 1) - 5 * A) * ((1 - ratio) + 1) + 8 * A) * ((1 - ratio) + 1) - 4 * A;
-}
+/* ------------------------------------------------------------ taps (ref_resize.h) */
 
 static int kr_ntaps(const pr_resize_plan *p, int d, int64_t in, int64_t out) {
     if (out == 0) return 0;
@@ -167,9 +122,9 @@ static void kr_taps(const pr_resize_plan *p, int d, kr_axis *t) {
             t->w[o] = 1.0f;
             continue;
         }
-        double x = kr_coord(p, d, (double)o, in, out);
+        double x = pr_resize_coord(p, d, (double)o, in, out);
         if (p->mode == PR_RESIZE_NEAREST) {
-            t->idx[o] = (int32_t)kr_nearest(p, d, x, in);
+            t->idx[o] = (int32_t)pr_resize_nearest(p, d, x, in);
             t->w[o] = 1.0f;
             continue;
         }
@@ -180,7 +135,7 @@ static void kr_taps(const pr_resize_plan *p, int d, kr_axis *t) {
         bool integer = x == xf;
         double ratio = integer ? 1.0 : x - xf;
         int64_t start = (int64_t)xf + (integer ? -(n / 2) : -(n / 2) + 1);
-        kr_coeffs(p, ratio, n, c);
+        pr_resize_coeffs(p, ratio, 1.0, n, c); /* antialias is declined */
         if (p->exclude_outside) {
             double sum = 0;
             for (int i = 0; i < n; i++) {

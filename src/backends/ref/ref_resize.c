@@ -41,8 +41,7 @@ static void taps_free(axis_taps *t, int r) {
     }
 }
 
-/* Source coordinate of output index x on axis d. */
-static double orig_coord(const pr_resize_plan *p, int d, double x, int64_t in, int64_t out_int) {
+double pr_resize_coord(const pr_resize_plan *p, int d, double x, int64_t in, int64_t out_int) {
     double s = p->scale[d];
     double len_in = (double)in, len_out = s * len_in;
     switch (p->coord) {
@@ -68,7 +67,7 @@ static double orig_coord(const pr_resize_plan *p, int d, double x, int64_t in, i
     }
 }
 
-static int64_t nearest_index(const pr_resize_plan *p, int d, double x, int64_t in) {
+int64_t pr_resize_nearest(const pr_resize_plan *p, int d, double x, int64_t in) {
     double f = floor(x), v;
     switch (p->nearest) {
     case PR_NEAREST_ROUND_PREFER_FLOOR: v = x == f ? x : (x - f <= 0.5 ? f : f + 1); break;
@@ -89,8 +88,7 @@ static double cubic_w(double x, double A) {
     return 0;
 }
 
-/* Coefficients for ratio in (0, 1] (see the ONNX reference). */
-static void coeffs(const pr_resize_plan *p, double ratio, double scale, int n, double *c) {
+void pr_resize_coeffs(const pr_resize_plan *p, double ratio, double scale, int n, double *c) {
     double A = p->cubic_a;
     if (!p->antialias) {
         if (p->mode == PR_RESIZE_LINEAR) {
@@ -166,13 +164,13 @@ static precis_status build_taps(pr_kernel *k, const pr_resize_plan *p, int d, in
     double cbuf[8], *c = n <= 8 ? cbuf : malloc((size_t)n * sizeof *c);
     if (!c) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     for (int64_t o = 0; o < t->out; o++) {
-        double x = orig_coord(p, d, (double)o, in, t->out);
+        double x = pr_resize_coord(p, d, (double)o, in, t->out);
         if (p->coord == PR_COORD_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(in - 1))) {
             t->extrap[o] = true;
             t->any_extrap = true;
         }
         if (p->mode == PR_RESIZE_NEAREST) {
-            t->idx[o] = t->extrap[o] ? -1 : nearest_index(p, d, x, in);
+            t->idx[o] = t->extrap[o] ? -1 : pr_resize_nearest(p, d, x, in);
             continue;
         }
         if (!isfinite(x)) x = 0;
@@ -182,7 +180,7 @@ static precis_status build_taps(pr_kernel *k, const pr_resize_plan *p, int d, in
         bool integer = x == xf;
         double ratio = integer ? 1.0 : x - xf;
         int64_t start = (int64_t)xf + (integer ? -(n / 2) : -(n / 2) + 1);
-        coeffs(p, ratio, p->scale[d], n, c);
+        pr_resize_coeffs(p, ratio, p->scale[d], n, c);
         if (p->exclude_outside) {
             double sum = 0;
             for (int i = 0; i < n; i++) {
