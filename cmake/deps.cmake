@@ -45,3 +45,13 @@ endif()
 
 # OpenMP: the CPU backend's threads (oneDNN itself is built on libgomp).
 find_package(OpenMP REQUIRED COMPONENTS C)
+
+# Image decoding for calibration folders (src/io/image.c): libpng, libjpeg(-turbo).
+pkg_check_modules(PNG REQUIRED libpng)
+find_path(JPEG_INCLUDE_DIR jpeglib.h)
+find_library(JPEG_LIBRARY NAMES jpeg)
+if(NOT JPEG_INCLUDE_DIR OR NOT JPEG_LIBRARY)
+  message(FATAL_ERROR "libjpeg not found: install libjpeg62-turbo-dev (scripts/setup.sh does)")
+endif()
+set(PRECIS_IMAGE_INCLUDE_DIRS ${PNG_INCLUDE_DIRS} ${JPEG_INCLUDE_DIR})
+set(PRECIS_IMAGE_LIBS ${PNG_LINK_LIBRARIES} ${JPEG_LIBRARY})

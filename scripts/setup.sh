@@ -13,7 +13,7 @@ PY=${PYTHON:-python3}
 
 DEB_PKGS=(build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler
           libonnx-dev libonnx-testdata clang libclang-rt-14-dev fonts-dejavu-core
-          fonts-noto-cjk libdnnl-dev)
+          fonts-noto-cjk libdnnl-dev libpng-dev libjpeg62-turbo-dev)
 # import name = pip requirement (pinned: the versions these scripts were checked with)
 PY_PKGS=(onnx=onnx==1.23.2 onnxruntime=onnxruntime==1.31.1 numpy=numpy==2.4.6 PIL=pillow==13.0.0)
 

@@ -203,7 +203,7 @@ typedef struct precis_engine precis_engine;
 typedef struct precis_context precis_context;
 
 typedef struct precis_build_options {
-    const char *precision; /* "fp32" (default when NULL), "bf16", "fp16" */
+    const char *precision; /* "fp32" (default when NULL), "bf16", "fp16", "int8" */
     const char *backend;   /* "cpu" (default when NULL) or "ref" (unoptimized oracle) */
     int num_threads;       /* threads one run uses; 0: all cores */
     /* Shape profile for dynamic inputs, TensorRT-style:
@@ -214,6 +214,21 @@ typedef struct precis_build_options {
     const char *shapes;
     int verbose;           /* > 0: passes and kernel choices on stderr */
     int no_optimize;       /* skip the graph passes (for debugging) */
+    /* INT8 (precision "int8"): post-training calibration. Compute nodes
+     * (Conv, MatMul, Gemm and what fused into them) get int8 weights per
+     * output channel and int8/uint8 activations per tensor; nodes with no
+     * int8 kernel stay float32. */
+    const char *calib_data;       /* .npy folder, list file or image folder */
+    const char *calib_preprocess; /* preprocessing spec for images (resize=256,crop=224,...) */
+    const char *calibrator;       /* "entropy" (default), "minmax", "percentile", "mse" */
+    double percentile;            /* for "percentile"; 0: 99.99 */
+    /* Calibration cache: when the file exists it must match the model (and
+     * the data, when calib_data is given) and its statistics are used
+     * without running the data; otherwise it is written after calibrating. */
+    const char *calib_cache;
+    int calib_batches;            /* use at most this many batches; 0: all */
+    const char *qdq_path;         /* also write the calibrated model as QDQ ONNX here */
+    int progress;                 /* > 0: a progress line on stderr while calibrating */
 } precis_build_options;
 
 /* Build an engine from an ONNX file. */

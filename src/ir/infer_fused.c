@@ -3,6 +3,7 @@
 #include "ir/act.h"
 #include "ir/infer.h"
 
+#include <math.h>
 #include <string.h>
 
 static precis_status check_acts(pr_infer *ic) {
@@ -88,4 +89,137 @@ precis_status pr_infer_Reorder(pr_infer *ic) {
         return pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "unknown layout '%s'", to);
     pr_infer_copy(ic, 0, 0);
     return PRECIS_OK;
+}
+
+/* ------------------------------------------------------------------ INT8 */
+
+static bool q8(pr_dtype d) { return d == PRECIS_INT8 || d == PRECIS_UINT8; }
+
+/* Output dtype from attribute y_type (absent / 1: float32; 3: int8; 2: uint8)
+ * and its scale; -1 (error set) when invalid. */
+static int q_out_type(pr_infer *ic, pr_dtype *dt) {
+    int64_t yt = pr_attr_int(ic->node, "y_type", PRECIS_FLOAT32);
+    if (yt == PRECIS_FLOAT32) {
+        *dt = PRECIS_FLOAT32;
+        return 0;
+    }
+    if (yt != PRECIS_INT8 && yt != PRECIS_UINT8) {
+        pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "y_type %lld is not float, int8 or uint8",
+                  (long long)yt);
+        return -1;
+    }
+    float ys = pr_attr_float(ic->node, "y_scale", 0.0f);
+    if (!(ys > 0.0f) || !isfinite(ys)) {
+        pr_inferf(ic, PRECIS_ERR_SHAPE, "y_scale must be a positive number");
+        return -1;
+    }
+    *dt = (pr_dtype)yt;
+    return 0;
+}
+
+static precis_status q_scale_attr(pr_infer *ic, const char *name) {
+    float s = pr_attr_float(ic->node, name, 0.0f);
+    if (!(s > 0.0f) || !isfinite(s))
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be a positive number", name);
+    return PRECIS_OK;
+}
+
+/* Per-channel scale input i: float32, rank 1, n (or 1 when allow1) elements. */
+static precis_status q_scale_input(pr_infer *ic, int i, const char *what, int64_t n, bool allow1) {
+    precis_status st = pr_infer_need_input(ic, i, what);
+    if (st) return st;
+    const pr_tinfo *s = &ic->in[i];
+    if (s->dtype != PRECIS_FLOAT32 || s->rank != 1)
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be a 1-D float32 tensor", what);
+    if (pr_dim_known(s->dims[0]) && n >= 0 && s->dims[0] != n && !(allow1 && s->dims[0] == 1))
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s has %lld entries, expected %lld", what,
+                         (long long)s->dims[0], (long long)n);
+    return PRECIS_OK;
+}
+
+/* Residual Z (input zi): float32 of the output's shape, or int8/uint8 with z_scale. */
+static precis_status q_residual(pr_infer *ic, int zi) {
+    if (!pr_in_present(ic, zi)) return PRECIS_OK;
+    const pr_tinfo *z = &ic->in[zi], *y = &ic->out[0];
+    if (q8(z->dtype)) {
+        precis_status st = q_scale_attr(ic, "z_scale");
+        if (st) return st;
+    } else if (z->dtype != PRECIS_FLOAT32) {
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "residual must be float32, int8 or uint8");
+    }
+    if (z->rank < 0 || y->rank < 0) return PRECIS_OK;
+    if (z->rank != y->rank) return pr_inferf(ic, PRECIS_ERR_SHAPE, "residual rank differs");
+    for (int i = 0; i < y->rank; i++)
+        if (pr_dim_known(z->dims[i]) && pr_dim_known(y->dims[i]) && z->dims[i] != y->dims[i])
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "residual dim %d is %lld, output has %lld", i,
+                             (long long)z->dims[i], (long long)y->dims[i]);
+    return PRECIS_OK;
+}
+
+precis_status pr_infer_QConv(pr_infer *ic) {
+    precis_status st = check_acts(ic);
+    if (st) return st;
+    if ((st = pr_infer_need_input(ic, 0, "X")) || (st = pr_infer_need_input(ic, 1, "W")))
+        return st;
+    if (!q8(ic->in[0].dtype) || ic->in[1].dtype != PRECIS_INT8)
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "X must be int8/uint8 and W int8, got %s, %s",
+                         pr_dtype_name(ic->in[0].dtype), pr_dtype_name(ic->in[1].dtype));
+    if ((st = q_scale_attr(ic, "x_scale"))) return st;
+    int64_t M = ic->in[1].rank >= 1 ? ic->in[1].dims[0] : -1;
+    if ((st = q_scale_input(ic, 2, "w_scale", M, false))) return st;
+    pr_tinfo in3[3] = {ic->in[0], ic->in[1], {0}};
+    in3[0].dtype = in3[1].dtype = PRECIS_FLOAT32;
+    in3[0].value = in3[1].value = NULL;
+    in3[2].rank = -1;
+    int nsub = 2;
+    if (pr_in_present(ic, 3)) {
+        if (ic->in[3].dtype != PRECIS_FLOAT32)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "bias must be float32");
+        in3[2] = ic->in[3];
+        nsub = 3;
+    }
+    pr_infer sub = *ic;
+    sub.n_in = nsub;
+    sub.in = in3;
+    if ((st = pr_infer_Conv(&sub))) return st;
+    pr_dtype yt;
+    if (q_out_type(ic, &yt)) return ic->err->status;
+    ic->out[0].dtype = yt;
+    return q_residual(ic, 4);
+}
+
+precis_status pr_infer_QMatMul(pr_infer *ic) {
+    precis_status st = check_acts(ic);
+    if (st) return st;
+    if ((st = pr_infer_need_input(ic, 0, "A")) || (st = pr_infer_need_input(ic, 1, "B")))
+        return st;
+    if (!q8(ic->in[0].dtype) || !q8(ic->in[1].dtype))
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "A and B must be int8/uint8, got %s, %s",
+                         pr_dtype_name(ic->in[0].dtype), pr_dtype_name(ic->in[1].dtype));
+    if ((st = q_scale_attr(ic, "a_scale"))) return st;
+    pr_tinfo ab[2];
+    for (int i = 0; i < 2; i++) {
+        ab[i] = ic->in[i];
+        ab[i].dtype = PRECIS_FLOAT32;
+        ab[i].value = NULL;
+        bool tr = pr_attr_int(ic->node, i ? "transB" : "transA", 0) != 0;
+        if (!tr) continue;
+        if (ab[i].rank != 2)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "trans%s needs a 2-D operand", i ? "B" : "A");
+        int64_t d = ab[i].dims[0];
+        ab[i].dims[0] = ab[i].dims[1];
+        ab[i].dims[1] = d;
+    }
+    pr_infer sub = *ic;
+    sub.n_in = 2;
+    sub.in = ab;
+    if ((st = pr_infer_MatMul(&sub))) return st;
+    int64_t N = ab[1].rank >= 1 ? ab[1].dims[ab[1].rank - 1] : -1;
+    if ((st = q_scale_input(ic, 2, "b_scale", N, true))) return st;
+    if (pr_in_present(ic, 3) && ic->in[3].dtype != PRECIS_FLOAT32)
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "bias must be float32");
+    pr_dtype yt;
+    if (q_out_type(ic, &yt)) return ic->err->status;
+    ic->out[0].dtype = yt;
+    return q_residual(ic, 4);
 }

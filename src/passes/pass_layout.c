@@ -11,10 +11,11 @@
 #include "passes/pass_plan.h"
 
 static bool is_float(pr_dtype d) {
-    return d == PRECIS_FLOAT32 || d == PRECIS_BFLOAT16 || d == PRECIS_FLOAT16;
+    return d == PRECIS_FLOAT32 || d == PRECIS_BFLOAT16 || d == PRECIS_FLOAT16 ||
+           d == PRECIS_INT8 || d == PRECIS_UINT8; /* quantized activations too */
 }
 
-/* A rank-4 float activation (not an initializer). */
+/* A rank-4 float or quantized activation (not an initializer). */
 static bool act4(const pr_graph *g, int t) {
     if (t < 0) return false;
     const pr_tensor *x = &g->tensors[t];
@@ -22,7 +23,8 @@ static bool act4(const pr_graph *g, int t) {
 }
 
 static bool is_conv(const pr_node *n) {
-    return n->op == PR_OP_Conv || n->op == PR_OP_FusedConv || n->op == PR_OP_ConvTranspose;
+    return n->op == PR_OP_Conv || n->op == PR_OP_FusedConv || n->op == PR_OP_ConvTranspose ||
+           n->op == PR_OP_QConv;
 }
 
 /* Would the backend run n with its rank-4 activations in NHWC? Sets the

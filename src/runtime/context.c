@@ -39,7 +39,15 @@ struct precis_context {
     /* profiling */
     int profiling, prof_runs;
     double *prof;
+    /* observer (calibration): every computed tensor, right after its step */
+    pr_observe_fn observe;
+    void *observe_user;
 };
+
+void pr_context_observe(precis_context *c, pr_observe_fn fn, void *user) {
+    c->observe = fn;
+    c->observe_user = user;
+}
 
 precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
                                     precis_context **out) {
@@ -265,6 +273,9 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
                          g->tensors[g->inputs[k]].name);
             goto fail;
         }
+    for (int k = 0; c->observe && k < g->n_inputs; k++)
+        if ((st = c->observe(c->observe_user, g, g->inputs[k], &c->vals[g->inputs[k]], err)))
+            goto fail;
     bool planning = !same_signature(c, g) || !c->planned;
     if (planning) {
         c->planned = false;
@@ -339,6 +350,9 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
         st = s->impl ? s->impl->run(s->state, &kk, &c->x) : pr_ref_table[n->op](&kk);
         if (st) goto fail;
         if (c->profiling) c->prof[k] += now() - t0;
+        for (int j = 0; c->observe && j < n->n_outputs; j++)
+            if (outp[j] && (st = c->observe(c->observe_user, g, n->outputs[j], outp[j], err)))
+                goto fail;
         /* free what no later step reads */
         for (int j = 0; j < n->n_inputs; j++) {
             int t = n->inputs[j];

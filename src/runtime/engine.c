@@ -307,16 +307,19 @@ precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_
     if (!o) o = &def;
     const char *prec = o->precision ? o->precision : "fp32";
     const char *backend = o->backend ? o->backend : "cpu";
-    if (strcmp(prec, "fp32") && strcmp(prec, "bf16") && strcmp(prec, "fp16"))
+    if (strcmp(prec, "fp32") && strcmp(prec, "bf16") && strcmp(prec, "fp16") &&
+        strcmp(prec, "int8"))
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
-                           "unknown precision '%s' (fp32, bf16 or fp16; int8 comes with "
-                           "calibration)", prec);
+                           "unknown precision '%s' (fp32, bf16, fp16 or int8)", prec);
     if (strcmp(backend, "cpu") && strcmp(backend, "ref"))
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "unknown backend '%s' (cpu or ref)",
                            backend);
-    if (strcmp(backend, "ref") == 0 && strcmp(prec, "fp32") != 0)
+    bool int8 = strcmp(prec, "int8") == 0;
+    if (int8 && o->no_optimize)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "int8 needs the graph passes");
+    if (strcmp(backend, "ref") == 0 && strcmp(prec, "fp32") != 0 && !int8)
         return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
-                           "the ref backend runs the model as written (fp32 only)");
+                           "the ref backend runs the model as written (fp32, or int8 as QDQ)");
     precis_engine *e = calloc(1, sizeof *e);
     if (!e) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     precis_status st = pr_onnx_load_file(onnx_path, &e->g, err);
@@ -327,13 +330,17 @@ precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_
     if ((st = apply_profile(e, err))) goto fail;
     if ((st = pr_graph_infer(e->g, err))) goto fail;
     bool cpu = strcmp(backend, "cpu") == 0;
-    if (cpu && !o->no_optimize) {
+    if ((cpu || int8) && !o->no_optimize) {
         pr_pass_ctx pc = {err, o->verbose, 0};
         if ((st = pr_optimize(e->g, &pc))) goto fail;
         drop_unused_inits(e->g);
     }
+    if (int8) {
+        if ((st = pr_build_int8(ctx, onnx_path, o, e->g, cpu, err))) goto fail;
+        drop_unused_inits(e->g);
+    }
     precis_dtype low = precision_dtype(prec);
-    if (cpu && low != PRECIS_FLOAT32 && (st = pr_plan_precision(e->g, low, err))) goto fail;
+    if (cpu && !int8 && low != PRECIS_FLOAT32 && (st = pr_plan_precision(e->g, low, err))) goto fail;
     if (cpu && (st = pr_plan_layouts(e->g, err))) goto fail;
     char threads[16];
     snprintf(threads, sizeof threads, "%d", e->num_threads);

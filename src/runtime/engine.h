@@ -32,6 +32,20 @@ struct precis_engine {
     int *first_def, *last_use; /* per tensor: step producing it / last step reading it */
 };
 
+/* Called by a context after every step for each output it computed (and
+ * for the graph inputs before the first step), with the tensor's index in
+ * e->g and its value (in the tensor's layout); a non-OK status stops the
+ * run. Set to NULL to stop observing. */
+typedef precis_status (*pr_observe_fn)(void *user, const pr_graph *g, int tensor,
+                                       const pr_buf *value, pr_err *e);
+void pr_context_observe(precis_context *c, pr_observe_fn fn, void *user);
+
+/* precision int8: calibrate (or read the cache), insert QDQ, export it when
+ * asked, and with `lower` lower it to the int8 ops (the CPU backend; ref
+ * runs the QDQ form); g is the optimized graph (build_int8.c). */
+precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
+                            pr_graph *g, bool lower, pr_err *err);
+
 /* Parse "name:MIN/OPT/MAX,..." against g's inputs into *prof (malloc'd). */
 precis_status pr_parse_profile(const pr_graph *g, const char *spec, pr_profile **prof, int *n,
                                pr_err *e);

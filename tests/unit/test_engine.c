@@ -212,10 +212,10 @@ static void test_bad_options(void) {
     precis_engine *e = NULL;
     precis_build_options o = {"int4", NULL, 1, NULL, 0, 0};
     CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
-    o = (precis_build_options){"fp32", NULL, 1, "nosuch:1x3", 0, 0};
+    o = (precis_build_options){.precision = "fp32", .num_threads = 1, .shapes = "nosuch:1x3"};
     CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
     CHECK(strstr(precis_last_error(ctx), "nosuch") != NULL);
-    o = (precis_build_options){"fp32", NULL, 1, "input:4x3x16x16/2x3x16x16/8x3x16x16", 0, 0};
+    o = (precis_build_options){.precision = "fp32", .num_threads = 1, .shapes = "input:4x3x16x16/2x3x16x16/8x3x16x16"};
     CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
     CHECK(e == NULL);
     precis_ctx_destroy(ctx);

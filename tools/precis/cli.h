@@ -25,6 +25,8 @@ void json_str(const char *s);
 void json_value_info(const precis_value_info *vi);
 
 int cmd_build(int argc, char **argv);
+int cmd_export_qdq(int argc, char **argv);
+void usage_export_qdq(FILE *f);
 int cmd_bench(int argc, char **argv);
 void usage_build(FILE *f);
 void usage_bench(FILE *f);

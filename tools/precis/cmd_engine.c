@@ -1,6 +1,7 @@
 /* precis build / bench / inspect PLAN: the engine commands. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +14,24 @@
 
 void usage_build(FILE *f) {
     fprintf(f,
-            "usage: precis build MODEL.onnx -o OUT.plan [--precision fp32|bf16|fp16]\n"
+            "usage: precis build MODEL.onnx -o OUT.plan [--precision fp32|bf16|fp16|int8]\n"
             "                    [--threads N] [--shapes NAME:MIN/OPT/MAX[,...]]\n"
-            "                    [--backend cpu|ref] [--no-optimize] [--verbose]\n\n"
+            "                    [--backend cpu|ref] [--no-optimize] [--verbose]\n"
+            "                    [--calib-data DIR|LIST] [--calib-preprocess SPEC]\n"
+            "                    [--calibrator entropy|minmax|percentile|mse] [--percentile P]\n"
+            "                    [--calib-cache FILE] [--calib-batches N]\n\n"
             "Optimizes MODEL (constant folding, BatchNorm folding, Conv/MatMul fusion with\n"
             "bias, activation and residual add, LayerNorm/GELU recognition), chooses the\n"
             "precision and layout of every tensor and a CPU kernel for every node, and\n"
             "writes the engine plan. --shapes gives the range of dynamic input dims\n"
             "(dims as 1x3x224x224; one shape fixes them); runs outside it are refused.\n"
-            "--threads is the thread count the plan runs with (default: all cores).\n\n%s",
+            "--threads is the thread count the plan runs with (default: all cores).\n\n"
+            "int8 calibrates on --calib-data: a folder of .npy files (one subfolder per\n"
+            "input for several inputs), a list file, or an image folder with\n"
+            "--calib-preprocess 'resize=256,crop=224,mean=0.485:0.456:0.406,std=...'.\n"
+            "--calib-cache keeps the statistics: an existing cache that matches the model\n"
+            "(and data) is used without running the data; another calibrator re-derives\n"
+            "the scales from it in seconds.\n\n%s",
             k_exit_codes);
 }
 
@@ -52,7 +62,29 @@ int is_plan_file(const char *path) {
 typedef struct engine_args {
     const char *model, *precision, *backend, *shapes;
     int threads, verbose, no_optimize;
+    /* int8 calibration */
+    const char *calib_data, *calib_preprocess, *calibrator, *calib_cache;
+    double percentile;
+    int calib_batches;
 } engine_args;
+
+static precis_build_options build_opts(const engine_args *a) {
+    precis_build_options o = {0};
+    o.precision = a->precision;
+    o.backend = a->backend;
+    o.num_threads = a->threads;
+    o.shapes = a->shapes;
+    o.verbose = a->verbose;
+    o.no_optimize = a->no_optimize;
+    o.calib_data = a->calib_data;
+    o.calib_preprocess = a->calib_preprocess;
+    o.calibrator = a->calibrator;
+    o.calib_cache = a->calib_cache;
+    o.percentile = a->percentile;
+    o.calib_batches = a->calib_batches;
+    o.progress = isatty(2);
+    return o;
+}
 
 /* Consumes one engine option at argv[*i]; 1 if taken, 0 if not ours, -1 on
  * a usage error (message printed). */
@@ -62,6 +94,10 @@ static int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usag
     const char **dst = !strcmp(o, "--precision") ? &a->precision
                        : !strcmp(o, "--backend") ? &a->backend
                        : !strcmp(o, "--shapes")  ? &a->shapes
+                       : !strcmp(o, "--calib-data") ? &a->calib_data
+                       : !strcmp(o, "--calib-preprocess") ? &a->calib_preprocess
+                       : !strcmp(o, "--calibrator") ? &a->calibrator
+                       : !strcmp(o, "--calib-cache") ? &a->calib_cache
                                                  : NULL;
     if (dst) {
         if (!more) return usage_error(usage, "%s needs a value", o), -1;
@@ -76,7 +112,17 @@ static int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usag
         a->threads = (int)v;
         return 1;
     }
-    if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) return a->verbose = 1, 1;
+    if (!strcmp(o, "--percentile") || !strcmp(o, "--calib-batches")) {
+        if (!more) return usage_error(usage, "%s needs a number", o), -1;
+        char *end;
+        double v = strtod(argv[++*i], &end);
+        if (*end || !(v > 0) || (o[2] == 'p' && v > 100) || (o[2] == 'c' && v != floor(v)))
+            return usage_error(usage, "bad value '%s'", argv[*i]), -1;
+        if (o[2] == 'p') a->percentile = v;
+        else a->calib_batches = v > 1e9 ? 1000000000 : (int)v;
+        return 1;
+    }
+    if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) return a->verbose++, 1;
     if (!strcmp(o, "--no-optimize")) return a->no_optimize = 1, 1;
     return 0;
 }
@@ -89,43 +135,61 @@ static precis_status open_engine(precis_ctx *ctx, const engine_args *a, precis_e
                             "fixed at build time and ignored\n", a->model);
         return precis_engine_load(ctx, a->model, a->threads, e);
     }
-    precis_build_options o = {a->precision, a->backend, a->threads, a->shapes, a->verbose,
-                              a->no_optimize};
+    precis_build_options o = build_opts(a);
     return precis_build(ctx, a->model, &o, e);
 }
 
-int cmd_build(int argc, char **argv) {
+void usage_export_qdq(FILE *f) {
+    fprintf(f,
+            "usage: precis export-qdq MODEL.onnx -o OUT.onnx --calib-data DIR|LIST\n"
+            "                    [--calib-preprocess SPEC] [--calibrator C] [--percentile P]\n"
+            "                    [--calib-cache FILE] [--calib-batches N] [--shapes SPEC]\n"
+            "                    [--threads N] [--verbose]\n\n"
+            "Calibrates MODEL exactly as `precis build --precision int8` does and writes the\n"
+            "result as standard QDQ ONNX (QuantizeLinear/DequantizeLinear around the int8\n"
+            "nodes, int8 weights per output channel) that ONNX Runtime and other runtimes\n"
+            "load. The graph is precis's optimized one (BatchNorm folded, fusions written\n"
+            "back as standard ops).\n\n%s",
+            k_exit_codes);
+}
+
+static int build_or_export(int argc, char **argv, bool qdq) {
+    void (*usage)(FILE *) = qdq ? usage_export_qdq : usage_build;
     engine_args a = {0};
     const char *out = NULL;
+    if (qdq) a.precision = "int8";
     for (int i = 0; i < argc; i++) {
-        int r = engine_opt(&a, argc, argv, &i, usage_build);
+        int r = engine_opt(&a, argc, argv, &i, usage);
         if (r < 0) return 1;
         if (r) continue;
         const char *o = argv[i];
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            usage_build(stdout);
+            usage(stdout);
             return 0;
         } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) {
-            if (i + 1 >= argc) return usage_error(usage_build, "%s needs a file", o);
+            if (i + 1 >= argc) return usage_error(usage, "%s needs a file", o);
             out = argv[++i];
         } else if (o[0] == '-') {
-            return usage_error(usage_build, "unknown option '%s'", o);
+            return usage_error(usage, "unknown option '%s'", o);
         } else if (!a.model) {
             a.model = o;
         } else {
-            return usage_error(usage_build, "unexpected argument '%s'", o);
+            return usage_error(usage, "unexpected argument '%s'", o);
         }
     }
-    if (!a.model) return usage_error(usage_build, "missing MODEL.onnx%s", "");
-    if (!out) return usage_error(usage_build, "missing -o OUT.plan%s", "");
+    if (!a.model) return usage_error(usage, "missing MODEL.onnx%s", "");
+    if (!out) return usage_error(usage, "missing -o %s", qdq ? "OUT.onnx" : "OUT.plan");
+    if (qdq && a.precision && strcmp(a.precision, "int8"))
+        return usage_error(usage, "export-qdq writes int8 (not --precision %s)", a.precision);
     precis_ctx *ctx = precis_ctx_create();
     if (!ctx) return PRECIS_ERR_OOM;
     precis_engine *e = NULL;
     double t0 = now_ms();
-    precis_status st = precis_build(ctx, a.model, &(precis_build_options){a.precision, a.backend,
-                                    a.threads, a.shapes, a.verbose, a.no_optimize}, &e);
+    precis_build_options bo = build_opts(&a);
+    if (qdq) bo.qdq_path = out;
+    precis_status st = precis_build(ctx, a.model, &bo, &e);
     double t1 = now_ms();
-    if (!st) st = precis_engine_save(ctx, e, out);
+    if (!st && !qdq) st = precis_engine_save(ctx, e, out);
     int rc = 0;
     if (st) {
         rc = fail(ctx, st);
@@ -137,7 +201,8 @@ int cmd_build(int argc, char **argv) {
             ref += !strcmp(si.kernel, "ref");
             orig += si.num_origins;
         }
-        printf("built %s -> %s in %.0f ms: precision %s, %d threads, target %s\n", a.model, out,
+        printf("%s %s -> %s in %.0f ms: precision %s, %d threads, target %s\n",
+               qdq ? "exported" : "built", a.model, out,
                t1 - t0, precis_engine_precision(e), precis_engine_num_threads(e),
                precis_engine_target(e));
         printf("%d steps for %d original nodes; %d steps on the ref fallback\n", n, orig, ref);
@@ -146,6 +211,9 @@ int cmd_build(int argc, char **argv) {
     precis_ctx_destroy(ctx);
     return rc;
 }
+
+int cmd_build(int argc, char **argv) { return build_or_export(argc, argv, false); }
+int cmd_export_qdq(int argc, char **argv) { return build_or_export(argc, argv, true); }
 
 /* ------------------------------------------------------------------ bench */
 

@@ -26,7 +26,8 @@ static void usage_main(FILE *f) {
             "precis %s — mixed-precision inference optimizer and runtime\n\n"
             "usage: precis <command> [options]\n\n"
             "Commands:\n"
-            "  build     optimize a model into an engine plan (fp32, bf16, fp16)\n"
+            "  build     optimize a model into an engine plan (fp32, bf16, fp16, int8)\n"
+            "  export-qdq  calibrate a model for int8 and write it as QDQ ONNX\n"
             "  run       run an ONNX model or a plan on .npy inputs, write .npy outputs\n"
             "  bench     time a model or plan (latency percentiles, memory, profile, vs ORT)\n"
             "  inspect   show a model's inputs, outputs and ops, or a plan's steps\n"
@@ -134,7 +135,10 @@ static int cmd_run(int argc, char **argv) {
     precis_status st;
     if (use_engine && is_plan_file(model_path)) st = precis_engine_load(ctx, model_path, threads, &eng);
     else if (use_engine)
-        st = precis_build(ctx, model_path, &(precis_build_options){precision, backend, threads, NULL, 0, 0}, &eng);
+        st = precis_build(ctx, model_path,
+                          &(precis_build_options){.precision = precision, .backend = backend,
+                                                  .num_threads = threads},
+                          &eng);
     else
         st = precis_model_load(ctx, model_path, &m);
     if (st) goto error;
@@ -352,6 +356,7 @@ int main(int argc, char **argv) {
         if (argc > 2 && !strcmp(argv[2], "run")) usage_run(stdout);
         else if (argc > 2 && !strcmp(argv[2], "inspect")) usage_inspect(stdout);
         else if (argc > 2 && !strcmp(argv[2], "build")) usage_build(stdout);
+        else if (argc > 2 && !strcmp(argv[2], "export-qdq")) usage_export_qdq(stdout);
         else if (argc > 2 && !strcmp(argv[2], "bench")) usage_bench(stdout);
         else usage_main(stdout);
         return 0;
@@ -363,6 +368,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
+    if (!strcmp(cmd, "export-qdq")) return cmd_export_qdq(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     fprintf(stderr, "precis: unknown command '%s'\n\n", cmd);
     usage_main(stderr);

@@ -1,6 +1,7 @@
 /* Reference kernels of the fused ops (ops.inc, family fused): the base op's
  * ref kernel, then the epilogue in float. Slow and obvious on purpose: these
  * are the oracle for the fast fused kernels. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,4 +113,99 @@ done:
 precis_status ref_Reorder(pr_kernel *k) {
     if (k->out[0]->nbytes) memcpy(k->out[0]->data, k->in[0]->data, k->out[0]->nbytes);
     return PRECIS_OK;
+}
+
+/* ------------------------------------------------------------------ INT8 */
+
+/* A float32 copy of q (int8/uint8/float32) holding real values: q * scale,
+ * scale[c] along `axis` (n_scale entries; 1: one scale for all). */
+static precis_status dequant(pr_kernel *k, const pr_buf *q, const float *scale, int64_t n_scale,
+                             int axis, pr_buf *out) {
+    *out = *q;
+    out->dtype = PRECIS_FLOAT32;
+    out->nbytes = (size_t)q->numel * sizeof(float);
+    float *d = malloc(out->nbytes ? out->nbytes : 1);
+    if (!d) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+    pr_ref_to_f32(q->data, q->dtype, q->numel, d);
+    out->data = d;
+    if (q->dtype == PRECIS_FLOAT32) return PRECIS_OK;
+    int64_t inner = 1, C = n_scale > 1 ? q->dims[axis] : 1;
+    if (n_scale > 1)
+        for (int i = axis + 1; i < q->rank; i++) inner *= q->dims[i];
+    if (n_scale > 1 && C != n_scale) {
+        free(d);
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "%lld scales for %lld channels",
+                          (long long)n_scale, (long long)C);
+    }
+    for (int64_t i = 0; i < q->numel; i++) d[i] *= scale[n_scale > 1 ? (i / inner) % C : 0];
+    return PRECIS_OK;
+}
+
+/* Run `fn` (ref_FusedConv / ref_FusedMatMul) on real-valued copies of the
+ * quantized operands, then quantize into out[0] when y_type asks for it.
+ * in4 = {X, W, bias, Z} after dequantization (bias/Z may be NULL). */
+static precis_status q_run(pr_kernel *k, pr_kernel_fn fn, const pr_buf *in4[4]) {
+    pr_buf *Y = k->out[0], yf = *Y;
+    float *tmp = NULL;
+    if (Y->dtype != PRECIS_FLOAT32) {
+        yf.dtype = PRECIS_FLOAT32;
+        yf.nbytes = (size_t)Y->numel * sizeof(float);
+        tmp = malloc(yf.nbytes ? yf.nbytes : 1);
+        if (!tmp) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+        yf.data = tmp;
+    }
+    pr_buf *outs[1] = {&yf};
+    pr_kernel sub = *k;
+    sub.n_in = in4[3] ? 4 : (in4[2] ? 3 : 2);
+    sub.in = in4;
+    sub.n_out = 1;
+    sub.out = outs;
+    precis_status st = fn(&sub);
+    if (!st && tmp) {
+        float inv = 1.0f / pr_attr_float(k->node, "y_scale", 1.0f);
+        for (int64_t i = 0; i < Y->numel; i++) tmp[i] *= inv;
+        pr_ref_from_f32(tmp, Y->numel, Y->dtype, Y->data);
+    }
+    free(tmp);
+    return st;
+}
+
+static precis_status q_residual_buf(pr_kernel *k, const pr_buf *z, pr_buf *zf, const pr_buf **out) {
+    *out = NULL;
+    if (!z) return PRECIS_OK;
+    float s = pr_attr_float(k->node, "z_scale", 1.0f);
+    precis_status st = dequant(k, z, &s, 1, 0, zf);
+    if (!st) *out = zf;
+    return st;
+}
+
+precis_status ref_QConv(pr_kernel *k) {
+    const pr_buf *X = k->in[0], *W = k->in[1], *ws = k->in[2];
+    float xs = pr_attr_float(k->node, "x_scale", 1.0f);
+    pr_buf xf = {0}, wf = {0}, zf = {0};
+    const pr_buf *in4[4] = {&xf, &wf, pr_kin(k, 3), NULL};
+    precis_status st = dequant(k, X, &xs, 1, 0, &xf);
+    if (!st) st = dequant(k, W, ws->data, ws->numel, 0, &wf);
+    if (!st) st = q_residual_buf(k, pr_kin(k, 4), &zf, &in4[3]);
+    if (!st) st = q_run(k, ref_FusedConv, in4);
+    free(xf.data);
+    free(wf.data);
+    free(zf.data);
+    return st;
+}
+
+precis_status ref_QMatMul(pr_kernel *k) {
+    const pr_buf *A = k->in[0], *B = k->in[1], *bs = k->in[2];
+    float as = pr_attr_float(k->node, "a_scale", 1.0f);
+    bool tb = pr_attr_int(k->node, "transB", 0) != 0;
+    pr_buf af = {0}, bf = {0}, zf = {0};
+    const pr_buf *in4[4] = {&af, &bf, pr_kin(k, 3), NULL};
+    precis_status st = dequant(k, A, &as, 1, 0, &af);
+    if (!st) st = dequant(k, B, bs->data, bs->numel, tb ? 0 : B->rank - 1, &bf);
+    if (!st) st = q_residual_buf(k, pr_kin(k, 4), &zf, &in4[3]);
+    if (!st) st = q_run(k, ref_FusedMatMul, in4);
+    free(af.data);
+    free(bf.data);
+    free(zf.data);
+    return st;
 }

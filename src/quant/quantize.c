@@ -1,0 +1,346 @@
+/* pr_quantize_insert: calibrated ranges -> explicit QDQ graph (quantize.h). */
+#include "quant/quantize.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/graph_edit.h"
+
+#define Q_OPSET 13
+
+bool pr_quant_passthrough(const pr_graph *g, const pr_node *n, int *data_inputs) {
+    int d = 1;
+    switch (n->op) {
+    case PR_OP_Reshape:
+    case PR_OP_Flatten:
+    case PR_OP_Transpose:
+    case PR_OP_Squeeze:
+    case PR_OP_Unsqueeze:
+    case PR_OP_Slice:
+    case PR_OP_Split:
+    case PR_OP_MaxPool:
+    case PR_OP_GlobalMaxPool:
+    case PR_OP_Identity: break;
+    case PR_OP_Concat: d = n->n_inputs; break;
+    case PR_OP_Resize:
+        if (strcmp(pr_attr_str(n, "mode", "nearest"), "nearest") != 0) return false;
+        break;
+    default: return false;
+    }
+    if (n->op == PR_OP_MaxPool && pr_node_out(n, 1) >= 0) return false; /* Indices */
+    if (data_inputs) *data_inputs = d;
+    (void)g;
+    return true;
+}
+
+/* A float32 activation: not an initializer, known rank. */
+static bool activation(const pr_graph *g, int t) {
+    return t >= 0 && !(g->tensors[t].flags & PR_T_INIT) && g->tensors[t].dtype == PRECIS_FLOAT32 &&
+           g->tensors[t].rank >= 0;
+}
+
+static bool f32_init(const pr_graph *g, int t) {
+    return pr_is_init(g, t) && g->tensors[t].dtype == PRECIS_FLOAT32;
+}
+
+/* What an int8 compute node quantizes: activations (a, b: -1 none) and the
+ * weight initializer w with the per-channel axis of its DequantizeLinear. */
+typedef struct qcompute {
+    int a, b, w, w_axis;
+} qcompute;
+
+static bool compute_node(const pr_graph *g, const pr_node *n, qcompute *q) {
+    q->a = q->b = q->w = -1;
+    q->w_axis = 0;
+    int x = pr_node_in(n, 0), y = pr_node_in(n, 1);
+    if (!activation(g, x)) return false;
+    if (n->op == PR_OP_FusedConv) {
+        if (!f32_init(g, y) || g->tensors[y].rank != 4 || g->tensors[x].rank != 4) return false;
+        q->a = x;
+        q->w = y;
+        return true;
+    }
+    if (n->op != PR_OP_FusedMatMul && n->op != PR_OP_MatMul) return false;
+    if (pr_attr_int(n, "transA", 0)) return false;
+    bool tb = pr_attr_int(n, "transB", 0) != 0;
+    q->a = x;
+    if (f32_init(g, y) && g->tensors[y].rank == 2) {
+        q->w = y;
+        q->w_axis = tb ? 0 : 1;
+        return true;
+    }
+    if (activation(g, y) && !tb) {
+        q->b = y;
+        return true;
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------- union-find */
+
+static int uf_find(int *p, int x) {
+    while (p[x] != x) x = p[x] = p[p[x]];
+    return x;
+}
+static void uf_join(int *p, int a, int b) {
+    a = uf_find(p, a);
+    b = uf_find(p, b);
+    if (a != b) p[a < b ? b : a] = a < b ? a : b;
+}
+
+/* ------------------------------------------------------------ insertion */
+
+static int new_tensor(pr_graph *g, const char *base, const char *suffix, pr_dtype dt, int rank,
+                      const int64_t *dims, pr_err *e) {
+    char name[600];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    size_t bl = strlen(name);
+    for (int k = 1; pr_graph_find_tensor(g, name) >= 0 && bl + 12 < sizeof name; k++)
+        snprintf(name + bl, sizeof name - bl, "_%d", k);
+    int t = pr_graph_get_tensor(g, name, e);
+    if (t < 0) return -1;
+    pr_tensor *x = &g->tensors[t];
+    x->dtype = dt;
+    x->rank = rank;
+    for (int i = 0; i < rank; i++) x->dims[i] = dims[i];
+    x->producer = -1;
+    return t;
+}
+
+/* Node op(in0, scale, zp [axis]) -> out, marked as inserted by precis. */
+static int qdq_node(pr_graph *g, pr_op op, const char *name, int in0, int scale, int zp, int out,
+                    int axis, pr_err *e) {
+    int ni = pr_node_new(g, op, Q_OPSET, name, 3, 1, e);
+    if (ni < 0) return -1;
+    pr_node *n = &g->nodes[ni];
+    n->inputs[0] = in0;
+    n->inputs[1] = scale;
+    n->inputs[2] = zp;
+    if (pr_node_set_output(g, ni, 0, out, e) || pr_node_set_int(g, ni, "precis_inserted", 1, e))
+        return -1;
+    if (axis >= 0 && pr_node_set_int(g, ni, "axis", axis, e)) return -1;
+    return ni;
+}
+
+/* "a" + "b" into buf (truncated to cap). */
+static const char *join(char *buf, size_t cap, const char *a, const char *b) {
+    snprintf(buf, cap, "%s%s", a, b);
+    return buf;
+}
+
+static int scalar_init(pr_graph *g, const char *base, pr_dtype dt, float v, pr_err *e) {
+    void *d = pr_edit_alloc(8);
+    if (!d) return pr_errf(e, PRECIS_ERR_OOM, "out of memory"), -1;
+    memset(d, 0, 8);
+    if (dt == PRECIS_FLOAT32) memcpy(d, &v, sizeof v);
+    return pr_graph_add_init(g, base, dt, 0, NULL, d, e);
+}
+
+/* Quantize activation t with scale s as dt: t -> Q -> t_q -> DQ -> t_dq,
+ * every consumer of t (but the new Q) reading t_dq. */
+static precis_status quantize_tensor(pr_graph *g, int t, float s, pr_dtype dt, pr_err *e) {
+    char base[520];
+    snprintf(base, sizeof base, "%s", g->tensors[t].name);
+    int64_t dims[PR_MAX_RANK];
+    int rank = g->tensors[t].rank;
+    memcpy(dims, g->tensors[t].dims, sizeof dims);
+    char nm[600];
+    int sc = scalar_init(g, join(nm, sizeof nm, base, "/scale"), PRECIS_FLOAT32, s, e);
+    if (sc < 0) return e->status;
+    int zp = scalar_init(g, join(nm, sizeof nm, base, "/zero_point"), dt, 0, e);
+    if (zp < 0) return e->status;
+    int tq = new_tensor(g, base, "/quantized", dt, rank, dims, e);
+    int tdq = tq < 0 ? -1 : new_tensor(g, base, "/dequantized", PRECIS_FLOAT32, rank, dims, e);
+    if (tdq < 0) return e->status;
+    int n_nodes = g->n_nodes;
+    for (int i = 0; i < n_nodes; i++) {
+        pr_node *n = &g->nodes[i];
+        if (pr_node_dead(n)) continue;
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] == t) n->inputs[j] = tdq;
+    }
+    snprintf(nm, sizeof nm, "%s/QuantizeLinear", base);
+    if (qdq_node(g, PR_OP_QuantizeLinear, nm, t, sc, zp, tq, -1, e) < 0) return e->status;
+    snprintf(nm, sizeof nm, "%s/DequantizeLinear", base);
+    if (qdq_node(g, PR_OP_DequantizeLinear, nm, tq, sc, zp, tdq, -1, e) < 0) return e->status;
+    return PRECIS_OK;
+}
+
+/* Weight initializer w of node ni (input slot): int8 per channel along axis
+ * through a DequantizeLinear. */
+static precis_status quantize_weight(pr_graph *g, int ni, int slot, int w, int axis, pr_err *e) {
+    const pr_tensor *W = &g->tensors[w];
+    int rank = W->rank;
+    int64_t dims[PR_MAX_RANK];
+    memcpy(dims, W->dims, sizeof dims);
+    int64_t C = dims[axis], inner = 1, n = pr_numel(rank, dims);
+    for (int i = axis + 1; i < rank; i++) inner *= dims[i];
+    const float *src = W->data;
+    int8_t *q = pr_edit_alloc((size_t)(n ? n : 1));
+    float *sc = pr_edit_alloc((size_t)C * sizeof(float));
+    int8_t *zp = pr_edit_alloc((size_t)C);
+    if (!q || !sc || !zp) {
+        free(q);
+        free(sc);
+        free(zp);
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory quantizing '%s'", W->name);
+    }
+    memset(zp, 0, (size_t)C);
+    for (int64_t c = 0; c < C; c++) sc[c] = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = (i / inner) % C;
+        float a = fabsf(src[i]);
+        if (a > sc[c]) sc[c] = a;
+    }
+    for (int64_t c = 0; c < C; c++) sc[c] = sc[c] > 0.0f ? sc[c] / 127.0f : 1.0f;
+    for (int64_t i = 0; i < n; i++) {
+        float v = nearbyintf(src[i] / sc[(i / inner) % C]);
+        q[i] = (int8_t)(v > 127.0f ? 127 : (v < -127.0f ? -127 : v));
+    }
+    char base[600], nm[640];
+    snprintf(base, sizeof base, "%s", W->name);
+    int tq = pr_graph_add_init(g, join(nm, sizeof nm, base, "/quantized"), PRECIS_INT8,
+                               rank, dims, q, e);
+    int64_t cd[1] = {C};
+    int ts = tq < 0 ? -1
+                    : pr_graph_add_init(g, join(nm, sizeof nm, base, "/scale"),
+                                        PRECIS_FLOAT32, 1, cd, sc, e);
+    if (tq < 0 || ts < 0) {
+        if (ts < 0 && tq >= 0) free(zp);
+        else if (tq < 0) free(sc), free(zp);
+        return e->status;
+    }
+    int tz = pr_graph_add_init(g, join(nm, sizeof nm, base, "/zero_point"), PRECIS_INT8,
+                               1, cd, zp, e);
+    if (tz < 0) return e->status;
+    int tdq = new_tensor(g, base, "/dequantized", PRECIS_FLOAT32, rank, dims, e);
+    if (tdq < 0) return e->status;
+    snprintf(nm, sizeof nm, "%s/DequantizeLinear", base);
+    if (qdq_node(g, PR_OP_DequantizeLinear, nm, tq, ts, tz, tdq, axis, e) < 0) return e->status;
+    g->nodes[ni].inputs[slot] = tdq;
+    return PRECIS_OK;
+}
+
+precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_report *rep,
+                                 pr_err *e) {
+    pr_quant_report r = {0};
+    int nt = g->n_tensors, nn = g->n_nodes;
+    unsigned char *want = calloc((size_t)nt + 1, 1);
+    int *uf = malloc(((size_t)nt + 1) * sizeof *uf);
+    qcompute *qc = calloc((size_t)nn + 1, sizeof *qc);
+    bool *isq = calloc((size_t)nn + 1, sizeof *isq);
+    float *gmax = malloc(((size_t)nt + 1) * sizeof *gmax);
+    unsigned char *gneg = calloc((size_t)nt + 1, 1);
+    precis_status st = PRECIS_OK;
+    if (!want || !uf || !qc || !isq || !gmax || !gneg) {
+        st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        goto done;
+    }
+    for (int t = 0; t < nt; t++) uf[t] = t;
+    /* 1. compute nodes and the activations they read */
+    for (int i = 0; i < nn; i++) {
+        const pr_node *n = &g->nodes[i];
+        if (pr_node_dead(n) || !compute_node(g, n, &qc[i])) {
+            if (!pr_node_dead(n) && (n->op == PR_OP_FusedConv || n->op == PR_OP_FusedMatMul ||
+                                     n->op == PR_OP_MatMul || n->op == PR_OP_Conv)) {
+                r.float_nodes++;
+                if (o->verbose)
+                    fprintf(stderr, "precis: int8: node '%s' (%s) stays float (operands)\n",
+                            n->name, n->op_type);
+            }
+            continue;
+        }
+        bool ok = true;
+        int acts[2] = {qc[i].a, qc[i].b};
+        for (int k = 0; k < 2; k++)
+            if (acts[k] >= 0 && pr_calib_find(o->stats, g->tensors[acts[k]].name) < 0)
+                ok = false;
+        if (!ok) {
+            r.float_nodes++;
+            if (o->verbose)
+                fprintf(stderr, "precis: int8: node '%s' (%s) stays float (no calibration data "
+                        "for its input)\n", n->name, n->op_type);
+            continue;
+        }
+        isq[i] = true;
+        for (int k = 0; k < 2; k++)
+            if (acts[k] >= 0) want[acts[k]] = 1;
+    }
+    /* 2. backwards through pass-through nodes whose output is wanted */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = nn - 1; i >= 0; i--) {
+            const pr_node *n = &g->nodes[i];
+            int nd;
+            if (pr_node_dead(n) || !pr_quant_passthrough(g, n, &nd)) continue;
+            bool out_wanted = false;
+            for (int j = 0; j < n->n_outputs; j++)
+                if (n->outputs[j] >= 0 && want[n->outputs[j]]) out_wanted = true;
+            if (!out_wanted) continue;
+            bool ins_ok = true;
+            for (int j = 0; j < nd && j < n->n_inputs; j++) {
+                int t = n->inputs[j];
+                if (!activation(g, t) || pr_calib_find(o->stats, g->tensors[t].name) < 0)
+                    ins_ok = false;
+            }
+            if (!ins_ok) continue;
+            for (int j = 0; j < nd && j < n->n_inputs; j++) {
+                int t = n->inputs[j];
+                if (!want[t]) want[t] = 1, changed = true;
+                for (int k = 0; k < n->n_outputs; k++)
+                    if (n->outputs[k] >= 0 && want[n->outputs[k]]) uf_join(uf, t, n->outputs[k]);
+            }
+        }
+    }
+    /* 3. one scale per group: uint8 when no member saw a negative value */
+    for (int t = 0; t < nt; t++) gmax[t] = 0.0f;
+    for (int t = 0; t < nt; t++) {
+        if (!want[t]) continue;
+        const pr_calib_tensor *ct = pr_calib_get(o->stats, pr_calib_find(o->stats, g->tensors[t].name));
+        if (ct->count && ct->min < 0.0) gneg[uf_find(uf, t)] = 1;
+    }
+    for (int t = 0; t < nt; t++) {
+        if (!want[t]) continue;
+        int root = uf_find(uf, t);
+        double amax = 0;
+        int levels = gneg[root] ? 128 : 256;
+        if ((st = pr_calib_amax(o->stats, pr_calib_find(o->stats, g->tensors[t].name), &o->cfg,
+                                levels, &amax, e)))
+            goto done;
+        if (amax > gmax[root]) gmax[root] = (float)amax;
+    }
+    /* 4. weights, then activations (new nodes appended; compacted below) */
+    for (int i = 0; i < nn; i++) {
+        if (!isq[i]) continue;
+        r.compute_nodes++;
+        if (qc[i].w >= 0) {
+            if ((st = quantize_weight(g, i, 1, qc[i].w, qc[i].w_axis, e))) goto done;
+            r.weights++;
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        if (!want[t]) continue;
+        int root = uf_find(uf, t);
+        pr_dtype dt = gneg[root] ? PRECIS_INT8 : PRECIS_UINT8;
+        float amax = gmax[root];
+        float s = amax > 0.0f && isfinite(amax) ? amax / (dt == PRECIS_INT8 ? 127.0f : 255.0f)
+                                                : 1.0f;
+        if (o->verbose > 1)
+            fprintf(stderr, "precis: int8: tensor '%s' %s scale %g (amax %g)\n",
+                    g->tensors[t].name, pr_dtype_name(dt), (double)s, (double)amax);
+        if ((st = quantize_tensor(g, t, s, dt, e))) goto done;
+        r.tensors++;
+    }
+    st = pr_graph_compact(g, e);
+done:
+    free(want);
+    free(uf);
+    free(qc);
+    free(isq);
+    free(gmax);
+    free(gneg);
+    if (rep) *rep = r;
+    return st;
+}

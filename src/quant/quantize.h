@@ -1,0 +1,62 @@
+/* INT8 quantization of an optimized graph, in two steps.
+ *
+ * 1. pr_quantize_insert (quantize.c): the calibrated graph as explicit QDQ,
+ *    the standard ONNX form (what `precis export-qdq` writes and what ref
+ *    runs as the "fake-quant" oracle):
+ *    - compute nodes (FusedConv, FusedMatMul, MatMul) get int8 weights:
+ *      symmetric per output channel, W_q = round(W / s[c]), s[c] = max|W[c]|/127,
+ *      stored as an int8 initializer read through DequantizeLinear(axis);
+ *      MatMul of two activations quantizes both per tensor;
+ *    - an activation tensor t is quantized when an int8 compute node reads it
+ *      (or a pass-through node whose output is quantized): t -> QuantizeLinear
+ *      -> t_q -> DequantizeLinear -> t_dq, and every consumer of t reads t_dq.
+ *      Scales are symmetric per tensor with zero point 0: uint8 with
+ *      scale amax/255 when the tensor never saw a negative value, else int8
+ *      with amax/127;
+ *    - pass-through nodes (Reshape, Flatten, Transpose, Squeeze, Unsqueeze,
+ *      Concat, Slice, Split, MaxPool, GlobalMaxPool, Identity, Resize nearest)
+ *      share one scale between their data inputs and outputs (a union of
+ *      tensors gets the largest amax of its members), so they can run on
+ *      int8 with no requantization;
+ *    - graph inputs and outputs keep their names and float values (the
+ *      consumers of a quantized graph output read its QDQ copy);
+ *    Node names of the inserted nodes derive from the tensor they quantize.
+ *
+ * 2. pr_quantize_lower (qlower.c), for the CPU backend: DequantizeLinear ->
+ *    op -> QuantizeLinear patterns become the int8 ops (ops.inc: QConv,
+ *    QMatMul; pass-through ops on int8 tensors); Q/DQ nodes left over run as
+ *    standalone conversions. The ref backend runs either form.
+ */
+#ifndef PR_QUANT_QUANTIZE_H
+#define PR_QUANT_QUANTIZE_H
+
+#include "ir/graph.h"
+#include "quant/calib.h"
+
+/* Statistics to thresholds: stats keyed by tensor name (every float
+ * activation of g the calibration saw), cfg the calibrator. verbose > 0
+ * prints one line per quantized tensor group. */
+typedef struct pr_quant_opts {
+    const pr_calib_stats *stats;
+    pr_calib_cfg cfg;
+    int verbose;
+} pr_quant_opts;
+
+/* Summary of what was quantized. */
+typedef struct pr_quant_report {
+    int compute_nodes;      /* compute nodes given int8 inputs */
+    int float_nodes;        /* compute nodes left in float (and why, with verbose) */
+    int tensors;            /* activation tensors quantized */
+    int weights;            /* weight initializers quantized */
+} pr_quant_report;
+
+precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_report *rep,
+                                 pr_err *e);
+precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e);
+
+/* Is node n a pass-through op that can run on int8 data unchanged
+ * (pass-through of its data inputs: *data_inputs gets how many leading
+ * inputs are data, Concat all)? */
+bool pr_quant_passthrough(const pr_graph *g, const pr_node *n, int *data_inputs);
+
+#endif

@@ -1,0 +1,220 @@
+/* The INT8 step of precis_build: calibration statistics (from a matching
+ * cache, or by running the calibration data through an FP32 engine of the
+ * same optimized graph), QDQ insertion, optional QDQ export, lowering to the
+ * int8 ops. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/calib_data.h"
+#include "onnx/onnx_export.h"
+#include "quant/calib.h"
+#include "quant/quantize.h"
+#include "runtime/engine.h"
+#include "runtime/tensor.h"
+
+static precis_status hash_file(const char *path, uint64_t *h, pr_err *e) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return pr_errf(e, PRECIS_ERR_IO, "cannot read '%s'", path);
+    unsigned char buf[1 << 16];
+    size_t n;
+    *h = PR_HASH_INIT;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) *h = pr_hash64(*h, buf, n);
+    bool bad = ferror(f) != 0;
+    fclose(f);
+    return bad ? pr_errf(e, PRECIS_ERR_IO, "error reading '%s'", path) : PRECIS_OK;
+}
+
+/* The graph the statistics name: op types and tensor names in node order. */
+static uint64_t hash_graph(const pr_graph *g) {
+    uint64_t h = PR_HASH_INIT;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pr_node *n = &g->nodes[i];
+        h = pr_hash64(h, n->op_type, strlen(n->op_type) + 1);
+        for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
+            int t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+            const char *nm = t >= 0 ? g->tensors[t].name : "";
+            h = pr_hash64(h, nm, strlen(nm) + 1);
+        }
+    }
+    return h;
+}
+
+typedef struct observer {
+    pr_calib_stats *stats;
+    const pr_graph *target; /* names of the graph being quantized */
+    int *index;             /* per engine tensor: stats index, -1 skip, -2 not looked up */
+} observer;
+
+static precis_status observe(void *user, const pr_graph *g, int t, const pr_buf *v, pr_err *e) {
+    observer *ob = user;
+    if (ob->index[t] == -2) {
+        ob->index[t] = -1;
+        const pr_tensor *x = &g->tensors[t];
+        if (!(x->flags & PR_T_INIT) && pr_graph_find_tensor(ob->target, x->name) >= 0) {
+            ob->index[t] = pr_calib_tensor_index(ob->stats, x->name, e);
+            if (ob->index[t] < 0) return e->status;
+        }
+    }
+    if (ob->index[t] < 0 || v->dtype != PRECIS_FLOAT32) return PRECIS_OK;
+    return pr_calib_add(ob->stats, ob->index[t], v->data, v->numel, e);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void progress(int done, int total, double t0) {
+    double el = now_s() - t0, eta = done ? el / done * (total - done) : 0;
+    int w = 30, fill = total ? done * w / total : w;
+    char bar[64];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fprintf(stderr, "\rprecis: calibrating [%s] %d/%d batches, %.1f s, %.1f s left ", bar, done,
+            total, el, eta);
+    if (done == total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* Run every batch of src through an FP32 engine of the same model. */
+static precis_status calibrate(precis_ctx *ctx, const char *onnx_path,
+                               const precis_build_options *o, const pr_graph *g,
+                               pr_calib_source *src, int batches, pr_calib_stats *stats,
+                               pr_err *err) {
+    precis_build_options fo = {0};
+    fo.precision = "fp32";
+    fo.backend = "cpu";
+    fo.num_threads = o->num_threads;
+    fo.shapes = o->shapes;
+    precis_engine *fe = NULL;
+    precis_context *c = NULL;
+    observer ob = {stats, g, NULL};
+    precis_tensor *in[PRECIS_MAX_RANK * 8] = {0}, *out[256] = {0};
+    const char *names[PRECIS_MAX_RANK * 8];
+    precis_status st = precis_build(ctx, onnx_path, &fo, &fe);
+    if (st) return pr_err_prefix(err, "calibration engine");
+    int ni = fe->g->n_inputs, no = fe->g->n_outputs;
+    if (ni > (int)(sizeof in / sizeof in[0]) || no > (int)(sizeof out / sizeof out[0])) {
+        st = pr_errf(err, PRECIS_ERR_UNSUPPORTED, "too many model inputs/outputs to calibrate");
+        goto done;
+    }
+    for (int k = 0; k < ni; k++) names[k] = fe->g->tensors[fe->g->inputs[k]].name;
+    ob.index = malloc((size_t)(fe->g->n_tensors + 1) * sizeof *ob.index);
+    if (!ob.index) {
+        st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+        goto done;
+    }
+    for (int t = 0; t < fe->g->n_tensors; t++) ob.index[t] = -2;
+    if ((st = precis_context_create(ctx, fe, &c))) goto done;
+    pr_context_observe(c, observe, &ob);
+    double t0 = now_s();
+    for (int b = 0; b < batches; b++) {
+        if ((st = pr_calib_source_load(src, b, in, err))) goto done;
+        st = precis_context_run(ctx, c, ni, names, (const precis_tensor *const *)in, out);
+        for (int k = 0; k < ni; k++) precis_tensor_destroy(in[k]), in[k] = NULL;
+        for (int k = 0; k < no; k++) precis_tensor_destroy(out[k]), out[k] = NULL;
+        if (st) {
+            pr_err_prefix(err, "calibration batch %d", b + 1);
+            goto done;
+        }
+        if (o->progress) progress(b + 1, batches, t0);
+    }
+done:
+    precis_context_destroy(c);
+    precis_engine_destroy(fe);
+    free(ob.index);
+    return st;
+}
+
+static bool file_exists(const char *p) {
+    struct stat sb;
+    return p && stat(p, &sb) == 0;
+}
+
+precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
+                            pr_graph *g, bool lower, pr_err *err) {
+    pr_calib_cfg cfg = {PR_CALIB_ENTROPY, o->percentile};
+    if (o->calibrator && !pr_calibrator_parse(o->calibrator, &cfg.method))
+        return pr_errf(err, PRECIS_ERR_INVALID_ARG,
+                       "unknown calibrator '%s' (minmax, entropy, percentile or mse)",
+                       o->calibrator);
+    if (cfg.percentile != 0 && !(cfg.percentile > 0 && cfg.percentile <= 100))
+        return pr_errf(err, PRECIS_ERR_INVALID_ARG, "percentile %g is not in (0, 100]",
+                       cfg.percentile);
+    bool have_cache = file_exists(o->calib_cache);
+    if (!o->calib_data && !have_cache)
+        return pr_errf(err, PRECIS_ERR_INVALID_ARG,
+                       "int8 needs calibration data (--calib-data) or an existing calibration "
+                       "cache (--calib-cache)");
+    pr_calib_key key = {0};
+    key.preprocess = o->calib_preprocess ? o->calib_preprocess : "";
+    precis_status st = hash_file(onnx_path, &key.model, err);
+    if (st) return st;
+    key.graph = hash_graph(g);
+    pr_calib_source *src = NULL;
+    pr_calib_stats *stats = NULL;
+    int batches = 0;
+    if (o->calib_data) {
+        pr_calib_input *ins = calloc((size_t)g->n_inputs + 1, sizeof *ins);
+        if (!ins) return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+        for (int k = 0; k < g->n_inputs; k++) {
+            const pr_tensor *x = &g->tensors[g->inputs[k]];
+            ins[k].name = x->name;
+            ins[k].dtype = x->dtype;
+            ins[k].rank = x->rank;
+            for (int d = 0; d < x->rank && d < PRECIS_MAX_RANK; d++)
+                ins[k].dims[d] = pr_dim_known(x->dims[d]) ? x->dims[d] : -1;
+        }
+        st = pr_calib_source_open(o->calib_data, o->calib_preprocess, ins, g->n_inputs, &src, err);
+        free(ins);
+        if (st) return pr_err_prefix(err, "--calib-data");
+        batches = pr_calib_source_batches(src);
+        if (o->calib_batches > 0 && o->calib_batches < batches) batches = o->calib_batches;
+        key.data = pr_calib_source_hash(src);
+        key.samples = (uint64_t)batches;
+    }
+    if (have_cache) {
+        pr_calib_key got;
+        st = pr_calib_cache_load(o->calib_cache, src ? &key : NULL, &stats, &got, err);
+        if (!st && !src && (got.model != key.model || got.graph != key.graph))
+            st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "%s",
+                         got.model != key.model ? "it was made for another model"
+                                                : "it was made for another graph (another precis "
+                                                  "version or build options)");
+        if (st) {
+            pr_err_prefix(err, "calibration cache '%s'", o->calib_cache);
+            goto done;
+        }
+        if (o->verbose)
+            fprintf(stderr, "precis: int8: statistics of %d tensors from '%s'\n",
+                    pr_calib_count(stats), o->calib_cache);
+    } else {
+        if (!(stats = pr_calib_create())) {
+            st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+            goto done;
+        }
+        if ((st = calibrate(ctx, onnx_path, o, g, src, batches, stats, err))) goto done;
+        if (o->calib_cache && (st = pr_calib_cache_save(stats, &key, o->calib_cache, err)))
+            goto done;
+    }
+    pr_quant_opts qo = {stats, cfg, o->verbose};
+    pr_quant_report rep;
+    if ((st = pr_quantize_insert(g, &qo, &rep, err))) goto done;
+    if (o->verbose)
+        fprintf(stderr, "precis: int8 (%s): %d compute nodes int8, %d float; %d activations, %d "
+                "weights quantized\n", pr_calibrator_name(cfg.method), rep.compute_nodes,
+                rep.float_nodes, rep.tensors, rep.weights);
+    if (o->qdq_path && (st = pr_onnx_save(g, o->qdq_path, err))) goto done;
+    if (lower) st = pr_quantize_lower(g, o->verbose, err);
+done:
+    pr_calib_destroy(stats);
+    pr_calib_source_close(src);
+    return st;
+}

@@ -1,0 +1,214 @@
+/* INT8 builds end to end on the small test models (tests/data): calibrate on
+ * random .npy samples, build for the CPU backend and for ref (the QDQ graph,
+ * "fake quantization": the oracle), and check
+ *   - CPU int8 agrees with the ref QDQ graph (the int8 kernels implement the
+ *     QDQ semantics),
+ *   - both stay close to FP32,
+ *   - the int8 ops really ran (inspect: QConv/QMatMul steps with int8 dtypes),
+ *   - the calibration cache round-trips (same engine output from the cache
+ *     without data; a cache for another model is refused),
+ *   - every calibrator builds,
+ *   - bad options fail with a message. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "precis/precis.h"
+
+static char dir[256];
+
+static precis_tensor *rand_input(precis_ctx *ctx, int rank, const int64_t *dims, unsigned seed) {
+    precis_tensor *t = NULL;
+    precis_tensor_create(ctx, PRECIS_FLOAT32, rank, dims, &t);
+    float *p = precis_tensor_data(t);
+    for (int64_t i = 0; i < precis_tensor_numel(t); i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 65536.0f * 2 - 1;
+    }
+    return t;
+}
+
+static double cosine(const precis_tensor *a, const precis_tensor *b) {
+    if (!a || !b || precis_tensor_numel(a) != precis_tensor_numel(b)) return -2;
+    const float *x = precis_tensor_data_const(a), *y = precis_tensor_data_const(b);
+    double xy = 0, xx = 0, yy = 0;
+    for (int64_t i = 0; i < precis_tensor_numel(a); i++) {
+        xy += (double)x[i] * y[i];
+        xx += (double)x[i] * x[i];
+        yy += (double)y[i] * y[i];
+    }
+    return xx > 0 && yy > 0 ? xy / sqrt(xx * yy) : (xx == yy ? 1 : 0);
+}
+
+/* Calibration folder: n random samples of dims. */
+static void make_calib(precis_ctx *ctx, const char *sub, int rank, const int64_t *dims, int n) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, sub);
+    mkdir(p, 0755);
+    for (int i = 0; i < n; i++) {
+        precis_tensor *t = rand_input(ctx, rank, dims, 100u + (unsigned)i);
+        snprintf(p, sizeof p, "%s/%s/%03d.npy", dir, sub, i);
+        CHECK(precis_tensor_save_npy(ctx, t, p) == PRECIS_OK);
+        precis_tensor_destroy(t);
+    }
+}
+
+/* Build (backend, precision) and run one input; outputs into out[]. */
+static precis_status build_run(precis_ctx *ctx, const char *model, precis_build_options *o,
+                               const char *in_name, const precis_tensor *in, precis_tensor **out,
+                               precis_engine **keep) {
+    precis_engine *e = NULL;
+    precis_status st = precis_build(ctx, model, o, &e);
+    if (st) {
+        fprintf(stderr, "build %s %s: %s\n", o->backend ? o->backend : "cpu", o->precision,
+                precis_last_error(ctx));
+        return st;
+    }
+    precis_context *c = NULL;
+    st = precis_context_create(ctx, e, &c);
+    if (!st) st = precis_context_run(ctx, c, 1, &in_name, &in, out);
+    if (st) fprintf(stderr, "run: %s\n", precis_last_error(ctx));
+    precis_context_destroy(c);
+    if (keep) *keep = e;
+    else precis_engine_destroy(e);
+    return st;
+}
+
+static int count_steps(const precis_engine *e, const char *op, precis_dtype dt) {
+    int n = 0;
+    for (int i = 0; i < precis_engine_num_steps(e); i++) {
+        precis_step_info si;
+        precis_engine_step(e, i, &si);
+        if (!strcmp(si.op, op) && (dt == PRECIS_UNDEFINED || si.compute == dt)) n++;
+    }
+    return n;
+}
+
+static void test_cnn(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    const char *model = "data/small_cnn.onnx";
+    int64_t dims[4] = {1, 3, 16, 16};
+    make_calib(ctx, "cnn", 4, dims, 8);
+    char calib[512], cache[512];
+    snprintf(calib, sizeof calib, "%s/cnn", dir);
+    snprintf(cache, sizeof cache, "%s/cnn.cache", dir);
+    precis_tensor *in = rand_input(ctx, 4, dims, 7);
+    precis_tensor *f32[2] = {0}, *cpu[2] = {0}, *ref[2] = {0}, *cached[2] = {0};
+    precis_build_options o = {.precision = "fp32", .num_threads = 1};
+    CHECK(build_run(ctx, model, &o, "input", in, f32, NULL) == PRECIS_OK);
+    o.precision = "int8";
+    o.calib_data = calib;
+    o.calib_cache = cache;
+    o.calibrator = "minmax";
+    precis_engine *e = NULL;
+    CHECK(build_run(ctx, model, &o, "input", in, cpu, &e) == PRECIS_OK);
+    CHECK(access(cache, R_OK) == 0);
+    if (e) {
+        /* the convs and the Gemm ran as int8 ops; the tail ran float */
+        CHECK(count_steps(e, "QConv", PRECIS_UNDEFINED) == 4);
+        CHECK(count_steps(e, "QMatMul", PRECIS_UNDEFINED) == 1);
+        CHECK(count_steps(e, "FusedConv", PRECIS_UNDEFINED) == 0);
+        CHECK(count_steps(e, "Softmax", PRECIS_FLOAT32) == 1);
+        CHECK(!strcmp(precis_engine_precision(e), "int8"));
+    }
+    precis_engine_destroy(e);
+    o.backend = "ref";
+    CHECK(build_run(ctx, model, &o, "input", in, ref, NULL) == PRECIS_OK);
+    for (int k = 0; k < 2; k++) {
+        double c_ref = cosine(cpu[k], ref[k]), c_f32 = cosine(cpu[k], f32[k]);
+        printf("small_cnn output %d: cos(int8 cpu, int8 ref QDQ) %.7f, cos(int8, fp32) %.5f\n", k,
+               c_ref, c_f32);
+        CHECK(c_ref > 0.9999);
+        CHECK(c_f32 > 0.99);
+    }
+    /* the cache alone (no data) gives the same engine */
+    o.backend = NULL;
+    o.calib_data = NULL;
+    CHECK(build_run(ctx, model, &o, "input", in, cached, NULL) == PRECIS_OK);
+    CHECK(cosine(cached[0], cpu[0]) > 0.9999999);
+    /* another calibrator re-derives scales from the cache */
+    precis_tensor *ent[2] = {0};
+    o.calibrator = "entropy";
+    CHECK(build_run(ctx, model, &o, "input", in, ent, NULL) == PRECIS_OK);
+    CHECK(cosine(ent[0], f32[0]) > 0.98);
+    for (int k = 0; k < 2; k++) precis_tensor_destroy(ent[k]);
+    const char *cals[] = {"percentile", "mse"};
+    for (int i = 0; i < 2; i++) {
+        o.calibrator = cals[i];
+        CHECK(build_run(ctx, model, &o, "input", in, ent, NULL) == PRECIS_OK);
+        CHECK(cosine(ent[0], f32[0]) > 0.98);
+        for (int k = 0; k < 2; k++) precis_tensor_destroy(ent[k]), ent[k] = NULL;
+    }
+    /* this cache refuses another model */
+    precis_engine *bad = NULL;
+    o.calibrator = NULL;
+    CHECK(precis_build(ctx, "data/small_mlp.onnx", &o, &bad) == PRECIS_ERR_INVALID_ARG);
+    CHECK(strstr(precis_last_error(ctx), "another model") != NULL);
+    /* bad options */
+    o.calib_cache = NULL;
+    CHECK(precis_build(ctx, model, &o, &bad) == PRECIS_ERR_INVALID_ARG);
+    CHECK(strstr(precis_last_error(ctx), "calib") != NULL);
+    o.calib_data = calib;
+    o.calibrator = "nosuch";
+    CHECK(precis_build(ctx, model, &o, &bad) == PRECIS_ERR_INVALID_ARG);
+    CHECK(strstr(precis_last_error(ctx), "nosuch") != NULL);
+    o.calibrator = NULL;
+    o.calib_data = "/nonexistent/calib";
+    CHECK(precis_build(ctx, model, &o, &bad) != PRECIS_OK);
+    CHECK(strstr(precis_last_error(ctx), "/nonexistent/calib") != NULL);
+    CHECK(bad == NULL);
+    for (int k = 0; k < 2; k++) {
+        precis_tensor_destroy(f32[k]);
+        precis_tensor_destroy(cpu[k]);
+        precis_tensor_destroy(ref[k]);
+        precis_tensor_destroy(cached[k]);
+    }
+    precis_tensor_destroy(in);
+    precis_ctx_destroy(ctx);
+}
+
+static void test_mlp(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    const char *model = "data/small_mlp.onnx";
+    int64_t dims[3] = {2, 5, 32};
+    make_calib(ctx, "mlp", 3, dims, 6);
+    char calib[512];
+    snprintf(calib, sizeof calib, "%s/mlp", dir);
+    precis_tensor *in = rand_input(ctx, 3, dims, 9);
+    precis_tensor *f32[1] = {0}, *cpu[1] = {0}, *ref[1] = {0};
+    precis_build_options o = {.precision = "fp32", .num_threads = 2};
+    CHECK(build_run(ctx, model, &o, "x", in, f32, NULL) == PRECIS_OK);
+    o.precision = "int8";
+    o.calib_data = calib;
+    precis_engine *e = NULL;
+    CHECK(build_run(ctx, model, &o, "x", in, cpu, &e) == PRECIS_OK);
+    if (e) CHECK(count_steps(e, "QMatMul", PRECIS_UNDEFINED) >= 1);
+    precis_engine_destroy(e);
+    o.backend = "ref";
+    CHECK(build_run(ctx, model, &o, "x", in, ref, NULL) == PRECIS_OK);
+    double c_ref = cosine(cpu[0], ref[0]), c_f32 = cosine(cpu[0], f32[0]);
+    printf("small_mlp: cos(int8 cpu, int8 ref QDQ) %.7f, cos(int8, fp32) %.5f\n", c_ref, c_f32);
+    CHECK(c_ref > 0.9999);
+    CHECK(c_f32 > 0.99);
+    precis_tensor_destroy(f32[0]);
+    precis_tensor_destroy(cpu[0]);
+    precis_tensor_destroy(ref[0]);
+    precis_tensor_destroy(in);
+    precis_ctx_destroy(ctx);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/precis_int8_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    test_cnn();
+    test_mlp();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_report("test_int8");
+}
