@@ -68,7 +68,7 @@ static void check_model(const char *path, const char *input, int rank, const int
     CHECK(precis_model_load(ctx, path, &m) == PRECIS_OK);
     CHECK(precis_session_create(ctx, m, NULL, &s) == PRECIS_OK);
     CHECK(precis_session_run(ctx, s, 1, names, in, ref) == PRECIS_OK);
-    precis_build_options o = {precision, "cpu", 2, NULL, 0, 0};
+    precis_build_options o = {.precision = precision, .backend = "cpu", .num_threads = 2};
     precis_status st = precis_build(ctx, path, &o, &e);
     CHECK(st == PRECIS_OK);
     if (st) fprintf(stderr, "%s %s: %s\n", path, precision, precis_last_error(ctx));
@@ -166,7 +166,8 @@ static void *worker(void *arg) {
 static void test_concurrent(void) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
-    precis_build_options o = {"fp32", "cpu", 1, "input:1x3x16x16/2x3x16x16/4x3x16x16", 0, 0};
+    precis_build_options o = {.precision = "fp32", .backend = "cpu", .num_threads = 1,
+                              .shapes = "input:1x3x16x16/2x3x16x16/4x3x16x16"};
     CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_OK);
     if (!e) {
         fprintf(stderr, "build: %s\n", precis_last_error(ctx));
@@ -210,7 +211,7 @@ static void test_concurrent(void) {
 static void test_bad_options(void) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
-    precis_build_options o = {"int4", NULL, 1, NULL, 0, 0};
+    precis_build_options o = {.precision = "int4", .num_threads = 1};
     CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
     o = (precis_build_options){.precision = "fp32", .num_threads = 1, .shapes = "nosuch:1x3"};
     CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG);
