@@ -14,7 +14,7 @@
  *      scale amax/255 when the tensor never saw a negative value, else int8
  *      with amax/127;
  *    - pass-through nodes (Reshape, Flatten, Transpose, Squeeze, Unsqueeze,
- *      Concat, Slice, Split, MaxPool, GlobalMaxPool, Identity, Resize nearest)
+ *      Concat, Slice, Split, MaxPool, Identity, Resize nearest)
  *      share one scale between their data inputs and outputs (a union of
  *      tensors gets the largest amax of its members), so they can run on
  *      int8 with no requantization;

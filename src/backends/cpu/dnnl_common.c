@@ -12,6 +12,8 @@
 
 #include <dnnl_debug.h>
 
+#include "backends/cpu/kernels.h"
+
 /* ------------------------------------------------------------- engine */
 
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
@@ -99,6 +101,14 @@ dnnl_data_type_t pr_dnnl_dt(pr_dtype dt) {
     case PRECIS_FLOAT32: return dnnl_f32;
     case PRECIS_BFLOAT16: return dnnl_bf16;
     default: return dnnl_data_type_undef;
+    }
+}
+
+dnnl_data_type_t pr_dnnl_qdt(pr_dtype dt) {
+    switch (dt) {
+    case PRECIS_INT8: return dnnl_s8;
+    case PRECIS_UINT8: return dnnl_u8;
+    default: return pr_dnnl_dt(dt);
     }
 }
 
@@ -230,6 +240,10 @@ dnnl_status_t pr_dnnl_po_scale(pr_dnnl_po *p, float s) {
 
 dnnl_status_t pr_dnnl_po_sum(pr_dnnl_po *p) { return dnnl_post_ops_append_sum(p->po, 1.0f); }
 
+dnnl_status_t pr_dnnl_po_sum2(pr_dnnl_po *p, float scale, dnnl_data_type_t dt) {
+    return dnnl_post_ops_append_sum_v2(p->po, scale, dt);
+}
+
 dnnl_status_t pr_dnnl_po_binary(pr_dnnl_po *p, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *md,
                                 int *idx) {
     *idx = dnnl_post_ops_len(p->po);
@@ -255,6 +269,116 @@ bool pr_dnnl_epilogue_ok(const pr_act *act, bool residual, const pr_act *act2) {
     bool ok = pr_dnnl_po_epilogue(&p, act, residual, act2) == dnnl_success;
     pr_dnnl_po_destroy(&p);
     return ok;
+}
+
+/* ---------------------------------------------------------- INT8 epilogue */
+
+static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
+
+static bool homogeneous(const pr_act *a) {
+    return a->kind == PR_ACT_NONE || a->kind == PR_ACT_RELU || a->kind == PR_ACT_LEAKY_RELU ||
+           a->kind == PR_ACT_CLIP;
+}
+
+bool pr_dnnl_qepi_init(pr_dnnl_qepi *q, const pr_node *n, pr_dtype z_dt, pr_dtype y_dt) {
+    memset(q, 0, sizeof *q);
+    if (!pr_act_from_node(n, "act", &q->act) || !pr_act_from_node(n, "act2", &q->act2))
+        return false;
+    q->y_dt = y_dt;
+    q->z_dt = z_dt;
+    q->y_scale = 1.0f;
+    q->z_scale = 1.0f;
+    if (q8(y_dt)) {
+        q->y_scale = pr_attr_float(n, "y_scale", 0.0f);
+        if (!(q->y_scale > 0.0f) || !isfinite(q->y_scale) || !isfinite(1.0f / q->y_scale))
+            return false;
+    } else if (y_dt != PRECIS_FLOAT32) {
+        return false;
+    }
+    if (z_dt == PRECIS_UNDEFINED) {
+        q->z_mode = PR_QZ_NONE;
+        if (q->act2.kind != PR_ACT_NONE) return false; /* act2 applies to the sum with Z */
+    } else if (q8(z_dt)) {
+        q->z_scale = pr_attr_float(n, "z_scale", 0.0f);
+        if (!(q->z_scale > 0.0f) || !isfinite(q->z_scale)) return false;
+        q->z_mode = q8(y_dt) ? PR_QZ_SUM : PR_QZ_DEQUANT;
+    } else if (z_dt == PRECIS_FLOAT32) {
+        q->z_mode = q8(y_dt) ? PR_QZ_BINARY : PR_QZ_SUM;
+    } else {
+        return false;
+    }
+    q->folded = q8(y_dt) && q->z_mode != PR_QZ_BINARY && homogeneous(&q->act) &&
+                homogeneous(&q->act2);
+    return true;
+}
+
+float pr_dnnl_qepi_oscale(const pr_dnnl_qepi *q) { return q->folded ? 1.0f / q->y_scale : 1.0f; }
+
+bool pr_dnnl_qepi_z_inplace(const pr_dnnl_qepi *q) { return q->z_mode == PR_QZ_SUM; }
+
+/* act with Clip's bounds times s (folded mode; the other kinds are
+ * positively homogeneous as they are) */
+static pr_act act_scaled(const pr_act *a, float s) {
+    pr_act r = *a;
+    if (r.kind == PR_ACT_CLIP) {
+        r.alpha *= s;
+        r.beta *= s;
+    }
+    return r;
+}
+
+static dnnl_status_t qepi_chain1(pr_dnnl_po *p, const pr_dnnl_qepi *q,
+                                 const dnnl_memory_desc_t *z_md, int *z_idx) {
+    float f = pr_dnnl_qepi_oscale(q);
+    pr_act a1 = act_scaled(&q->act, f), a2 = act_scaled(&q->act2, f);
+    dnnl_status_t r = pr_dnnl_po_act(p, &a1);
+    if (r == dnnl_success && q->z_mode != PR_QZ_NONE) {
+        switch (q->z_mode) {
+        case PR_QZ_SUM:
+            r = pr_dnnl_po_sum2(p, q->z_scale * f,
+                                q->z_dt == q->y_dt ? dnnl_data_type_undef : pr_dnnl_qdt(q->z_dt));
+            break;
+        case PR_QZ_DEQUANT: r = pr_dnnl_po_sum2(p, 1.0f, dnnl_data_type_undef); break;
+        default:
+            r = z_md ? pr_dnnl_po_binary(p, dnnl_binary_add, z_md, z_idx) : dnnl_invalid_arguments;
+            break;
+        }
+        if (r == dnnl_success) r = pr_dnnl_po_act(p, &a2);
+    }
+    if (r == dnnl_success && q8(q->y_dt) && !q->folded) r = pr_dnnl_po_scale(p, 1.0f / q->y_scale);
+    return r;
+}
+
+dnnl_status_t pr_dnnl_qepi_chain(pr_dnnl_po *p, const pr_dnnl_qepi *q,
+                                 const dnnl_memory_desc_t *z_md, int *z_idx) {
+    dnnl_status_t r = dnnl_unimplemented;
+    for (int pref = 0; pref < 2 && r != dnnl_success; pref++) {
+        pr_dnnl_po_destroy(p);
+        if ((r = pr_dnnl_po_init(p)) != dnnl_success) return r;
+        p->pref = pref;
+        *z_idx = -1;
+        r = qepi_chain1(p, q, z_md, z_idx);
+    }
+    return r;
+}
+
+bool pr_dnnl_qepi_ok(const pr_dnnl_qepi *q) {
+    pr_dnnl_po p = {0};
+    dnnl_memory_desc_t md;
+    const dnnl_dims_t one = {1, 1};
+    int idx;
+    bool ok = dnnl_memory_desc_init_by_tag(&md, 2, one, dnnl_f32, dnnl_ab) == dnnl_success &&
+              pr_dnnl_qepi_chain(&p, q, &md, &idx) == dnnl_success;
+    pr_dnnl_po_destroy(&p);
+    return ok;
+}
+
+void pr_dnnl_qepi_prep(const pr_dnnl_qepi *q, const pr_buf *Z, pr_buf *Y, int threads) {
+    if (!Z || !Y) return;
+    if (q->z_mode == PR_QZ_SUM && Z->data != Y->data && Y->nbytes)
+        memcpy(Y->data, Z->data, Y->nbytes);
+    else if (q->z_mode == PR_QZ_DEQUANT)
+        pr_cpu_dequant_q8(Z->data, Z->dtype, q->z_scale, Y->data, Y->dtype, Y->numel, threads);
 }
 
 dnnl_status_t pr_dnnl_attr(dnnl_primitive_attr_t *attr, const_dnnl_post_ops_t po) {
@@ -466,7 +590,10 @@ precis_status pr_dnnl_weights_for(pr_dnnl_weights *w, const dnnl_memory_desc_t *
     }
     void *d = pr_dnnl_alloc(dnnl_memory_desc_get_size(want));
     if (!d) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-    if ((st = pr_dnnl_reorder(&w->md, w->data, want, d, e))) {
+    /* from the impl's own plain copy when it keeps one (int8 weights with
+     * compensation cannot be reordered from one blocked layout to another) */
+    if ((st = w->user ? pr_dnnl_reorder(&w->user_md, w->user, want, d, e)
+                      : pr_dnnl_reorder(&w->md, w->data, want, d, e))) {
         free(d);
         return st;
     }
@@ -487,6 +614,12 @@ void pr_dnnl_weights_free(pr_dnnl_weights *w) {
 }
 
 /* ------------------------------------------------------------ execution */
+
+void *pr_dnnl_scratch_after(const pr_dnnl_entry *ent, pr_cpu_exec *x, size_t bytes) {
+    size_t off = (ent->scratch_bytes + 63) & ~(size_t)63;
+    char *p = pr_cpu_scratch(x, off + bytes);
+    return p ? p + off : NULL;
+}
 
 precis_status pr_dnnl_execute(const pr_dnnl_entry *ent, void *const *ptrs, pr_cpu_exec *x,
                               pr_err *e) {
@@ -573,5 +706,7 @@ static precis_status no_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
 NO_DNNL_IMPL(pr_cpu_impl_dnnl_conv, "dnnl.conv")
 NO_DNNL_IMPL(pr_cpu_impl_dnnl_deconv, "dnnl.deconv")
 NO_DNNL_IMPL(pr_cpu_impl_dnnl_matmul, "dnnl.matmul")
+NO_DNNL_IMPL(pr_cpu_impl_dnnl_qconv, "dnnl.qconv")
+NO_DNNL_IMPL(pr_cpu_impl_dnnl_qmatmul, "dnnl.qmatmul")
 
 #endif

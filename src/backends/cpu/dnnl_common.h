@@ -1,9 +1,10 @@
 /* oneDNN (2.6, C API) glue shared by the CPU backend's dnnl impls
- * (dnnl_conv.c, dnnl_matmul.c): the engine, streams, status messages,
- * memory-desc and post-op helpers, one-time weight reorders, and a per-state
+ * (dnnl_conv.c, dnnl_matmul.c, and the INT8 dnnl_qconv.c, dnnl_qmatmul.c):
+ * the engine, streams, status messages, memory-desc and post-op helpers, the
+ * INT8 epilogue (pr_dnnl_qepi), one-time weight reorders, and a per-state
  * cache of primitives keyed by concrete shape.
  *
- * Without oneDNN (PRECIS_HAVE_DNNL undefined) the three impls still exist but
+ * Without oneDNN (PRECIS_HAVE_DNNL undefined) the five impls still exist but
  * support nothing (dnnl_common.c defines them), and pr_dnnl_stream_create()
  * fails, so callers need no #ifdef of their own (the context only skips
  * creating a stream).
@@ -24,6 +25,8 @@
 extern const pr_cpu_impl pr_cpu_impl_dnnl_conv;   /* Conv, FusedConv (2-D, rank 4) */
 extern const pr_cpu_impl pr_cpu_impl_dnnl_deconv; /* ConvTranspose (2-D, rank 4) */
 extern const pr_cpu_impl pr_cpu_impl_dnnl_matmul; /* MatMul, Gemm, FusedMatMul */
+extern const pr_cpu_impl pr_cpu_impl_dnnl_qconv;   /* QConv (INT8, 2-D, rank 4) */
+extern const pr_cpu_impl pr_cpu_impl_dnnl_qmatmul; /* QMatMul (INT8) */
 
 /* A dnnl_stream_t on the CPU engine for one execution context (pr_cpu_exec's
  * dnnl_stream); NULL with e set when oneDNN is missing or fails. */
@@ -53,6 +56,8 @@ bool pr_dnnl_bf16_ok(void);
 
 /* dnnl_f32 / dnnl_bf16 for float32 / bfloat16; dnnl_data_type_undef else. */
 dnnl_data_type_t pr_dnnl_dt(pr_dtype dt);
+/* As pr_dnnl_dt, and dnnl_s8 / dnnl_u8 for int8 / uint8. */
+dnnl_data_type_t pr_dnnl_qdt(pr_dtype dt);
 /* Row-major (plain) desc of rank 1..12. */
 dnnl_status_t pr_dnnl_md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
                                dnnl_data_type_t dt);
@@ -86,6 +91,8 @@ dnnl_status_t pr_dnnl_po_act(pr_dnnl_po *p, const pr_act *act);
 /* x * s */
 dnnl_status_t pr_dnnl_po_scale(pr_dnnl_po *p, float s);
 dnnl_status_t pr_dnnl_po_sum(pr_dnnl_po *p);
+/* dst := scale * (dst's old contents read as dt) + ...; dt undef: dst's type */
+dnnl_status_t pr_dnnl_po_sum2(pr_dnnl_po *p, float scale, dnnl_data_type_t dt);
 /* binary post-op; *idx: its position (for DNNL_ARG_ATTR_MULTIPLE_POST_OP) */
 dnnl_status_t pr_dnnl_po_binary(pr_dnnl_po *p, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *md,
                                 int *idx);
@@ -95,6 +102,50 @@ dnnl_status_t pr_dnnl_po_epilogue(pr_dnnl_po *p, const pr_act *act, bool residua
                                   const pr_act *act2);
 /* Whether act, then (with a residual) sum and act2, make a valid chain. */
 bool pr_dnnl_epilogue_ok(const pr_act *act, bool residual, const pr_act *act2);
+
+/* ------------------------------------------------- INT8 epilogue (QConv,
+ * QMatMul): R = act2(act(acc * oscale + bias) + real Z), Y = R or
+ * saturate(round_half_even(R / y_scale)).
+ *
+ * oneDNN 2.x adds the f32 bias to the s32 accumulator before the output
+ * scales (measured), so callers pass bias / (x_scale * w_scale[c]). The
+ * residual Z, by the dtypes of Z and Y:
+ *   SUM      same element size (int8/uint8 into int8/uint8, f32 into f32):
+ *            Z is (copied) in dst's buffer, a sum post-op (scale z_scale,
+ *            data type Z's) reads it;
+ *   DEQUANT  int8/uint8 Z, f32 Y: z_scale * Z is written into dst, then sum;
+ *   BINARY   f32 Z, int8/uint8 Y: a binary-add post-op reads Z.
+ * folded: with an int8/uint8 Y and act/act2 positively homogeneous (none,
+ * Relu, LeakyRelu, Clip with its bounds scaled), 1/y_scale goes into the
+ * output scales and the sum scale instead of a last linear post-op. */
+typedef enum { PR_QZ_NONE, PR_QZ_SUM, PR_QZ_DEQUANT, PR_QZ_BINARY } pr_qz_mode;
+
+typedef struct pr_dnnl_qepi {
+    pr_act act, act2;
+    pr_qz_mode z_mode;
+    pr_dtype z_dt, y_dt;
+    float z_scale, y_scale; /* y_scale 1 for a float32 Y */
+    bool folded;
+} pr_dnnl_qepi;
+
+/* From n's attributes (act, act2, z_scale, y_type, y_scale) and the dtypes
+ * of Z (PRECIS_UNDEFINED: none) and Y. false: not expressible here (unknown
+ * activation, act2 without Z, other dtypes, bad scales). */
+bool pr_dnnl_qepi_init(pr_dnnl_qepi *q, const pr_node *n, pr_dtype z_dt, pr_dtype y_dt);
+/* p (zeroed or initialised) := the chain, trying both preferences; z_md:
+ * Z's desc for PR_QZ_BINARY (its post-op index in *z_idx, else -1). */
+dnnl_status_t pr_dnnl_qepi_chain(pr_dnnl_po *p, const pr_dnnl_qepi *q,
+                                 const dnnl_memory_desc_t *z_md, int *z_idx);
+/* Whether the chain can be made (supports()). */
+bool pr_dnnl_qepi_ok(const pr_dnnl_qepi *q);
+/* Factor for the output scales: 1/y_scale when folded, else 1. */
+float pr_dnnl_qepi_oscale(const pr_dnnl_qepi *q);
+/* Whether output 0 may share Z's buffer. */
+bool pr_dnnl_qepi_z_inplace(const pr_dnnl_qepi *q);
+/* Before executing: Z into Y's buffer as the chain expects (SUM: copy
+ * unless shared; DEQUANT: z_scale * Z). Z and Y have the same numel and
+ * layout. */
+void pr_dnnl_qepi_prep(const pr_dnnl_qepi *q, const pr_buf *Z, pr_buf *Y, int threads);
 
 /* Attributes with the user scratchpad mode and post-ops po (may be NULL). */
 dnnl_status_t pr_dnnl_attr(dnnl_primitive_attr_t *attr, const_dnnl_post_ops_t po);
@@ -175,7 +226,9 @@ typedef struct pr_dnnl_weights {
     dnnl_memory_desc_t md; /* layout of data */
     void *data;            /* NULL until the first primitive */
     dnnl_memory_desc_t user_md;
-    const void *user; /* the graph's weights (user_md), during prepare only */
+    const void *user; /* the graph's weights (user_md), during prepare only,
+                       * unless the impl keeps its own copy (then other
+                       * layouts are made from it, not from data) */
     int n_alt;        /* other layouts */
     dnnl_memory_desc_t alt_md[PR_DNNL_WEI_ALT];
     void *alt[PR_DNNL_WEI_ALT];
@@ -187,6 +240,11 @@ typedef struct pr_dnnl_weights {
 precis_status pr_dnnl_weights_for(pr_dnnl_weights *w, const dnnl_memory_desc_t *want,
                                   pr_dnnl_entry *ent, pr_err *e);
 void pr_dnnl_weights_free(pr_dnnl_weights *w);
+
+/* `bytes` of scratch (64-byte aligned) beyond what pr_dnnl_execute(ent, ...)
+ * takes from pr_cpu_scratch(x) for the primitive's scratchpad, valid through
+ * that call (it asks for less than this grew the scratch to); NULL on OOM. */
+void *pr_dnnl_scratch_after(const pr_dnnl_entry *ent, pr_cpu_exec *x, size_t bytes);
 
 /* Runs ent->prim on x's stream (a temporary one when x has none) with
  * ptrs[i] for ent->args[i] and scratch from pr_cpu_scratch(x). */

@@ -1,14 +1,15 @@
 /* Data-movement kernels (kernels.h): Reorder, Transpose, Concat, Slice,
  * Split, Reshape/Flatten/Squeeze/Unsqueeze.
  *
- * Two engines, both working on bytes (element size 2 or 4 for our dtypes):
+ * Two engines, both working on bytes (element size 1, 2 or 4 for our dtypes:
+ * int8/uint8/bool move like any other element):
  *   scopy    strided copy: dst and src strides per dim (iterated in the
  *            destination's storage order), dims merged where both stay
  *            contiguous, memcpy for unit-stride rows. Slice, Split, Concat,
  *            and Transposes that keep the innermost dim.
  *   permute  a transpose that moves the innermost dim: after merging and
  *            dropping size-1 dims it is a batch of 2-D transposes, done in
- *            16x16 tiles (AVX-512 register transposes for 4- and 2-byte
+ *            16x16 tiles (AVX-512 register transposes for 4-, 2- and 1-byte
  *            elements, scalar otherwise). Transpose and Reorder.
  * Layouts: a rank-4 NHWC tensor is addressed through the strides of its
  * logical dims in storage order, so every op here that supports() accepts
@@ -53,6 +54,10 @@ static void copy_row(char *d, int64_t ds, const char *s, int64_t ss, int64_t n, 
     if (es == 2 && ds == 1) {
         uint16_t *o = (uint16_t *)(void *)d;
         for (int64_t i = 0; i < n; i++) memcpy(&o[i], s + i * ss * 2, 2);
+        return;
+    }
+    if (es == 1) {
+        for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];
         return;
     }
     for (int64_t i = 0; i < n; i++) copy_elem(d + i * ds * e, s + i * ss * e, es);
@@ -159,6 +164,9 @@ static void tr_tile_scalar(const char *src, int64_t lds, char *dst, int64_t ldd,
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
                 memcpy(dst + (c * ldd + r) * 4, src + (r * lds + c) * 4, 4);
+    } else if (es == 1) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
     } else if (es == 2) {
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
@@ -210,7 +218,7 @@ PR_VINLINE void pv_tr16(__m512 v[16]) {
 
 static PR_AVX512 void tr_avx512(const char *src, int64_t lds, char *dst, int64_t ldd, int64_t rows,
                                 int64_t cols, size_t es) {
-    if (es != 4 && es != 2) {
+    if (es != 4 && es != 2 && es != 1) {
         tr_scalar(src, lds, dst, ldd, rows, cols, es);
         return;
     }
@@ -229,7 +237,7 @@ static PR_AVX512 void tr_avx512(const char *src, int64_t lds, char *dst, int64_t
                 for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_ps(s + i * lds * 4);
                 pv_tr16(v);
                 for (int i = 0; i < 16; i++) _mm512_storeu_ps(d + i * ldd * 4, v[i]);
-            } else {
+            } else if (es == 2) {
                 for (int i = 0; i < 16; i++)
                     v[i] = _mm512_castsi512_ps(_mm512_cvtepu16_epi32(
                         _mm256_loadu_si256((const __m256i *)(s + i * lds * 2))));
@@ -237,6 +245,14 @@ static PR_AVX512 void tr_avx512(const char *src, int64_t lds, char *dst, int64_t
                 for (int i = 0; i < 16; i++)
                     _mm256_storeu_si256((__m256i *)(d + i * ldd * 2),
                                         _mm512_cvtepi32_epi16(_mm512_castps_si512(v[i])));
+            } else {
+                for (int i = 0; i < 16; i++)
+                    v[i] = _mm512_castsi512_ps(
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(s + i * lds))));
+                pv_tr16(v);
+                for (int i = 0; i < 16; i++)
+                    _mm_storeu_si128((__m128i *)(d + i * ldd),
+                                     _mm512_cvtepi32_epi8(_mm512_castps_si512(v[i])));
             }
         }
     }
@@ -340,6 +356,24 @@ static void permute(void *dst, const void *src, int r, const int64_t *X, const i
     }
 }
 
+void pr_cpu_nchw_nhwc(const void *src, void *dst, const int64_t *nchw, size_t es, bool to_nhwc,
+                      int threads) {
+    int64_t X[4];
+    int perm[4];
+    if (to_nhwc) {
+        X[0] = nchw[0], X[1] = nchw[1], X[2] = nchw[2], X[3] = nchw[3];
+        perm[0] = 0, perm[1] = 2, perm[2] = 3, perm[3] = 1;
+    } else {
+        X[0] = nchw[0], X[1] = nchw[2], X[2] = nchw[3], X[3] = nchw[1];
+        perm[0] = 0, perm[1] = 3, perm[2] = 1, perm[3] = 2;
+    }
+    tr_fn tr = tr_scalar;
+#ifdef PR_CPU_X86
+    if (pr_cpu_use_avx512()) tr = tr_avx512;
+#endif
+    permute(dst, src, 4, X, perm, es, threads > 0 ? threads : 1, tr);
+}
+
 /* ------------------------------------------------------------ impl */
 
 typedef struct mstate {
@@ -378,10 +412,16 @@ static int layout_of(const pr_tensor *t) {
     return t->layout;
 }
 
+/* Float activations, and the 1-byte types (int8/uint8 of INT8 plans, bool):
+ * moved as bytes. */
+static bool m_dtype_ok(pr_dtype dt) {
+    return pr_cpu_float_dt(dt) || dt == PRECIS_INT8 || dt == PRECIS_UINT8 || dt == PRECIS_BOOL;
+}
+
 static bool m_supports(const pr_graph *g, const pr_node *n) {
     int op = op_of(n);
     const pr_tensor *x = tin(g, n, 0);
-    if (op < 0 || !x || n->n_outputs < 1 || !pr_cpu_float_dt(x->dtype)) return false;
+    if (op < 0 || !x || n->n_outputs < 1 || !m_dtype_ok(x->dtype)) return false;
     int lay = layout_of(x);
     switch (op) {
     case M_REORDER: return n->n_inputs == 1 && tout(g, n, 0);

@@ -12,10 +12,18 @@
  * by the tap count exactly as the ref does (valid taps, or the taps inside
  * the padded extent with count_include_pad). Global pools reduce each plane
  * (plain) or chunks of pixels per channel, read contiguously (NHWC). MaxPool's Indices output is
- * not supported (the impl declines such nodes). */
+ * not supported (the impl declines such nodes).
+ *
+ * MaxPool also takes int8/uint8 (INT8 plans), comparing integers: values
+ * are mapped to an unsigned order (int8 XOR 0x80), so one byte-wise max
+ * (64 lanes per AVX-512 vector) serves both; a window with no valid tap
+ * gives the type's minimum, as the ref's -inf saturated. GlobalMaxPool has
+ * no int8 in ONNX (shape inference and the ref decline it), so neither
+ * here. */
 #define PR_KN_INTERNAL
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/cpu/kernels_norm.h"
 #include "backends/ref/ref_conv.h"
@@ -37,6 +45,8 @@ static bool kp_kind_of(const pr_node *n, kp_kind *k) {
     }
 }
 
+static bool kp_q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
+
 static bool kp_supports(const pr_graph *g, const pr_node *n) {
     kp_kind kind;
     if (!kp_kind_of(n, &kind)) return false;
@@ -44,7 +54,7 @@ static bool kp_supports(const pr_graph *g, const pr_node *n) {
     if (xi < 0 || yi < 0) return false;
     if (pr_node_out(n, 1) >= 0) return false; /* MaxPool Indices */
     const pr_tensor *X = &g->tensors[xi], *Y = &g->tensors[yi];
-    if (!kn_act_dtype(X->dtype)) return false;
+    if (!kn_act_dtype(X->dtype) && !(kp_q8(X->dtype) && kind == KP_MAX)) return false;
     if (Y->dtype != PRECIS_UNDEFINED && Y->dtype != X->dtype) return false;
     if (X->layout != PR_LAYOUT_PLAIN && X->layout != PR_LAYOUT_NHWC) return false;
     /* a global pool's N,C,1,1 output is stored alike in both layouts */
@@ -435,6 +445,171 @@ static precis_status kp_global(const kp_state *s, pr_kernel *k, pr_cpu_exec *x, 
     return PRECIS_OK;
 }
 
+/* ------------------------------------------------------------ int8 max */
+
+/* Bytes in the unsigned order: v ^ flip (flip 0x80 for int8, 0 for uint8);
+ * the identity (padding) is 0. */
+
+static void kq_row_scalar(const uint8_t *xp, uint8_t *yrow, uint8_t flip, const kp_geom *g,
+                          int64_t oy, uint8_t *rb) {
+    int64_t y0, y1;
+    const int64_t offy = oy * g->sh - g->pt;
+    rc_valid_range(offy, g->dh, g->H, g->kh, &y0, &y1);
+    uint8_t *r = rb + g->pl;
+    memset(r, 0, (size_t)g->W);
+    for (int64_t ky = y0; ky < y1; ky++) {
+        const uint8_t *xr = xp + (offy + ky * g->dh) * g->W;
+        for (int64_t i = 0; i < g->W; i++) {
+            const uint8_t v = xr[i] ^ flip;
+            r[i] = v > r[i] ? v : r[i];
+        }
+    }
+    for (int64_t ox = 0; ox < g->Wo; ox++) {
+        const uint8_t *w = rb + ox * g->sw;
+        uint8_t a = 0;
+        for (int64_t kx = 0; kx < g->kw; kx++) a = w[kx * g->dw] > a ? w[kx * g->dw] : a;
+        yrow[ox] = a ^ flip;
+    }
+}
+
+static void kq_nhwc_row_scalar(const uint8_t *xn, uint8_t *yrow, uint8_t flip, const kp_geom *g,
+                               int64_t C, int64_t oy, uint8_t *acc) {
+    int64_t y0, y1;
+    const int64_t offy = oy * g->sh - g->pt;
+    rc_valid_range(offy, g->dh, g->H, g->kh, &y0, &y1);
+    for (int64_t ox = 0; ox < g->Wo; ox++) {
+        int64_t x0, x1;
+        const int64_t offx = ox * g->sw - g->pl;
+        rc_valid_range(offx, g->dw, g->W, g->kw, &x0, &x1);
+        memset(acc, 0, (size_t)C);
+        for (int64_t ky = y0; ky < y1; ky++)
+            for (int64_t kx = x0; kx < x1; kx++) {
+                const uint8_t *xs = xn + ((offy + ky * g->dh) * g->W + offx + kx * g->dw) * C;
+                for (int64_t c = 0; c < C; c++) {
+                    const uint8_t v = xs[c] ^ flip;
+                    acc[c] = v > acc[c] ? v : acc[c];
+                }
+            }
+        for (int64_t c = 0; c < C; c++) yrow[ox * C + c] = acc[c] ^ flip;
+    }
+}
+
+KN_AVX512 static inline __mmask64 kq_tail(int64_t n) {
+    return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+}
+
+/* rb: L + 64 bytes of slack past the padded row (stride-1 vector reads) */
+KN_AVX512 static void kq_row_512(const uint8_t *xp, uint8_t *yrow, uint8_t flip, const kp_geom *g,
+                                 int64_t oy, uint8_t *rb) {
+    int64_t y0, y1;
+    const int64_t offy = oy * g->sh - g->pt;
+    rc_valid_range(offy, g->dh, g->H, g->kh, &y0, &y1);
+    const __m512i fl = _mm512_set1_epi8((char)flip);
+    uint8_t *r = rb + g->pl;
+    for (int64_t i = 0; i < g->W; i += 64) {
+        const __mmask64 m = kq_tail(g->W - i);
+        __m512i a = _mm512_setzero_si512();
+        for (int64_t ky = y0; ky < y1; ky++) {
+            __m512i v = _mm512_maskz_loadu_epi8(m, xp + (offy + ky * g->dh) * g->W + i);
+            a = _mm512_max_epu8(a, _mm512_xor_si512(v, fl));
+        }
+        _mm512_mask_storeu_epi8(r + i, m, a);
+    }
+    if (g->sw != 1) {
+        for (int64_t ox = 0; ox < g->Wo; ox++) {
+            const uint8_t *w = rb + ox * g->sw;
+            uint8_t a = 0;
+            for (int64_t kx = 0; kx < g->kw; kx++) a = w[kx * g->dw] > a ? w[kx * g->dw] : a;
+            yrow[ox] = a ^ flip;
+        }
+        return;
+    }
+    for (int64_t ox = 0; ox < g->Wo; ox += 64) {
+        const __mmask64 m = kq_tail(g->Wo - ox);
+        __m512i a = _mm512_setzero_si512();
+        for (int64_t kx = 0; kx < g->kw; kx++)
+            a = _mm512_max_epu8(a, _mm512_loadu_si512((const void *)(rb + ox + kx * g->dw)));
+        _mm512_mask_storeu_epi8(yrow + ox, m, _mm512_xor_si512(a, fl));
+    }
+}
+
+KN_AVX512 static void kq_nhwc_row_512(const uint8_t *xn, uint8_t *yrow, uint8_t flip,
+                                      const kp_geom *g, int64_t C, int64_t oy) {
+    int64_t y0, y1;
+    const int64_t offy = oy * g->sh - g->pt;
+    rc_valid_range(offy, g->dh, g->H, g->kh, &y0, &y1);
+    const __m512i fl = _mm512_set1_epi8((char)flip);
+    for (int64_t ox = 0; ox < g->Wo; ox++) {
+        int64_t x0, x1;
+        const int64_t offx = ox * g->sw - g->pl;
+        rc_valid_range(offx, g->dw, g->W, g->kw, &x0, &x1);
+        for (int64_t c = 0; c < C; c += 64) {
+            const __mmask64 m = kq_tail(C - c);
+            __m512i a = _mm512_setzero_si512();
+            for (int64_t ky = y0; ky < y1; ky++)
+                for (int64_t kx = x0; kx < x1; kx++) {
+                    const int64_t o = ((offy + ky * g->dh) * g->W + offx + kx * g->dw) * C + c;
+                    __m512i v = _mm512_maskz_loadu_epi8(m, xn + o);
+                    a = _mm512_max_epu8(a, _mm512_xor_si512(v, fl));
+                }
+            _mm512_mask_storeu_epi8(yrow + ox * C + c, m, _mm512_xor_si512(a, fl));
+        }
+    }
+}
+
+static precis_status kq_maxpool(const kp_state *s, pr_kernel *k, pr_cpu_exec *x, const pr_buf *X,
+                                pr_buf *Y, kp_geom *g) {
+    const int64_t N = X->dims[0], C = X->dims[1];
+    const uint8_t flip = X->dtype == PRECIS_INT8 ? 0x80 : 0;
+    const uint8_t *xd = X->data;
+    uint8_t *yd = Y->data;
+    const bool v512 = s->v512;
+    const int64_t work = Y->numel * g->kh * g->kw + X->numel;
+    if (s->nhwc) {
+        const int64_t tasks = N * g->Ho;
+        const int nt = kn_threads(x->num_threads, work, tasks);
+        const size_t per = (size_t)((C + 63) & ~(int64_t)63);
+        uint8_t *acc = NULL;
+        if (!v512 && !(acc = pr_cpu_scratch(x, (size_t)nt * per)))
+            return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t q = 0; q < tasks; q++) {
+            const int64_t n = q / g->Ho, oy = q % g->Ho;
+            const uint8_t *xn = xd + n * g->H * g->W * C;
+            uint8_t *yrow = yd + (n * g->Ho + oy) * g->Wo * C;
+            if (v512)
+                kq_nhwc_row_512(xn, yrow, flip, g, C, oy);
+            else
+                kq_nhwc_row_scalar(xn, yrow, flip, g, C, oy,
+                                   acc + (size_t)omp_get_thread_num() * per);
+        }
+        return PRECIS_OK;
+    }
+    int64_t L = g->pl + g->W + g->pr, need = (g->Wo - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    if (need > L) L = need;
+    const size_t per = (size_t)((L + 64 + 63) & ~(int64_t)63);
+    const int64_t tasks = N * C * g->Ho;
+    const int nt = kn_threads(x->num_threads, work, tasks);
+    uint8_t *scr = pr_cpu_scratch(x, (size_t)nt * per);
+    if (!scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+#pragma omp parallel num_threads(nt)
+    {
+        uint8_t *rb = scr + (size_t)omp_get_thread_num() * per;
+        memset(rb, 0, per); /* the pads stay identity */
+#pragma omp for schedule(static)
+        for (int64_t q = 0; q < tasks; q++) {
+            const int64_t pl = q / g->Ho, oy = q % g->Ho;
+            const uint8_t *xp = xd + pl * g->H * g->W;
+            uint8_t *yrow = yd + (pl * g->Ho + oy) * g->Wo;
+            if (v512)
+                kq_row_512(xp, yrow, flip, g, oy, rb);
+            else
+                kq_row_scalar(xp, yrow, flip, g, oy, rb);
+        }
+    }
+    return PRECIS_OK;
+}
+
 /* ------------------------------------------------------------ run */
 
 static precis_status kp_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
@@ -443,7 +618,8 @@ static precis_status kp_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
     pr_buf *Y = k->n_out > 0 ? k->out[0] : NULL;
     if (!X || !Y) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "missing X or Y");
     const pr_dtype dt = X->dtype;
-    if (!kn_act_dtype(dt) || Y->dtype != dt)
+    const bool q8 = kp_q8(dt) && s->kind == KP_MAX;
+    if ((!kn_act_dtype(dt) && !q8) || Y->dtype != dt)
         return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "unsupported types %s -> %s",
                           pr_dtype_name(dt), pr_dtype_name(Y->dtype));
     if (s->kind == KP_GMAX || s->kind == KP_GAVG) return kp_global(s, k, x, X, Y);
@@ -475,6 +651,7 @@ static precis_status kp_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
         .pr = cg.pad_e[1],
     };
     if (Y->numel == 0) return PRECIS_OK;
+    if (q8) return kq_maxpool(s, k, x, X, Y, &g);
     const int64_t N = X->dims[0], C = X->dims[1];
     const bool mx = s->kind == KP_MAX, cip = s->cip, v512 = s->v512;
     const size_t es = pr_dtype_size(dt);

@@ -14,6 +14,12 @@
  *       exponent. In place on input 0 when it has the output's shape.
  *   pr_cpu_impl_move     (k_move.c) Reorder, Transpose, Concat, Slice,
  *       Split, Reshape/Flatten/Squeeze/Unsqueeze (plain; in place on input 0).
+ *       Also int8/uint8/bool tensors (the data movement is dtype-agnostic).
+ *   pr_cpu_impl_quantize / pr_cpu_impl_dequantize  (k_quant.c) per-tensor
+ *       QuantizeLinear (float32/bfloat16/float16 -> int8/uint8, x / scale
+ *       rounded half to even and saturated as ref) and DequantizeLinear
+ *       (int8/uint8 -> float32/bfloat16/float16); scalar scale initializer,
+ *       zero point absent or an all-zero initializer. Layout-agnostic.
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
@@ -24,5 +30,17 @@
 extern const pr_cpu_impl pr_cpu_impl_eltwise;
 extern const pr_cpu_impl pr_cpu_impl_binary;
 extern const pr_cpu_impl pr_cpu_impl_move;
+extern const pr_cpu_impl pr_cpu_impl_quantize;
+extern const pr_cpu_impl pr_cpu_impl_dequantize;
+
+/* A rank-4 tensor N,C,H,W (dims nchw, elements of es bytes) from plain to
+ * NHWC storage (to_nhwc) or back; src and dst do not overlap. */
+void pr_cpu_nchw_nhwc(const void *src, void *dst, const int64_t *nchw, size_t es, bool to_nhwc,
+                      int threads);
+/* out[i] = scale * q[i] (q int8/uint8; out float32/bfloat16/float16, rounded
+ * to nearest even) for n elements, up to `threads` OpenMP threads; AVX-512
+ * when allowed (as DequantizeLinear). */
+void pr_cpu_dequant_q8(const void *q, pr_dtype qdt, float scale, void *out, pr_dtype odt,
+                       int64_t n, int threads);
 
 #endif

@@ -1,0 +1,321 @@
+/* Per-tensor QuantizeLinear and DequantizeLinear (kernels.h) at the
+ * float/int8 boundaries of an INT8 plan.
+ *
+ *   quantize    y = saturate(round_half_even(x / scale)), NaN -> 0; x float32,
+ *               bfloat16 or float16 (computed in float32, an IEEE division
+ *               as the ref does, so results agree bit for bit); y int8/uint8.
+ *   dequantize  y = scale * (float)q; q int8/uint8; y float32, bfloat16 or
+ *               float16 (rounded to nearest even).
+ * The scale is a one-element float initializer; a zero point must be absent
+ * or an all-zero initializer (precis' INT8 is symmetric), else the node is
+ * declined and runs on ref. Elementwise, so layout-agnostic (input and
+ * output share the layout). AVX-512 when allowed, portable C otherwise
+ * (PRECIS_CPU_ISA=scalar); OpenMP over chunks of QCHUNK elements. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/vec.h"
+
+#define QCHUNK 65536
+
+typedef struct qstate {
+    bool quant; /* QuantizeLinear, else DequantizeLinear */
+    bool avx512;
+    float scale;
+} qstate;
+
+static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
+
+static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
+    int t = pr_node_in(n, i);
+    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
+}
+
+static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
+    int t = pr_node_out(n, i);
+    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
+}
+
+static int layout_of(const pr_tensor *t) {
+    if (!t || (t->flags & PR_T_INIT) || (t->rank >= 0 && t->rank != 4)) return PR_LAYOUT_PLAIN;
+    return t->layout;
+}
+
+static bool is_init(const pr_tensor *t) { return t && (t->flags & PR_T_INIT) && t->data; }
+
+/* The one-element scale initializer as the ref reads it; false if absent,
+ * not a float, not a single value, zero or not finite. */
+static bool scale_of(const pr_tensor *s, float *out) {
+    if (!is_init(s) || pr_numel(s->rank, s->dims) != 1) return false;
+    if (!pr_cpu_float_dt(s->dtype) && s->dtype != PRECIS_FLOAT64) return false;
+    float v = s->dtype == PRECIS_FLOAT32 ? *(const float *)s->data
+                                         : (float)pr_load_f64(s->data, s->dtype, 0);
+    if (!isfinite(v) || v == 0.0f) return false;
+    *out = v;
+    return true;
+}
+
+/* Zero point absent, or an all-zero initializer of a 1-byte type. */
+static bool zp_ok(const pr_tensor *z) {
+    if (!z) return true;
+    if (!is_init(z) || !q8(z->dtype) || pr_numel(z->rank, z->dims) != 1) return false;
+    return *(const uint8_t *)z->data == 0;
+}
+
+static bool default_domain(const pr_node *n) {
+    return !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+}
+
+static bool q_common(const pr_graph *g, const pr_node *n, const pr_tensor **x,
+                     const pr_tensor **y) {
+    float s;
+    *x = tin(g, n, 0);
+    *y = tout(g, n, 0);
+    if (!default_domain(n) || !*x || !*y || n->n_inputs > 3 || n->n_outputs != 1) return false;
+    if (!scale_of(tin(g, n, 1), &s) || !zp_ok(tin(g, n, 2))) return false;
+    if (pr_attr_int(n, "block_size", 0) != 0) return false; /* blocked quantization */
+    if ((*x)->flags & PR_T_INIT) return false;
+    return layout_of(*x) == layout_of(*y);
+}
+
+static bool quant_supports(const pr_graph *g, const pr_node *n) {
+    const pr_tensor *x, *y;
+    if (n->op != PR_OP_QuantizeLinear || !q_common(g, n, &x, &y)) return false;
+    const pr_tensor *z = tin(g, n, 2);
+    /* the zero point's type, else uint8 (or opset 21's output_dtype) */
+    pr_dtype want = z ? z->dtype : q8(y->dtype) ? y->dtype : PRECIS_UINT8;
+    return pr_cpu_float_dt(x->dtype) && (y->dtype == PRECIS_UNDEFINED || y->dtype == want) &&
+           q8(want);
+}
+
+static bool dequant_supports(const pr_graph *g, const pr_node *n) {
+    const pr_tensor *x, *y;
+    if (n->op != PR_OP_DequantizeLinear || !q_common(g, n, &x, &y)) return false;
+    const pr_tensor *z = tin(g, n, 2);
+    if (z && z->dtype != x->dtype) return false;
+    return q8(x->dtype) && (y->dtype == PRECIS_UNDEFINED || pr_cpu_float_dt(y->dtype));
+}
+
+static bool q_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
+
+static precis_status q_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
+                               void **state, pr_err *e) {
+    bool quant = n->op == PR_OP_QuantizeLinear;
+    *state = NULL;
+    if (!(quant ? quant_supports(g, n) : dequant_supports(g, n)))
+        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by %s", n->name,
+                       n->op_type, quant ? "quantize" : "dequantize");
+    qstate *s = calloc(1, sizeof *s);
+    if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    s->quant = quant;
+    scale_of(tin(g, n, 1), &s->scale);
+#ifdef PR_CPU_X86
+    s->avx512 = pr_cpu_use_avx512();
+#endif
+    *state = s;
+    return PRECIS_OK;
+}
+
+/* ------------------------------------------------------------ scalar */
+
+/* round half to even, saturate to [lo, hi]; NaN gives 0 (as the ref) */
+static inline float qround(float v, float lo, float hi) {
+    if (isnan(v)) return 0.0f;
+    v = nearbyintf(v);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void quant_scalar(const void *x, pr_dtype xdt, float sc, void *y, bool u8, int64_t i0,
+                         int64_t i1) {
+    if (u8) {
+        uint8_t *q = y;
+        for (int64_t i = i0; i < i1; i++) q[i] = (uint8_t)qround(ps_load(x, i, xdt) / sc, 0, 255);
+    } else {
+        int8_t *q = y;
+        for (int64_t i = i0; i < i1; i++)
+            q[i] = (int8_t)qround(ps_load(x, i, xdt) / sc, -128, 127);
+    }
+}
+
+static void dequant_scalar(const void *q, bool u8, float sc, void *y, pr_dtype ydt, int64_t i0,
+                           int64_t i1) {
+    if (u8) {
+        const uint8_t *p = q;
+        for (int64_t i = i0; i < i1; i++) ps_store(y, i, ydt, (float)p[i] * sc);
+    } else {
+        const int8_t *p = q;
+        for (int64_t i = i0; i < i1; i++) ps_store(y, i, ydt, (float)p[i] * sc);
+    }
+}
+
+/* ------------------------------------------------------------ AVX-512 */
+
+#ifdef PR_CPU_X86
+PR_VINLINE __m512i quant16(__m512 v, __m512 sc, __m512 lo, __m512 hi) {
+    __mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    v = _mm512_div_ps(v, sc);
+    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi); /* NaN lanes: lo, zeroed next */
+    return _mm512_maskz_cvtps_epi32(ord, v);
+}
+
+static PR_AVX512 void quant_512(const void *x, pr_dtype xdt, float scale, void *y, bool u8,
+                                int64_t i0, int64_t i1) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    const __m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
+    int8_t *q = y;
+    int64_t i = i0;
+    for (; i + 64 <= i1; i += 64) {
+        __m512i a = quant16(pv_load(x, i, xdt), sc, lo, hi);
+        __m512i b = quant16(pv_load(x, i + 16, xdt), sc, lo, hi);
+        __m512i c = quant16(pv_load(x, i + 32, xdt), sc, lo, hi);
+        __m512i d = quant16(pv_load(x, i + 48, xdt), sc, lo, hi);
+        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(a));
+        _mm_storeu_si128((__m128i *)(q + i + 16), _mm512_cvtepi32_epi8(b));
+        _mm_storeu_si128((__m128i *)(q + i + 32), _mm512_cvtepi32_epi8(c));
+        _mm_storeu_si128((__m128i *)(q + i + 48), _mm512_cvtepi32_epi8(d));
+    }
+    for (; i < i1; i += 16) {
+        __mmask16 m = i1 - i >= 16 ? (__mmask16)0xffff : pv_tail(i1 - i);
+        __m512i a = quant16(pv_load_m(x, i, xdt, m), sc, lo, hi);
+        _mm512_mask_cvtepi32_storeu_epi8(q + i, m, a);
+    }
+}
+
+PR_VINLINE __m512 dq16(__m128i b, bool u8, __m512 sc) {
+    __m512i w = u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(w), sc);
+}
+
+static PR_AVX512 void dequant_512(const void *q, bool u8, float scale, void *y, pr_dtype ydt,
+                                  int64_t i0, int64_t i1) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    const uint8_t *p = q;
+    int64_t i = i0;
+    for (; i + 64 <= i1; i += 64) {
+        __m512i b = _mm512_loadu_si512((const void *)(p + i));
+        pv_store(y, i, ydt, dq16(_mm512_extracti32x4_epi32(b, 0), u8, sc));
+        pv_store(y, i + 16, ydt, dq16(_mm512_extracti32x4_epi32(b, 1), u8, sc));
+        pv_store(y, i + 32, ydt, dq16(_mm512_extracti32x4_epi32(b, 2), u8, sc));
+        pv_store(y, i + 48, ydt, dq16(_mm512_extracti32x4_epi32(b, 3), u8, sc));
+    }
+    for (; i < i1; i += 16) {
+        __mmask16 m = i1 - i >= 16 ? (__mmask16)0xffff : pv_tail(i1 - i);
+        __m128i b = _mm_maskz_loadu_epi8(m, p + i);
+        pv_store_m(y, i, ydt, dq16(b, u8, sc), m);
+    }
+}
+#endif
+
+/* ------------------------------------------------------------ drivers */
+
+static int threads_for(int64_t n, int threads) {
+    if (threads <= 1 || n < PR_CPU_PAR_MIN) return 1;
+    int64_t chunks = (n + QCHUNK - 1) / QCHUNK;
+    return chunks < threads ? (int)chunks : threads;
+}
+
+static void quant_run(const void *x, pr_dtype xdt, float sc, void *y, bool u8, int64_t n, int nt,
+                      bool v512) {
+    int64_t chunks = (n + QCHUNK - 1) / QCHUNK;
+    nt = threads_for(n, nt);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i0 = c * QCHUNK, i1 = i0 + QCHUNK < n ? i0 + QCHUNK : n;
+#ifdef PR_CPU_X86
+        if (v512) {
+            quant_512(x, xdt, sc, y, u8, i0, i1);
+            continue;
+        }
+#endif
+        quant_scalar(x, xdt, sc, y, u8, i0, i1);
+    }
+}
+
+static void dequant_run(const void *q, bool u8, float sc, void *y, pr_dtype ydt, int64_t n, int nt,
+                        bool v512) {
+    int64_t chunks = (n + QCHUNK - 1) / QCHUNK;
+    nt = threads_for(n, nt);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i0 = c * QCHUNK, i1 = i0 + QCHUNK < n ? i0 + QCHUNK : n;
+#ifdef PR_CPU_X86
+        if (v512) {
+            dequant_512(q, u8, sc, y, ydt, i0, i1);
+            continue;
+        }
+#endif
+        dequant_scalar(q, u8, sc, y, ydt, i0, i1);
+    }
+}
+
+void pr_cpu_dequant_q8(const void *q, pr_dtype qdt, float scale, void *out, pr_dtype odt,
+                       int64_t n, int threads) {
+    bool v512 = false;
+#ifdef PR_CPU_X86
+    v512 = pr_cpu_use_avx512();
+#endif
+    if (n > 0) dequant_run(q, qdt == PRECIS_UINT8, scale, out, odt, n, threads, v512);
+}
+
+static precis_status q_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
+    const qstate *s = state;
+    const pr_buf *x = pr_kin(k, 0);
+    pr_buf *y = k->n_out > 0 ? k->out[0] : NULL;
+    if (!x || !y) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "input or output is missing");
+    if (x->numel != y->numel)
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "output has %lld elements, input %lld",
+                          (long long)y->numel, (long long)x->numel);
+    int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
+    if (s->quant) {
+        if (!pr_cpu_float_dt(x->dtype) || !q8(y->dtype))
+            return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "types %s -> %s",
+                              pr_dtype_name(x->dtype), pr_dtype_name(y->dtype));
+        if (x->numel > 0)
+            quant_run(x->data, x->dtype, s->scale, y->data, y->dtype == PRECIS_UINT8, x->numel, nt,
+                      s->avx512);
+    } else {
+        if (!q8(x->dtype) || !pr_cpu_float_dt(y->dtype))
+            return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "types %s -> %s",
+                              pr_dtype_name(x->dtype), pr_dtype_name(y->dtype));
+        if (x->numel > 0)
+            dequant_run(x->data, x->dtype == PRECIS_UINT8, s->scale, y->data, y->dtype, x->numel,
+                        nt, s->avx512);
+    }
+    return PRECIS_OK;
+}
+
+static const char *quant_describe(void *state) {
+    return ((const qstate *)state)->avx512 ? "quantize.avx512" : "quantize.scalar";
+}
+
+static const char *dequant_describe(void *state) {
+    return ((const qstate *)state)->avx512 ? "dequantize.avx512" : "dequantize.scalar";
+}
+
+static void q_destroy(void *state) { free(state); }
+
+const pr_cpu_impl pr_cpu_impl_quantize = {
+    .name = "quantize",
+    .supports = quant_supports,
+    .nhwc_ok = q_nhwc_ok,
+    .inplace_input = NULL,
+    .prepare = q_prepare,
+    .run = q_run,
+    .describe = quant_describe,
+    .destroy = q_destroy,
+};
+
+const pr_cpu_impl pr_cpu_impl_dequantize = {
+    .name = "dequantize",
+    .supports = dequant_supports,
+    .nhwc_ok = q_nhwc_ok,
+    .inplace_input = NULL,
+    .prepare = q_prepare,
+    .run = q_run,
+    .describe = dequant_describe,
+    .destroy = q_destroy,
+};
