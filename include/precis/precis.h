@@ -220,7 +220,7 @@ typedef struct precis_build_options {
      * int8 kernel stay float32. */
     const char *calib_data;       /* .npy folder, list file or image folder */
     const char *calib_preprocess; /* preprocessing spec for images (resize=256,crop=224,...) */
-    const char *calibrator;       /* "entropy" (default), "minmax", "percentile", "mse" */
+    const char *calibrator;       /* "percentile" (default), "entropy", "minmax", "mse" */
     double percentile;            /* for "percentile"; 0: 99.99 */
     /* Calibration cache: when the file exists it must match the model (and
      * the data, when calib_data is given) and its statistics are used

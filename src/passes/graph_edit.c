@@ -811,6 +811,7 @@ precis_status pr_node_merge_origins(pr_graph *g, int dst, const int *nodes, int 
     for (int i = 0; i < ni; i++) {
         const pr_node *x = &g->nodes[idx[i]];
         int k = x->n_origins ? x->n_origins : 1;
+        if (!x->n_origins && pr_attr_int(x, "precis_inserted", 0)) continue; /* not an original */
         for (int j = 0; j < k; j++) {
             const char *s = x->n_origins ? x->origins[j] : x->name;
             bool dup = false;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/cpu/cpu.h"
 #include "passes/graph_edit.h"
 #include "quant/quantize.h"
 
@@ -153,6 +154,102 @@ static precis_status lower_passthrough(pr_graph *g, pr_uses *u, int ni, bool *do
     return PRECIS_OK;
 }
 
+/* ------------------------------------------------- back to float */
+
+static int f32_scalar(pr_graph *g, const char *base, float v, pr_err *e) {
+    char nm[600];
+    snprintf(nm, sizeof nm, "%s/scale", base);
+    return pr_graph_add_init_f32(g, nm, 0, NULL, &v, e);
+}
+
+static int zero_point(pr_graph *g, const char *base, pr_dtype dt, int64_t n, pr_err *e) {
+    char nm[600];
+    snprintf(nm, sizeof nm, "%s/zero_point", base);
+    void *d = pr_edit_alloc((size_t)(n ? n : 1));
+    if (!d) return pr_errf(e, PRECIS_ERR_OOM, "out of memory"), -1;
+    memset(d, 0, (size_t)(n ? n : 1));
+    int64_t dims[1] = {n};
+    return pr_graph_add_init(g, nm, dt, n > 1 ? 1 : 0, dims, d, e);
+}
+
+/* A new tensor like t but of dtype dt, named t's name + suffix. */
+static int like(pr_graph *g, int t, const char *suffix, pr_dtype dt, pr_err *e) {
+    char nm[600];
+    snprintf(nm, sizeof nm, "%s%s", g->tensors[t].name, suffix);
+    size_t bl = strlen(nm);
+    for (int k = 1; pr_graph_find_tensor(g, nm) >= 0 && bl + 12 < sizeof nm; k++)
+        snprintf(nm + bl, sizeof nm - bl, "_%d", k);
+    int r = pr_graph_get_tensor(g, nm, e);
+    if (r < 0) return -1;
+    pr_tensor *x = &g->tensors[r], *src = &g->tensors[t];
+    x->dtype = dt;
+    x->rank = src->rank;
+    memcpy(x->dims, src->dims, sizeof x->dims);
+    x->producer = -1;
+    return r;
+}
+
+/* op(q, scale, zp) -> out, inserted by precis. */
+static int conv_node(pr_graph *g, pr_op op, int q, int scale, int zp, int out, int axis, pr_err *e) {
+    char nm[640];
+    snprintf(nm, sizeof nm, "%s/%s", g->tensors[q].name,
+             op == PR_OP_QuantizeLinear ? "QuantizeLinear" : "DequantizeLinear");
+    int ni = pr_node_new(g, op, 13, nm, 3, 1, e);
+    if (ni < 0) return -1;
+    g->nodes[ni].inputs[0] = q;
+    g->nodes[ni].inputs[1] = scale;
+    g->nodes[ni].inputs[2] = zp;
+    if (pr_node_set_output(g, ni, 0, out, e) || pr_node_set_int(g, ni, "precis_inserted", 1, e) ||
+        (axis >= 0 && pr_node_set_int(g, ni, "axis", axis, e)))
+        return -1;
+    return ni;
+}
+
+/* Dequantized copy of quantized tensor q (scale tensor sc, or scalar s when
+ * sc < 0; per-axis when the scale has several entries). */
+static int dequantized(pr_graph *g, int q, int sc, float s, int axis, pr_err *e) {
+    if (sc < 0 && (sc = f32_scalar(g, g->tensors[q].name, s, e)) < 0) return -1;
+    int64_t n = g->tensors[sc].rank == 1 ? g->tensors[sc].dims[0] : 1;
+    int zp = zero_point(g, g->tensors[q].name, g->tensors[q].dtype, n, e);
+    int out = zp < 0 ? -1 : like(g, q, "/dequantized", PRECIS_FLOAT32, e);
+    if (out < 0 || conv_node(g, PR_OP_DequantizeLinear, q, sc, zp, out, n > 1 ? axis : -1, e) < 0)
+        return -1;
+    return out;
+}
+
+/* An int8 node no CPU kernel takes goes back to its float form between
+ * DequantizeLinear / QuantizeLinear nodes (its originals stay its own). */
+static precis_status unlower(pr_graph *g, int ni, pr_err *e) {
+    pr_node n = g->nodes[ni];
+    bool conv = n.op == PR_OP_QConv;
+    float xs = pr_attr_float(&n, conv ? "x_scale" : "a_scale", 1.0f);
+    float zs = pr_attr_float(&n, "z_scale", 1.0f);
+    int x = pr_node_in(&n, 0), w = pr_node_in(&n, 1), ws = pr_node_in(&n, 2);
+    int b = pr_node_in(&n, 3), z = pr_node_in(&n, 4), y = pr_node_out(&n, 0);
+    bool tb = pr_attr_int(&n, "transB", 0) != 0;
+    int wr = g->tensors[w].rank;
+    int xf = dequantized(g, x, -1, xs, 0, e);
+    int wf = xf < 0 ? -1 : dequantized(g, w, ws, 0, conv || tb ? 0 : wr - 1, e);
+    if (wf < 0) return e->status;
+    int zf = z;
+    if (z >= 0 && g->tensors[z].dtype != PRECIS_FLOAT32 && (zf = dequantized(g, z, -1, zs, 0, e)) < 0)
+        return e->status;
+    if (g->tensors[y].dtype != PRECIS_FLOAT32) {
+        float ys = pr_attr_float(&n, "y_scale", 1.0f);
+        int yf = like(g, y, "/float", PRECIS_FLOAT32, e);
+        int sc = yf < 0 ? -1 : f32_scalar(g, g->tensors[y].name, ys, e);
+        int zp = sc < 0 ? -1 : zero_point(g, g->tensors[y].name, g->tensors[y].dtype, 1, e);
+        if (zp < 0 || conv_node(g, PR_OP_QuantizeLinear, yf, sc, zp, y, -1, e) < 0) return e->status;
+        if (pr_node_set_output(g, ni, 0, yf, e)) return e->status;
+    }
+    int ins[4] = {xf, wf, b, zf};
+    pr_node_retype(g, ni, conv ? PR_OP_FusedConv : PR_OP_FusedMatMul, 1);
+    for (int i = 0; i < 4; i++)
+        if (pr_node_set_input(g, NULL, ni, i, ins[i], e)) return e->status;
+    g->nodes[ni].n_inputs = zf >= 0 ? 4 : (b >= 0 ? 3 : 2);
+    return PRECIS_OK;
+}
+
 precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e) {
     pr_uses u;
     precis_status st = pr_uses_build(g, &u, e);
@@ -184,10 +281,23 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e) {
             again = true;
         }
     }
-    st = pr_graph_compact(g, e);
+    /* int8 nodes the CPU backend cannot run go back to float */
+    int n_back = 0;
+    for (int i = 0, nn = g->n_nodes; i < nn && !st; i++) {
+        pr_node *n = &g->nodes[i];
+        if (pr_node_dead(n) || (n->op != PR_OP_QConv && n->op != PR_OP_QMatMul) ||
+            pr_cpu_find_impl(g, n))
+            continue;
+        if (verbose)
+            fprintf(stderr, "precis: int8: node '%s' (%s) has no int8 CPU kernel: stays float\n",
+                    n->name, n->op_type);
+        st = unlower(g, i, e);
+        n_back++;
+    }
+    if (!st) st = pr_graph_compact(g, e);
     if (!st && verbose)
-        fprintf(stderr, "precis: int8 lowering: %d compute nodes, %d pass-through, %d Q/DQ dropped\n",
-                n_compute, n_pass, n_dropped);
+        fprintf(stderr, "precis: int8 lowering: %d compute nodes (%d back to float), %d "
+                "pass-through, %d Q/DQ dropped\n", n_compute, n_back, n_pass, n_dropped);
 out:
     pr_uses_free(&u);
     return st;

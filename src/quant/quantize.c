@@ -300,6 +300,10 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         const pr_calib_tensor *ct = pr_calib_get(o->stats, pr_calib_find(o->stats, g->tensors[t].name));
         if (ct->count && ct->min < 0.0) gneg[uf_find(uf, t)] = 1;
     }
+    /* the B operand of an activation x activation MatMul is int8 (the int8
+     * matmul kernels take signed weights only) */
+    for (int i = 0; i < nn; i++)
+        if (isq[i] && qc[i].b >= 0) gneg[uf_find(uf, qc[i].b)] = 1;
     for (int t = 0; t < nt; t++) {
         if (!want[t]) continue;
         int root = uf_find(uf, t);

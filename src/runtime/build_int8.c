@@ -140,7 +140,9 @@ static bool file_exists(const char *p) {
 
 precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
                             pr_graph *g, bool lower, pr_err *err) {
-    pr_calib_cfg cfg = {PR_CALIB_ENTROPY, o->percentile};
+    /* default percentile 99.99: entropy (TensorRT's default) collapses PP-OCRv4 rec
+     * (CER 100%) and loses to percentile/minmax/mse on the other zoo models (NOTES.md) */
+    pr_calib_cfg cfg = {PR_CALIB_PERCENTILE, o->percentile};
     if (o->calibrator && !pr_calibrator_parse(o->calibrator, &cfg.method))
         return pr_errf(err, PRECIS_ERR_INVALID_ARG,
                        "unknown calibrator '%s' (minmax, entropy, percentile or mse)",

@@ -18,7 +18,7 @@ void usage_build(FILE *f) {
             "                    [--threads N] [--shapes NAME:MIN/OPT/MAX[,...]]\n"
             "                    [--backend cpu|ref] [--no-optimize] [--verbose]\n"
             "                    [--calib-data DIR|LIST] [--calib-preprocess SPEC]\n"
-            "                    [--calibrator entropy|minmax|percentile|mse] [--percentile P]\n"
+            "                    [--calibrator percentile|entropy|minmax|mse] [--percentile P]\n"
             "                    [--calib-cache FILE] [--calib-batches N]\n\n"
             "Optimizes MODEL (constant folding, BatchNorm folding, Conv/MatMul fusion with\n"
             "bias, activation and residual add, LayerNorm/GELU recognition), chooses the\n"
