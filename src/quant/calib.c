@@ -169,7 +169,6 @@ typedef struct scan_res {
 static scan_res scan(const float *x, int64_t n) {
     float mn = INFINITY, mx = -INFINITY, am = 0.0f;
     int64_t nf = 0;
-#pragma omp simd reduction(min : mn) reduction(max : mx, am) reduction(+ : nf)
     for (int64_t j = 0; j < n; j++) {
         float v = x[j], a = fabsf(v);
         int fin = a <= FLT_MAX; /* false for inf and NaN */
@@ -192,7 +191,6 @@ static void bin_block(const float *x, int n, double w, int32_t *idx) {
     if (w >= FLT_MIN) {
         float wf = (float)w; /* exact: max |x| / 2048 * 2^k */
         /* bit masks, not selects: -ftrapping-math keeps GCC from if-converting those */
-#pragma omp simd
         for (int j = 0; j < n; j++) {
             union {
                 float f;
