@@ -113,9 +113,8 @@ precis_status pr_convert_output(pr_graph *g, pr_convert *cv, int src, int t, int
     int ni = add_node(g, src, t, kind, target, e);
     int k = ni < 0 ? -1 : add_ent(cv, e);
     if (k < 0) return e->status ? e->status : PRECIS_ERR_OOM;
-    /* not reusable for consumers: the output keeps its own entry */
-    cv->ents[k] = (struct pr_convert_ent){-1, target, kind, ni, t};
-    (void)src;
+    /* consumers that want src converted the same way read t */
+    cv->ents[k] = (struct pr_convert_ent){src, target, kind, ni, t};
     return PRECIS_OK;
 }
 

@@ -28,7 +28,8 @@ int pr_convert_get(pr_graph *g, pr_convert *cv, int t, int kind, int target, pr_
  * had) and every consumer reads that; t itself keeps the name. The caller
  * then sets t's dtype/layout and calls pr_convert_output. */
 int pr_convert_detach_output(pr_graph *g, int t, const char *suffix, pr_err *e);
-/* Adds the node computing output t from src (kind as above). */
+/* Adds the node computing output t from src (kind as above); consumers that
+ * later ask for src converted the same way (pr_convert_get) read t. */
 precis_status pr_convert_output(pr_graph *g, pr_convert *cv, int src, int t, int kind,
                                 pr_err *e);
 

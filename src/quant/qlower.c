@@ -217,6 +217,28 @@ static int dequantized(pr_graph *g, int q, int sc, float s, int axis, pr_err *e)
     return out;
 }
 
+/* Float initializer holding int8 initializer q dequantized per channel
+ * along axis with scale initializer sc (what DequantizeLinear would give, as
+ * a constant so that the float kernels take it as weights). */
+static int dequantized_init(pr_graph *g, int q, int sc, int axis, pr_err *e) {
+    const pr_tensor *Q = &g->tensors[q], *S = &g->tensors[sc];
+    int64_t n = pr_numel(Q->rank, Q->dims), C = Q->dims[axis], inner = 1;
+    for (int i = axis + 1; i < Q->rank; i++) inner *= Q->dims[i];
+    if (S->rank != 1 || S->dims[0] != C || S->dtype != PRECIS_FLOAT32)
+        return pr_errf(e, PRECIS_ERR_INTERNAL, "'%s': scale does not match its weights",
+                       Q->name), -1;
+    float *d = pr_edit_alloc((size_t)(n ? n : 1) * sizeof(float));
+    if (!d) return pr_errf(e, PRECIS_ERR_OOM, "out of memory"), -1;
+    const int8_t *qv = Q->data;
+    const float *sv = S->data;
+    for (int64_t i = 0; i < n; i++) d[i] = (float)qv[i] * sv[(i / inner) % C];
+    int64_t dims[PR_MAX_RANK];
+    memcpy(dims, Q->dims, sizeof dims);
+    char nm[600];
+    snprintf(nm, sizeof nm, "%s/dequantized", Q->name);
+    return pr_graph_add_init(g, nm, PRECIS_FLOAT32, Q->rank, dims, d, e);
+}
+
 /* An int8 node no CPU kernel takes goes back to its float form between
  * DequantizeLinear / QuantizeLinear nodes (its originals stay its own). */
 static precis_status unlower(pr_graph *g, int ni, pr_err *e) {
@@ -229,7 +251,7 @@ static precis_status unlower(pr_graph *g, int ni, pr_err *e) {
     bool tb = pr_attr_int(&n, "transB", 0) != 0;
     int wr = g->tensors[w].rank;
     int xf = dequantized(g, x, -1, xs, 0, e);
-    int wf = xf < 0 ? -1 : dequantized(g, w, ws, 0, conv || tb ? 0 : wr - 1, e);
+    int wf = xf < 0 ? -1 : dequantized_init(g, w, ws, conv || tb ? 0 : wr - 1, e);
     if (wf < 0) return e->status;
     int zf = z;
     if (z >= 0 && g->tensors[z].dtype != PRECIS_FLOAT32 && (zf = dequantized(g, z, -1, zs, 0, e)) < 0)

@@ -9,6 +9,8 @@
 #include "passes/graph_edit.h"
 
 #define Q_OPSET 13
+/* weight channels whose largest |w| is below this quantize to zeros */
+#define PR_W_AMAX_MIN 1e-30f
 
 bool pr_quant_passthrough(const pr_graph *g, const pr_node *n, int *data_inputs) {
     int d = 1;
@@ -193,7 +195,11 @@ static precis_status quantize_weight(pr_graph *g, int ni, int slot, int w, int a
         float a = fabsf(src[i]);
         if (a > sc[c]) sc[c] = a;
     }
-    for (int64_t c = 0; c < C; c++) sc[c] = sc[c] > 0.0f ? sc[c] / 127.0f : 1.0f;
+    /* A channel of denormal-sized weights (dead channels after BatchNorm
+     * folding hold values like 1e-39) quantizes to zeros with scale 1: its
+     * own scale would make bias / (x_scale * w_scale) overflow in the int8
+     * kernels' bias, for a contribution that is nil in FP32 as well. */
+    for (int64_t c = 0; c < C; c++) sc[c] = sc[c] >= PR_W_AMAX_MIN ? sc[c] / 127.0f : 1.0f;
     for (int64_t i = 0; i < n; i++) {
         float v = nearbyintf(src[i] / sc[(i / inner) % C]);
         q[i] = (int8_t)(v > 127.0f ? 127 : (v < -127.0f ? -127 : v));

@@ -6,6 +6,11 @@
                    Flatten, Gemm, Softmax; input [batch, 3, 16, 16].
   small_mlp.onnx   MatMul+Add+GELU (erf form), LayerNorm (decomposed), residual
                    Add, Softmax over the last axis; input [batch, seq, 32].
+  odd_cnn.onnx     what INT8 lowering must survive: a 3x3 Conv whose channel 3
+                   holds denormal weights (a dead channel, as BatchNorm folding
+                   leaves them) with a real bias, Relu, Reshape to 1-D and a
+                   Conv1d (no int8 CPU kernel: it goes back to float);
+                   input [batch, 4, 8, 8].
 """
 import os
 
@@ -92,7 +97,26 @@ def mlp():
     return g
 
 
-for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13)]:
+def odd_cnn():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((8, 4, 3, 3)) * 0.3
+    w[3] = rng.standard_normal((4, 3, 3)) * 1e-39
+    b = rng.standard_normal(8) * 0.1
+    b[3] = 0.7
+    inits = [numpy_helper.from_array(np.asarray(a, np.float32), n) for a, n in
+             [(w, "c2_w"), (b, "c2_b"), (rng.standard_normal((4, 8, 3)) * 0.3, "c1_w"),
+              (rng.standard_normal(4) * 0.1, "c1_b")]]
+    inits.append(numpy_helper.from_array(np.array([0, 8, 64], np.int64), "shape1d"))
+    nodes = [helper.make_node("Conv", ["x", "c2_w", "c2_b"], ["c2"], name="conv2d", kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("Relu", ["c2"], ["r"], name="relu"),
+             helper.make_node("Reshape", ["r", "shape1d"], ["r1"], name="to1d"),
+             helper.make_node("Conv", ["r1", "c1_w", "c1_b"], ["y"], name="conv1d", kernel_shape=[3], pads=[1, 1])]
+    return helper.make_graph(nodes, "odd_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 8, 8])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 64]),
+                              helper.make_tensor_value_info("r", TensorProto.FLOAT, ["batch", 8, 8, 8])], inits)
+
+
+for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13)]:
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="precis tests")
     m.ir_version = 8
     onnx.checker.check_model(m)

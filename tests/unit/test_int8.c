@@ -8,7 +8,10 @@
  *   - the calibration cache round-trips (same engine output from the cache
  *     without data; a cache for another model is refused),
  *   - every calibrator builds,
- *   - bad options fail with a message. */
+ *   - bad options fail with a message,
+ *   - odd_cnn: a dead channel of denormal weights stays on the int8 kernel
+ *     (and keeps its bias); a Conv1d stays float next to int8 and the whole
+ *     still matches the QDQ graph. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -202,11 +205,67 @@ static void test_mlp(void) {
     precis_ctx_destroy(ctx);
 }
 
+static void test_odd(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    const char *model = "data/odd_cnn.onnx";
+    int64_t dims[4] = {2, 4, 8, 8};
+    make_calib(ctx, "odd", 4, dims, 4);
+    char calib[512];
+    snprintf(calib, sizeof calib, "%s/odd", dir);
+    precis_tensor *in = rand_input(ctx, 4, dims, 11);
+    precis_tensor *f32[2] = {0}, *cpu[2] = {0}, *ref[2] = {0};
+    precis_build_options o = {.precision = "fp32", .num_threads = 2};
+    CHECK(build_run(ctx, model, &o, "x", in, f32, NULL) == PRECIS_OK);
+    o.precision = "int8";
+    o.calib_data = calib;
+    precis_engine *e = NULL;
+    CHECK(build_run(ctx, model, &o, "x", in, cpu, &e) == PRECIS_OK);
+    if (e) {
+        CHECK(count_steps(e, "QConv", PRECIS_UNDEFINED) == 1);   /* the 2-D conv */
+        CHECK(count_steps(e, "FusedConv", PRECIS_FLOAT32) == 1); /* the 1-D one */
+        /* relu's output leaves NHWC once, for the graph output and Reshape */
+        CHECK(count_steps(e, "Reorder", PRECIS_UNDEFINED) == 2);
+    }
+    precis_engine_destroy(e);
+    o.backend = "ref";
+    CHECK(build_run(ctx, model, &o, "x", in, ref, NULL) == PRECIS_OK);
+    for (int k = 0; k < 2; k++) {
+        double c_ref = cosine(cpu[k], ref[k]), c_f32 = cosine(cpu[k], f32[k]);
+        printf("odd_cnn output %d: cos(int8 cpu, int8 ref QDQ) %.7f, cos(int8, fp32) %.5f\n", k,
+               c_ref, c_f32);
+        CHECK(c_ref > 0.9999);
+        CHECK(c_f32 > 0.99);
+    }
+    /* the dead channel 3 of relu's output is its bias, 0.7, on every pixel */
+    if (cpu[1] && precis_tensor_numel(cpu[1]) == 2 * 8 * 64) {
+        const float *r = precis_tensor_data_const(cpu[1]);
+        float lo = 1e9f, hi = -1e9f;
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 64; i++) {
+                float v = r[(b * 8 + 3) * 64 + i];
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+        printf("odd_cnn dead channel: %.4f..%.4f (fp32 0.7)\n", lo, hi);
+        CHECK(fabsf(lo - 0.7f) < 0.02f && fabsf(hi - 0.7f) < 0.02f);
+    } else {
+        CHECK(!"relu output missing");
+    }
+    for (int k = 0; k < 2; k++) {
+        precis_tensor_destroy(f32[k]);
+        precis_tensor_destroy(cpu[k]);
+        precis_tensor_destroy(ref[k]);
+    }
+    precis_tensor_destroy(in);
+    precis_ctx_destroy(ctx);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/precis_int8_XXXXXX");
     if (!mkdtemp(dir)) return 1;
     test_cnn();
     test_mlp();
+    test_odd();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
