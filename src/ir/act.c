@@ -4,7 +4,7 @@
 
 const char *const pr_act_names[PR_ACT_COUNT] = {
     "", "Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
-    "Tanh", "Gelu", "GeluTanh", "Swish",
+    "Tanh", "Gelu", "GeluTanh", "Swish", "Affine",
 };
 
 int pr_act_kind_of(const char *name) {

@@ -34,6 +34,7 @@ typedef enum pr_act_kind {
     PR_ACT_GELU,
     PR_ACT_GELU_TANH,
     PR_ACT_SWISH,
+    PR_ACT_AFFINE, /* alpha * x + beta (a scalar Mul/Add after an activation) */
     PR_ACT_COUNT
 } pr_act_kind;
 
@@ -71,6 +72,7 @@ static inline float pr_act_apply(const pr_act *a, float x) {
     case PR_ACT_GELU_TANH:
         return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     case PR_ACT_SWISH: return x / (1.0f + expf(-x));
+    case PR_ACT_AFFINE: return a->alpha * x + a->beta;
     default: return x;
     }
 }

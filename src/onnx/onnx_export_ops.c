@@ -164,6 +164,10 @@ void pr_ex_act(pr_ex *x, const pr_act *a, const char *base, pr_dtype dt, const c
         s = pr_ex_op1(x, "Sigmoid", base, c, NULL);
         c = pr_ex_op2(x, "Mul", base, c, s);
         break;
+    case PR_ACT_AFFINE:
+        if (a->alpha != 1.0f) c = pr_ex_op2(x, "Mul", base, c, pr_ex_scalar(x, dt, a->alpha));
+        if (a->beta != 0.0f) c = pr_ex_op2(x, "Add", base, c, pr_ex_scalar(x, dt, a->beta));
+        break;
     default: break;
     }
     *cur = c;

@@ -727,6 +727,7 @@ precis_status pr_node_set_act(pr_graph *g, int ni, const char *prefix, const pr_
     case PR_ACT_LEAKY_RELU:
     case PR_ACT_CLIP:
     case PR_ACT_HARD_SIGMOID:
+    case PR_ACT_AFFINE:
         snprintf(key, sizeof key, "%s_alpha", prefix);
         if ((st = pr_node_set_float(g, ni, key, a->alpha, e))) return st;
         snprintf(key, sizeof key, "%s_beta", prefix);

@@ -12,12 +12,15 @@
  *      Sigmoid, HardSigmoid, HardSwish, Tanh, Swish and the decomposed
  *      x*sigmoid(x), x*hardsigmoid(x), x*clip(x+3,0,6)/6 forms) -> act;
  *   3. Add of another tensor of the output's exact shape -> Z (residual);
- *   4. an activation after that -> act2.
+ *   4. an activation after that -> act2;
+ *   3'. or, with an activation and no residual, a scalar affine (Mul/Div and
+ *      Add/Sub by one-value constants) -> act2 = Affine.
  *
- * FusedConv(X, W, B, Z): Y = act2(act(Conv(X, W, B)) + Z). New W/B are new
+ * FusedConv(X, W, B, Z): Y = act2(act(Conv(X, W, B)) + Z) (Z = 0 when absent). New W/B are new
  * initializers (the originals may be shared). A ConvTranspose with constant
  * weights stays a ConvTranspose but takes in step 1 (its bias Add, mostly).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +234,49 @@ static precis_status act_step(cfuse *f, const char *prefix, bool allow_gelu, boo
     return PRECIS_OK;
 }
 
+/* Scalar Mul/Div and Add/Sub (one or two of them) after the activation ->
+ * act2 = Affine(alpha, beta): PP-LCNetV3's learnable affine after hardswish,
+ * which the next Conv cannot take when it pads. There is no Z then, so act2
+ * applies to act's output. */
+static precis_status post_affine_step(cfuse *f, bool *took) {
+    pr_graph *g = f->g;
+    *took = false;
+    pr_act a = {PR_ACT_AFFINE, 1.0f, 0.0f};
+    int nodes[2], nn = 0, y = f->y;
+    while (nn < 2) {
+        int c = pr_single_consumer(g, f->u, y);
+        if (c < 0) break;
+        const pr_node *n = &g->nodes[c];
+        bool mul = is_default(n, PR_OP_Mul), div = is_default(n, PR_OP_Div);
+        bool add = is_default(n, PR_OP_Add), sub = is_default(n, PR_OP_Sub);
+        if (!(mul || div || add || sub) || n->n_inputs != 2 || n->n_outputs != 1) break;
+        if ((div || sub) && n->inputs[0] != y) break;
+        int k = pr_other_input(g, c, y);
+        float v;
+        if (k < 0 || k == y || !pr_const_scalar(g, k, &v) || !isfinite(v) || (div && v == 0.0f) ||
+            g->tensors[k].rank > g->tensors[y].rank || !pr_is_f32(g, n->outputs[0]))
+            break;
+        if (mul || div) {
+            float s = mul ? v : 1.0f / v;
+            a.alpha *= s;
+            a.beta *= s;
+        } else {
+            a.beta += add ? v : -v;
+        }
+        nodes[nn++] = c;
+        y = n->outputs[0];
+    }
+    if (!nn) return PRECIS_OK;
+    precis_status st = pr_node_set_act(g, f->ni, "act2", &a, f->e);
+    if (st) return st;
+    int ni = pr_fuse_absorb(g, f->u, f->ni, nodes, nn, nodes[nn - 1], f->e);
+    if (ni < 0) return PRECIS_ERR_OOM;
+    f->ni = ni;
+    f->y = g->nodes[ni].outputs[0];
+    *took = true;
+    return PRECIS_OK;
+}
+
 /* Add(y, z) with z of y's exact shape -> Z. */
 static precis_status residual_step(cfuse *f, bool *took) {
     int z;
@@ -299,8 +345,12 @@ static precis_status fuse_one(cfuse *f, bool *changed) {
     PR_TRY(commit(f));
     if (f->tr) goto fail; /* ConvTranspose keeps its op: bias and scale only */
     PR_TRY(act_step(f, "act", false, &took));
+    bool act = took;
     PR_TRY(residual_step(f, &took));
-    if (took) PR_TRY(act_step(f, "act2", false, &took));
+    if (took)
+        PR_TRY(act_step(f, "act2", false, &took));
+    else if (act)
+        PR_TRY(post_affine_step(f, &took));
 fail:
     free(f->w);
     free(f->b);

@@ -259,19 +259,23 @@ static void test_fused_conv(void) {
     in[3] = (cc_input){.name = "z", .rank = 4, .dims = {dw->N, dw->M, 8, 8}};
     run_all(&t, 4, in, true, false, &pr_cpu_impl_dnnl_conv, "fused depthwise relu6 + residual");
 
-    /* not taken: act2 without a residual, unknown activations */
+    /* act2 without a residual applies to act's output (hardswish then the
+     * scalar affine of PP-LCNetV3) */
     conv_node(&t, &c, true);
-    n_str(&t, "act2", "Relu");
+    n_str(&t, "act", "HardSwish");
+    n_str(&t, "act2", "Affine");
+    n_float(&t, "act2_alpha", 0.8f);
+    n_float(&t, "act2_beta", -0.3f);
     conv_inputs(&c, in);
+    run_all(&t, 3, in, true, false, &pr_cpu_impl_dnnl_conv, "fused conv hardswish + affine");
+
+    /* not taken: unknown activations */
     float *w = calloc(16 * 16 * 9, sizeof(float));
     float *data[4] = {NULL, w, w, NULL};
     pr_dtype dt[4] = {PRECIS_FLOAT32, PRECIS_FLOAT32, PRECIS_FLOAT32, PRECIS_FLOAT32};
-    pr_graph *gg = cc_graph(&t, 3, in, dt, data, 1, NULL, true);
-    CHECK(!pr_cpu_impl_dnnl_conv.supports(gg, &gg->nodes[0]));
-    pr_graph_destroy(gg);
     conv_node(&t, &c, true);
     n_str(&t, "act", "Softplus");
-    gg = cc_graph(&t, 3, in, dt, data, 1, NULL, true);
+    pr_graph *gg = cc_graph(&t, 3, in, dt, data, 1, NULL, true);
     CHECK(!pr_cpu_impl_dnnl_conv.supports(gg, &gg->nodes[0]));
     pr_graph_destroy(gg);
     free(w);

@@ -212,11 +212,19 @@ static void test_qconv_epilogue(void) {
     qn_act(&q, "act2", leaky2.name, leaky2.alpha, 0);
     qn_float(&q, "z_scale", ZS);
     CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_dnnl_qconv));
-    /* act2 without Z, an unknown y_type, weights that are not an
-     * initializer: declined */
+    /* act2 without Z applies to act's output (the scalar affine after
+     * PP-LCNetV3's hardswish), folded or not */
+    const qact hsw = {"HardSwish", 0, 0}, aff = {"Affine", 0.8f, -0.3f}, aff0 = {"Affine", 1.7f, 0};
+    qconv_one(&c, PRECIS_UINT8, PRECIS_INT8, true, PRECIS_UNDEFINED, true, &hsw, &aff, 1,
+              "hardswish + affine, no Z");
+    qconv_one(&c, PRECIS_UINT8, PRECIS_UINT8, true, PRECIS_UNDEFINED, true, &relu, &aff, 2,
+              "relu + affine (folded), no Z");
+    qconv_one(&c, PRECIS_INT8, PRECIS_FLOAT32, true, PRECIS_UNDEFINED, false, &relu, &aff0, 1,
+              "relu + scale, f32 out, no Z");
+    qconv_one(&dw, PRECIS_UINT8, PRECIS_INT8, true, PRECIS_UNDEFINED, true, &hsw, &aff, 2,
+              "dw hardswish + affine, no Z");
+    /* an unknown y_type, weights that are not an initializer: declined */
     qconv_node(&q, &c, PRECIS_UINT8, PRECIS_INT8);
-    qn_act(&q, "act2", "Relu", 0, 0);
-    CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_dnnl_qconv));
     qconv_node(&q, &c, PRECIS_UINT8, PRECIS_FLOAT32);
     qn_int(&q, "y_type", 6);
     CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_dnnl_qconv));

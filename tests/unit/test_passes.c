@@ -576,6 +576,9 @@ enum {
     C_NEG_WEIGHTS,
     C_NEG_BIAS_BCAST,
     C_NEG_RES_BCAST,
+    C_POST_AFFINE,  /* HardSwish, scalar Mul, scalar Add -> act2 Affine */
+    C_POST_AFFINE2, /* Relu, scalar Div, scalar Sub */
+    C_NEG_POST_CH,  /* Relu, per-channel Mul: not an Affine */
     C_COUNT
 };
 
@@ -685,6 +688,25 @@ static void build_conv(tb *b, int v) {
         tb_out(b, "y");
         break;
     case C_NEG_WEIGHTS: tb_node(b, "Relu", "act", y, "out"); break;
+    case C_POST_AFFINE:
+        tb_node(b, "HardSwish", "act", y, "h");
+        tb_scalar(b, "s", 0.8f);
+        tb_node(b, "Mul", "pmul", "s h", "h1");
+        tb_scalar(b, "t", -0.3f);
+        tb_node(b, "Add", "padd", "h1 t", "out");
+        break;
+    case C_POST_AFFINE2:
+        tb_node(b, "Relu", "act", y, "h");
+        tb_scalar(b, "s", 4.0f);
+        tb_node(b, "Div", "pdiv", "h s", "h1");
+        tb_scalar(b, "t", 0.5f);
+        tb_node(b, "Sub", "psub", "h1 t", "out");
+        break;
+    case C_NEG_POST_CH:
+        tb_node(b, "Relu", "act", y, "h");
+        tb_const(b, "s", 4, d1c11, NULL);
+        tb_node(b, "Mul", "pmul", "h s", "out");
+        break;
     }
     tb_out(b, "out");
 }
@@ -746,6 +768,26 @@ static void test_fuse_conv(void) {
     }
     o = run_case(build_conv, C_NEG_WEIGHTS, &pr_pass_fuse_conv);
     CHECK(o.ok && o.after == 2 && count_op(o.opt->g, "Conv") == 1 && o.changes == 0);
+    precis_model_destroy(o.opt);
+    /* a scalar affine after the activation -> act2 Affine */
+    o = run_case(build_conv, C_POST_AFFINE, &pr_pass_fuse_conv);
+    report("conv act + affine", &o);
+    POSITIVE(o);
+    f = find_op(o.opt->g, "FusedConv");
+    CHECK(o.after == 1 && f && !strcmp(act_of(f, "act2"), "Affine") &&
+          pr_attr_float(f, "act2_alpha", 0) == 0.8f && pr_attr_float(f, "act2_beta", 0) == -0.3f &&
+          origins_are(f, "conv", "act", "pmul", "padd", NULL));
+    precis_model_destroy(o.opt);
+    o = run_case(build_conv, C_POST_AFFINE2, &pr_pass_fuse_conv);
+    report("conv act + div/sub", &o);
+    POSITIVE(o);
+    f = find_op(o.opt->g, "FusedConv");
+    CHECK(o.after == 1 && f && pr_attr_float(f, "act2_alpha", 0) == 0.25f &&
+          pr_attr_float(f, "act2_beta", 0) == -0.5f);
+    precis_model_destroy(o.opt);
+    o = run_case(build_conv, C_NEG_POST_CH, &pr_pass_fuse_conv);
+    f = find_op(o.opt->g, "FusedConv");
+    CHECK(o.ok && o.rel <= 1e-5 && o.after == 2 && f && act_of(f, "act2")[0] == 0);
     precis_model_destroy(o.opt);
     /* residual that broadcasts: not a residual; the Relu before it is fused */
     o = run_case(build_conv, C_NEG_RES_BCAST, &pr_pass_fuse_conv);

@@ -204,6 +204,10 @@ dnnl_status_t pr_dnnl_po_act(pr_dnnl_po *p, const pr_act *a) {
                                ONE(dnnl_eltwise_clip, a->alpha, a->beta)};
         return append_first(p, enc, (const int[]){1, 1}, 2);
     }
+    case PR_ACT_AFFINE: {
+        const elt enc[1][2] = {ONE(dnnl_eltwise_linear, a->alpha, a->beta)};
+        return append_first(p, enc, (const int[]){1}, 1);
+    }
     case PR_ACT_HARD_SIGMOID: {
         /* no hardsigmoid in 2.6: alpha*x + beta, then clip to [0, 1] */
         const elt enc[2][2] = {
@@ -259,7 +263,7 @@ dnnl_status_t pr_dnnl_po_epilogue(pr_dnnl_po *p, const pr_act *act, bool residua
         p->pref = pref;
         r = pr_dnnl_po_act(p, act);
         if (r == dnnl_success && residual) r = pr_dnnl_po_sum(p);
-        if (r == dnnl_success && residual) r = pr_dnnl_po_act(p, act2);
+        if (r == dnnl_success) r = pr_dnnl_po_act(p, act2);
     }
     return r;
 }
@@ -277,7 +281,7 @@ static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
 
 static bool homogeneous(const pr_act *a) {
     return a->kind == PR_ACT_NONE || a->kind == PR_ACT_RELU || a->kind == PR_ACT_LEAKY_RELU ||
-           a->kind == PR_ACT_CLIP;
+           a->kind == PR_ACT_CLIP || a->kind == PR_ACT_AFFINE;
 }
 
 bool pr_dnnl_qepi_init(pr_dnnl_qepi *q, const pr_node *n, pr_dtype z_dt, pr_dtype y_dt) {
@@ -297,7 +301,6 @@ bool pr_dnnl_qepi_init(pr_dnnl_qepi *q, const pr_node *n, pr_dtype z_dt, pr_dtyp
     }
     if (z_dt == PRECIS_UNDEFINED) {
         q->z_mode = PR_QZ_NONE;
-        if (q->act2.kind != PR_ACT_NONE) return false; /* act2 applies to the sum with Z */
     } else if (q8(z_dt)) {
         q->z_scale = pr_attr_float(n, "z_scale", 0.0f);
         if (!(q->z_scale > 0.0f) || !isfinite(q->z_scale)) return false;
@@ -323,6 +326,8 @@ static pr_act act_scaled(const pr_act *a, float s) {
     if (r.kind == PR_ACT_CLIP) {
         r.alpha *= s;
         r.beta *= s;
+    } else if (r.kind == PR_ACT_AFFINE) {
+        r.beta *= s;
     }
     return r;
 }
@@ -343,8 +348,8 @@ static dnnl_status_t qepi_chain1(pr_dnnl_po *p, const pr_dnnl_qepi *q,
             r = z_md ? pr_dnnl_po_binary(p, dnnl_binary_add, z_md, z_idx) : dnnl_invalid_arguments;
             break;
         }
-        if (r == dnnl_success) r = pr_dnnl_po_act(p, &a2);
     }
+    if (r == dnnl_success) r = pr_dnnl_po_act(p, &a2);
     if (r == dnnl_success && q8(q->y_dt) && !q->folded) r = pr_dnnl_po_scale(p, 1.0f / q->y_scale);
     return r;
 }

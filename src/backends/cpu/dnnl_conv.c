@@ -93,8 +93,6 @@ static bool conv_supports(const pr_graph *g, const pr_node *n) {
         pr_act a1, a2;
         if (!pr_act_from_node(n, "act", &a1) || !pr_act_from_node(n, "act2", &a2)) return false;
         const pr_tensor *X = tin(g, n, 0), *Z = tin(g, n, 3), *Y = tout(g, n, 0);
-        /* act2 applies to the sum with Z; without Z leave it to ref */
-        if (!Z && a2.kind != PR_ACT_NONE) return false;
         if (!pr_dnnl_epilogue_ok(&a1, Z != NULL, &a2)) return false;
         if (Z && (Z->dtype != X->dtype || Z->rank != 4 || Z->layout != Y->layout)) return false;
         if (n->n_inputs > 4) return false;

@@ -124,7 +124,6 @@ static bool mm_supports(const pr_graph *g, const pr_node *n) {
     if (n->op == PR_OP_FusedMatMul) {
         pr_act a1, a2;
         if (!pr_act_from_node(n, "act", &a1) || !pr_act_from_node(n, "act2", &a2)) return false;
-        if (!Z && a2.kind != PR_ACT_NONE) return false;
         if (Z && (Z->dtype != A->dtype || !plain_layout(Z))) return false;
     }
     /* the epilogue must make a chain oneDNN computes correctly */
@@ -199,10 +198,8 @@ static dnnl_status_t mm_chain1(const mm_state *s, const dnnl_memory_desc_t *bin_
         if (r == dnnl_success && s->beta_trick) r = pr_dnnl_po_scale(po, s->beta);
     }
     if (r == dnnl_success) r = pr_dnnl_po_act(po, &s->act);
-    if (r == dnnl_success && s->has_z) {
-        r = pr_dnnl_po_sum(po);
-        if (r == dnnl_success) r = pr_dnnl_po_act(po, &s->act2);
-    }
+    if (r == dnnl_success && s->has_z) r = pr_dnnl_po_sum(po);
+    if (r == dnnl_success) r = pr_dnnl_po_act(po, &s->act2);
     return r;
 }
 

@@ -214,6 +214,7 @@ T512 static AINL __m512 act512(const pr_act *a, __m512 x) {
         return _mm512_mul_ps(_mm512_mul_ps(S16(0.5f), x), _mm512_add_ps(S16(1.0f), tanh512(u)));
     }
     case PR_ACT_SWISH: return _mm512_mul_ps(x, sigmoid512(x));
+    case PR_ACT_AFFINE: return _mm512_fmadd_ps(x, S16(a->alpha), S16(a->beta));
     default: return x;
     }
 }
@@ -292,6 +293,7 @@ T2 static AINL __m256 act256(const pr_act *a, __m256 x) {
         return _mm256_mul_ps(_mm256_mul_ps(S8(0.5f), x), _mm256_add_ps(S8(1.0f), tanh256(u)));
     }
     case PR_ACT_SWISH: return _mm256_mul_ps(x, sigmoid256(x));
+    case PR_ACT_AFFINE: return _mm256_fmadd_ps(x, S8(a->alpha), S8(a->beta));
     default: return x;
     }
 }
@@ -310,10 +312,8 @@ T512 static void epi_512(const pr_f16_epi *e, const float *acc, int64_t n, int64
         if (b) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, b + j));
         if (sc) v = _mm512_add_ps(v, vc);
         v = act512(&e->act, v);
-        if (z) {
-            v = _mm512_add_ps(v, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, z + j)));
-            v = act512(&e->act2, v);
-        }
+        if (z) v = _mm512_add_ps(v, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, z + j)));
+        v = act512(&e->act2, v);
         _mm256_mask_storeu_epi16(out + j, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
 }
@@ -348,10 +348,8 @@ T2 static void epi_2(const pr_f16_epi *e, const float *acc, int64_t n, int64_t c
         if (pb) v = _mm256_add_ps(v, _mm256_loadu_ps(pb));
         if (sc) v = _mm256_add_ps(v, vc);
         v = act256(&e->act, v);
-        if (pz) {
-            v = _mm256_add_ps(v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pz)));
-            v = act256(&e->act2, v);
-        }
+        if (pz) v = _mm256_add_ps(v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pz)));
+        v = act256(&e->act2, v);
         _mm_storeu_si128((__m128i *)po, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
         if (r < 8) memcpy(out + j, to, (size_t)r * 2);
     }
@@ -363,7 +361,8 @@ static void epi_s(const pr_f16_epi *e, const float *acc, int64_t n, int64_t col0
         float v = e->alpha * acc[j] + e->bias_c;
         if (e->bias) v += e->bias[col0 + j];
         v = pr_act_apply(&e->act, v);
-        if (z) v = pr_act_apply(&e->act2, v + pr_f16_to_f32(z[j]));
+        if (z) v += pr_f16_to_f32(z[j]);
+        v = pr_act_apply(&e->act2, v);
         out[j] = pr_f32_to_f16(v);
     }
 }

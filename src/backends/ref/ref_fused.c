@@ -48,7 +48,8 @@ static precis_status epilogue(pr_kernel *k, pr_buf *Y, float alpha, const pr_buf
             }
         }
         v = pr_act_apply(&a1, v);
-        if (z) v = pr_act_apply(&a2, v + z[i]);
+        if (z) v += z[i];
+        v = pr_act_apply(&a2, v);
         y[i] = v;
     }
     pr_ref_from_f32(y, n, Y->dtype, Y->data);
