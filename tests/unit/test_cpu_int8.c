@@ -778,6 +778,41 @@ static void test_maxpool(void) {
     qc_free(in, 1);
 }
 
+/* Resize nearest on int8 (the FPN upsamplings of INT8 detection plans): a
+ * gather, bit-exact against ref; linear on int8 stays with ref. */
+static void test_resize_q8(void) {
+    static const float up2[4] = {1, 1, 2, 2}, odd[4] = {1, 1, 1.7f, 0.6f};
+    static const struct {
+        const char *name;
+        int64_t dims[4];
+        const float *sc;
+    } rc[] = {{"x2 C24", {1, 24, 20, 20}, up2}, {"x2 C3 W37", {2, 3, 9, 37}, up2},
+              {"1.7x0.6", {1, 16, 11, 13}, odd}};
+    static const pr_dtype QT[2] = {PRECIS_INT8, PRECIS_UINT8};
+    int k = 0;
+    for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++)
+        for (int d = 0; d < 2; d++)
+            for (int l = 0; l < 2; l++, k++) {
+                qnode q;
+                qn_init(&q, PR_OP_Resize, "Resize", 13, false);
+                qn_str(&q, "mode", "nearest");
+                qc_in in[3] = {q_act("x", 4, rc[i].dims, QT[d], l), {.name = NULL},
+                               q_init("scales", 1, (int64_t[]){4}, PRECIS_FLOAT32, rc[i].sc)};
+                char label[96];
+                snprintf(label, sizeof label, "resize nearest %s %s %s", rc[i].name, dn(QT[d]),
+                         l ? "nhwc" : "plain");
+                qc_run(&q.t, 3, in, 1, l, &pr_cpu_impl_resize, 1 + k % 2, 0, true, label);
+                qc_free(in, 3);
+            }
+    qnode q;
+    qn_init(&q, PR_OP_Resize, "Resize", 13, false);
+    qn_str(&q, "mode", "linear");
+    qc_in in[3] = {q_act("x", 4, (int64_t[]){1, 4, 6, 6}, PRECIS_INT8, false), {.name = NULL},
+                   q_init("scales", 1, (int64_t[]){4}, PRECIS_FLOAT32, up2)};
+    CHECK(!qc_supports(&q.t, 3, in, false, &pr_cpu_impl_resize));
+    qc_free(in, 3);
+}
+
 /* ------------------------------------------------------------ speed */
 
 /* Median ms of the INT8 conv c: xdt -> uint8, per-channel scales, bias,
@@ -893,6 +928,7 @@ int main(int argc, char **argv) {
     test_quant();
     test_move();
     test_maxpool();
+    test_resize_q8();
     printf("[%s] %d passed, %d failed in %.1f s\n", pr_cpu_isa_name(), n_pass, n_fail,
            now_s() - t0);
     if (!own_only) {

@@ -1,5 +1,5 @@
 /* Resize (opsets 10-19) and Upsample over H and W of a rank-4 tensor, for
- * float32/bfloat16/float16, plain or NHWC.
+ * float32/bfloat16/float16 (int8/uint8 too for nearest, in INT8 plans), plain or NHWC.
  *
  * The parameters come from pr_resize_plan_make (src/ir/infer_resize.c) at
  * run time, so constant and run-time scales/sizes are the same case. Modes:
@@ -45,12 +45,14 @@ static bool kr_plan(const pr_node *n, int nin, const pr_tinfo *tin, pr_err *e, p
     return pr_resize_plan_make(&ic, p, known) == PRECIS_OK;
 }
 
+static bool kr_q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
+
 static bool kr_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_Resize && n->op != PR_OP_Upsample) return false;
     int xi = pr_node_in(n, 0), yi = pr_node_out(n, 0);
     if (xi < 0 || yi < 0) return false;
     const pr_tensor *X = &g->tensors[xi], *Y = &g->tensors[yi];
-    if (!kn_act_dtype(X->dtype) || X->rank != 4) return false;
+    if ((!kn_act_dtype(X->dtype) && !kr_q8(X->dtype)) || X->rank != 4) return false;
     if (Y->dtype != PRECIS_UNDEFINED && Y->dtype != X->dtype) return false;
     if (X->layout != Y->layout) return false;
     if (X->layout != PR_LAYOUT_PLAIN && X->layout != PR_LAYOUT_NHWC) return false;
@@ -72,7 +74,8 @@ static bool kr_supports(const pr_graph *g, const pr_node *n) {
     bool known;
     if (!kr_plan(n, nin, tin, &e, &p, &known)) return false;
     if (p.antialias || p.coord == PR_COORD_TF_CROP_AND_RESIZE) return false;
-    return true;
+    /* int8 (INT8 plans): nearest only, a pure gather */
+    return !kr_q8(X->dtype) || p.mode == PR_RESIZE_NEAREST;
 }
 
 static bool kr_nhwc_ok(const pr_graph *g, const pr_node *n) {
@@ -307,9 +310,13 @@ static void kr_gather_row(const void *src, void *dst, size_t es, const int32_t *
         const uint32_t *s = src;
         uint32_t *d = dst;
         for (int64_t i = 0; i < n; i++) d[i] = s[idx[i]];
-    } else {
+    } else if (es == 2) {
         const uint16_t *s = src;
         uint16_t *d = dst;
+        for (int64_t i = 0; i < n; i++) d[i] = s[idx[i]];
+    } else {
+        const uint8_t *s = src;
+        uint8_t *d = dst;
         for (int64_t i = 0; i < n; i++) d[i] = s[idx[i]];
     }
 }
@@ -340,7 +347,7 @@ static precis_status kr_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
     pr_buf *Y = k->n_out > 0 ? k->out[0] : NULL;
     if (!X || !Y) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "input or output missing");
     const pr_dtype dt = X->dtype;
-    if (!kn_act_dtype(dt) || Y->dtype != dt || X->rank != 4 || Y->rank != 4)
+    if ((!kn_act_dtype(dt) && !kr_q8(dt)) || Y->dtype != dt || X->rank != 4 || Y->rank != 4)
         return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "unsupported input %s rank %d",
                           pr_dtype_name(dt), X->rank);
     pr_kic c;
