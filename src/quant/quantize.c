@@ -23,6 +23,7 @@ bool pr_quant_passthrough(const pr_graph *g, const pr_node *n, int *data_inputs)
     case PR_OP_Slice:
     case PR_OP_Split:
     case PR_OP_MaxPool:
+    case PR_OP_DepthToSpace:
     case PR_OP_Identity: break;
     case PR_OP_Concat: d = n->n_inputs; break;
     case PR_OP_Resize:

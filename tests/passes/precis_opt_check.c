@@ -200,7 +200,8 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Every origin is an original node name, and none is covered twice. */
+/* Every origin is an original node name, and none is covered twice (a node
+ * precis inserted, e.g. deconv_s2d's DepthToSpace, covers none). */
 static int check_origins(const pr_graph *g, const char **orig, int n_orig) {
     int total = 0;
     for (int i = 0; i < g->n_nodes; i++) total += g->nodes[i].n_origins ? g->nodes[i].n_origins : 1;
@@ -210,6 +211,7 @@ static int check_origins(const pr_graph *g, const char **orig, int n_orig) {
     for (int i = 0; i < g->n_nodes; i++) {
         const pr_node *n = &g->nodes[i];
         fused += n->n_origins > 1;
+        if (!n->n_origins && pr_attr_int(n, "precis_inserted", 0)) continue;
         for (int j = 0; j < (n->n_origins ? n->n_origins : 1); j++)
             all[k++] = n->n_origins ? n->origins[j] : n->name;
     }

@@ -351,6 +351,31 @@ static void test_reorder(void) {
     }
 }
 
+/* DepthToSpace (deconv_s2d's), DCR and CRD, plain and NHWC */
+static void test_depth_to_space(void) {
+    static const struct {
+        int64_t dims[4], b;
+    } c[] = {{{2, 24, 5, 7}, 2}, {{1, 96, 40, 40}, 2}, {{1, 18, 3, 4}, 3}, {{1, 4, 1, 1}, 2}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        for (int m = 0; m < 2; m++)
+            for (int l = 0; l < 2; l++)
+                for (int d = 0; d < 3; d++) {
+                    tnode t;
+                    n_init(&t, PR_OP_DepthToSpace, "DepthToSpace", 13);
+                    n_int(&t, "blocksize", c[i].b);
+                    n_str(&t, "mode", m ? "CRD" : "DCR");
+                    cc_input in[] = {{"x", 4, {0}, .nhwc = l == 1}};
+                    memcpy(in[0].dims, c[i].dims, sizeof c[i].dims);
+                    bool on = l == 1;
+                    int th = 1 + (int)(i % 2);
+                    cc_run(&t, 1, in, 1, &on, DTS[d], &pr_cpu_impl_move, th,
+                           LBL("[%s] DepthToSpace %s b%lld [%lld,%lld,%lld,%lld] %s %s t%d", isa,
+                               m ? "CRD" : "DCR", (long long)c[i].b, (long long)c[i].dims[0],
+                               (long long)c[i].dims[1], (long long)c[i].dims[2],
+                               (long long)c[i].dims[3], l ? "nhwc" : "plain", dn(DTS[d]), th));
+                }
+}
+
 static void test_transpose(void) {
     /* every perm of a small 4-D tensor */
     int p[4];
@@ -1021,6 +1046,7 @@ int main(int argc, char **argv) {
     STEP(test_pow);
     STEP(test_reorder);
     STEP(test_transpose);
+    STEP(test_depth_to_space);
     STEP(test_concat);
     STEP(test_slice);
     STEP(test_split);

@@ -683,6 +683,19 @@ static void test_move(void) {
                 qc_run(&q.t, 2, si, 2, l, mv, th, 0, true, l ? "split int8 nhwc" : "split int8");
                 qc_free(si, 2);
             }
+            /* DepthToSpace (INT8 plans of deconv_s2d's 1x1 convs) */
+            for (int m = 0; m < 2; m++) {
+                qnode q;
+                qn_init(&q, PR_OP_DepthToSpace, "DepthToSpace", 13, false);
+                qn_int(&q, "blocksize", 2);
+                qn_str(&q, "mode", m ? "CRD" : "DCR");
+                qc_in in[1] = {q_act("x", 4, (int64_t[]){2, 36, 5, 9}, dt, l)};
+                char label[96];
+                snprintf(label, sizeof label, "depth_to_space %s %s %s", m ? "CRD" : "DCR", dn(dt),
+                         l ? "nhwc" : "plain");
+                qc_run(&q.t, 1, in, 1, l, mv, th, 0, true, label);
+                qc_free(in, 1);
+            }
             /* Reorder plain <-> NHWC (tiles of 16 and tails) */
             {
                 qnode q;

@@ -797,6 +797,54 @@ static void test_fuse_conv(void) {
     precis_model_destroy(o.opt);
 }
 
+/* deconv_s2d. v0: ConvTranspose 2x2 stride 2 + bias, Sigmoid, scalar Add
+ * (the whole pipeline: FusedConv 1x1 with act Sigmoid, act2 Affine, then
+ * DepthToSpace); v1: 3x3 stride 2 (overlapping): untouched; v2: 3x3 stride
+ * 3, no bias, a per-channel Mul and a Relu after it, the Relu's output also a
+ * graph output of its own: DepthToSpace sinks past both. */
+static void build_deconv(tb *b, int v) {
+    tb_begin(b, 13);
+    int64_t k = v == 0 ? 2 : 3, s = v == 1 ? 2 : k;
+    int64_t dx[4] = {2, 6, 5, 7}, dw[4] = {6, 4, k, k}, dc[1] = {4}, d1c11[4] = {1, 4, 1, 1};
+    tb_in(b, "x", 4, dx);
+    tb_const(b, "W", 4, dw, NULL);
+    tb_const(b, "B", 1, dc, NULL);
+    int n = tb_node(b, "ConvTranspose", "deconv", v == 2 ? "x W" : "x W B", "y");
+    tb_is(b, n, "strides", (int64_t[]){s, s}, 2);
+    tb_is(b, n, "kernel_shape", (int64_t[]){k, k}, 2);
+    if (v == 2) {
+        tb_const(b, "m", 4, d1c11, NULL);
+        tb_node(b, "Mul", "mul", "y m", "y1");
+        tb_node(b, "Relu", "relu", "y1", "out");
+    } else {
+        tb_node(b, "Sigmoid", "sig", "y", "y1");
+        tb_scalar(b, "c", 0.5f);
+        tb_node(b, "Add", "add", "y1 c", "out");
+    }
+    tb_out(b, "out");
+}
+
+static void test_deconv_s2d(void) {
+    outcome o = run_case(build_deconv, 0, NULL);
+    report("deconv 2x2 s2 pipeline", &o);
+    POSITIVE(o);
+    const pr_node *f = find_op(o.opt->g, "FusedConv");
+    CHECK(o.after == 2 && count_op(o.opt->g, "DepthToSpace") == 1 && f &&
+          !strcmp(act_of(f, "act"), "Sigmoid") && !strcmp(act_of(f, "act2"), "Affine"));
+    CHECK(origins_are(f, "deconv", "sig", "add", NULL));
+    precis_model_destroy(o.opt);
+    o = run_case(build_deconv, 1, &pr_pass_deconv_s2d);
+    CHECK(o.ok && o.changes == 0 && count_op(o.opt->g, "ConvTranspose") == 1);
+    precis_model_destroy(o.opt);
+    o = run_case(build_deconv, 2, &pr_pass_deconv_s2d);
+    report("deconv 3x3 s3 + mul + relu", &o);
+    CHECK(o.ok && o.rel <= 1e-5);
+    const pr_graph *g = o.opt->g;
+    CHECK(o.after == 4 && count_op(g, "ConvTranspose") == 0 && count_op(g, "Conv") == 1 &&
+          g->nodes[g->n_nodes - 1].op == PR_OP_DepthToSpace);
+    precis_model_destroy(o.opt);
+}
+
 /* v0: x*a + b -> Conv 1x1 (no pads): both absorbed; v1: grouped 3x3 conv
  * without pads, per-channel a and b; v2: padded conv: the Add stays (and the
  * Mul before it); v3: the Mul output also read elsewhere: only the Add. */
@@ -1224,6 +1272,7 @@ int main(void) {
     test_fold_bn();
     test_fuse_conv();
     test_conv_input_affine();
+    test_deconv_s2d();
     test_fuse_matmul();
     test_layernorm();
     test_gelu();

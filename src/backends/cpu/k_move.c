@@ -1,5 +1,5 @@
 /* Data-movement kernels (kernels.h): Reorder, Transpose, Concat, Slice,
- * Split, Reshape/Flatten/Squeeze/Unsqueeze.
+ * Split, Reshape/Flatten/Squeeze/Unsqueeze, DepthToSpace.
  *
  * Two engines, both working on bytes (element size 1, 2 or 4 for our dtypes:
  * int8/uint8/bool move like any other element):
@@ -14,7 +14,8 @@
  * Layouts: a rank-4 NHWC tensor is addressed through the strides of its
  * logical dims in storage order, so every op here that supports() accepts
  * works for any consistent mix; nhwc_ok() advertises Reorder, Concat,
- * Split and Slice. */
+ * Split, Slice and DepthToSpace (a 6-D strided copy: in NHWC with DCR the
+ * rows of C/(b*b) channels stay contiguous). */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 #include "backends/cpu/vec.h"
 #include "backends/ref/ref_tensor.h"
 
-enum { M_REORDER, M_TRANSPOSE, M_CONCAT, M_SLICE, M_SPLIT, M_RESHAPE };
+enum { M_REORDER, M_TRANSPOSE, M_CONCAT, M_SLICE, M_SPLIT, M_RESHAPE, M_D2S };
 
 /* NHWC storage order of the logical dims N,C,H,W. */
 static const int k_nhwc[4] = {0, 2, 3, 1};
@@ -395,6 +396,7 @@ static int op_of(const pr_node *n) {
     case PR_OP_Flatten:
     case PR_OP_Squeeze:
     case PR_OP_Unsqueeze: return M_RESHAPE;
+    case PR_OP_DepthToSpace: return M_D2S;
     default: return -1;
     }
 }
@@ -449,6 +451,12 @@ static bool m_supports(const pr_graph *g, const pr_node *n) {
     case M_RESHAPE:
         return tout(g, n, 0) && lay == PR_LAYOUT_PLAIN &&
                layout_of(tout(g, n, 0)) == PR_LAYOUT_PLAIN;
+    case M_D2S: {
+        const char *mode = pr_attr_str(n, "mode", "DCR");
+        return x->rank == 4 && !(x->flags & PR_T_INIT) && pr_attr_int(n, "blocksize", 0) >= 1 &&
+               (!strcmp(mode, "DCR") || !strcmp(mode, "CRD")) && tout(g, n, 0) &&
+               layout_of(tout(g, n, 0)) == lay;
+    }
     default: return false;
     }
 }
@@ -456,7 +464,7 @@ static bool m_supports(const pr_graph *g, const pr_node *n) {
 static bool m_nhwc_ok(const pr_graph *g, const pr_node *n) {
     if (!m_supports(g, n)) return false;
     int op = op_of(n);
-    if (op == M_REORDER) return true;
+    if (op == M_REORDER || op == M_D2S) return true;
     if (op == M_SPLIT || op == M_SLICE) { /* index math runs on the logical dims */
         const pr_tensor *t = tin(g, n, 0);
         return t->rank == 4 && !(t->flags & PR_T_INIT);
@@ -638,6 +646,38 @@ static precis_status run_split(const mstate *s, pr_kernel *k, int nt) {
     return st;
 }
 
+/* DepthToSpace: y[n, c, h*b+i, w*b+j] = x[n, ch(c, i, j), h, w], ch = (i*b + j)*C + c
+ * (DCR) or (c*b + i)*b + j (CRD): a copy over the 6 dims (n, c, h, i, w, j)
+ * iterated in y's storage order. */
+static precis_status run_d2s(const mstate *s, pr_kernel *k, int nt) {
+    const pr_buf *x = k->in[0];
+    pr_buf *y = k->out[0];
+    int64_t b = pr_attr_int(k->node, "blocksize", 0);
+    bool crd = !strcmp(pr_attr_str(k->node, "mode", "DCR"), "CRD");
+    if (x->rank != 4 || y->rank != 4 || b < 1 || x->dims[1] % (b * b) || y->dtype != x->dtype)
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "bad input or blocksize");
+    int64_t N = x->dims[0], C = x->dims[1] / (b * b), H = x->dims[2], W = x->dims[3];
+    if (y->dims[0] != N || y->dims[1] != C || y->dims[2] != H * b || y->dims[3] != W * b)
+        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "output does not match the input");
+    int ord[PR_MAX_RANK];
+    int64_t xs[PR_MAX_RANK], ys[PR_MAX_RANK];
+    storage(x, s->in_lay, ord, xs);
+    storage(y, s->out_lay, ord, ys);
+    /* the 6 dims (n, c, h, i, w, j): x strides, y strides */
+    int64_t cs_c = crd ? b * b * xs[1] : xs[1], cs_i = crd ? b * xs[1] : b * C * xs[1];
+    int64_t cs_j = crd ? xs[1] : C * xs[1];
+    const int64_t dims6[6] = {N, C, H, b, W, b};
+    const int64_t x6[6] = {xs[0], cs_c, xs[2], cs_i, xs[3], cs_j};
+    const int64_t y6[6] = {ys[0], ys[1], ys[2] * b, ys[2], ys[3] * b, ys[3]};
+    /* y's storage order: plain (n, c, h, i, w, j), NHWC (n, h, i, w, j, c) */
+    static const int o_plain[6] = {0, 1, 2, 3, 4, 5}, o_nhwc[6] = {0, 2, 3, 4, 5, 1};
+    const int *o = s->out_lay == PR_LAYOUT_NHWC ? o_nhwc : o_plain;
+    int64_t d[6], ds[6], ss[6];
+    for (int q = 0; q < 6; q++) d[q] = dims6[o[q]], ds[q] = y6[o[q]], ss[q] = x6[o[q]];
+    scopy(y->data, ds, x->data, ss, 6, d, pr_dtype_size(x->dtype), nt);
+    return PRECIS_OK;
+}
+
 static precis_status m_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     const mstate *s = state;
     const pr_buf *x = pr_kin(k, 0);
@@ -662,6 +702,7 @@ static precis_status m_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     case M_CONCAT: return run_concat(s, k, nt);
     case M_SLICE: return run_slice(s, k, nt);
     case M_SPLIT: return run_split(s, k, nt);
+    case M_D2S: return run_d2s(s, k, nt);
     case M_RESHAPE: {
         pr_buf *y = k->out[0];
         if (y->nbytes != x->nbytes)
