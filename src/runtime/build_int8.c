@@ -186,14 +186,11 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
         pr_calib_key got;
         st = pr_calib_cache_load(o->calib_cache, src ? &key : NULL, &stats, &got, err);
         if (!st && !src && (got.model != key.model || got.graph != key.graph))
-            st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "%s",
+            st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "calibration cache '%s': %s", o->calib_cache,
                          got.model != key.model ? "it was made for another model"
                                                 : "it was made for another graph (another precis "
                                                   "version or build options)");
-        if (st) {
-            pr_err_prefix(err, "calibration cache '%s'", o->calib_cache);
-            goto done;
-        }
+        if (st) goto done; /* the loader's messages name the file */
         if (o->verbose)
             fprintf(stderr, "precis: int8: statistics of %d tensors from '%s'\n",
                     pr_calib_count(stats), o->calib_cache);
