@@ -736,6 +736,23 @@ precis_status pr_node_set_act(pr_graph *g, int ni, const char *prefix, const pr_
     }
 }
 
+int pr_graph_new_tensor(pr_graph *g, const char *base, const char *suffix, pr_dtype dt, int rank,
+                        const int64_t *dims, pr_err *e) {
+    char name[600];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    size_t bl = strlen(name);
+    for (int k = 1; pr_graph_find_tensor(g, name) >= 0 && bl + 12 < sizeof name; k++)
+        snprintf(name + bl, sizeof name - bl, "_%d", k);
+    int t = pr_graph_get_tensor(g, name, e);
+    if (t < 0) return -1;
+    pr_tensor *x = &g->tensors[t];
+    x->dtype = dt;
+    x->rank = rank;
+    for (int i = 0; i < rank; i++) x->dims[i] = dims[i];
+    x->producer = -1;
+    return t;
+}
+
 void *pr_edit_alloc(size_t nbytes) {
     size_t n = (nbytes + 63) & ~(size_t)63;
     return aligned_alloc(64, n ? n : 64);

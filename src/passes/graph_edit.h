@@ -108,6 +108,11 @@ void pr_node_clear_attrs(pr_graph *g, int ni);
  * NONE sets nothing. */
 precis_status pr_node_set_act(pr_graph *g, int ni, const char *prefix, const pr_act *a, pr_err *e);
 
+/* A new activation tensor named base + suffix (made unique with "_k"), of
+ * dtype dt and dims[0..rank), no producer yet. Returns its index or -1 (e set). */
+int pr_graph_new_tensor(pr_graph *g, const char *base, const char *suffix, pr_dtype dt, int rank,
+                        const int64_t *dims, pr_err *e);
+
 /* 64-byte aligned memory that free() releases (for initializer data). */
 void *pr_edit_alloc(size_t nbytes);
 /* A new initializer tensor named after base (made unique with a suffix)

@@ -64,23 +64,6 @@ static int64_t candidate(const pr_graph *g, int ni) {
     return s;
 }
 
-/* A new float32 tensor of dims, named after base. */
-static int new_tensor(pr_graph *g, const char *base, const int64_t *dims, pr_err *e) {
-    char nm[600];
-    snprintf(nm, sizeof nm, "%s", base);
-    size_t bl = strlen(nm);
-    for (int k = 1; pr_graph_find_tensor(g, nm) >= 0 && bl + 12 < sizeof nm; k++)
-        snprintf(nm + bl, sizeof nm - bl, "_%d", k);
-    int t = pr_graph_get_tensor(g, nm, e);
-    if (t < 0) return -1;
-    pr_tensor *x = &g->tensors[t];
-    x->dtype = PRECIS_FLOAT32;
-    x->rank = 4;
-    memcpy(x->dims, dims, 4 * sizeof *dims);
-    x->producer = -1;
-    return t;
-}
-
 /* Single-input elementwise ops (the other inputs, if any, constant scalars). */
 static bool unary_op(const pr_graph *g, const pr_node *n) {
     if (n->domain[0] || n->n_outputs != 1) return false;
@@ -159,9 +142,9 @@ static precis_status sink(pr_graph *g, pr_uses *u, int d, int64_t s, bool *moved
         if (st) return st;
     }
 move:; /* a -> c -> a2 -> d -> z */
-    char base[600];
-    snprintf(base, sizeof base, "%s/pre_d2s", g->tensors[z].name);
-    int a2 = new_tensor(g, base, g->tensors[a].dims, e);
+    int64_t ad[4];
+    memcpy(ad, g->tensors[a].dims, sizeof ad);
+    int a2 = pr_graph_new_tensor(g, g->tensors[z].name, "/pre_d2s", PRECIS_FLOAT32, 4, ad, e);
     if (a2 < 0) return e->status ? e->status : PRECIS_ERR_OOM;
     int yslot = g->nodes[c].inputs[0] == y ? 0 : 1;
     precis_status st = pr_node_set_input(g, u, c, yslot, a, e);
@@ -202,8 +185,7 @@ static precis_status rewrite(pr_graph *g, pr_uses *u, int ni, int64_t s, pr_err 
     free(b2);
     if (tb < 0) return e->status ? e->status : PRECIS_ERR_OOM;
     int64_t md[4] = {g->tensors[x].dims[0], Co, g->tensors[x].dims[2], g->tensors[x].dims[3]};
-    snprintf(base, sizeof base, "%s/pre_d2s", g->tensors[y].name);
-    int mid = new_tensor(g, base, md, e);
+    int mid = pr_graph_new_tensor(g, g->tensors[y].name, "/pre_d2s", PRECIS_FLOAT32, 4, md, e);
     char dname[600];
     snprintf(dname, sizeof dname, "%s/depth_to_space", g->nodes[ni].name);
     int d = mid < 0 ? -1 : pr_node_new(g, PR_OP_DepthToSpace, 13, dname, 1, 1, e);

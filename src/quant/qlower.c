@@ -174,19 +174,9 @@ static int zero_point(pr_graph *g, const char *base, pr_dtype dt, int64_t n, pr_
 
 /* A new tensor like t but of dtype dt, named t's name + suffix. */
 static int like(pr_graph *g, int t, const char *suffix, pr_dtype dt, pr_err *e) {
-    char nm[600];
-    snprintf(nm, sizeof nm, "%s%s", g->tensors[t].name, suffix);
-    size_t bl = strlen(nm);
-    for (int k = 1; pr_graph_find_tensor(g, nm) >= 0 && bl + 12 < sizeof nm; k++)
-        snprintf(nm + bl, sizeof nm - bl, "_%d", k);
-    int r = pr_graph_get_tensor(g, nm, e);
-    if (r < 0) return -1;
-    pr_tensor *x = &g->tensors[r], *src = &g->tensors[t];
-    x->dtype = dt;
-    x->rank = src->rank;
-    memcpy(x->dims, src->dims, sizeof x->dims);
-    x->producer = -1;
-    return r;
+    int64_t dims[PR_MAX_RANK];
+    memcpy(dims, g->tensors[t].dims, sizeof dims);
+    return pr_graph_new_tensor(g, g->tensors[t].name, suffix, dt, g->tensors[t].rank, dims, e);
 }
 
 /* op(q, scale, zp) -> out, inserted by precis. */

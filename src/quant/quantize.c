@@ -94,23 +94,6 @@ static void uf_join(int *p, int a, int b) {
 
 /* ------------------------------------------------------------ insertion */
 
-static int new_tensor(pr_graph *g, const char *base, const char *suffix, pr_dtype dt, int rank,
-                      const int64_t *dims, pr_err *e) {
-    char name[600];
-    snprintf(name, sizeof name, "%s%s", base, suffix);
-    size_t bl = strlen(name);
-    for (int k = 1; pr_graph_find_tensor(g, name) >= 0 && bl + 12 < sizeof name; k++)
-        snprintf(name + bl, sizeof name - bl, "_%d", k);
-    int t = pr_graph_get_tensor(g, name, e);
-    if (t < 0) return -1;
-    pr_tensor *x = &g->tensors[t];
-    x->dtype = dt;
-    x->rank = rank;
-    for (int i = 0; i < rank; i++) x->dims[i] = dims[i];
-    x->producer = -1;
-    return t;
-}
-
 /* Node op(in0, scale, zp [axis]) -> out, marked as inserted by precis. */
 static int qdq_node(pr_graph *g, pr_op op, const char *name, int in0, int scale, int zp, int out,
                     int axis, pr_err *e) {
@@ -153,8 +136,9 @@ static precis_status quantize_tensor(pr_graph *g, int t, float s, pr_dtype dt, p
     if (sc < 0) return e->status;
     int zp = scalar_init(g, join(nm, sizeof nm, base, "/zero_point"), dt, 0, e);
     if (zp < 0) return e->status;
-    int tq = new_tensor(g, base, "/quantized", dt, rank, dims, e);
-    int tdq = tq < 0 ? -1 : new_tensor(g, base, "/dequantized", PRECIS_FLOAT32, rank, dims, e);
+    int tq = pr_graph_new_tensor(g, base, "/quantized", dt, rank, dims, e);
+    int tdq = tq < 0 ? -1
+                     : pr_graph_new_tensor(g, base, "/dequantized", PRECIS_FLOAT32, rank, dims, e);
     if (tdq < 0) return e->status;
     int n_nodes = g->n_nodes;
     for (int i = 0; i < n_nodes; i++) {
@@ -221,7 +205,7 @@ static precis_status quantize_weight(pr_graph *g, int ni, int slot, int w, int a
     int tz = pr_graph_add_init(g, join(nm, sizeof nm, base, "/zero_point"), PRECIS_INT8,
                                1, cd, zp, e);
     if (tz < 0) return e->status;
-    int tdq = new_tensor(g, base, "/dequantized", PRECIS_FLOAT32, rank, dims, e);
+    int tdq = pr_graph_new_tensor(g, base, "/dequantized", PRECIS_FLOAT32, rank, dims, e);
     if (tdq < 0) return e->status;
     snprintf(nm, sizeof nm, "%s/DequantizeLinear", base);
     if (qdq_node(g, PR_OP_DequantizeLinear, nm, tq, ts, tz, tdq, axis, e) < 0) return e->status;

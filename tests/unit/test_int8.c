@@ -82,6 +82,18 @@ static precis_status build_run(precis_ctx *ctx, const char *model, precis_build_
     return st;
 }
 
+/* CPU int8 agrees with the ref QDQ graph and stays close to FP32, output by output. */
+static void check_agree(const char *model, precis_tensor **cpu, precis_tensor **ref,
+                        precis_tensor **f32, int n) {
+    for (int k = 0; k < n; k++) {
+        double c_ref = cosine(cpu[k], ref[k]), c_f32 = cosine(cpu[k], f32[k]);
+        printf("%s output %d: cos(int8 cpu, int8 ref QDQ) %.7f, cos(int8, fp32) %.5f\n", model,
+               k, c_ref, c_f32);
+        CHECK(c_ref > 0.9999);
+        CHECK(c_f32 > 0.99);
+    }
+}
+
 static int count_steps(const precis_engine *e, const char *op, precis_dtype dt) {
     int n = 0;
     for (int i = 0; i < precis_engine_num_steps(e); i++) {
@@ -122,13 +134,7 @@ static void test_cnn(void) {
     precis_engine_destroy(e);
     o.backend = "ref";
     CHECK(build_run(ctx, model, &o, "input", in, ref, NULL) == PRECIS_OK);
-    for (int k = 0; k < 2; k++) {
-        double c_ref = cosine(cpu[k], ref[k]), c_f32 = cosine(cpu[k], f32[k]);
-        printf("small_cnn output %d: cos(int8 cpu, int8 ref QDQ) %.7f, cos(int8, fp32) %.5f\n", k,
-               c_ref, c_f32);
-        CHECK(c_ref > 0.9999);
-        CHECK(c_f32 > 0.99);
-    }
+    check_agree("small_cnn", cpu, ref, f32, 2);
     /* the cache alone (no data) gives the same engine */
     o.backend = NULL;
     o.calib_data = NULL;
@@ -194,10 +200,7 @@ static void test_mlp(void) {
     precis_engine_destroy(e);
     o.backend = "ref";
     CHECK(build_run(ctx, model, &o, "x", in, ref, NULL) == PRECIS_OK);
-    double c_ref = cosine(cpu[0], ref[0]), c_f32 = cosine(cpu[0], f32[0]);
-    printf("small_mlp: cos(int8 cpu, int8 ref QDQ) %.7f, cos(int8, fp32) %.5f\n", c_ref, c_f32);
-    CHECK(c_ref > 0.9999);
-    CHECK(c_f32 > 0.99);
+    check_agree("small_mlp", cpu, ref, f32, 1);
     precis_tensor_destroy(f32[0]);
     precis_tensor_destroy(cpu[0]);
     precis_tensor_destroy(ref[0]);
@@ -229,13 +232,7 @@ static void test_odd(void) {
     precis_engine_destroy(e);
     o.backend = "ref";
     CHECK(build_run(ctx, model, &o, "x", in, ref, NULL) == PRECIS_OK);
-    for (int k = 0; k < 2; k++) {
-        double c_ref = cosine(cpu[k], ref[k]), c_f32 = cosine(cpu[k], f32[k]);
-        printf("odd_cnn output %d: cos(int8 cpu, int8 ref QDQ) %.7f, cos(int8, fp32) %.5f\n", k,
-               c_ref, c_f32);
-        CHECK(c_ref > 0.9999);
-        CHECK(c_f32 > 0.99);
-    }
+    check_agree("odd_cnn", cpu, ref, f32, 2);
     /* the dead channel 3 of relu's output is its bias, 0.7, on every pixel */
     if (cpu[1] && precis_tensor_numel(cpu[1]) == 2 * 8 * 64) {
         const float *r = precis_tensor_data_const(cpu[1]);
