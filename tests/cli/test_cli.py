@@ -98,6 +98,35 @@ def external_model(d, location):
     return path
 
 
+def profile_checks(d, add, mul):
+    """bench PLAN --profile leaves PLAN.profile.json; inspect shows each step's
+    time and share from it, ignores it once the plan is rebuilt, and refuses a
+    --profile file that does not fit."""
+    plan = f"{d}/add.plan"
+    rc, _, err = run("build", add, "-o", plan, "--shapes", "x:2x3")
+    check("build plan", rc == 0, err)
+    rc, out, err = run("bench", plan, "--iterations", "3", "--warmup", "1", "--profile")
+    prof = plan + ".profile.json"
+    check("bench --profile saves", rc == 0 and os.path.exists(prof) and prof in out, out + err)
+    rc, out, err = run("inspect", plan)
+    check("inspect shows time", rc == 0 and "share" in out and "ms per run" in out and "%" in out, out + err)
+    rc, out, err = run("inspect", plan, "--json")
+    check("inspect json share", rc == 0 and '"share": ' in out and '"profile_total_ms"' in out, out + err)
+    rc, _, err = run("build", mul, "-o", plan, "--shapes", "a:2x2,b:2x2")
+    rc, out, err = run("inspect", plan)
+    check("stale profile ignored", rc == 0 and "share" not in out and "profile ignored" in err, out + err)
+    expect_error("stale --profile refused", 2, ["inspect", plan, "--profile", prof], "another build")
+    expect_error("missing --profile", 2, ["inspect", plan, "--profile", f"{d}/none.json"], "none.json")
+    garbage = f"{d}/garbage.json"
+    open(garbage, "w").write("{}")
+    expect_error("not a profile", 2, ["inspect", plan, "--profile", garbage], "not a precis profile")
+    rc, _, err = run("inspect", add, "--profile", prof)
+    check("--profile needs a plan", rc == 1 and "applies to a plan" in err, err)
+    out_json = f"{d}/p.json"
+    rc, out, err = run("bench", add, "--shape", "x=2x3", "--iterations", "2", "--profile-out", out_json)
+    check("--profile-out for a model", rc == 0 and os.path.exists(out_json), out + err)
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         add = add_model(d)
@@ -179,6 +208,8 @@ def main():
         expect_error("npy short data", 4, ["run", add, "--input", f"x={short_npy}"], "short.npy")
         rc, _, err = run("run", add, "--input", f"x={x}", "--output-dir", "/proc/precis_nope")
         check("unwritable output dir", rc == 3 and len(err.strip().splitlines()) == 1, err)
+
+        profile_checks(d, add, mul)
 
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -4,6 +4,7 @@
 #define PRECIS_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "precis/precis.h"
@@ -30,8 +31,19 @@ void usage_export_qdq(FILE *f);
 int cmd_bench(int argc, char **argv);
 void usage_build(FILE *f);
 void usage_bench(FILE *f);
-/* inspect of a .plan file (main.c's cmd_inspect hands over) */
-int inspect_plan(const char *path, int json);
+/* inspect of a .plan file (main.c's cmd_inspect hands over); profile: a
+ * bench --profile file to show time shares from (NULL: PLAN.profile.json
+ * when it exists and matches the plan) */
+int inspect_plan(const char *path, int json, const char *profile);
+
+/* profile_file.c: the per-step profile bench --profile writes beside a plan */
+int plan_checksum(const char *plan_path, uint32_t *crc);
+void profile_default_path(const char *plan_path, char *out, size_t cap);
+int profile_save(const char *path, const char *plan_path, const precis_engine *e,
+                 const precis_context *c, const char *inputs_desc);
+/* 0: ms[n_steps] filled and info describes the profile; -1: why says why not */
+int profile_load(const char *path, const char *plan_path, int n_steps, double *ms,
+                 char *info, size_t info_cap, char *why, size_t why_cap);
 /* does the file start with the plan magic? */
 int is_plan_file(const char *path);
 

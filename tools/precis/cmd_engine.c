@@ -39,13 +39,15 @@ void usage_bench(FILE *f) {
     fprintf(f,
             "usage: precis bench MODEL.onnx|PLAN [--precision P] [--threads N] [--shapes SPEC]\n"
             "                    [--shape NAME=1x3x224x224]... [--input NAME=FILE.npy]...\n"
-            "                    [--warmup N] [--iterations N] [--profile] [--json]\n"
+            "                    [--warmup N] [--iterations N] [--profile [--profile-out F]]\n"
+            "                    [--json]\n"
             "                    [--vs-ort [MODEL.onnx]]\n\n"
             "Times one execution context: latency p50/p90/p99 over the iterations after\n"
             "the warm-up, throughput (batch items per second, batch = dim 0 of the first\n"
             "input), the activation arena and peak RSS. Inputs are random unless given;\n"
             "--shape sets the dims of a dynamic input. --profile adds the time share of\n"
-            "every step. --vs-ort runs ONNX Runtime (python3 onnxruntime) on the same\n"
+            "every step and saves it as JSON (for a plan: PLAN.profile.json, which\n"
+            "`precis inspect PLAN` then shows; --profile-out sets the file). --vs-ort runs ONNX Runtime (python3 onnxruntime) on the same\n"
             "model, inputs and thread count in the same run and prints the latency ratio.\n\n%s",
             k_exit_codes);
 }
@@ -267,9 +269,31 @@ static void fill_random(precis_tensor *t, const char *name) {
     }
 }
 
+/* bench --profile: the profile as JSON beside a plan (or to --profile-out),
+ * for inspect. A file that cannot be written is a note, not a failure. */
+static void save_profile(const char *model, const char *out, const precis_engine *e,
+                         const precis_context *c, int nin, const precis_tensor *const *inputs,
+                         const char *const *names, int json) {
+    int plan = is_plan_file(model);
+    if (!out && !plan) return;
+    char path[4200], desc[1024];
+    if (out) snprintf(path, sizeof path, "%s", out);
+    else profile_default_path(model, path, sizeof path);
+    size_t n = 0;
+    desc[0] = 0;
+    for (int k = 0; k < nin && n < sizeof desc; k++) {
+        n += (size_t)snprintf(desc + n, sizeof desc - n, "%s%s=", k ? "," : "", names[k]);
+        for (int d = 0; d < precis_tensor_rank(inputs[k]) && n < sizeof desc; d++)
+            n += (size_t)snprintf(desc + n, sizeof desc - n, "%s%lld", d ? "x" : "",
+                                  (long long)precis_tensor_dims(inputs[k])[d]);
+    }
+    if (profile_save(path, plan ? model : NULL, e, c, desc) == 0 && !json)
+        printf("profile saved to %s%s\n", path, plan ? " (precis inspect shows it)" : "");
+}
+
 int cmd_bench(int argc, char **argv) {
     engine_args a = {0};
-    const char *in_spec[MAX_IO], *shape_spec[MAX_IO], *ort_model = NULL;
+    const char *in_spec[MAX_IO], *shape_spec[MAX_IO], *ort_model = NULL, *profile_out = NULL;
     int n_in = 0, n_shape = 0, warmup = 5, iters = 50, profile = 0, json = 0, vs_ort = 0;
     for (int i = 0; i < argc; i++) {
         int r = engine_opt(&a, argc, argv, &i, usage_bench);
@@ -294,6 +318,10 @@ int cmd_bench(int argc, char **argv) {
                 return usage_error(usage_bench, "bad count '%s'", argv[i]);
             *(o[2] == 'w' ? &warmup : &iters) = (int)v;
         } else if (!strcmp(o, "--profile")) {
+            profile = 1;
+        } else if (!strcmp(o, "--profile-out")) {
+            if (!more) return usage_error(usage_bench, "%s needs a file name", o);
+            profile_out = argv[++i];
             profile = 1;
         } else if (!strcmp(o, "--json")) {
             json = 1;
@@ -513,6 +541,8 @@ int cmd_bench(int argc, char **argv) {
             }
         }
         if (json) printf("]");
+        save_profile(a.model, profile_out, e, c, nin, (const precis_tensor *const *)inputs,
+                     names, json);
     }
     if (json) printf("}\n");
     goto done;
@@ -537,7 +567,7 @@ done:
 
 /* ---------------------------------------------------------------- inspect */
 
-int inspect_plan(const char *path, int json) {
+int inspect_plan(const char *path, int json, const char *profile) {
     precis_ctx *ctx = precis_ctx_create();
     if (!ctx) return PRECIS_ERR_OOM;
     precis_engine *e = NULL;
@@ -548,18 +578,53 @@ int inspect_plan(const char *path, int json) {
         return rc;
     }
     int n = precis_engine_num_steps(e);
+    /* time shares from bench --profile: the given file (an error when it does
+     * not fit) or PLAN.profile.json (skipped with a note when stale) */
+    double *ms = calloc((size_t)n + 1, sizeof *ms), total = 0;
+    char ppath[4200], info[4800] = "", why[4800] = "";
+    int have = 0;
+    if (!ms) {
+        precis_engine_destroy(e);
+        precis_ctx_destroy(ctx);
+        return PRECIS_ERR_OOM;
+    }
+    if (profile) snprintf(ppath, sizeof ppath, "%s", profile);
+    else profile_default_path(path, ppath, sizeof ppath);
+    FILE *pf = profile ? NULL : fopen(ppath, "rb");
+    if (profile || pf) {
+        if (pf) fclose(pf);
+        have = profile_load(ppath, path, n, ms, info, sizeof info, why, sizeof why) == 0;
+        if (!have && profile) {
+            fprintf(stderr, "precis: error: %s\n", why);
+            free(ms);
+            precis_engine_destroy(e);
+            precis_ctx_destroy(ctx);
+            return PRECIS_ERR_INVALID_ARG;
+        }
+        if (!have) fprintf(stderr, "precis: note: profile ignored: %s\n", why);
+    }
+    for (int i = 0; have && i < n; i++) total += ms[i];
     if (json) {
         printf("{\"plan\": ");
         json_str(path);
         printf(", \"precision\": \"%s\", \"target\": ", precis_engine_precision(e));
         json_str(precis_engine_target(e));
-        printf(", \"threads\": %d,\n \"steps\": [", precis_engine_num_threads(e));
+        printf(", \"threads\": %d,", precis_engine_num_threads(e));
+        if (have) {
+            printf(" \"profile\": ");
+            json_str(info);
+            printf(", \"profile_total_ms\": %.4f,", total);
+        }
+        printf("\n \"steps\": [");
     } else {
-        printf("plan       %s\nprecision  %s   target %s   threads %d   steps %d\n\n", path,
+        printf("plan       %s\nprecision  %s   target %s   threads %d   steps %d\n", path,
                precis_engine_precision(e), precis_engine_target(e), precis_engine_num_threads(e),
                n);
-        printf("%4s  %-36s %-12s %-9s %-6s %-34s %s\n", "step", "node", "op", "dtype", "layout",
-               "kernel", "covers");
+        if (have) printf("profile    %s: %.3f ms per run\n", info, total);
+        printf("\n%4s  %-36s %-12s %-9s %-6s %-34s ", "step", "node", "op", "dtype", "layout",
+               "kernel");
+        if (have) printf("%8s %6s ", "ms", "share");
+        printf("covers\n");
     }
     for (int i = 0; i < n; i++) {
         precis_step_info si;
@@ -571,8 +636,10 @@ int inspect_plan(const char *path, int json) {
             json_str(si.op);
             printf(", \"kernel\": ");
             json_str(si.kernel);
-            printf(", \"dtype\": \"%s\", \"layout\": \"%s\", \"origins\": [",
-                   precis_dtype_name(si.compute), si.layout);
+            printf(", \"dtype\": \"%s\", \"layout\": \"%s\", ", precis_dtype_name(si.compute),
+                   si.layout);
+            if (have) printf("\"ms\": %.4f, \"share\": %.4f, ", ms[i], total > 0 ? ms[i] / total : 0);
+            printf("\"origins\": [");
             for (int k = 0; k < si.num_origins; k++) {
                 printf("%s", k ? ", " : "");
                 json_str(si.origins[k]);
@@ -581,6 +648,7 @@ int inspect_plan(const char *path, int json) {
         } else {
             printf("%4d  %-36.36s %-12.12s %-9s %-6s %-34.34s ", i, si.name, si.op,
                    precis_dtype_name(si.compute), si.layout, si.kernel);
+            if (have) printf("%8.3f %5.1f%% ", ms[i], total > 0 ? 100 * ms[i] / total : 0);
             if (!si.num_origins) printf("(inserted by precis)");
             for (int k = 0; k < si.num_origins && k < 6; k++) printf("%s%s", k ? ", " : "", si.origins[k]);
             if (si.num_origins > 6) printf(", ... (%d)", si.num_origins);
@@ -588,6 +656,7 @@ int inspect_plan(const char *path, int json) {
         }
     }
     if (json) printf("]}\n");
+    free(ms);
     precis_engine_destroy(e);
     precis_ctx_destroy(ctx);
     return 0;

@@ -53,9 +53,11 @@ static void usage_run(FILE *f) {
 
 static void usage_inspect(FILE *f) {
     fprintf(f,
-            "usage: precis inspect MODEL.onnx|PLAN [--json]\n\n"
+            "usage: precis inspect MODEL.onnx|PLAN [--json] [--profile FILE]\n\n"
             "For a plan: every step with its op after fusion, dtype, layout, the kernel\n"
-            "that runs it and the original ONNX nodes it covers.\n"
+            "that runs it and the original ONNX nodes it covers; with the time per run\n"
+            "and share of every step when `precis bench PLAN --profile` has measured it\n"
+            "(PLAN.profile.json, or --profile FILE).\n"
             "For a model:\n"
             "Shows the model's inputs and outputs (with symbolic dims), the op histogram\n"
             "(marking ops precis cannot run), parameter count, opset imports and metadata.\n"
@@ -226,7 +228,7 @@ done:
 }
 
 static int cmd_inspect(int argc, char **argv) {
-    const char *model_path = NULL;
+    const char *model_path = NULL, *profile = NULL;
     int json = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -235,6 +237,9 @@ static int cmd_inspect(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--profile")) {
+            if (i + 1 >= argc) return usage_error(usage_inspect, "%s needs a file", a);
+            profile = argv[++i];
         } else if (a[0] == '-') {
             return usage_error(usage_inspect, "unknown option '%s'", a);
         } else if (!model_path) {
@@ -244,7 +249,8 @@ static int cmd_inspect(int argc, char **argv) {
         }
     }
     if (!model_path) return usage_error(usage_inspect, "missing MODEL.onnx%s", "");
-    if (is_plan_file(model_path)) return inspect_plan(model_path, json);
+    if (is_plan_file(model_path)) return inspect_plan(model_path, json, profile);
+    if (profile) return usage_error(usage_inspect, "--profile applies to a plan, not '%s'", model_path);
     precis_ctx *ctx = precis_ctx_create();
     if (!ctx) return PRECIS_ERR_OOM;
     precis_model *m = NULL;
