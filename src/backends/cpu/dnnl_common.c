@@ -445,18 +445,93 @@ void pr_dnnl_threads_restore(int saved) {
 
 /* -------------------------------------------------------------- streams */
 
+/* memory objects of one primitive entry on one context */
+typedef struct xmem {
+    const pr_dnnl_entry *ent; /* NULL: free slot */
+    dnnl_memory_t m[PR_DNNL_MAX_ARGS + 1];
+    void *ptr[PR_DNNL_MAX_ARGS + 1];
+} xmem;
+
+typedef struct xstream {
+    dnnl_stream_t s;
+    xmem *tab; /* open addressing by entry address, cap a power of 2 */
+    size_t cap, count;
+} xstream;
+
 void *pr_dnnl_stream_create(pr_err *e) {
     dnnl_engine_t eng = pr_dnnl_engine(e);
     if (!eng) return NULL;
-    dnnl_stream_t s = NULL;
-    if (pr_dnnl_check(dnnl_stream_create(&s, eng, dnnl_stream_default_flags), e,
-                      "creating a oneDNN stream"))
+    xstream *xs = calloc(1, sizeof *xs);
+    if (!xs) {
+        pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         return NULL;
-    return s;
+    }
+    if (pr_dnnl_check(dnnl_stream_create(&xs->s, eng, dnnl_stream_default_flags), e,
+                      "creating a oneDNN stream")) {
+        free(xs);
+        return NULL;
+    }
+    return xs;
+}
+
+static void xmem_release(xmem *xm) {
+    for (int i = 0; i < PR_DNNL_MAX_ARGS + 1; i++)
+        if (xm->m[i]) dnnl_memory_destroy(xm->m[i]);
 }
 
 void pr_dnnl_stream_destroy(void *stream) {
-    if (stream) dnnl_stream_destroy((dnnl_stream_t)stream);
+    xstream *xs = stream;
+    if (!xs) return;
+    for (size_t i = 0; i < xs->cap; i++)
+        if (xs->tab[i].ent) xmem_release(&xs->tab[i]);
+    free(xs->tab);
+    if (xs->s) dnnl_stream_destroy(xs->s);
+    free(xs);
+}
+
+static size_t xhash(const pr_dnnl_entry *ent, size_t cap) {
+    uint64_t h = (uint64_t)(uintptr_t)ent * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 17) & (cap - 1);
+}
+
+/* The slot of ent (a fresh one, zeroed, when new); NULL on OOM. */
+static xmem *xmem_get(xstream *xs, const pr_dnnl_entry *ent) {
+    if ((xs->count + 1) * 2 > xs->cap) {
+        size_t nc = xs->cap ? xs->cap * 2 : 64;
+        xmem *nt = calloc(nc, sizeof *nt);
+        if (!nt) return NULL;
+        for (size_t i = 0; i < xs->cap; i++) {
+            if (!xs->tab[i].ent) continue;
+            size_t k = xhash(xs->tab[i].ent, nc);
+            while (nt[k].ent) k = (k + 1) & (nc - 1);
+            nt[k] = xs->tab[i];
+        }
+        free(xs->tab);
+        xs->tab = nt;
+        xs->cap = nc;
+    }
+    size_t k = xhash(ent, xs->cap);
+    while (xs->tab[k].ent && xs->tab[k].ent != ent) k = (k + 1) & (xs->cap - 1);
+    if (!xs->tab[k].ent) {
+        xs->tab[k].ent = ent;
+        xs->count++;
+    }
+    return &xs->tab[k];
+}
+
+/* xm->m[i] describing md at ptr: created once, re-pointed when ptr moved. */
+static dnnl_status_t xmem_bind(xmem *xm, int i, const dnnl_memory_desc_t *md, dnnl_engine_t eng,
+                               void *ptr) {
+    if (!xm->m[i]) {
+        dnnl_status_t s = dnnl_memory_create(&xm->m[i], md, eng, ptr);
+        if (s != dnnl_success) xm->m[i] = NULL;
+        else xm->ptr[i] = ptr;
+        return s;
+    }
+    if (xm->ptr[i] == ptr) return dnnl_success;
+    dnnl_status_t s = dnnl_memory_set_data_handle(xm->m[i], ptr);
+    xm->ptr[i] = s == dnnl_success ? ptr : NULL;
+    return s;
 }
 
 /* ------------------------------------------------------ primitive cache */
@@ -630,47 +705,49 @@ precis_status pr_dnnl_execute(const pr_dnnl_entry *ent, void *const *ptrs, pr_cp
                               pr_err *e) {
     dnnl_engine_t eng = pr_dnnl_engine(e);
     if (!eng) return e ? e->status : PRECIS_ERR_INTERNAL;
+    xstream *xs = x->dnnl_stream, *own = NULL;
+    if (!xs) {
+        own = pr_dnnl_stream_create(e);
+        if (!own) return e ? e->status : PRECIS_ERR_INTERNAL;
+        xs = own;
+    }
+    precis_status st = PRECIS_OK;
+    xmem *xm = xmem_get(xs, ent);
+    if (!xm) {
+        st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        goto done;
+    }
     dnnl_exec_arg_t args[PR_DNNL_MAX_ARGS + 1];
     int n = 0;
-    precis_status st = PRECIS_OK;
-    dnnl_stream_t strm = x->dnnl_stream, own = NULL;
-    if (!strm) {
-        PR_TRY(pr_dnnl_check(dnnl_stream_create(&own, eng, dnnl_stream_default_flags), e,
-                             "creating a oneDNN stream"));
-        strm = own;
-    }
-    for (int i = 0; i < ent->nargs; i++) {
+    for (int i = 0; i < ent->nargs; i++, n++) {
         args[n].arg = ent->args[i];
-        args[n].memory = NULL;
-        PR_TRY(pr_dnnl_check(dnnl_memory_create(&args[n].memory, &ent->mds[i], eng, ptrs[i]), e,
-                             "oneDNN memory"));
-        n++;
+        if ((st = pr_dnnl_check(xmem_bind(xm, n, &ent->mds[i], eng, ptrs[i]), e, "oneDNN memory")))
+            goto done;
+        args[n].memory = xm->m[n];
     }
     if (ent->scratch_bytes) {
-        dnnl_memory_desc_t smd;
-        const dnnl_dims_t sd = {(dnnl_dim_t)ent->scratch_bytes};
-        PR_TRY(pr_dnnl_check(dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_a), e,
-                             "oneDNN scratchpad"));
         void *sp = pr_cpu_scratch(x, ent->scratch_bytes);
         if (!sp) {
             st = pr_errf(e, PRECIS_ERR_OOM, "out of memory (oneDNN scratchpad of %zu bytes)",
                          ent->scratch_bytes);
-            goto fail;
+            goto done;
         }
+        dnnl_memory_desc_t smd;
+        const dnnl_dims_t sd = {(dnnl_dim_t)ent->scratch_bytes};
+        if ((st = pr_dnnl_check(dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_a), e,
+                                "oneDNN scratchpad")) ||
+            (st = pr_dnnl_check(xmem_bind(xm, n, &smd, eng, sp), e, "oneDNN scratchpad")))
+            goto done;
         args[n].arg = DNNL_ARG_SCRATCHPAD;
-        args[n].memory = NULL;
-        PR_TRY(pr_dnnl_check(dnnl_memory_create(&args[n].memory, &smd, eng, sp), e,
-                             "oneDNN scratchpad"));
+        args[n].memory = xm->m[n];
         n++;
     }
     int saved = pr_dnnl_threads_set(x->num_threads);
-    st = pr_dnnl_check(dnnl_primitive_execute(ent->prim, strm, n, args), e, ent->impl);
-    if (!st) st = pr_dnnl_check(dnnl_stream_wait(strm), e, ent->impl);
+    st = pr_dnnl_check(dnnl_primitive_execute(ent->prim, xs->s, n, args), e, ent->impl);
+    if (!st) st = pr_dnnl_check(dnnl_stream_wait(xs->s), e, ent->impl);
     pr_dnnl_threads_restore(saved);
-fail:
-    for (int i = 0; i < n; i++)
-        if (args[i].memory) dnnl_memory_destroy(args[i].memory);
-    if (own) dnnl_stream_destroy(own);
+done:
+    pr_dnnl_stream_destroy(own);
     return st;
 }
 

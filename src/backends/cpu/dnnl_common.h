@@ -28,8 +28,11 @@ extern const pr_cpu_impl pr_cpu_impl_dnnl_matmul; /* MatMul, Gemm, FusedMatMul *
 extern const pr_cpu_impl pr_cpu_impl_dnnl_qconv;   /* QConv (INT8, 2-D, rank 4) */
 extern const pr_cpu_impl pr_cpu_impl_dnnl_qmatmul; /* QMatMul (INT8) */
 
-/* A dnnl_stream_t on the CPU engine for one execution context (pr_cpu_exec's
- * dnnl_stream); NULL with e set when oneDNN is missing or fails. */
+/* The oneDNN state of one execution context (pr_cpu_exec's dnnl_stream): a
+ * dnnl_stream_t on the CPU engine and the memory objects of every primitive
+ * entry the context has run, created on its first run and re-pointed only
+ * when a buffer moves (saves ~0.2 us per argument per step). NULL with e set
+ * when oneDNN is missing or fails. */
 void *pr_dnnl_stream_create(pr_err *e);
 void pr_dnnl_stream_destroy(void *stream);
 
