@@ -81,6 +81,58 @@ precis_status pr_infer_FusedMatMul(pr_infer *ic) {
     return check_residual(ic, 3);
 }
 
+/* Attention: the shapes of MatMul(Q, K') -> Add(., M) -> MatMul(., V), with
+ * the float checks of a fused node (K, V, M may stay float32 beside a
+ * bf16/fp16 Q). */
+precis_status pr_infer_Attention(pr_infer *ic) {
+    static const char *const names[4] = {"Q", "K", "V", "mask"};
+    precis_status st;
+    pr_tinfo in[4];
+    const int n = pr_in_present(ic, 3) ? 4 : 3;
+    for (int i = 0; i < n; i++) {
+        if ((st = pr_infer_need_input(ic, i, names[i]))) return st;
+        in[i] = ic->in[i];
+        in[i].value = NULL;
+        if (!pr_dtype_info(in[i].dtype)->is_float)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s has dtype %s, not a float type", names[i],
+                             pr_dtype_name(in[i].dtype));
+        if (i && low_float(in[0].dtype) && in[i].dtype == PRECIS_FLOAT32)
+            in[i].dtype = in[0].dtype;
+        if (i < 3 && in[i].rank >= 0 && in[i].rank < 2)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must have rank >= 2, got %d", names[i],
+                             in[i].rank);
+    }
+    if (pr_attr_int(ic->node, "k_transposed", 0) == 0 && in[1].rank >= 2) {
+        int r = in[1].rank;
+        int64_t d = in[1].dims[r - 1];
+        in[1].dims[r - 1] = in[1].dims[r - 2];
+        in[1].dims[r - 2] = d;
+    }
+    /* scores S = Q x K', then S + M, then (S + M) x V */
+    pr_tinfo sm[2], pv[2];
+    memset(sm, 0, sizeof sm);
+    pr_infer sub = *ic;
+    sub.n_in = 2;
+    sub.in = in;
+    sub.n_out = 1;
+    sub.out = &sm[0];
+    sm[0].rank = -1;
+    if ((st = pr_infer_MatMul(&sub))) return st;
+    if (n == 4 && sm[0].rank >= 0) {
+        sm[1] = in[3];
+        sub.in = sm;
+        int idx[2] = {0, 1};
+        if ((st = pr_infer_broadcast(&sub, 2, idx, &sm[0].rank, sm[0].dims))) return st;
+    } else if (n == 4) {
+        sm[0].rank = -1;
+    }
+    pv[0] = sm[0];
+    pv[1] = in[2];
+    sub.in = pv;
+    sub.out = ic->out;
+    return pr_infer_MatMul(&sub);
+}
+
 precis_status pr_infer_Reorder(pr_infer *ic) {
     precis_status st = pr_infer_need_input(ic, 0, "X");
     if (st) return st;

@@ -30,6 +30,9 @@
  *   any (< 7)                              consumed_inputs / is_test /
  *                                          broadcast dropped (legacy broadcast
  *                                          along `axis` refused)
+ * Fused ops as the standard ops they stand for: FusedConv / FusedMatMul ->
+ * Conv / Gemm / MatMul + epilogue ops, Attention -> MatMul, Mul, Add,
+ * Softmax, MatMul (a Transpose for K unless k_transposed).
  * Decompositions when E lacks the op: Gelu (20) -> erf or tanh form,
  * LayerNormalization (17) -> ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div
  * (float16/bfloat16 inputs normalized in float32, as stash_type 1), then
@@ -261,6 +264,41 @@ static precis_status ex_fused_matmul(pr_ex *x, const pr_node *n) {
     pr_ex_act(x, &a1, n->name, dt, &cur);
     if (z >= 0) cur = pr_ex_op2(x, "Add", n->name, cur, T(z));
     pr_ex_act(x, &a2, n->name, dt, &cur);
+    pr_ex_finish(x, cur, T(y), n->name);
+    return pr_ex_status(x, n);
+}
+
+/* Attention -> [Transpose(K)] -> MatMul -> [Mul scale] -> [Add M] ->
+ * Softmax(-1) -> MatMul(., V): the ops it was fused from. */
+static precis_status ex_attention(pr_ex *x, const pr_node *n) {
+    int Q = pr_node_in(n, 0), K = pr_node_in(n, 1), V = pr_node_in(n, 2), M = pr_node_in(n, 3);
+    int y = pr_node_out(n, 0);
+    if (Q < 0 || K < 0 || V < 0 || y < 0) return refuse(x, n, "needs inputs Q, K, V and an output");
+    pr_dtype dt = dtype_of(x, y);
+    if (dtype_of(x, Q) != dt || dtype_of(x, K) != dt || dtype_of(x, V) != dt ||
+        (M >= 0 && dtype_of(x, M) != dt))
+        return refuse(x, n, "Q, K, V and the mask must share one dtype in ONNX");
+    const char *k = T(K), *cur;
+    Onnx__NodeProto *p;
+    if (!pr_attr_int(n, "k_transposed", 0)) {
+        int r = rank_of(x, K);
+        if (r < 2) return refuse(x, n, "K must have a known rank >= 2");
+        int64_t perm[PR_MAX_RANK];
+        for (int i = 0; i < r; i++) perm[i] = i;
+        perm[r - 2] = r - 1;
+        perm[r - 1] = r - 2;
+        k = pr_ex_op1(x, "Transpose", n->name, k, &p);
+        pr_ex_attr_ints(x, p, "perm", perm, r);
+    }
+    cur = pr_ex_op2(x, "MatMul", n->name, T(Q), k);
+    float scale = pr_attr_float(n, "scale", 1.0f);
+    if (scale != 1.0f) cur = pr_ex_op2(x, "Mul", n->name, cur, pr_ex_scalar(x, dt, scale));
+    if (M >= 0) cur = pr_ex_op2(x, "Add", n->name, cur, T(M));
+    cur = pr_ex_op1(x, "Softmax", n->name, cur, &p);
+    pr_ex_attr_int(x, p, "axis", -1);
+    const char *in[2] = {cur, T(V)};
+    cur = pr_ex_fresh(x, n->name, "MatMul");
+    pr_ex_node(x, "MatMul", "", n->name, true, 2, in, 1, &cur);
     pr_ex_finish(x, cur, T(y), n->name);
     return pr_ex_status(x, n);
 }
@@ -678,6 +716,7 @@ precis_status pr_ex_export_node(pr_ex *x, int ni) {
         switch (n->op) {
         case PR_OP_FusedConv: return ex_fused_conv(x, n);
         case PR_OP_FusedMatMul: return ex_fused_matmul(x, n);
+        case PR_OP_Attention: return ex_attention(x, n);
         case PR_OP_Reorder: return ex_reorder(x, n);
         default:
             return refuse(x, n,

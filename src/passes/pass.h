@@ -30,6 +30,7 @@ extern const pr_pass pr_pass_fold_bn;        /* BatchNormalization into Conv/Gem
 extern const pr_pass pr_pass_fuse_conv;      /* Conv + bias Add + act + residual Add + act2 */
 extern const pr_pass pr_pass_deconv_s2d;     /* ConvTranspose kernel = stride -> Conv 1x1 + DepthToSpace */
 extern const pr_pass pr_pass_fuse_matmul;    /* MatMul/Gemm + bias + act + residual */
+extern const pr_pass pr_pass_fuse_attention; /* MatMul + mask Add + Softmax + MatMul -> Attention */
 extern const pr_pass pr_pass_fuse_layernorm; /* decomposed LayerNorm -> LayerNormalization */
 extern const pr_pass pr_pass_fuse_gelu;      /* decomposed erf/tanh GELU -> Gelu */
 

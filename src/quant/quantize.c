@@ -233,12 +233,13 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     for (int i = 0; i < nn; i++) {
         const pr_node *n = &g->nodes[i];
         if (pr_node_dead(n) || !compute_node(g, n, &qc[i])) {
+            bool attn = n->op == PR_OP_Attention; /* its products read activations only */
             if (!pr_node_dead(n) && (n->op == PR_OP_FusedConv || n->op == PR_OP_FusedMatMul ||
-                                     n->op == PR_OP_MatMul || n->op == PR_OP_Conv)) {
+                                     n->op == PR_OP_MatMul || n->op == PR_OP_Conv || attn)) {
                 r.float_nodes++;
                 if (o->verbose)
-                    fprintf(stderr, "precis: int8: node '%s' (%s) stays float (operands)\n",
-                            n->name, n->op_type);
+                    fprintf(stderr, "precis: int8: node '%s' (%s) stays float (%s)\n", n->name,
+                            n->op_type, attn ? "no int8 attention kernel" : "operands");
             }
             continue;
         }

@@ -45,7 +45,8 @@ typedef struct pr_quant_opts {
 /* Summary of what was quantized. */
 typedef struct pr_quant_report {
     int compute_nodes;      /* compute nodes given int8 inputs */
-    int float_nodes;        /* compute nodes left in float (and why, with verbose) */
+    int float_nodes;        /* compute nodes left in float (and why, with verbose); Attention
+                             * always is one */
     int tensors;            /* activation tensors quantized */
     int weights;            /* weight initializers quantized */
 } pr_quant_report;

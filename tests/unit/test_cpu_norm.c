@@ -480,6 +480,78 @@ static void test_inplace(void) {
         }
 }
 
+/* ------------------------------------------------------------ Attention */
+
+typedef struct attn_case {
+    const char *what;
+    int kt;           /* k_transposed */
+    float scale;
+    int rank;         /* of Q, K, V */
+    int64_t q[4], k[4], v[4];
+    int mrank;        /* 0: no mask */
+    int64_t m[4];
+    bool minit;       /* the mask is a float32 initializer */
+    const float *mdata; /* NULL: random */
+} attn_case;
+
+static void attn_run(const attn_case *c, int threads) {
+    tnode t;
+    n_init(&t, PR_OP_Attention, "Attention", 1);
+    t.node.domain = PR_FUSED_DOMAIN;
+    n_int(&t, "k_transposed", c->kt);
+    n_float(&t, "scale", c->scale);
+    cc_input in[4] = {{.name = "q", .rank = c->rank},
+                      {.name = "k", .rank = c->rank},
+                      {.name = "v", .rank = c->rank},
+                      {.name = "m", .rank = c->mrank, .init = c->minit, .data = c->mdata}};
+    memcpy(in[0].dims, c->q, sizeof c->q);
+    memcpy(in[1].dims, c->k, sizeof c->k);
+    memcpy(in[2].dims, c->v, sizeof c->v);
+    memcpy(in[3].dims, c->m, sizeof c->m);
+    for (int d = 0; d < 3; d++)
+        for (int th = 1; th <= threads; th++) {
+            char label[160];
+            snprintf(label, sizeof label, "attention %s %s t%d", c->what, dtn(DTS[d]), th);
+            cc_run(&t, c->mrank ? 4 : 3, in, 1, NULL, DTS[d], &pr_cpu_impl_attention, th, label);
+        }
+}
+
+static void test_attention(void) {
+    /* a row masked to one key, a row of -inf but one, ordinary rows */
+    static float mask[5 * 23];
+    for (int i = 0; i < 5 * 23; i++) {
+        int r = i / 23, j = i % 23;
+        mask[i] = r == 0 ? (j == 7 ? 0.0f : -1e9f) : r == 1 ? (j == 3 ? 0.5f : -INFINITY)
+                                                             : cc_rand(-2, 2);
+    }
+    static const attn_case cases[] = {
+        {"mask [B,1,1,Sk], Sq != Sk, D 20", 0, 0.3f, 4, {2, 3, 17, 20}, {2, 3, 23, 20},
+         {2, 3, 23, 12}, 4, {2, 1, 1, 23}, false, NULL},
+        {"k_transposed, no mask", 1, 0.125f, 4, {1, 2, 64, 32}, {1, 2, 32, 64}, {1, 2, 64, 32},
+         0, {0}, false, NULL},
+        {"mask [Sq, Sk] with -1e9 / -inf rows", 0, 1.0f, 3, {3, 5, 9}, {3, 23, 9}, {3, 23, 7},
+         2, {5, 23}, false, mask},
+        {"float32 initializer mask [Sk], k_transposed", 1, 0.5f, 3, {2, 6, 16}, {2, 16, 23},
+         {2, 23, 17}, 1, {23}, true, mask + 46},
+        {"per-row mask [B,1,Sq,1]", 0, 0.7f, 4, {2, 2, 11, 15}, {2, 2, 13, 15}, {2, 2, 13, 33},
+         4, {2, 1, 11, 1}, false, NULL},
+        {"one query row against a mask of 5", 0, 0.4f, 4, {1, 2, 1, 8}, {1, 2, 9, 8},
+         {1, 2, 9, 5}, 4, {1, 1, 5, 9}, false, NULL},
+        {"K and V shared by the heads", 0, 0.2f, 4, {2, 3, 7, 10}, {2, 1, 12, 10},
+         {1, 1, 12, 6}, 0, {0}, false, NULL},
+        {"D 1, Dv 1", 1, 2.0f, 3, {2, 4, 1}, {2, 1, 5}, {2, 5, 1}, 0, {0}, false, NULL},
+        {"MiniLM shape", 0, 0.17677669f, 4, {1, 12, 128, 32}, {1, 12, 128, 32},
+         {1, 12, 128, 32}, 4, {1, 1, 1, 128}, false, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        attn_run(&cases[i], i + 1 == sizeof cases / sizeof cases[0] ? 2 : 1);
+    /* row blocks smaller than Sq (few heads, 2 threads): K and V are packed
+     * once per batch element and reused by the next block */
+    attn_case split = {"row blocks", 0, 0.3f, 4, {1, 2, 100, 24}, {1, 2, 100, 24},
+                       {1, 2, 100, 40}, 4, {1, 1, 1, 100}, false, NULL};
+    attn_run(&split, 2);
+}
+
 /* ------------------------------------------------------------ main */
 
 static void report_isa(void) {
@@ -512,6 +584,7 @@ int main(int argc, char **argv) {
     test_instnorm();
     test_pool();
     test_resize();
+    test_attention();
     test_inplace();
     int rc = check_report(env ? "test_cpu_norm (PRECIS_CPU_ISA set)" : "test_cpu_norm");
     if (env) return rc;

@@ -497,6 +497,29 @@ static void test_fused_matmul(void) {
     precis_model_destroy(round_trip(&b, 1e-5, "FusedMatMul batched, alpha"));
 }
 
+/* Attention -> [Transpose] MatMul [Mul] [Add] Softmax MatMul */
+static void test_attention(void) {
+    for (int kt = 0; kt < 2; kt++) {
+        tb b;
+        tb_begin(&b, 17);
+        tb_in(&b, "Q", 4, (int64_t[]){2, 3, 5, 8});
+        tb_in(&b, "K", 4, kt ? (int64_t[]){2, 3, 8, 7} : (int64_t[]){2, 3, 7, 8});
+        tb_in(&b, "V", 4, (int64_t[]){2, 3, 7, 4});
+        if (!kt) tb_in(&b, "M", 4, (int64_t[]){2, 1, 1, 7});
+        int ni = tb_node(&b, "ai.precis:Attention", "attn", kt ? "Q K V" : "Q K V M", "Y");
+        tb_i(&b, ni, "k_transposed", kt);
+        if (!kt) tb_f(&b, ni, "scale", 0.35f);
+        tb_out(&b, "Y");
+        precis_model *m = round_trip(&b, 1e-5, kt ? "Attention k_transposed" : "Attention mask");
+        if (m) {
+            CHECK(count_op(m->g, "MatMul") == 2 && count_op(m->g, "Softmax") == 1);
+            CHECK(count_op(m->g, "Transpose") == !kt && count_op(m->g, "Mul") == !kt &&
+                  count_op(m->g, "Add") == !kt);
+        }
+        precis_model_destroy(m);
+    }
+}
+
 static void test_reorder(void) {
     tb b;
     tb_begin(&b, 13);
@@ -1063,6 +1086,7 @@ static void test_zoo(void) {
 int main(void) {
     test_fused_conv();
     test_fused_matmul();
+    test_attention();
     test_reorder();
     test_axes_inputs();
     test_softmax_old();

@@ -1202,6 +1202,118 @@ static void test_gelu(void) {
     }
 }
 
+/* ---------------------------------------------------------- fuse_attention */
+
+enum {
+    A_BERT,     /* Transpose(k, [0,2,3,1]), MatMul, Div, Add(mask input), Softmax, MatMul */
+    A_SVTR,     /* opset 12: q * s, MatMul(., Transpose(k, [0,1,3,2])), Softmax(axis 3), MatMul */
+    A_KT,       /* MatMul(q, kT input), Softmax, MatMul: k_transposed 1 */
+    A_CMASK,    /* MatMul, Add(constant [Sk] mask), Softmax, MatMul */
+    A_NEG_PUSE, /* the probabilities are also a graph output */
+    A_NEG_SUSE, /* the scores have a second consumer */
+    A_NEG_AXIS, /* Softmax over axis 2 */
+    A_NEG_OLD,  /* opset 11 Softmax with its default axis 1: a 2-D coercion */
+};
+
+static void build_attn(tb *b, int v) {
+    bool old = v == A_SVTR || v == A_NEG_OLD;
+    tb_begin(b, v == A_SVTR ? 12 : old ? 11 : 13);
+    int64_t dq[4] = {2, 2, 5, 8}, dv[4] = {2, 2, 6, 4};
+    tb_in(b, "q", 4, dq);
+    tb_in(b, "v", 4, dv);
+    const char *scores = "s";
+    switch (v) {
+    case A_BERT: {
+        tb_in(b, "k", 4, (int64_t[]){2, 6, 2, 8});
+        int t = tb_node(b, "Transpose", "tr", "k", "kt");
+        tb_is(b, t, "perm", (int64_t[]){0, 2, 3, 1}, 4);
+        tb_node(b, "MatMul", "mm", "q kt", "s0");
+        tb_scalar(b, "sqd", 2.828427f);
+        tb_node(b, "Div", "div", "s0 sqd", "s1");
+        tb_in(b, "mask", 4, (int64_t[]){2, 1, 1, 6});
+        tb_node(b, "Add", "add", "s1 mask", "s");
+        break;
+    }
+    case A_SVTR: {
+        tb_in(b, "k", 4, (int64_t[]){2, 2, 6, 8});
+        tb_scalar(b, "qs", 0.25f);
+        tb_node(b, "Mul", "pre", "q qs", "q1");
+        int t = tb_node(b, "Transpose", "tr", "k", "kt");
+        tb_is(b, t, "perm", (int64_t[]){0, 1, 3, 2}, 4);
+        tb_node(b, "MatMul", "mm", "q1 kt", "s");
+        break;
+    }
+    case A_CMASK:
+        tb_in(b, "kt", 4, (int64_t[]){2, 2, 8, 6});
+        tb_node(b, "MatMul", "mm", "q kt", "s0");
+        tb_const(b, "cmask", 1, (int64_t[]){6}, (float[]){0, -1e4f, 0, 0, -2, 0});
+        tb_node(b, "Add", "add", "cmask s0", "s");
+        break;
+    default:
+        tb_in(b, "kt", 4, (int64_t[]){2, 2, 8, 6});
+        tb_node(b, "MatMul", "mm", "q kt", "s");
+        if (v == A_NEG_SUSE) {
+            tb_node(b, "Neg", "other", "s", "o2");
+            tb_out(b, "o2");
+        }
+        break;
+    }
+    int sm = tb_node(b, "Softmax", "softmax", scores, "p");
+    if (v == A_SVTR) tb_i(b, sm, "axis", 3);
+    if (v == A_NEG_AXIS) tb_i(b, sm, "axis", 2);
+    if (v == A_NEG_PUSE) tb_out(b, "p");
+    tb_node(b, "MatMul", "mm2", "p v", "out");
+    tb_out(b, "out");
+}
+
+static void test_attention(void) {
+    /* the whole pipeline: the scale comes through fuse_matmul's alpha */
+    outcome o = run_case(build_attn, A_BERT, NULL);
+    report("attention bert", &o);
+    POSITIVE(o);
+    const pr_node *f = find_op(o.opt->g, "Attention"), *t = find_op(o.opt->g, "Transpose");
+    const int64_t *perm = NULL;
+    CHECK(o.after == 2 && f && t && f->n_inputs == 4 && pr_attr_int(f, "k_transposed", 1) == 0);
+    CHECK(f && pr_near(pr_attr_float(f, "scale", 0), 1 / 2.828427, 1e-6));
+    CHECK(t && pr_attr_ints(t, "perm", &perm) == 4 && perm[1] == 2 && perm[2] == 1 && perm[3] == 3);
+    CHECK(origins_are(f, "mm", "div", "add", "softmax", "mm2", NULL));
+    precis_model_destroy(o.opt);
+
+    o = run_case(build_attn, A_SVTR, NULL);
+    report("attention svtr", &o);
+    POSITIVE(o);
+    f = find_op(o.opt->g, "Attention");
+    CHECK(o.after == 1 && f && f->n_inputs == 3 && pr_attr_int(f, "k_transposed", 1) == 0);
+    CHECK(f && pr_attr_float(f, "scale", 0) == 0.25f &&
+          !strcmp(o.opt->g->tensors[f->inputs[1]].name, "k"));
+    CHECK(origins_are(f, "tr", "pre", "mm", "softmax", "mm2", NULL));
+    precis_model_destroy(o.opt);
+
+    o = run_case(build_attn, A_KT, &pr_pass_fuse_attention);
+    report("attention k^T", &o);
+    POSITIVE(o);
+    f = find_op(o.opt->g, "Attention");
+    CHECK(o.after == 1 && f && pr_attr_int(f, "k_transposed", 0) == 1 &&
+          pr_attr_float(f, "scale", 0) == 1.0f);
+    CHECK(origins_are(f, "mm", "softmax", "mm2", NULL));
+    precis_model_destroy(o.opt);
+
+    o = run_case(build_attn, A_CMASK, &pr_pass_fuse_attention);
+    report("attention constant mask", &o);
+    POSITIVE(o);
+    f = find_op(o.opt->g, "Attention");
+    CHECK(o.after == 1 && f && f->n_inputs == 4 && pr_is_init(o.opt->g, f->inputs[3]));
+    precis_model_destroy(o.opt);
+
+    int neg[] = {A_NEG_PUSE, A_NEG_SUSE, A_NEG_AXIS, A_NEG_OLD};
+    for (size_t i = 0; i < sizeof neg / sizeof neg[0]; i++) {
+        o = run_case(build_attn, neg[i], &pr_pass_fuse_attention);
+        CHECK(o.ok && o.rel == 0 && o.changes == 0 && count_op(o.opt->g, "Attention") == 0 &&
+              count_op(o.opt->g, "Softmax") == 1);
+        precis_model_destroy(o.opt);
+    }
+}
+
 /* --------------------------------------------------------------- pipeline */
 
 /* A small network touching every pass: Constant-fed bias, Conv + BN + Relu,
@@ -1276,6 +1388,7 @@ int main(void) {
     test_fuse_matmul();
     test_layernorm();
     test_gelu();
+    test_attention();
     test_pipeline();
     return check_report("test_passes");
 }

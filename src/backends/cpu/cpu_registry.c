@@ -13,7 +13,7 @@ const pr_cpu_impl *const pr_cpu_impls[] = {
     &pr_cpu_impl_f16_conv, &pr_cpu_impl_f16_matmul,
     &pr_cpu_impl_dnnl_conv, &pr_cpu_impl_dnnl_deconv, &pr_cpu_impl_dnnl_matmul,
     &pr_cpu_impl_eltwise,
-    &pr_cpu_impl_binary, &pr_cpu_impl_move, &pr_cpu_impl_softmax,
+    &pr_cpu_impl_binary, &pr_cpu_impl_move, &pr_cpu_impl_softmax, &pr_cpu_impl_attention,
     &pr_cpu_impl_layernorm, &pr_cpu_impl_pool, &pr_cpu_impl_resize,
     &pr_cpu_impl_instnorm,
 };

@@ -190,33 +190,6 @@ static void tr_scalar(const char *src, int64_t lds, char *dst, int64_t ldd, int6
 }
 
 #ifdef PR_CPU_X86
-/* In-register 16x16 transpose of 32-bit lanes: v[i] holds row i on entry,
- * column i on return (unpack, in-lane shuffle, two 128-bit lane shuffles). */
-PR_VINLINE void pv_tr16(__m512 v[16]) {
-    __m512 t[16], u[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
-    }
-    /* u[4g + c], lane L: column 4L + c, rows 4g..4g+3 */
-    for (int g = 0; g < 4; g++) {
-        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-    for (int c = 0; c < 4; c++) {
-        __m512 a0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);      /* cols c, 8+c: rows 0-7 */
-        __m512 a1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);      /* cols 4+c, 12+c */
-        __m512 b0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88); /* rows 8-15 */
-        __m512 b1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
-        v[c] = _mm512_shuffle_f32x4(a0, b0, 0x88);
-        v[8 + c] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
-        v[4 + c] = _mm512_shuffle_f32x4(a1, b1, 0x88);
-        v[12 + c] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
-    }
-}
-
 static PR_AVX512 void tr_avx512(const char *src, int64_t lds, char *dst, int64_t ldd, int64_t rows,
                                 int64_t cols, size_t es) {
     if (es != 4 && es != 2 && es != 1) {

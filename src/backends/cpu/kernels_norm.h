@@ -1,8 +1,9 @@
-/* Our own vectorized CPU kernels for normalization, Softmax, pooling and
- * Resize (k_softmax.c, k_norm.c, k_pool.c, k_resize.c). float32, bfloat16
- * and float16 activations; arithmetic in float32 (statistics partly in
- * double). Each impl has an AVX-512 version (f, bw, vl, dq + f16c, fma) and a
- * portable scalar fallback, picked in prepare() from pr_cpu_features_get().
+/* Our own vectorized CPU kernels for normalization, Softmax, attention,
+ * pooling and Resize (k_softmax.c, k_attention.c, k_norm.c, k_pool.c,
+ * k_resize.c). float32, bfloat16 and float16 activations; arithmetic in
+ * float32 (statistics partly in double). Each impl has an AVX-512 version
+ * (f, bw, vl, dq + f16c, fma) and a portable scalar fallback, picked in
+ * prepare() from pr_cpu_features_get().
  *
  *   pr_cpu_impl_softmax    Softmax, LogSoftmax (all opsets), plain tensors
  *   pr_cpu_impl_layernorm  LayerNormalization (Mean / InvStdDev outputs too)
@@ -12,9 +13,11 @@
  *   pr_cpu_impl_resize     Resize / Upsample over H, W of a rank-4 tensor:
  *                          nearest, linear, cubic (no antialias, no
  *                          tf_crop_and_resize); plain or NHWC
+ *   pr_cpu_impl_attention  Attention (k_attention.c), plain tensors
  *
  * The section under PR_KN_INTERNAL holds helpers shared by those four files
- * only (dtype loads/stores, exp); nothing else should define it. */
+ * and k_attention.c only (dtype loads/stores, exp); nothing else should
+ * define it. */
 #ifndef PR_BACKENDS_CPU_KERNELS_NORM_H
 #define PR_BACKENDS_CPU_KERNELS_NORM_H
 
@@ -25,6 +28,10 @@ extern const pr_cpu_impl pr_cpu_impl_layernorm;
 extern const pr_cpu_impl pr_cpu_impl_instnorm;
 extern const pr_cpu_impl pr_cpu_impl_pool;
 extern const pr_cpu_impl pr_cpu_impl_resize;
+/* Attention (k_attention.c): softmax(scale * Q K' + M) V for plain
+ * float32/bfloat16/float16 operands (each its own dtype), any broadcasting
+ * of ops.inc; computed in float32, one query-row block per task. */
+extern const pr_cpu_impl pr_cpu_impl_attention;
 
 #ifdef PR_KN_INTERNAL
 

@@ -62,6 +62,30 @@ void pr_strides(int rank, const int64_t *dims, int64_t *strides);
  * input dim is 1 (or missing on the left). */
 void pr_bcast_strides(const pr_buf *in, int out_rank, const int64_t *out_dims, int64_t *strides);
 
+/* Geometry of an Attention node (ops.inc), shared by ref_Attention and the
+ * fast kernels. Operands o = 0..3 are Q, K, V, M (M absent: has_mask false,
+ * its strides 0). Sq, Sk are the rows and columns of the scores after the
+ * mask's broadcast. The leading dims of Y (nbd of them, nb elements in all)
+ * are the broadcast batch; bst[o] holds operand o's element strides along
+ * them, rs[o] / cs[o] its strides along its last two dims as broadcast to
+ * Q [Sq, D], K [Sk, D] (kt false) or [D, Sk] (kt true), V [Sk, Dv],
+ * M [Sq, Sk]: 0 where the operand has 1 there. */
+typedef struct pr_attn_geom {
+    int nbd;
+    int64_t bdims[PR_MAX_RANK], nb;
+    int64_t Sq, Sk, D, Dv;
+    bool kt, has_mask;
+    float scale;
+    int64_t bst[4][PR_MAX_RANK];
+    int64_t rs[4], cs[4];
+} pr_attn_geom;
+
+/* Fills a from the node and its input / output buffers; fails (SHAPE)
+ * naming the mismatch. */
+precis_status pr_attn_geom_of(pr_kernel *k, pr_attn_geom *a);
+/* Element offsets of Q, K, V, M for flat batch index b in [0, nb). */
+void pr_attn_offsets(const pr_attn_geom *a, int64_t b, int64_t off[4]);
+
 /* n elements of a numeric buffer of dtype dt as float (int64/uint64/float64
  * values rounded to float). */
 void pr_ref_to_f32(const void *src, pr_dtype dt, int64_t n, float *dst);

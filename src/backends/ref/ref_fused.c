@@ -1,6 +1,7 @@
 /* Reference kernels of the fused ops (ops.inc, family fused): the base op's
  * ref kernel, then the epilogue in float. Slow and obvious on purpose: these
  * are the oracle for the fast fused kernels. */
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,142 @@ precis_status ref_FusedMatMul(pr_kernel *k) {
 done:
     free(mem[0]);
     free(mem[1]);
+    return st;
+}
+
+/* ------------------------------------------------------------- Attention */
+
+/* d broadcast with e (1 is the neutral size); -1 when they do not. */
+static int64_t bdim(int64_t d, int64_t e) { return d == 1 ? e : (e == 1 || e == d ? d : -1); }
+
+precis_status pr_attn_geom_of(pr_kernel *k, pr_attn_geom *a) {
+    const pr_buf *Q = k->in[0], *K = k->in[1], *V = k->in[2], *M = pr_kin(k, 3);
+    const pr_buf *Y = k->out[0];
+    memset(a, 0, sizeof *a);
+    if (!Q || !K || !V || !Y) return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "needs Q, K, V and Y");
+    if (Q->rank < 2 || K->rank < 2 || V->rank < 2 || Y->rank < 2 || (M && M->rank > Y->rank))
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "Q, K, V need rank >= 2, the mask at most Y's");
+    a->kt = pr_attr_int(k->node, "k_transposed", 0) != 0;
+    a->scale = pr_attr_float(k->node, "scale", 1.0f);
+    a->has_mask = M != NULL;
+    const int kr = K->rank;
+    int64_t qs = Q->dims[Q->rank - 2], ks = K->dims[a->kt ? kr - 1 : kr - 2];
+    int64_t ms = M && M->rank >= 2 ? M->dims[M->rank - 2] : 1;
+    int64_t mk = M && M->rank >= 1 ? M->dims[M->rank - 1] : 1;
+    a->D = Q->dims[Q->rank - 1];
+    a->Sq = Y->dims[Y->rank - 2];
+    a->Sk = V->dims[V->rank - 2];
+    a->Dv = V->dims[V->rank - 1];
+    if (K->dims[a->kt ? kr - 2 : kr - 1] != a->D || bdim(qs, ms) != a->Sq ||
+        bdim(ks, mk) != a->Sk || Y->dims[Y->rank - 1] != a->Dv)
+        return pr_kernelf(k, PRECIS_ERR_SHAPE,
+                          "Q [.., %lld, %lld], K [.., %lld, %lld] (k_transposed %d), V [.., %lld, "
+                          "%lld] and Y [.., %lld, %lld] do not match",
+                          (long long)qs, (long long)a->D, (long long)K->dims[kr - 2],
+                          (long long)K->dims[kr - 1], a->kt, (long long)a->Sk, (long long)a->Dv,
+                          (long long)a->Sq, (long long)Y->dims[Y->rank - 1]);
+    a->nbd = Y->rank - 2;
+    a->nb = 1;
+    for (int d = 0; d < a->nbd; d++) {
+        a->bdims[d] = Y->dims[d];
+        a->nb *= Y->dims[d];
+    }
+    /* each operand against Y's batch dims + its own last two as broadcast */
+    const pr_buf *ops[4] = {Q, K, V, M};
+    const int64_t last2[4][2] = {{a->Sq, a->D},
+                                 {a->kt ? a->D : a->Sk, a->kt ? a->Sk : a->D},
+                                 {a->Sk, a->Dv},
+                                 {a->Sq, a->Sk}};
+    for (int o = 0; o < 4; o++) {
+        const pr_buf *x = ops[o];
+        if (!x) continue;
+        int64_t od[PR_MAX_RANK], st[PR_MAX_RANK];
+        memcpy(od, a->bdims, sizeof od);
+        od[a->nbd] = last2[o][0];
+        od[a->nbd + 1] = last2[o][1];
+        for (int d = 0; d < x->rank; d++)
+            if (x->dims[d] != 1 && x->dims[d] != od[d + Y->rank - x->rank])
+                return pr_kernelf(k, PRECIS_ERR_SHAPE, "input %d dim %d (%lld) does not broadcast",
+                                  o, d, (long long)x->dims[d]);
+        pr_bcast_strides(x, Y->rank, od, st);
+        memcpy(a->bst[o], st, (size_t)a->nbd * sizeof *st);
+        a->rs[o] = st[a->nbd];
+        a->cs[o] = st[a->nbd + 1];
+    }
+    return PRECIS_OK;
+}
+
+void pr_attn_offsets(const pr_attn_geom *a, int64_t b, int64_t off[4]) {
+    off[0] = off[1] = off[2] = off[3] = 0;
+    for (int d = a->nbd - 1; d >= 0; d--) {
+        int64_t i = b % a->bdims[d];
+        b /= a->bdims[d];
+        for (int o = 0; o < 4; o++) off[o] += i * a->bst[o][d];
+    }
+}
+
+/* float32 copy of a buffer (NULL in, NULL out); *ok false on OOM. */
+static float *f32_copy(const pr_buf *b, bool *ok) {
+    if (!b) return NULL;
+    float *d = malloc((size_t)(b->numel ? b->numel : 1) * sizeof *d);
+    if (!d) {
+        *ok = false;
+        return NULL;
+    }
+    pr_ref_to_f32(b->data, b->dtype, b->numel, d);
+    return d;
+}
+
+/* Scores, softmax and the weighted sum in double, row by row. */
+precis_status ref_Attention(pr_kernel *k) {
+    pr_attn_geom a;
+    precis_status st = pr_attn_geom_of(k, &a);
+    if (st) return st;
+    pr_buf *Y = k->out[0];
+    bool ok = true;
+    float *q = f32_copy(k->in[0], &ok), *kk = f32_copy(k->in[1], &ok);
+    float *v = f32_copy(k->in[2], &ok), *m = f32_copy(pr_kin(k, 3), &ok);
+    float *y = malloc((size_t)(Y->numel ? Y->numel : 1) * sizeof *y);
+    double *s = malloc((size_t)(a.Sk ? a.Sk : 1) * sizeof *s);
+    if (!ok || !y || !s) {
+        st = pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+        goto done;
+    }
+    /* K' element (d, j): K[j][d], or K[d][j] when k_transposed */
+    const int64_t kds = a.kt ? a.rs[1] : a.cs[1], kjs = a.kt ? a.cs[1] : a.rs[1];
+    for (int64_t b = 0; b < a.nb; b++) {
+        int64_t off[4];
+        pr_attn_offsets(&a, b, off);
+        for (int64_t i = 0; i < a.Sq; i++) {
+            const float *qi = q + off[0] + i * a.rs[0];
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < a.Sk; j++) {
+                double acc = 0;
+                for (int64_t d = 0; d < a.D; d++)
+                    acc += (double)qi[d * a.cs[0]] * kk[off[1] + d * kds + j * kjs];
+                acc *= a.scale;
+                if (m) acc += m[off[3] + i * a.rs[3] + j * a.cs[3]];
+                s[j] = acc;
+                mx = acc > mx ? acc : mx;
+            }
+            for (int64_t j = 0; j < a.Sk; j++) sum += s[j] = exp(s[j] - mx);
+            float *yi = y + (b * a.Sq + i) * a.Dv;
+            for (int64_t c = 0; c < a.Dv; c++) {
+                double acc = 0;
+                for (int64_t j = 0; j < a.Sk; j++)
+                    acc += s[j] * v[off[2] + j * a.rs[2] + c * a.cs[2]];
+                yi[c] = a.Sk ? (float)(acc / sum) : 0.0f; /* no keys: MatMul over nothing */
+            }
+        }
+    }
+    pr_ref_from_f32(y, Y->numel, Y->dtype, Y->data);
+done:
+    free(q);
+    free(kk);
+    free(v);
+    free(m);
+    free(y);
+    free(s);
     return st;
 }
 
