@@ -275,3 +275,63 @@ precis_status pr_infer_QMatMul(pr_infer *ic) {
     ic->out[0].dtype = yt;
     return q_residual(ic, 4);
 }
+
+/* A QBinary / QPool operand i: int8/uint8 with a positive scale attribute,
+ * or (allow_float) float32. */
+static precis_status q_operand(pr_infer *ic, int i, const char *what, const char *scale,
+                               bool allow_float) {
+    precis_status st = pr_infer_need_input(ic, i, what);
+    if (st) return st;
+    pr_dtype d = ic->in[i].dtype;
+    if (q8(d)) return q_scale_attr(ic, scale);
+    if (allow_float && d == PRECIS_FLOAT32) return PRECIS_OK;
+    return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be int8/uint8%s, got %s", what,
+                     allow_float ? " or float32" : "", pr_dtype_name(d));
+}
+
+/* The op named by attribute kind (an ONNX op name), PR_OP_UNKNOWN if none. */
+static pr_op q_kind(const pr_node *n) { return pr_op_lookup(pr_attr_str(n, "kind", "")); }
+
+precis_status pr_infer_QBinary(pr_infer *ic) {
+    precis_status st = check_acts(ic);
+    if (st) return st;
+    if (pr_attr_str(ic->node, "act2", "")[0])
+        return pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "QBinary has no act2");
+    pr_op kind = q_kind(ic->node);
+    if (kind != PR_OP_Add && kind != PR_OP_Sub && kind != PR_OP_Mul)
+        return pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "unknown kind '%s' (Add, Sub or Mul)",
+                         pr_attr_str(ic->node, "kind", ""));
+    if ((st = q_operand(ic, 0, "A", "a_scale", true)) ||
+        (st = q_operand(ic, 1, "B", "b_scale", true)))
+        return st;
+    int rank;
+    int64_t dims[PR_MAX_RANK];
+    if ((st = pr_infer_broadcast(ic, 2, (const int[]){0, 1}, &rank, dims))) return st;
+    pr_dtype yt;
+    if (q_out_type(ic, &yt)) return ic->err->status;
+    pr_infer_set_out(ic, 0, yt, rank, dims);
+    return PRECIS_OK;
+}
+
+precis_status pr_infer_QPool(pr_infer *ic) {
+    pr_op kind = q_kind(ic->node);
+    if (kind != PR_OP_GlobalAveragePool && kind != PR_OP_AveragePool)
+        return pr_inferf(ic, PRECIS_ERR_UNSUPPORTED,
+                         "unknown kind '%s' (GlobalAveragePool or AveragePool)",
+                         pr_attr_str(ic->node, "kind", ""));
+    precis_status st = q_operand(ic, 0, "X", "x_scale", false);
+    if (st) return st;
+    pr_tinfo x = ic->in[0];
+    x.dtype = PRECIS_FLOAT32;
+    x.value = NULL;
+    pr_infer sub = *ic;
+    sub.n_in = 1;
+    sub.in = &x;
+    sub.n_out = 1;
+    st = kind == PR_OP_AveragePool ? pr_infer_AveragePool(&sub) : pr_infer_GlobalAveragePool(&sub);
+    if (st) return st;
+    pr_dtype yt;
+    if (q_out_type(ic, &yt)) return ic->err->status;
+    ic->out[0].dtype = yt;
+    return PRECIS_OK;
+}

@@ -4,6 +4,9 @@
  *        => QConv(x_q, W_q, w_scale, B, z_q | Z)      (int8 out when a Q follows)
  *   DQ(a_q) -> FusedMatMul/MatMul(., DQ(B_q) ...) [-> Q]  => QMatMul
  *   DQ(x_q) -> pass-through op -> Q (same scale)   => the op on x_q
+ *   DQ(a_q) | float a, DQ(b_q) | float b -> Add/Sub/Mul [-> activation] [-> Q]
+ *        => QBinary(a_q | a, b_q | b)                 (int8 out when a Q follows)
+ *   DQ(x_q) -> GlobalAveragePool / AveragePool [-> Q] => QPool(x_q)
  * DequantizeLinear nodes nobody reads any more are dropped. */
 #include <math.h>
 #include <stdio.h>
@@ -154,6 +157,68 @@ static precis_status lower_passthrough(pr_graph *g, pr_uses *u, int ni, bool *do
     return PRECIS_OK;
 }
 
+/* Elementwise node ni (Add, Sub, Mul; at least one operand a DQ, the other
+ * DQ or float32, an activation after it absorbed) or average pool of a DQ
+ * (rank 4, 2-D window: what the CPU pool kernel runs) => QBinary / QPool;
+ * absorbs the Q after it. */
+static precis_status lower_elem(pr_graph *g, pr_uses *u, int ni, bool *done, pr_err *e) {
+    *done = false;
+    const pr_node *n = &g->nodes[ni];
+    bool bin = n->op == PR_OP_Add || n->op == PR_OP_Sub || n->op == PR_OP_Mul;
+    bool pool = n->op == PR_OP_GlobalAveragePool || n->op == PR_OP_AveragePool;
+    if ((!bin && !pool) || (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)) return PRECIS_OK;
+    int y = pr_node_out(n, 0);
+    if (n->n_outputs != 1 || y < 0 || g->tensors[y].dtype != PRECIS_FLOAT32) return PRECIS_OK;
+    if (bin && (n->n_inputs != 2 || (n->opset < 7 && pr_attr_int(n, "broadcast", 0))))
+        return PRECIS_OK;
+    if (pool) {
+        const int64_t *ks;
+        int x = pr_node_in(n, 0);
+        if (x < 0 || g->tensors[x].rank != 4 ||
+            (n->op == PR_OP_AveragePool && pr_attr_ints(n, "kernel_shape", &ks) != 2))
+            return PRECIS_OK;
+    }
+    int nin = bin ? 2 : 1, qin[2] = {-1, -1}, nq = 0;
+    float sc[2] = {0, 0};
+    for (int j = 0; j < nin; j++) {
+        int t = n->inputs[j];
+        if (dq_of(g, t, &qin[j], &sc[j]) >= 0) {
+            nq++;
+        } else {
+            if (!bin || t < 0 || g->tensors[t].dtype != PRECIS_FLOAT32) return PRECIS_OK;
+            qin[j] = t;
+        }
+    }
+    if (!nq) return PRECIS_OK;
+    pr_act_match m = {0};
+    m.out_node = -1;
+    int yl = y; /* the float result the Q reads */
+    if (bin && pr_match_act(g, u, y, true, &m)) yl = pr_node_out(&g->nodes[m.out_node], 0);
+    else m.n_nodes = 0;
+    float ys = 0;
+    pr_dtype yt = PRECIS_FLOAT32;
+    int qn = q_after(g, u, yl, &ys, &yt);
+    const char *kind = pr_op_name(n->op);
+    pr_node_retype(g, ni, bin ? PR_OP_QBinary : PR_OP_QPool, 1);
+    if (pr_node_set_string(g, ni, "kind", kind, e)) return e->status;
+    for (int j = 0; j < nin; j++) {
+        if (pr_node_set_input(g, u, ni, j, qin[j], e)) return e->status;
+        const char *an = pool ? "x_scale" : j ? "b_scale" : "a_scale";
+        if (sc[j] > 0.0f && pr_node_set_float(g, ni, an, sc[j], e)) return e->status;
+    }
+    if (m.n_nodes && pr_node_set_act(g, ni, "act", &m.act, e)) return e->status;
+    if (qn >= 0 && (pr_node_set_int(g, ni, "y_type", yt, e) ||
+                    pr_node_set_float(g, ni, "y_scale", ys, e)))
+        return e->status;
+    int absorb[8], na = 0;
+    for (int k = 0; k < m.n_nodes; k++) absorb[na++] = m.nodes[k];
+    if (qn >= 0) absorb[na++] = qn;
+    if (na && pr_fuse_absorb(g, u, ni, absorb, na, qn >= 0 ? qn : m.out_node, e) < 0)
+        return e->status;
+    *done = true;
+    return PRECIS_OK;
+}
+
 /* ------------------------------------------------- back to float */
 
 static int f32_scalar(pr_graph *g, const char *base, float v, pr_err *e) {
@@ -266,7 +331,7 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e) {
     pr_uses u;
     precis_status st = pr_uses_build(g, &u, e);
     if (st) return st;
-    int n_compute = 0, n_pass = 0, n_dropped = 0;
+    int n_compute = 0, n_pass = 0, n_elem = 0, n_dropped = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         if (pr_node_dead(&g->nodes[i])) continue;
         bool done = false;
@@ -276,7 +341,12 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e) {
             continue;
         }
         if ((st = lower_passthrough(g, &u, i, &done, e))) goto out;
-        n_pass += done;
+        if (done) {
+            n_pass++;
+            continue;
+        }
+        if ((st = lower_elem(g, &u, i, &done, e))) goto out;
+        n_elem += done;
     }
     /* DequantizeLinear (and QuantizeLinear) nobody reads */
     for (bool again = true; again;) {
@@ -309,7 +379,8 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e) {
     if (!st) st = pr_graph_compact(g, e);
     if (!st && verbose)
         fprintf(stderr, "precis: int8 lowering: %d compute nodes (%d back to float), %d "
-                "pass-through, %d Q/DQ dropped\n", n_compute, n_back, n_pass, n_dropped);
+                "pass-through, %d elementwise/pool, %d Q/DQ dropped\n", n_compute, n_back, n_pass,
+                n_elem, n_dropped);
 out:
     pr_uses_free(&u);
     return st;

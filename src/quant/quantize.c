@@ -47,15 +47,18 @@ static bool f32_init(const pr_graph *g, int t) {
     return pr_is_init(g, t) && g->tensors[t].dtype == PRECIS_FLOAT32;
 }
 
-/* What an int8 compute node quantizes: activations (a, b: -1 none) and the
- * weight initializer w with the per-channel axis of its DequantizeLinear. */
+/* What an int8 node quantizes: activations (a, b: -1 none) and the weight
+ * initializer w with the per-channel axis of its DequantizeLinear; elem: an
+ * elementwise or pooling node (QBinary / QPool after lowering). */
 typedef struct qcompute {
     int a, b, w, w_axis;
+    bool elem;
 } qcompute;
 
 static bool compute_node(const pr_graph *g, const pr_node *n, qcompute *q) {
     q->a = q->b = q->w = -1;
     q->w_axis = 0;
+    q->elem = false;
     int x = pr_node_in(n, 0), y = pr_node_in(n, 1);
     if (!activation(g, x)) return false;
     if (n->op == PR_OP_FusedConv) {
@@ -78,6 +81,72 @@ static bool compute_node(const pr_graph *g, const pr_node *n, qcompute *q) {
         return true;
     }
     return false;
+}
+
+/* Operand t of an elementwise node with rank-4 output y: over H and W
+ * (the last two dims, right-aligned) either constant (per channel, per
+ * sample or scalar) or not broadcast (y's extent, as far as the graph
+ * knows); batch and channel dims may broadcast either way. Excludes masks
+ * like [N, 1, 1, S] on attention scores. */
+static bool elem_operand(const pr_graph *g, const pr_uses *u, int t, int y) {
+    const pr_tensor *x = &g->tensors[t], *o = &g->tensors[y];
+    if (x->rank < 0 || x->rank > 4) return false;
+    if (pr_same_shape(g, u, t, y)) return true;
+    int ones = 0, bcast = 0;
+    for (int d = 2; d < 4; d++) {
+        int xd = d - (4 - x->rank);
+        int64_t v = xd >= 0 ? x->dims[xd] : 1, w = o->dims[d];
+        if (v == 1) ones++;
+        if (v == 1 && w != 1) bcast++;
+    }
+    return ones == 2 || bcast == 0;
+}
+
+/* Does a Softmax read y? (attention scores stay float) */
+static bool feeds_softmax(const pr_graph *g, int y) {
+    int cs[16], nc = pr_consumers(g, y, cs, 16);
+    for (int k = 0; k < nc && k < 16; k++)
+        if (g->nodes[cs[k]].op == PR_OP_Softmax || g->nodes[cs[k]].op == PR_OP_LogSoftmax)
+            return true;
+    return false;
+}
+
+/* Add/Sub/Mul of float32 rank-4 feature maps (operands as elem_operand;
+ * constant operands stay float) not read by a Softmax, and
+ * GlobalAveragePool / 2-D AveragePool: int8 nodes whose activation inputs
+ * are quantized (QBinary / QPool after lowering). Other ranks are left
+ * alone (box decoding, sequence models and the like stay float). */
+static bool elem_node(const pr_graph *g, const pr_uses *u, const pr_node *n, qcompute *q) {
+    q->a = q->b = q->w = -1;
+    q->w_axis = 0;
+    q->elem = true;
+    if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return false;
+    int y = pr_node_out(n, 0);
+    if (n->n_outputs != 1 || y < 0 || g->tensors[y].dtype != PRECIS_FLOAT32 ||
+        g->tensors[y].rank != 4)
+        return false;
+    if (n->op == PR_OP_GlobalAveragePool || n->op == PR_OP_AveragePool) {
+        const int64_t *ks;
+        if (n->op == PR_OP_AveragePool && pr_attr_ints(n, "kernel_shape", &ks) != 2) return false;
+        int x = pr_node_in(n, 0);
+        if (!activation(g, x) || g->tensors[x].rank != 4) return false;
+        q->a = x;
+        return true;
+    }
+    if (n->op != PR_OP_Add && n->op != PR_OP_Sub && n->op != PR_OP_Mul) return false;
+    if (n->n_inputs != 2 || (n->opset < 7 && pr_attr_int(n, "broadcast", 0))) return false;
+    if (feeds_softmax(g, y)) return false;
+    for (int j = 0; j < 2; j++) {
+        int t = n->inputs[j];
+        if (t < 0 || !elem_operand(g, u, t, y)) return false;
+        if (activation(g, t)) {
+            if (j) q->b = t;
+            else q->a = t;
+        } else if (!f32_init(g, t)) {
+            return false;
+        }
+    }
+    return q->a >= 0 || q->b >= 0;
 }
 
 /* ---------------------------------------------------------- union-find */
@@ -223,15 +292,28 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     bool *isq = calloc((size_t)nn + 1, sizeof *isq);
     float *gmax = malloc(((size_t)nt + 1) * sizeof *gmax);
     unsigned char *gneg = calloc((size_t)nt + 1, 1);
+    pr_uses u = {0};
     precis_status st = PRECIS_OK;
     if (!want || !uf || !qc || !isq || !gmax || !gneg) {
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         goto done;
     }
+    if ((st = pr_uses_build(g, &u, e))) goto done;
     for (int t = 0; t < nt; t++) uf[t] = t;
     /* 1. compute nodes and the activations they read */
     for (int i = 0; i < nn; i++) {
         const pr_node *n = &g->nodes[i];
+        if (!pr_node_dead(n) && !compute_node(g, n, &qc[i]) && elem_node(g, &u, n, &qc[i])) {
+            /* elementwise / pooling: int8 when every activation operand has statistics */
+            if ((qc[i].a < 0 || pr_calib_find(o->stats, g->tensors[qc[i].a].name) >= 0) &&
+                (qc[i].b < 0 || pr_calib_find(o->stats, g->tensors[qc[i].b].name) >= 0)) {
+                isq[i] = true;
+                r.elem_nodes++;
+                if (qc[i].a >= 0) want[qc[i].a] = 1;
+                if (qc[i].b >= 0) want[qc[i].b] = 1;
+            }
+            continue;
+        }
         if (pr_node_dead(n) || !compute_node(g, n, &qc[i])) {
             bool attn = n->op == PR_OP_Attention; /* its products read activations only */
             if (!pr_node_dead(n) && (n->op == PR_OP_FusedConv || n->op == PR_OP_FusedMatMul ||
@@ -295,7 +377,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     /* the B operand of an activation x activation MatMul is int8 (the int8
      * matmul kernels take signed weights only) */
     for (int i = 0; i < nn; i++)
-        if (isq[i] && qc[i].b >= 0) gneg[uf_find(uf, qc[i].b)] = 1;
+        if (isq[i] && !qc[i].elem && qc[i].b >= 0) gneg[uf_find(uf, qc[i].b)] = 1;
     for (int t = 0; t < nt; t++) {
         if (!want[t]) continue;
         int root = uf_find(uf, t);
@@ -308,7 +390,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     }
     /* 4. weights, then activations (new nodes appended; compacted below) */
     for (int i = 0; i < nn; i++) {
-        if (!isq[i]) continue;
+        if (!isq[i] || qc[i].elem) continue;
         r.compute_nodes++;
         if (qc[i].w >= 0) {
             if ((st = quantize_weight(g, i, 1, qc[i].w, qc[i].w_axis, e))) goto done;
@@ -336,6 +418,7 @@ done:
     free(isq);
     free(gmax);
     free(gneg);
+    pr_uses_free(&u);
     if (rep) *rep = r;
     return st;
 }

@@ -13,6 +13,12 @@
  *      Scales are symmetric per tensor with zero point 0: uint8 with
  *      scale amax/255 when the tensor never saw a negative value, else int8
  *      with amax/127;
+ *    - elementwise nodes on rank-4 feature maps (Add, Sub, Mul whose
+ *      operands are either not broadcast over H, W or constant over them:
+ *      per channel / scalar; not read by a Softmax; constant operands stay
+ *      float) and GlobalAveragePool / 2-D AveragePool quantize their
+ *      activation inputs like compute nodes; their outputs are quantized
+ *      when an int8 node reads them, as any activation;
  *    - pass-through nodes (Reshape, Flatten, Transpose, Squeeze, Unsqueeze,
  *      Concat, Slice, Split, MaxPool, Identity, Resize nearest)
  *      share one scale between their data inputs and outputs (a union of
@@ -24,8 +30,9 @@
  *
  * 2. pr_quantize_lower (qlower.c), for the CPU backend: DequantizeLinear ->
  *    op -> QuantizeLinear patterns become the int8 ops (ops.inc: QConv,
- *    QMatMul; pass-through ops on int8 tensors); Q/DQ nodes left over run as
- *    standalone conversions. The ref backend runs either form.
+ *    QMatMul, QBinary, QPool; pass-through ops on int8 tensors); Q/DQ nodes
+ *    left over run as standalone conversions. The ref backend runs either
+ *    form.
  */
 #ifndef PR_QUANT_QUANTIZE_H
 #define PR_QUANT_QUANTIZE_H
@@ -45,6 +52,7 @@ typedef struct pr_quant_opts {
 /* Summary of what was quantized. */
 typedef struct pr_quant_report {
     int compute_nodes;      /* compute nodes given int8 inputs */
+    int elem_nodes;         /* elementwise / pooling nodes given int8 inputs */
     int float_nodes;        /* compute nodes left in float (and why, with verbose); Attention
                              * always is one */
     int tensors;            /* activation tensors quantized */

@@ -207,9 +207,10 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
     pr_quant_report rep;
     if ((st = pr_quantize_insert(g, &qo, &rep, err))) goto done;
     if (o->verbose)
-        fprintf(stderr, "precis: int8 (%s): %d compute nodes int8, %d float; %d activations, %d "
-                "weights quantized\n", pr_calibrator_name(cfg.method), rep.compute_nodes,
-                rep.float_nodes, rep.tensors, rep.weights);
+        fprintf(stderr, "precis: int8 (%s): %d compute nodes int8, %d float; %d elementwise/pool "
+                "nodes int8; %d activations, %d weights quantized\n",
+                pr_calibrator_name(cfg.method), rep.compute_nodes, rep.float_nodes,
+                rep.elem_nodes, rep.tensors, rep.weights);
     if (o->qdq_path && (st = pr_onnx_save(g, o->qdq_path, err))) goto done;
     if (lower) st = pr_quantize_lower(g, o->verbose, err);
 done:

@@ -11,6 +11,12 @@
                    leaves them) with a real bias, Relu, Reshape to 1-D and a
                    Conv1d (no int8 CPU kernel: it goes back to float);
                    input [batch, 4, 8, 8].
+  se_cnn.onnx      the elementwise/pooling INT8 lowering (QBinary, QPool): a
+                   PP-LCNet squeeze-excitation (GlobalAveragePool, 1x1 convs,
+                   HardSigmoid, Mul by the per-channel gate, residual Add), an
+                   FPN-style Add of a nearest Resize with Relu after it, a Sub of
+                   a per-channel constant, a 3x3 AveragePool; input
+                   [batch, 8, 12, 12].
 """
 import os
 
@@ -116,7 +122,42 @@ def odd_cnn():
                               helper.make_tensor_value_info("r", TensorProto.FLOAT, ["batch", 8, 8, 8])], inits)
 
 
-for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13)]:
+def se_cnn():
+    rng = np.random.default_rng(4)
+    inits, nodes = [], []
+
+    def c(a, n):
+        inits.append(numpy_helper.from_array(np.asarray(a, np.float32), n))
+        return n
+
+    def conv(x, y, cin, cout, k):
+        nodes.append(helper.make_node("Conv", [x, c(rng.standard_normal((cout, cin, k, k)) * 0.4, y + "_w"),
+                                              c(rng.standard_normal(cout) * 0.1, y + "_b")], [y], name=y,
+                                      kernel_shape=[k, k], pads=[k // 2] * 4))
+
+    conv("input", "c1", 8, 16, 3)
+    nodes.append(helper.make_node("Relu", ["c1"], ["x"], name="relu1"))
+    nodes.append(helper.make_node("GlobalAveragePool", ["x"], ["gap"], name="gap"))
+    conv("gap", "se1", 16, 4, 1)
+    nodes.append(helper.make_node("Relu", ["se1"], ["se1r"], name="se_relu"))
+    conv("se1r", "se2", 4, 16, 1)
+    nodes.append(helper.make_node("HardSigmoid", ["se2"], ["se"], name="se_gate", alpha=0.2, beta=0.5))
+    nodes.append(helper.make_node("Mul", ["x", "se"], ["m"], name="se_mul"))
+    nodes.append(helper.make_node("Add", ["x", "m"], ["a"], name="rse_add"))
+    nodes.append(helper.make_node("MaxPool", ["a"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]))
+    conv("p", "lat", 16, 16, 1)
+    nodes.append(helper.make_node("Resize", ["lat", "", c([1, 1, 2, 2], "scales")], ["up"], name="up", mode="nearest"))
+    nodes.append(helper.make_node("Add", ["up", "a"], ["f0"], name="fpn_add"))
+    nodes.append(helper.make_node("Relu", ["f0"], ["f"], name="fpn_relu"))
+    nodes.append(helper.make_node("Sub", ["f", c(rng.random((16, 1, 1)), "shift")], ["s"], name="shift"))
+    nodes.append(helper.make_node("AveragePool", ["s"], ["v"], name="avg", kernel_shape=[3, 3], pads=[1] * 4))
+    conv("v", "y", 16, 4, 1)
+    return helper.make_graph(nodes, "se_cnn", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 8, 12, 12])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 12, 12])], inits)
+
+
+for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13),
+                       ("se_cnn", se_cnn(), 13)]:
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="precis tests")
     m.ir_version = 8
     onnx.checker.check_model(m)

@@ -11,7 +11,11 @@
  *   - bad options fail with a message,
  *   - odd_cnn: a dead channel of denormal weights stays on the int8 kernel
  *     (and keeps its bias); a Conv1d stays float next to int8 and the whole
- *     still matches the QDQ graph. */
+ *     still matches the QDQ graph;
+ *   - se_cnn: the squeeze-excitation Mul, the residual and FPN Adds (Relu
+ *     absorbed), the Sub of a constant and both average pools run as
+ *     QBinary / QPool: no float elementwise or pooling step is left and the
+ *     only conversion is the input's QuantizeLinear. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -257,12 +261,52 @@ static void test_odd(void) {
     precis_ctx_destroy(ctx);
 }
 
+static void test_se(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    const char *model = "data/se_cnn.onnx";
+    int64_t dims[4] = {2, 8, 12, 12};
+    make_calib(ctx, "se", 4, dims, 6);
+    char calib[512];
+    snprintf(calib, sizeof calib, "%s/se", dir);
+    precis_tensor *in = rand_input(ctx, 4, dims, 13);
+    precis_tensor *f32[1] = {0}, *cpu[1] = {0}, *ref[1] = {0};
+    precis_build_options o = {.precision = "fp32", .num_threads = 2};
+    CHECK(build_run(ctx, model, &o, "input", in, f32, NULL) == PRECIS_OK);
+    o.precision = "int8";
+    o.calib_data = calib;
+    precis_engine *e = NULL;
+    CHECK(build_run(ctx, model, &o, "input", in, cpu, &e) == PRECIS_OK);
+    if (e) {
+        CHECK(count_steps(e, "QBinary", PRECIS_UNDEFINED) == 4); /* Mul, Add, Add+Relu, Sub */
+        CHECK(count_steps(e, "QPool", PRECIS_UNDEFINED) == 2);
+        const char *fl[] = {"Add", "Sub", "Mul", "Relu", "GlobalAveragePool", "AveragePool",
+                            "DequantizeLinear"};
+        for (int i = 0; i < 7; i++) {
+            int n = count_steps(e, fl[i], PRECIS_UNDEFINED);
+            if (n) printf("se_cnn: %d %s steps left\n", n, fl[i]);
+            CHECK(n == 0);
+        }
+        CHECK(count_steps(e, "QuantizeLinear", PRECIS_UNDEFINED) == 1);
+        CHECK(count_steps(e, "QBinary", PRECIS_INT8) + count_steps(e, "QBinary", PRECIS_UINT8) == 4);
+    }
+    precis_engine_destroy(e);
+    o.backend = "ref";
+    CHECK(build_run(ctx, model, &o, "input", in, ref, NULL) == PRECIS_OK);
+    check_agree("se_cnn", cpu, ref, f32, 1);
+    precis_tensor_destroy(f32[0]);
+    precis_tensor_destroy(cpu[0]);
+    precis_tensor_destroy(ref[0]);
+    precis_tensor_destroy(in);
+    precis_ctx_destroy(ctx);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/precis_int8_XXXXXX");
     if (!mkdtemp(dir)) return 1;
     test_cnn();
     test_mlp();
     test_odd();
+    test_se();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

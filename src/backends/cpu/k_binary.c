@@ -33,10 +33,10 @@ typedef struct bparam {
     float e; /* Pow exponent */
 } bparam;
 
-/* o[i] = a[i sa] op b[i sb], i < n. The typed and mixed functions take
- * sa, sb in {0, 1}; the strided one anything. Pow: b unused. */
-typedef void (*bin_fn)(const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n,
-                       const bparam *p);
+/* o[i] = a[i sa] op b[i sb], i < n (pr_cpu_bin_row; its param a bparam).
+ * The typed and mixed functions take sa, sb in {0, 1}; the strided one
+ * anything. Pow: b unused. */
+typedef pr_cpu_bin_row bin_fn;
 
 /* ------------------------------------------------------------------ scalar */
 
@@ -86,7 +86,8 @@ PR_INLINE void s_pow_t(int kind, pr_dtype dt, const void *a, void *o, int64_t n,
 /* Any strides, any dtypes: the rare rows of operands in different layouts. */
 #define DEF_STRIDED(op)                                                                            \
     static void st_##op(const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n,  \
-                        const bparam *p) {                                                         \
+                        const void *pv) {                                                          \
+        const bparam *p = pv;                                                                      \
         for (int64_t i = 0; i < n; i++)                                                            \
             ps_store(o, i, p->dout,                                                                \
                      s_bop(op, ps_load(a, i *sa, p->da), ps_load(b, i *sb, p->db)));               \
@@ -185,7 +186,7 @@ static const bin_fn st_tab[B_COUNT] = {BOPS(ENT_ST)};
  * activations (3-6), anything else through per-vector dtype switches (7). */
 #define DEF_S1(op, tag, A, B, O)                                                                   \
     static void s_##op##_##tag(const void *a, int64_t sa, const void *b, int64_t sb, void *o,      \
-                               int64_t n, const bparam *p) {                                       \
+                               int64_t n, const void *p) {                                         \
         (void)p;                                                                                   \
         s_bin_t(op, DT_##A, DT_##B, DT_##O, a, sa, b, sb, o, n);                                   \
     }
@@ -196,7 +197,8 @@ static const bin_fn st_tab[B_COUNT] = {BOPS(ENT_ST)};
             DEF_S1(op, F32_BF16, F32, BF16, BF16)                                                  \
                 DEF_S1(op, F32_F16, F32, F16, F16) static void s_##op##_mix(                       \
                     const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n,      \
-                    const bparam *p) {                                                             \
+                    const void *pv) {                                                              \
+        const bparam *p = pv;                                                                      \
         s_bin_t(op, p->da, p->db, p->dout, a, sa, b, sb, o, n);                                    \
     }
 BOPS(DEF_S)
@@ -208,9 +210,9 @@ static const bin_fn s_tab[B_COUNT][NCOL] = {BOPS(ENT_S)};
 
 #define DEF_SP1(k, dt)                                                                             \
     static void sp_##k##_##dt(const void *a, int64_t sa, const void *b, int64_t sb, void *o,       \
-                              int64_t n, const bparam *p) {                                        \
+                              int64_t n, const void *p) {                                          \
         (void)sa, (void)b, (void)sb;                                                               \
-        s_pow_t(k, DT_##dt, a, o, n, p->e);                                                        \
+        s_pow_t(k, DT_##dt, a, o, n, ((const bparam *)p)->e);                                      \
     }
 #define DEF_SP(k) DEF_SP1(k, F32) DEF_SP1(k, BF16) DEF_SP1(k, F16)
 POWS(DEF_SP)
@@ -221,7 +223,7 @@ static const bin_fn sp_tab[P_COUNT][3] = {POWS(ENT_SP) ENT_SP(P_GEN)};
 #ifdef PR_CPU_X86
 #define DEF_V1(op, tag, A, B, O)                                                                   \
     static PR_AVX512 void v_##op##_##tag(const void *a, int64_t sa, const void *b, int64_t sb,     \
-                                         void *o, int64_t n, const bparam *p) {                    \
+                                         void *o, int64_t n, const void *p) {                      \
         (void)p;                                                                                   \
         v_bin_t(op, DT_##A, DT_##B, DT_##O, a, sa, b, sb, o, n);                                   \
     }
@@ -232,7 +234,8 @@ static const bin_fn sp_tab[P_COUNT][3] = {POWS(ENT_SP) ENT_SP(P_GEN)};
             DEF_V1(op, F32_BF16, F32, BF16, BF16)                                                  \
                 DEF_V1(op, F32_F16, F32, F16, F16) static PR_AVX512 void v_##op##_mix(             \
                     const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n,      \
-                    const bparam *p) {                                                             \
+                    const void *pv) {                                                              \
+        const bparam *p = pv;                                                                      \
         v_bin_t(op, p->da, p->db, p->dout, a, sa, b, sb, o, n);                                    \
     }
 BOPS(DEF_V)
@@ -243,9 +246,9 @@ static const bin_fn v_tab[B_COUNT][NCOL] = {BOPS(ENT_V)};
 
 #define DEF_VP1(k, dt)                                                                             \
     static PR_AVX512 void vp_##k##_##dt(const void *a, int64_t sa, const void *b, int64_t sb,      \
-                                        void *o, int64_t n, const bparam *p) {                     \
+                                        void *o, int64_t n, const void *p) {                       \
         (void)sa, (void)b, (void)sb;                                                               \
-        v_pow_t(k, DT_##dt, a, o, n, p->e);                                                        \
+        v_pow_t(k, DT_##dt, a, o, n, ((const bparam *)p)->e);                                      \
     }
 #define DEF_VP(k) DEF_VP1(k, F32) DEF_VP1(k, BF16) DEF_VP1(k, F16)
 POWS(DEF_VP)
@@ -341,7 +344,7 @@ typedef struct bjob {
     const char *a, *b;
     char *o;
     size_t ea, eb, eo;
-    const bparam *p;
+    const void *p;
 } bjob;
 
 /* Rows [r0, r1), columns [c0, c1) of each. */
@@ -395,6 +398,30 @@ static void run_job(const bjob *j, int64_t numel, int nt) {
     }
 }
 
+precis_status pr_cpu_bin_run(pr_kernel *k, const pr_buf *a, int lay_a, const pr_buf *b, int lay_b,
+                             pr_buf *o, int lay_o, pr_cpu_bin_row fn, pr_cpu_bin_row strided,
+                             const void *param, int threads) {
+    if (o->numel == 0) return PRECIS_OK;
+    const pr_buf *in[2] = {a, b};
+    const int lay[2] = {lay_a, lay_b};
+    bplan pl;
+    precis_status st = make_plan(k, in, lay, o, lay_o, &pl);
+    if (st) return st;
+    int64_t sa = pl.cs[0][0], sb = pl.cs[1][0];
+    if ((sa != 0 && sa != 1) || (sb != 0 && sb != 1)) fn = strided;
+    bjob j = {&pl,
+              fn,
+              a->data,
+              b->data,
+              o->data,
+              pr_dtype_size(a->dtype),
+              pr_dtype_size(b->dtype),
+              pr_dtype_size(o->dtype),
+              param};
+    run_job(&j, o->numel, threads);
+    return PRECIS_OK;
+}
+
 /* ------------------------------------------------------------------ impl */
 
 typedef struct bstate {
@@ -425,9 +452,7 @@ static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
     int t = pr_node_out(n, i);
     return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
 }
-/* The tensor's storage layout (initializers are stored plain; NHWC only
- * means something at rank 4, and an output's rank may not be known yet). */
-static int layout_of(const pr_tensor *t) {
+int pr_cpu_layout_of(const pr_tensor *t) {
     if (!t || (t->flags & PR_T_INIT) || (t->rank >= 0 && t->rank != 4)) return PR_LAYOUT_PLAIN;
     return t->layout;
 }
@@ -443,13 +468,14 @@ static bool b_supports(const pr_graph *g, const pr_node *n) {
         if (!(b->flags & PR_T_INIT) || !b->data || b->rank < 0 || pr_numel(b->rank, b->dims) != 1)
             return false;
         const pr_dtype_traits *tb = pr_dtype_info(b->dtype);
-        return tb->size && (tb->is_float || tb->is_int) && layout_of(a) == layout_of(y);
+        return tb->size && (tb->is_float || tb->is_int) &&
+               pr_cpu_layout_of(a) == pr_cpu_layout_of(y);
     }
     return pr_cpu_float_dt(b->dtype);
 }
 
-/* Per-channel or scalar constant: all dims 1 except at most the channel dim
- * (dim 1 of a right-aligned rank-4 shape). */
+/* All dims 1 except at most the channel dim (dim 1 of a right-aligned
+ * rank-4 shape). */
 static bool per_channel(const pr_tensor *t) {
     if (t->rank < 0 || t->rank > 4) return false;
     for (int d = 0; d < t->rank; d++) {
@@ -459,14 +485,16 @@ static bool per_channel(const pr_tensor *t) {
     return true;
 }
 
+bool pr_cpu_bin_nhwc_operand(const pr_tensor *t) {
+    if (t->rank == 4 && !(t->flags & PR_T_INIT)) return true; /* becomes NHWC with the rest */
+    return per_channel(t);
+}
+
 static bool b_nhwc_ok(const pr_graph *g, const pr_node *n) {
     if (!b_supports(g, n)) return false;
     int op = op_of(n);
-    for (int i = 0; i < (op == B_POW ? 1 : 2); i++) {
-        const pr_tensor *t = tin(g, n, i);
-        if (t->rank == 4 && !(t->flags & PR_T_INIT)) continue; /* becomes NHWC with the rest */
-        if (!per_channel(t)) return false;
-    }
+    for (int i = 0; i < (op == B_POW ? 1 : 2); i++)
+        if (!pr_cpu_bin_nhwc_operand(tin(g, n, i))) return false;
     return true;
 }
 
@@ -480,7 +508,8 @@ static bool same_dims(const pr_tensor *a, const pr_tensor *b) {
 static int b_inplace(const pr_graph *g, const pr_node *n) {
     const pr_tensor *a = tin(g, n, 0), *y = tout(g, n, 0);
     if (op_of(n) < 0 || !a || !y || (a->flags & PR_T_INIT)) return -1;
-    return same_dims(a, y) && a->dtype == y->dtype && layout_of(a) == layout_of(y) ? 0 : -1;
+    if (!same_dims(a, y) || a->dtype != y->dtype) return -1;
+    return pr_cpu_layout_of(a) == pr_cpu_layout_of(y) ? 0 : -1;
 }
 
 static precis_status b_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
@@ -492,9 +521,9 @@ static precis_status b_prepare(const pr_graph *g, const pr_node *n, const pr_cpu
 #ifdef PR_CPU_X86
     s->avx512 = pr_cpu_use_avx512();
 #endif
-    s->lay[0] = layout_of(tin(g, n, 0));
-    s->lay[1] = layout_of(tin(g, n, 1));
-    s->out_lay = layout_of(tout(g, n, 0));
+    s->lay[0] = pr_cpu_layout_of(tin(g, n, 0));
+    s->lay[1] = pr_cpu_layout_of(tin(g, n, 1));
+    s->out_lay = pr_cpu_layout_of(tout(g, n, 0));
     *state = s;
     return PRECIS_OK;
 }
@@ -538,30 +567,13 @@ static precis_status b_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
         return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "dtypes %s, %s -> %s are not supported",
                           pr_dtype_name(a->dtype), pr_dtype_name(b->dtype),
                           pr_dtype_name(o->dtype));
-    if (o->numel == 0) return PRECIS_OK;
-    const pr_buf *in[2] = {a, b};
-    bplan pl;
-    precis_status st = make_plan(k, in, s->lay, o, s->out_lay, &pl);
-    if (st) return st;
     bparam p = {a->dtype, b->dtype, o->dtype, 0};
-    int64_t sa = pl.cs[0][0], sb = pl.cs[1][0];
     int col = bin_col(a->dtype, b->dtype, o->dtype);
     bin_fn fn = s_tab[s->op][col];
 #ifdef PR_CPU_X86
     if (s->avx512) fn = v_tab[s->op][col];
 #endif
-    if ((sa != 0 && sa != 1) || (sb != 0 && sb != 1)) fn = st_tab[s->op];
-    bjob j = {&pl,
-              fn,
-              a->data,
-              b->data,
-              o->data,
-              pr_dtype_size(a->dtype),
-              pr_dtype_size(b->dtype),
-              pr_dtype_size(o->dtype),
-              &p};
-    run_job(&j, o->numel, nt);
-    return PRECIS_OK;
+    return pr_cpu_bin_run(k, a, s->lay[0], b, s->lay[1], o, s->out_lay, fn, st_tab[s->op], &p, nt);
 }
 
 static const char *b_describe(void *state) {

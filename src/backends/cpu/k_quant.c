@@ -39,10 +39,6 @@ static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
     return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
 }
 
-static int layout_of(const pr_tensor *t) {
-    if (!t || (t->flags & PR_T_INIT) || (t->rank >= 0 && t->rank != 4)) return PR_LAYOUT_PLAIN;
-    return t->layout;
-}
 
 static bool is_init(const pr_tensor *t) { return t && (t->flags & PR_T_INIT) && t->data; }
 
@@ -78,7 +74,7 @@ static bool q_common(const pr_graph *g, const pr_node *n, const pr_tensor **x,
     if (!scale_of(tin(g, n, 1), &s) || !zp_ok(tin(g, n, 2))) return false;
     if (pr_attr_int(n, "block_size", 0) != 0) return false; /* blocked quantization */
     if ((*x)->flags & PR_T_INIT) return false;
-    return layout_of(*x) == layout_of(*y);
+    return pr_cpu_layout_of(*x) == pr_cpu_layout_of(*y);
 }
 
 static bool quant_supports(const pr_graph *g, const pr_node *n) {
@@ -121,22 +117,16 @@ static precis_status q_prepare(const pr_graph *g, const pr_node *n, const pr_cpu
 
 /* ------------------------------------------------------------ scalar */
 
-/* round half to even, saturate to [lo, hi]; NaN gives 0 (as the ref) */
-static inline float qround(float v, float lo, float hi) {
-    if (isnan(v)) return 0.0f;
-    v = nearbyintf(v);
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
 static void quant_scalar(const void *x, pr_dtype xdt, float sc, void *y, bool u8, int64_t i0,
                          int64_t i1) {
     if (u8) {
         uint8_t *q = y;
-        for (int64_t i = i0; i < i1; i++) q[i] = (uint8_t)qround(ps_load(x, i, xdt) / sc, 0, 255);
+        for (int64_t i = i0; i < i1; i++)
+            q[i] = (uint8_t)ps_q8_round(ps_load(x, i, xdt) / sc, 0, 255);
     } else {
         int8_t *q = y;
         for (int64_t i = i0; i < i1; i++)
-            q[i] = (int8_t)qround(ps_load(x, i, xdt) / sc, -128, 127);
+            q[i] = (int8_t)ps_q8_round(ps_load(x, i, xdt) / sc, -128, 127);
     }
 }
 
@@ -155,11 +145,7 @@ static void dequant_scalar(const void *q, bool u8, float sc, void *y, pr_dtype y
 
 #ifdef PR_CPU_X86
 PR_VINLINE __m512i quant16(__m512 v, __m512 sc, __m512 lo, __m512 hi) {
-    __mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
-    v = _mm512_div_ps(v, sc);
-    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi); /* NaN lanes: lo, zeroed next */
-    return _mm512_maskz_cvtps_epi32(ord, v);
+    return pv_q8_round(_mm512_div_ps(v, sc), lo, hi);
 }
 
 static PR_AVX512 void quant_512(const void *x, pr_dtype xdt, float scale, void *y, bool u8,
@@ -173,21 +159,20 @@ static PR_AVX512 void quant_512(const void *x, pr_dtype xdt, float scale, void *
         __m512i b = quant16(pv_load(x, i + 16, xdt), sc, lo, hi);
         __m512i c = quant16(pv_load(x, i + 32, xdt), sc, lo, hi);
         __m512i d = quant16(pv_load(x, i + 48, xdt), sc, lo, hi);
-        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(a));
-        _mm_storeu_si128((__m128i *)(q + i + 16), _mm512_cvtepi32_epi8(b));
-        _mm_storeu_si128((__m128i *)(q + i + 32), _mm512_cvtepi32_epi8(c));
-        _mm_storeu_si128((__m128i *)(q + i + 48), _mm512_cvtepi32_epi8(d));
+        pv_q8_store(q, i, a);
+        pv_q8_store(q, i + 16, b);
+        pv_q8_store(q, i + 32, c);
+        pv_q8_store(q, i + 48, d);
     }
     for (; i < i1; i += 16) {
         __mmask16 m = i1 - i >= 16 ? (__mmask16)0xffff : pv_tail(i1 - i);
         __m512i a = quant16(pv_load_m(x, i, xdt, m), sc, lo, hi);
-        _mm512_mask_cvtepi32_storeu_epi8(q + i, m, a);
+        pv_q8_store_m(q, i, a, m);
     }
 }
 
 PR_VINLINE __m512 dq16(__m128i b, bool u8, __m512 sc) {
-    __m512i w = u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(w), sc);
+    return _mm512_mul_ps(pv_q8_to_f32(b, u8), sc);
 }
 
 static PR_AVX512 void dequant_512(const void *q, bool u8, float scale, void *y, pr_dtype ydt,

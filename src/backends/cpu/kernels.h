@@ -15,6 +15,9 @@
  *   pr_cpu_impl_move     (k_move.c) Reorder, Transpose, Concat, Slice,
  *       Split, Reshape/Flatten/Squeeze/Unsqueeze (plain; in place on input 0).
  *       Also int8/uint8/bool tensors (the data movement is dtype-agnostic).
+ *   pr_cpu_impl_qbinary  (k_qelem.c) QBinary (INT8 Add, Sub, Mul): int8,
+ *       uint8 or float operands, numpy broadcasting and layouts as binary,
+ *       the act epilogue, float or requantized int8/uint8 output.
  *   pr_cpu_impl_quantize / pr_cpu_impl_dequantize  (k_quant.c) per-tensor
  *       QuantizeLinear (float32/bfloat16/float16 -> int8/uint8, x / scale
  *       rounded half to even and saturated as ref) and DequantizeLinear
@@ -32,6 +35,28 @@ extern const pr_cpu_impl pr_cpu_impl_binary;
 extern const pr_cpu_impl pr_cpu_impl_move;
 extern const pr_cpu_impl pr_cpu_impl_quantize;
 extern const pr_cpu_impl pr_cpu_impl_dequantize;
+extern const pr_cpu_impl pr_cpu_impl_qbinary;
+
+/* The broadcasting driver of the binary kernels (k_binary.c), shared with
+ * QBinary. A row function computes o[i] = f(a[i sa], b[i sb]) for i < n (a,
+ * b, o at the row's first elements; strides in elements; param passed
+ * through). pr_cpu_bin_run computes o = f(a, b) with numpy broadcasting,
+ * each operand and the output stored plain or NHWC (lay_*: PR_LAYOUT_*; NHWC
+ * only means something at rank 4): the dims are merged into rows along
+ * which every operand has stride 1 or 0, which go to fn, else (operands in
+ * different layouts) to strided. Up to `threads` OpenMP threads. */
+typedef void (*pr_cpu_bin_row)(const void *a, int64_t sa, const void *b, int64_t sb, void *o,
+                               int64_t n, const void *param);
+precis_status pr_cpu_bin_run(pr_kernel *k, const pr_buf *a, int lay_a, const pr_buf *b, int lay_b,
+                             pr_buf *o, int lay_o, pr_cpu_bin_row fn, pr_cpu_bin_row strided,
+                             const void *param, int threads);
+/* Whether a binary node may run NHWC as far as operand t is concerned: a
+ * rank-4 activation (it becomes NHWC with the rest), or a tensor whose dims
+ * are all 1 but the channel's (per-channel or scalar, rank <= 4). */
+bool pr_cpu_bin_nhwc_operand(const pr_tensor *t);
+/* The storage layout of t for a kernel (initializers are plain; NHWC only
+ * at rank 4, or when the rank is not known yet). */
+int pr_cpu_layout_of(const pr_tensor *t);
 
 /* A rank-4 tensor N,C,H,W (dims nchw, elements of es bytes) from plain to
  * NHWC storage (to_nhwc) or back; src and dst do not overlap. */

@@ -28,6 +28,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "core/dtype.h"
+#include "ir/act.h"
 
 #define PR_INLINE static inline __attribute__((always_inline))
 
@@ -69,6 +70,20 @@ PR_INLINE float ps_gelu_tanh(float x) {
     return x / (1.0f + expf(-2.0f * z));
 }
 PR_INLINE float ps_mish(float x) { return x * tanhf(ps_softplus(x)); }
+
+/* INT8: v rounded half to even (nearbyintf in the default rounding mode)
+ * and saturated to [lo, hi]; NaN gives 0. The ref's float -> int8/uint8
+ * conversion (QuantizeLinear, the int8 ops' outputs). */
+PR_INLINE float ps_q8_round(float v, float lo, float hi) {
+    if (isnan(v)) return 0.0f;
+    v = nearbyintf(v);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Element i of an int8 (u8 false) or uint8 array as float. */
+PR_INLINE float ps_q8_load(const void *p, int64_t i, bool u8) {
+    return u8 ? (float)((const uint8_t *)p)[i] : (float)((const int8_t *)p)[i];
+}
 
 /* ------------------------------------------------------------------ AVX-512 */
 #if defined(__x86_64__) || defined(__i386__)
@@ -146,6 +161,34 @@ PR_VINLINE void pv_store_m(void *p, int64_t i, pr_dtype dt, __m512 v, __mmask16 
 }
 
 #define PV_C(c) _mm512_set1_ps((float)(c))
+
+/* INT8 helpers. 16 int8 (u8 false) / uint8 bytes as floats, unscaled. */
+PR_VINLINE __m512 pv_q8_to_f32(__m128i b, bool u8) {
+    return _mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b));
+}
+PR_VINLINE __m512 pv_q8_load(const void *p, int64_t i, bool u8) {
+    return pv_q8_to_f32(_mm_loadu_si128((const __m128i *)((const uint8_t *)p + i)), u8);
+}
+/* Lanes outside m read as 0 (and touch no memory). */
+PR_VINLINE __m512 pv_q8_load_m(const void *p, int64_t i, bool u8, __mmask16 m) {
+    return pv_q8_to_f32(_mm_maskz_loadu_epi8(m, (const uint8_t *)p + i), u8);
+}
+
+/* ps_q8_round on 16 lanes (lo, hi: the type's limits, integers, so that
+ * clamping before rounding gives the same): int32 lanes. The conversion
+ * rounds half to even by its embedded rounding mode (no MXCSR dependence). */
+PR_VINLINE __m512i pv_q8_round(__m512 v, __m512 lo, __m512 hi) {
+    __mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi); /* NaN lanes: lo, zeroed next */
+    return _mm512_maskz_cvt_roundps_epi32(ord, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/* Stores 16 int32 lanes (already in the byte type's range) as bytes. */
+PR_VINLINE void pv_q8_store(void *p, int64_t i, __m512i v) {
+    _mm_storeu_si128((__m128i *)((uint8_t *)p + i), _mm512_cvtepi32_epi8(v));
+}
+PR_VINLINE void pv_q8_store_m(void *p, int64_t i, __m512i v, __mmask16 m) {
+    _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)p + i, m, v);
+}
 
 /* exp: n = round(x log2 e), r = x - n ln2 (two-part ln2), Cephes' degree-6
  * polynomial on [-ln2/2, ln2/2], scaled by 2^n with vscalefps (exact for
@@ -360,6 +403,40 @@ PR_VINLINE void pv_tr16(__m512 v[16]) {
         v[8 + c] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
         v[4 + c] = _mm512_shuffle_f32x4(a1, b1, 0x88);
         v[12 + c] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
+    }
+}
+
+/* The activation a (ir/act.h) on 16 lanes. Relu, LeakyRelu, Clip,
+ * HardSigmoid, HardSwish and Affine give pr_act_apply's results bit for bit
+ * (no fused multiply-add; NaN passes where it does there); Sigmoid, Tanh,
+ * Gelu, GeluTanh and Swish are within the pv_ functions' ~1e-6. */
+PR_VINLINE __m512 pv_act(const pr_act *a, __m512 x) {
+    const __m512 zero = _mm512_setzero_ps(), one = PV_C(1.0f);
+    switch (a->kind) {
+    case PR_ACT_RELU: return _mm512_max_ps(zero, x); /* NaN and -0 pass as in ref */
+    case PR_ACT_LEAKY_RELU:
+        return _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), x, PV_C(a->alpha));
+    case PR_ACT_CLIP: {
+        __mmask16 lt = _mm512_cmp_ps_mask(x, PV_C(a->alpha), _CMP_LT_OQ);
+        __mmask16 gt = _mm512_cmp_ps_mask(x, PV_C(a->beta), _CMP_GT_OQ);
+        return _mm512_mask_mov_ps(_mm512_mask_mov_ps(x, gt, PV_C(a->beta)), lt, PV_C(a->alpha));
+    }
+    case PR_ACT_SIGMOID: return pv_sigmoid(x);
+    case PR_ACT_HARD_SIGMOID:
+    case PR_ACT_HARD_SWISH: {
+        bool hs = a->kind == PR_ACT_HARD_SWISH;
+        __m512 v = _mm512_add_ps(_mm512_mul_ps(x, PV_C(hs ? 1.0f / 6.0f : a->alpha)),
+                                 PV_C(hs ? 0.5f : a->beta));
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, one, _CMP_GT_OQ), one);
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), zero);
+        return hs ? _mm512_mul_ps(x, v) : v;
+    }
+    case PR_ACT_TANH: return pv_tanh(x);
+    case PR_ACT_GELU: return pv_gelu(x);
+    case PR_ACT_GELU_TANH: return pv_gelu_tanh(x);
+    case PR_ACT_SWISH: return _mm512_div_ps(x, _mm512_add_ps(one, pv_exp(pv_neg(x))));
+    case PR_ACT_AFFINE: return _mm512_add_ps(_mm512_mul_ps(x, PV_C(a->alpha)), PV_C(a->beta));
+    default: return x;
     }
 }
 

@@ -279,10 +279,12 @@ static precis_status dequant(pr_kernel *k, const pr_buf *q, const float *scale, 
     return PRECIS_OK;
 }
 
-/* Run `fn` (ref_FusedConv / ref_FusedMatMul) on real-valued copies of the
- * quantized operands, then quantize into out[0] when y_type asks for it.
- * in4 = {X, W, bias, Z} after dequantization (bias/Z may be NULL). */
-static precis_status q_run(pr_kernel *k, pr_kernel_fn fn, const pr_buf *in4[4]) {
+/* Run `fn` (ref_FusedConv, ref_FusedMatMul, a binary op or a pool) on
+ * real-valued copies of the quantized operands in[0..n_in) (NULL: an omitted
+ * optional input), apply `act` (may be NULL) to its float result, then
+ * quantize into out[0] when y_type asks for it. */
+static precis_status q_run(pr_kernel *k, pr_kernel_fn fn, const pr_buf **in, int n_in,
+                           const pr_act *act) {
     pr_buf *Y = k->out[0], yf = *Y;
     float *tmp = NULL;
     if (Y->dtype != PRECIS_FLOAT32) {
@@ -294,11 +296,15 @@ static precis_status q_run(pr_kernel *k, pr_kernel_fn fn, const pr_buf *in4[4]) 
     }
     pr_buf *outs[1] = {&yf};
     pr_kernel sub = *k;
-    sub.n_in = in4[3] ? 4 : (in4[2] ? 3 : 2);
-    sub.in = in4;
+    sub.n_in = n_in;
+    sub.in = in;
     sub.n_out = 1;
     sub.out = outs;
     precis_status st = fn(&sub);
+    if (!st && act && act->kind != PR_ACT_NONE) {
+        float *y = yf.data;
+        for (int64_t i = 0; i < Y->numel; i++) y[i] = pr_act_apply(act, y[i]);
+    }
     if (!st && tmp) {
         float inv = 1.0f / pr_attr_float(k->node, "y_scale", 1.0f);
         for (int64_t i = 0; i < Y->numel; i++) tmp[i] *= inv;
@@ -325,7 +331,7 @@ precis_status ref_QConv(pr_kernel *k) {
     precis_status st = dequant(k, X, &xs, 1, 0, &xf);
     if (!st) st = dequant(k, W, ws->data, ws->numel, 0, &wf);
     if (!st) st = q_residual_buf(k, pr_kin(k, 4), &zf, &in4[3]);
-    if (!st) st = q_run(k, ref_FusedConv, in4);
+    if (!st) st = q_run(k, ref_FusedConv, in4, in4[3] ? 4 : (in4[2] ? 3 : 2), NULL);
     free(xf.data);
     free(wf.data);
     free(zf.data);
@@ -341,9 +347,52 @@ precis_status ref_QMatMul(pr_kernel *k) {
     precis_status st = dequant(k, A, &as, 1, 0, &af);
     if (!st) st = dequant(k, B, bs->data, bs->numel, tb ? 0 : B->rank - 1, &bf);
     if (!st) st = q_residual_buf(k, pr_kin(k, 4), &zf, &in4[3]);
-    if (!st) st = q_run(k, ref_FusedMatMul, in4);
+    if (!st) st = q_run(k, ref_FusedMatMul, in4, in4[3] ? 4 : (in4[2] ? 3 : 2), NULL);
     free(af.data);
     free(bf.data);
     free(zf.data);
+    return st;
+}
+
+/* The op named by attribute kind. */
+static pr_op q_kind(const pr_kernel *k) { return pr_op_lookup(pr_attr_str(k->node, "kind", "")); }
+
+precis_status ref_QBinary(pr_kernel *k) {
+    pr_op kind = q_kind(k);
+    pr_kernel_fn fn = kind == PR_OP_Add   ? ref_Add
+                      : kind == PR_OP_Sub ? ref_Sub
+                      : kind == PR_OP_Mul ? ref_Mul
+                                          : NULL;
+    if (!fn)
+        return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "unknown kind '%s'",
+                          pr_attr_str(k->node, "kind", ""));
+    float as = pr_attr_float(k->node, "a_scale", 1.0f);
+    float bs = pr_attr_float(k->node, "b_scale", 1.0f);
+    pr_act act;
+    pr_act_from_node(k->node, "act", &act);
+    pr_buf af = {0}, bf = {0};
+    const pr_buf *in2[2] = {&af, &bf};
+    precis_status st = dequant(k, k->in[0], &as, 1, 0, &af);
+    if (!st) st = dequant(k, k->in[1], &bs, 1, 0, &bf);
+    if (!st) st = q_run(k, fn, in2, 2, &act);
+    free(af.data);
+    free(bf.data);
+    return st;
+}
+
+precis_status ref_QPool(pr_kernel *k) {
+    pr_op kind = q_kind(k);
+    pr_kernel_fn fn = kind == PR_OP_GlobalAveragePool ? ref_GlobalAveragePool
+                      : kind == PR_OP_AveragePool     ? ref_AveragePool
+                                                      : NULL;
+    if (!fn)
+        return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "unknown kind '%s'",
+                          pr_attr_str(k->node, "kind", ""));
+    float xs = pr_attr_float(k->node, "x_scale", 1.0f);
+    pr_buf xf = {0};
+    const pr_buf *in1[1] = {&xf};
+    precis_status st = dequant(k, k->in[0], &xs, 1, 0, &xf);
+    if (!st) st = q_run(k, fn, in1, 1, NULL);
+    free(xf.data);
     return st;
 }
