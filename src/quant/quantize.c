@@ -83,6 +83,14 @@ static bool compute_node(const pr_graph *g, const pr_node *n, qcompute *q) {
     return false;
 }
 
+/* Is t constant over H and W (its dims aligned with the last two of a
+ * rank-4 tensor are 1: a per-channel, per-sample or scalar vector)? */
+static bool spatially_const(const pr_tensor *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (d + 4 - t->rank >= 2 && t->dims[d] != 1) return false;
+    return t->rank >= 0;
+}
+
 /* Operand t of an elementwise node with rank-4 output y: over H and W
  * (the last two dims, right-aligned) either constant (per channel, per
  * sample or scalar) or not broadcast (y's extent, as far as the graph
@@ -91,15 +99,12 @@ static bool compute_node(const pr_graph *g, const pr_node *n, qcompute *q) {
 static bool elem_operand(const pr_graph *g, const pr_uses *u, int t, int y) {
     const pr_tensor *x = &g->tensors[t], *o = &g->tensors[y];
     if (x->rank < 0 || x->rank > 4) return false;
-    if (pr_same_shape(g, u, t, y)) return true;
-    int ones = 0, bcast = 0;
+    if (pr_same_shape(g, u, t, y) || spatially_const(x)) return true;
     for (int d = 2; d < 4; d++) {
         int xd = d - (4 - x->rank);
-        int64_t v = xd >= 0 ? x->dims[xd] : 1, w = o->dims[d];
-        if (v == 1) ones++;
-        if (v == 1 && w != 1) bcast++;
+        if ((xd < 0 || x->dims[xd] == 1) && o->dims[d] != 1) return false; /* broadcast */
     }
-    return ones == 2 || bcast == 0;
+    return true;
 }
 
 /* Does a Softmax read y? (attention scores stay float) */
@@ -111,11 +116,13 @@ static bool feeds_softmax(const pr_graph *g, int y) {
     return false;
 }
 
-/* Add/Sub/Mul of float32 rank-4 feature maps (operands as elem_operand;
- * constant operands stay float) not read by a Softmax, and
- * GlobalAveragePool / 2-D AveragePool: int8 nodes whose activation inputs
- * are quantized (QBinary / QPool after lowering). Other ranks are left
- * alone (box decoding, sequence models and the like stay float). */
+/* Add/Sub/Mul of float32 rank-4 feature maps (operands as elem_operand)
+ * not read by a Softmax, and GlobalAveragePool / 2-D AveragePool: int8
+ * nodes whose feature-map inputs are quantized (QBinary / QPool after
+ * lowering). Constants stay float, and so do per-channel vectors beside a
+ * feature map (a squeeze-excitation gate: tiny, and a gate clipped by a
+ * calibrator scales its whole channel). Other ranks are left alone (box
+ * decoding, sequence models and the like stay float). */
 static bool elem_node(const pr_graph *g, const pr_uses *u, const pr_node *n, qcompute *q) {
     q->a = q->b = q->w = -1;
     q->w_axis = 0;
@@ -140,6 +147,7 @@ static bool elem_node(const pr_graph *g, const pr_uses *u, const pr_node *n, qco
         int t = n->inputs[j];
         if (t < 0 || !elem_operand(g, u, t, y)) return false;
         if (activation(g, t)) {
+            if (spatially_const(&g->tensors[t]) && !spatially_const(&g->tensors[y])) continue;
             if (j) q->b = t;
             else q->a = t;
         } else if (!f32_init(g, t)) {

@@ -15,10 +15,11 @@
  *      with amax/127;
  *    - elementwise nodes on rank-4 feature maps (Add, Sub, Mul whose
  *      operands are either not broadcast over H, W or constant over them:
- *      per channel / scalar; not read by a Softmax; constant operands stay
- *      float) and GlobalAveragePool / 2-D AveragePool quantize their
- *      activation inputs like compute nodes; their outputs are quantized
- *      when an int8 node reads them, as any activation;
+ *      per channel / scalar; not read by a Softmax) and GlobalAveragePool /
+ *      2-D AveragePool quantize their feature-map inputs like compute
+ *      nodes (constants and per-channel vectors such as squeeze-excitation
+ *      gates stay float); their outputs are quantized when an int8 node
+ *      reads them, as any activation;
  *    - pass-through nodes (Reshape, Flatten, Transpose, Squeeze, Unsqueeze,
  *      Concat, Slice, Split, MaxPool, Identity, Resize nearest)
  *      share one scale between their data inputs and outputs (a union of

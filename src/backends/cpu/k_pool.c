@@ -19,7 +19,14 @@
  * (64 lanes per AVX-512 vector) serves both; a window with no valid tap
  * gives the type's minimum, as the ref's -inf saturated. GlobalMaxPool has
  * no int8 in ONNX (shape inference and the ref decline it), so neither
- * here. */
+ * here.
+ *
+ * QPool (ops.inc: INT8 GlobalAveragePool / AveragePool of int8/uint8 X,
+ * float32 or requantized int8/uint8 Y) sums the bytes exactly in integers:
+ * global pools per plane (plain: byte sums by vpsadbw) or per channel over
+ * chunks of pixels (NHWC, 64 channels of int32 sums at a time); windows per
+ * output pixel, 64 channels at a time (NHWC) or tap by tap in scalar C
+ * (plain, rare in INT8 plans). */
 #define PR_KN_INTERNAL
 #include <math.h>
 #include <stdlib.h>

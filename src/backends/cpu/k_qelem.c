@@ -12,7 +12,8 @@
  *
  * Broadcasting and layouts come from the binary kernels' driver
  * (pr_cpu_bin_run): same shape, per-channel (plain: rows of H*W against one
- * scale value; NHWC: rows of C), scalar, and any numpy broadcast. Rows where
+ * value), scalar, and any numpy broadcast; per-channel operands on NHWC
+ * tensors run against a tile of their real values (qb_run_tiled). Rows where
  * every operand has stride 1 or 0 run vectorized (AVX-512; row functions
  * instantiated per op for int8/uint8 operands and int8/uint8/float32
  * outputs, plus one generic per op), others (operands of different layouts)
@@ -268,6 +269,64 @@ static precis_status qb_prepare(const pr_graph *g, const pr_node *n, const pr_cp
     return PRECIS_OK;
 }
 
+/* Is v (rank <= 4) [N or 1, C, 1, 1] right-aligned against o's N, C? */
+static bool per_channel_of(const pr_buf *v, const pr_buf *o) {
+    int64_t d[4] = {1, 1, 1, 1};
+    if (v->rank > 4) return false;
+    for (int i = 0; i < v->rank; i++) d[4 - v->rank + i] = v->dims[i];
+    return d[2] == 1 && d[3] == 1 && d[1] == o->dims[1] && (d[0] == 1 || d[0] == o->dims[0]);
+}
+
+/* NHWC output, one operand of its shape and layout, the other per channel
+ * ([N|1, C, 1, 1]): the binary driver would make rows of C elements, one
+ * call each. Instead the per-channel operand's real values are tiled to 16
+ * pixels (16 C floats, a whole number of vectors) per image, and rows of 16
+ * pixels run against the tile. False: the pattern does not apply (or no
+ * scratch): nothing done. */
+static bool qb_run_tiled(const qbstate *s, const pr_buf *a, const pr_buf *b, pr_buf *o,
+                         const qbparam *p0, pr_cpu_exec *xc, int nt) {
+    if (o->rank != 4 || o->dims[1] < 2 || o->numel == 0) return false;
+    int jc; /* the per-channel operand */
+    if (s->lay[0] == PR_LAYOUT_NHWC && a->rank == 4 && a->numel == o->numel && per_channel_of(b, o))
+        jc = 1;
+    else if (s->lay[1] == PR_LAYOUT_NHWC && b->rank == 4 && b->numel == o->numel &&
+             per_channel_of(a, o))
+        jc = 0;
+    else
+        return false;
+    const pr_buf *c = jc ? b : a, *f = jc ? a : b;
+    const int64_t N = o->dims[0], C = o->dims[1], E = o->numel / N, T = 16 * C;
+    const int64_t nc = c->numel / C; /* 1 or N tiles */
+    float *tile = pr_cpu_scratch(xc, (size_t)(nc * T) * sizeof(float));
+    if (!tile) return false;
+    const pr_dtype cd = jc ? p0->db : p0->da;
+    const float cs = jc ? p0->sb : p0->sa;
+    for (int64_t n = 0; n < nc; n++)
+        for (int64_t j = 0; j < T; j++) tile[n * T + j] = qs_load(c->data, n * C + j % C, cd, cs);
+    qbparam p = *p0;
+    if (jc) p.db = PRECIS_FLOAT32, p.sb = 1.0f;
+    else p.da = PRECIS_FLOAT32, p.sa = 1.0f;
+    pr_cpu_bin_row fn = qb_row_scalar;
+#ifdef PR_CPU_X86
+    if (s->avx512) fn = qv_pick(s->op, p.da, p.db, p.dout);
+#endif
+    const size_t ef = pr_dtype_size(f->dtype), eo = pr_dtype_size(o->dtype);
+    const int64_t segs = (E + T - 1) / T, tasks = N * segs;
+    if (o->numel < PR_CPU_PAR_MIN) nt = 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t q = 0; q < tasks; q++) {
+        const int64_t n = q / segs, i0 = (q % segs) * T, len = E - i0 < T ? E - i0 : T;
+        const char *fp = (const char *)f->data + (size_t)(n * E + i0) * ef;
+        const float *tp = tile + (nc > 1 ? n * T : 0);
+        char *op = (char *)o->data + (size_t)(n * E + i0) * eo;
+        if (jc)
+            fn(fp, 1, tp, 1, op, len, &p);
+        else
+            fn(tp, 1, fp, 1, op, len, &p);
+    }
+    return true;
+}
+
 static precis_status qb_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     const qbstate *s = state;
     const pr_buf *a = pr_kin(k, 0), *b = pr_kin(k, 1);
@@ -290,33 +349,14 @@ static precis_status qb_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
                  s->act,
                  s->op};
     int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
-    /* An int8 operand broadcast over much of the output (a per-channel
-     * squeeze-excitation vector on NHWC rows of C) is dequantized once:
-     * the rows then read real values (the same floats: scale * (float)q). */
-    pr_buf real[2] = {*a, *b};
-    const pr_buf *ops[2] = {a, b};
-    int64_t nsmall = 0;
-    for (int j = 0; j < 2; j++)
-        if (q8(ops[j]->dtype) && ops[j]->numel * 8 <= o->numel) nsmall += ops[j]->numel;
-    float *buf = nsmall && xc ? pr_cpu_scratch(xc, (size_t)nsmall * sizeof(float)) : NULL;
-    for (int j = 0; j < 2 && buf; j++) {
-        if (!q8(ops[j]->dtype) || ops[j]->numel * 8 > o->numel) continue;
-        pr_cpu_dequant_q8(ops[j]->data, ops[j]->dtype, j ? p.sb : p.sa, buf, PRECIS_FLOAT32,
-                          ops[j]->numel, 1);
-        real[j].dtype = PRECIS_FLOAT32;
-        real[j].data = buf;
-        real[j].nbytes = (size_t)ops[j]->numel * sizeof(float);
-        ops[j] = &real[j];
-        if (j) p.db = PRECIS_FLOAT32, p.sb = 1.0f;
-        else p.da = PRECIS_FLOAT32, p.sa = 1.0f;
-        buf += ops[j]->numel;
-    }
     pr_cpu_bin_row fn = qb_row_scalar;
 #ifdef PR_CPU_X86
     if (s->avx512) fn = qv_pick(s->op, p.da, p.db, p.dout);
 #endif
-    return pr_cpu_bin_run(k, ops[0], s->lay[0], ops[1], s->lay[1], o, s->out_lay, fn,
-                          qb_row_scalar, &p, nt);
+    if (s->out_lay == PR_LAYOUT_NHWC && xc && qb_run_tiled(s, a, b, o, &p, xc, nt))
+        return PRECIS_OK;
+    return pr_cpu_bin_run(k, a, s->lay[0], b, s->lay[1], o, s->out_lay, fn, qb_row_scalar, &p,
+                          nt);
 }
 
 static const char *qb_describe(void *state) {

@@ -9,7 +9,8 @@
  *   pr_cpu_impl_layernorm  LayerNormalization (Mean / InvStdDev outputs too)
  *   pr_cpu_impl_instnorm   InstanceNormalization, plain or NHWC
  *   pr_cpu_impl_pool       MaxPool, AveragePool (2-D), GlobalAveragePool,
- *                          GlobalMaxPool; plain or NHWC
+ *                          GlobalMaxPool; plain or NHWC; int8 MaxPool and
+ *                          QPool (INT8 average pools)
  *   pr_cpu_impl_resize     Resize / Upsample over H, W of a rank-4 tensor:
  *                          nearest, linear, cubic (no antialias, no
  *                          tf_crop_and_resize); plain or NHWC
