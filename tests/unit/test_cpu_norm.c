@@ -540,11 +540,27 @@ static void test_attention(void) {
         {"K and V shared by the heads", 0, 0.2f, 4, {2, 3, 7, 10}, {2, 1, 12, 10},
          {1, 1, 12, 6}, 0, {0}, false, NULL},
         {"D 1, Dv 1", 1, 2.0f, 3, {2, 4, 1}, {2, 1, 5}, {2, 5, 1}, 0, {0}, false, NULL},
+        {"odd D 7, odd Sk 9", 0, 0.5f, 3, {2, 30, 7}, {2, 9, 7}, {2, 9, 40}, 0, {0}, false, NULL},
         {"MiniLM shape", 0, 0.17677669f, 4, {1, 12, 128, 32}, {1, 12, 128, 32},
          {1, 12, 128, 32}, 4, {1, 1, 1, 128}, false, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         attn_run(&cases[i], i + 1 == sizeof cases / sizeof cases[0] ? 2 : 1);
+    /* K a float32 initializer beside bf16 / f16 Q and V (the conversion path) */
+    {
+        tnode t;
+        n_init(&t, PR_OP_Attention, "Attention", 1);
+        t.node.domain = PR_FUSED_DOMAIN;
+        n_float(&t, "scale", 0.25f);
+        cc_input in[3] = {{.name = "q", .rank = 3, .dims = {2, 9, 16}},
+                          {.name = "k", .rank = 2, .dims = {21, 16}, .init = true},
+                          {.name = "v", .rank = 3, .dims = {2, 21, 24}}};
+        for (int d = 0; d < 3; d++) {
+            char label[96];
+            snprintf(label, sizeof label, "attention K initializer %s", dtn(DTS[d]));
+            cc_run(&t, 3, in, 1, NULL, DTS[d], &pr_cpu_impl_attention, 1, label);
+        }
+    }
     /* row blocks smaller than Sq (few heads, 2 threads): K and V are packed
      * once per batch element and reused by the next block */
     attn_case split = {"row blocks", 0, 0.3f, 4, {1, 2, 100, 24}, {1, 2, 100, 24},
