@@ -268,7 +268,7 @@ static void permute(void *dst, const void *src, int r, const int64_t *X, const i
     }
     /* input order of the groups = order of their first input dim */
     int64_t xd[PR_MAX_RANK];
-    int qq[PR_MAX_RANK];
+    int qq[PR_MAX_RANK] = {0}; /* set for g < ng below; zeroed for gcc -O3 */
     for (int g = 0; g < ng; g++) {
         grank[g] = 0;
         for (int h = 0; h < ng; h++) grank[g] += gfirst[h] < gfirst[g];
