@@ -23,6 +23,7 @@ void shape_str(int rank, const int64_t *dims, const char *const *names, char *bu
 void safe_name(const char *in, char *out, size_t cap);
 int mkdir_p(const char *dir);
 void json_str(const char *s);
+void json_fstr(FILE *f, const char *s);
 void json_value_info(const precis_value_info *vi);
 
 int cmd_build(int argc, char **argv);
@@ -41,7 +42,8 @@ int plan_checksum(const char *plan_path, uint32_t *crc);
 void profile_default_path(const char *plan_path, char *out, size_t cap);
 int profile_save(const char *path, const char *plan_path, const precis_engine *e,
                  const precis_context *c, const char *inputs_desc);
-/* 0: ms[n_steps] filled and info describes the profile; -1: why says why not */
+/* 0: ms[n_steps] filled and info describes the profile; -1 (-2: no such file):
+ * why says why not */
 int profile_load(const char *path, const char *plan_path, int n_steps, double *ms,
                  char *info, size_t info_cap, char *why, size_t why_cap);
 /* does the file start with the plan magic? */

@@ -69,16 +69,18 @@ int mkdir_p(const char *dir) {
     return 0;
 }
 
-void json_str(const char *s) {
-    putchar('"');
+void json_fstr(FILE *f, const char *s) {
+    fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
     }
-    putchar('"');
+    fputc('"', f);
 }
+
+void json_str(const char *s) { json_fstr(stdout, s); }
 
 void json_value_info(const precis_value_info *vi) {
     printf("{\"name\": ");

@@ -590,19 +590,16 @@ int inspect_plan(const char *path, int json, const char *profile) {
     }
     if (profile) snprintf(ppath, sizeof ppath, "%s", profile);
     else profile_default_path(path, ppath, sizeof ppath);
-    FILE *pf = profile ? NULL : fopen(ppath, "rb");
-    if (profile || pf) {
-        if (pf) fclose(pf);
-        have = profile_load(ppath, path, n, ms, info, sizeof info, why, sizeof why) == 0;
-        if (!have && profile) {
-            fprintf(stderr, "precis: error: %s\n", why);
-            free(ms);
-            precis_engine_destroy(e);
-            precis_ctx_destroy(ctx);
-            return PRECIS_ERR_INVALID_ARG;
-        }
-        if (!have) fprintf(stderr, "precis: note: profile ignored: %s\n", why);
+    int pr = profile_load(ppath, path, n, ms, info, sizeof info, why, sizeof why);
+    have = pr == 0;
+    if (!have && profile) {
+        fprintf(stderr, "precis: error: %s\n", why);
+        free(ms);
+        precis_engine_destroy(e);
+        precis_ctx_destroy(ctx);
+        return PRECIS_ERR_INVALID_ARG;
     }
+    if (pr == -1) fprintf(stderr, "precis: note: profile ignored: %s\n", why);
     for (int i = 0; have && i < n; i++) total += ms[i];
     if (json) {
         printf("{\"plan\": ");

@@ -31,17 +31,6 @@ void profile_default_path(const char *plan_path, char *out, size_t cap) {
     snprintf(out, cap, "%s.profile.json", plan_path);
 }
 
-static void json_str_to(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 int profile_save(const char *path, const char *plan_path, const precis_engine *e,
                  const precis_context *c, const char *inputs_desc) {
     uint32_t crc = 0;
@@ -53,10 +42,10 @@ int profile_save(const char *path, const char *plan_path, const precis_engine *e
     }
     int n = precis_engine_num_steps(e), runs = precis_context_profiled_runs(c);
     fprintf(f, "{\"plan\": ");
-    json_str_to(f, plan_path ? plan_path : "");
+    json_fstr(f, plan_path ? plan_path : "");
     if (have_crc) fprintf(f, ", \"plan_checksum\": %u", (unsigned)crc);
     fprintf(f, ", \"threads\": %d, \"runs\": %d, \"inputs\": ", precis_engine_num_threads(e), runs);
-    json_str_to(f, inputs_desc);
+    json_fstr(f, inputs_desc);
     fprintf(f, ", \"steps\": %d,\n \"ms\": [", n);
     for (int i = 0; i < n; i++)
         fprintf(f, "%s%.6f", i ? ", " : "",
@@ -66,7 +55,7 @@ int profile_save(const char *path, const char *plan_path, const precis_engine *e
         precis_step_info si;
         precis_engine_step(e, i, &si);
         fprintf(f, "%s", i ? ", " : "");
-        json_str_to(f, si.kernel);
+        json_fstr(f, si.kernel);
     }
     fprintf(f, "]}\n");
     int bad = ferror(f);
@@ -107,7 +96,7 @@ int profile_load(const char *path, const char *plan_path, int n_steps, double *m
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(why, why_cap, "cannot open %s: %s", path, strerror(errno));
-        return -1;
+        return errno == ENOENT ? -2 : -1;
     }
     size_t cap = 64 + (size_t)n_steps * 80 + 4096, len = 0;
     char *s = malloc(cap + 1);
