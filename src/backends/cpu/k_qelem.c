@@ -4,7 +4,7 @@
  *   Y = saturate(round_half_even(R * (1 / y_scale))) (int8/uint8)
  * computed in float32 with the ref's operations in the ref's order (real
  * operands as scale * (float)q, the op, the activation, the multiplication
- * by the reciprocal of y_scale, rounding in the default MXCSR mode): results
+ * by the reciprocal of y_scale, rounding half to even): results
  * agree with ref_QBinary bit for bit but for Sigmoid, Tanh, Gelu and Swish
  * activations (pv_act's ~1e-6). Operands are int8, uint8 or float
  * (float32/bfloat16/float16, their scale ignored); outputs float32 or
@@ -15,8 +15,8 @@
  * value), scalar, and any numpy broadcast; per-channel operands on NHWC
  * tensors run against a tile of their real values (qb_run_tiled). Rows where
  * every operand has stride 1 or 0 run vectorized (AVX-512; row functions
- * instantiated per op for int8/uint8 operands and int8/uint8/float32
- * outputs, plus one generic per op), others (operands of different layouts)
+ * instantiated per op for int8/uint8/float32 operands and outputs, plus one
+ * generic per op for bfloat16/float16), others (operands of different layouts)
  * and PRECIS_CPU_ISA=scalar run portable C. In place on input 0 when it has
  * the output's shape, layout and element size. */
 #include <math.h>
