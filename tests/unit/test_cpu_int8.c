@@ -7,8 +7,15 @@
  * scales, alpha, bias, Z), quantize/dequantize (float32/bfloat16/float16,
  * ties, NaN, inf, saturation: bit-exact), and the int8/uint8 paths of the
  * move impl (Concat, Transpose, Reorder, Slice, Split, Reshape) and of
- * MaxPool (exact). Also a speed print: a 3x3 64->64 56x56 QConv against the
- * float32 FusedConv of dnnl.conv (no timed assertion).
+ * MaxPool (exact); qbinary (QBinary: Add/Sub/Mul, every int8/uint8/float32
+ * operand and output combination, same shape, per-channel (NHWC tiles,
+ * small images), scalar, spatial and batch broadcasts, either operand
+ * order, float initializer operands, plain/NHWC/mixed layouts, every act,
+ * in place: bit-exact but for transcendental acts) and QPool in the pool
+ * impl (GlobalAveragePool and AveragePool windows, plain and NHWC, int8
+ * and uint8 in, float32/int8/uint8 out). Also speed prints: a 3x3 64->64
+ * 56x56 QConv against the float32 FusedConv of dnnl.conv, and QBinary /
+ * QPool against the float kernels on det's SE shapes (no timed assertion).
  *
  * Tolerance: int8/uint8 outputs of QConv/QMatMul may differ from ref by one
  * unit (ref rounds a float32 R computed in another order; values within an
@@ -941,6 +948,12 @@ static void test_qbinary(void) {
         qbinary_one("Sub", PRECIS_UINT8, PRECIS_INT8, PRECIS_FLOAT32, &bsame, big, l, false, NULL,
                     2, true); /* no sharing: float out */
     }
+    /* per channel on a small image (the NHWC tile shorter than 16 pixels) */
+    const int64_t tiny[4] = {2, 70, 3, 2};
+    const qb_shape tpc = {"N,C,1,1", 4, {2, 70, 1, 1}, false};
+    for (int sw = 0; sw < 2; sw++)
+        qbinary_one("Sub", PRECIS_UINT8, PRECIS_INT8, PRECIS_INT8, &tpc, tiny, true, sw, NULL, 1,
+                    false);
     /* mixed layouts (a NHWC, b a plain rank-4 activation): the strided rows */
     {
         qnode q;

@@ -647,9 +647,10 @@ static precis_status kq_maxpool(const kp_state *s, pr_kernel *k, pr_cpu_exec *x,
 /* ------------------------------------------------------------ int8 average (QPool) */
 
 /* QPool: R = pool(xs * X), Y = R (float32) or saturate(round(R * inv)).
- * Sums of the bytes are exact integers; R = xs * sum / count in double,
- * rounded to float (the ref sums the real values in float, so R may differ
- * in its last bits and a requantized Y by one unit near halves). */
+ * Sums of the bytes are exact integers; R = xs * sum / count in double
+ * (windows: sum * (xs / count)), rounded to float (the ref sums the real
+ * values in float, so R may differ in its last bits and a requantized Y by
+ * one unit near halves). */
 static inline void kq_put(void *y, pr_dtype ydt, int64_t i, float r, float inv) {
     if (ydt == PRECIS_FLOAT32)
         ((float *)y)[i] = r;
@@ -770,6 +771,29 @@ static precis_status kq_global_avg(const kp_state *s, pr_kernel *k, pr_cpu_exec 
     return PRECIS_OK;
 }
 
+/* kq_put of n int32 sums times f (R = (float)(sum * f), in double as the
+ * scalar path) at y + i. */
+KN_AVX512 static void kq_put_512(void *y, pr_dtype ydt, int64_t i, const int32_t *sum, int64_t n,
+                                 double f, float inv) {
+    const __m512d f8 = _mm512_set1_pd(f);
+    const bool u8 = ydt == PRECIS_UINT8;
+    const __m512 vi = _mm512_set1_ps(inv), lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f),
+                 hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
+    for (int64_t c = 0; c < n; c += 16) {
+        const __mmask16 m = n - c >= 16 ? (__mmask16)0xffff : kn_tail(n - c);
+        const __m512i a = _mm512_maskz_loadu_epi32(m, sum + c);
+        const __m256 r0 = _mm512_cvtpd_ps(_mm512_mul_pd(
+            _mm512_cvtepi32_pd(_mm512_castsi512_si256(a)), f8));
+        const __m256 r1 = _mm512_cvtpd_ps(_mm512_mul_pd(
+            _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(a, 1)), f8));
+        const __m512 r = _mm512_insertf32x8(_mm512_castps256_ps512(r0), r1, 1);
+        if (ydt == PRECIS_FLOAT32)
+            _mm512_mask_storeu_ps((float *)y + i + c, m, r);
+        else
+            pv_q8_store_m(y, i + c, pv_q8_round(_mm512_mul_ps(r, vi), lo, hi), m);
+    }
+}
+
 /* Window sums, NHWC: one output row, every pixel's valid taps summed per
  * channel (acc: C padded to 64 int32). */
 static void kq_avg_nhwc_row(const kp_state *s, const uint8_t *xn, void *y, pr_dtype ydt,
@@ -793,9 +817,13 @@ static void kq_avg_nhwc_row(const kp_state *s, const uint8_t *xn, void *y, pr_dt
             }
         const double cnt =
             (double)cy * (double)kp_count(ox, g->sw, g->pl, g->pr, g->dw, g->W, g->kw, s->cip);
-        for (int64_t c = 0; c < C; c++)
-            kq_put(y, ydt, (oy * g->Wo + ox) * C + c,
-                   cnt > 0 ? (float)((double)s->xs * acc[c] / cnt) : 0.0f, s->inv);
+        const double f = cnt > 0 ? (double)s->xs / cnt : 0.0;
+        const int64_t o = (oy * g->Wo + ox) * C;
+        if (s->v512) {
+            kq_put_512(y, ydt, o, acc, C, f, s->inv);
+        } else {
+            for (int64_t c = 0; c < C; c++) kq_put(y, ydt, o + c, (float)(acc[c] * f), s->inv);
+        }
     }
 }
 
@@ -818,7 +846,7 @@ static void kq_avg_row(const kp_state *s, const uint8_t *xp, void *y, pr_dtype y
         }
         const double cnt =
             (double)cy * (double)kp_count(ox, g->sw, g->pl, g->pr, g->dw, g->W, g->kw, s->cip);
-        kq_put(y, ydt, oy * g->Wo + ox, cnt > 0 ? (float)((double)s->xs * sum / cnt) : 0.0f,
+        kq_put(y, ydt, oy * g->Wo + ox, (float)(sum * (cnt > 0 ? (double)s->xs / cnt : 0.0)),
                s->inv);
     }
 }

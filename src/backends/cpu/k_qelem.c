@@ -4,7 +4,7 @@
  *   Y = saturate(round_half_even(R * (1 / y_scale))) (int8/uint8)
  * computed in float32 with the ref's operations in the ref's order (real
  * operands as scale * (float)q, the op, the activation, the multiplication
- * by the reciprocal of y_scale, rounding in the default MXCSR mode): results
+ * by the reciprocal of y_scale, rounding half to even): results
  * agree with ref_QBinary bit for bit but for Sigmoid, Tanh, Gelu and Swish
  * activations (pv_act's ~1e-6). Operands are int8, uint8 or float
  * (float32/bfloat16/float16, their scale ignored); outputs float32 or
@@ -15,8 +15,8 @@
  * value), scalar, and any numpy broadcast; per-channel operands on NHWC
  * tensors run against a tile of their real values (qb_run_tiled). Rows where
  * every operand has stride 1 or 0 run vectorized (AVX-512; row functions
- * instantiated per op for int8/uint8 operands and int8/uint8/float32
- * outputs, plus one generic per op), others (operands of different layouts)
+ * instantiated per op for int8/uint8/float32 operands and outputs, plus one
+ * generic per op for bfloat16/float16), others (operands of different layouts)
  * and PRECIS_CPU_ISA=scalar run portable C. In place on input 0 when it has
  * the output's shape, layout and element size. */
 #include <math.h>
@@ -280,8 +280,8 @@ static bool per_channel_of(const pr_buf *v, const pr_buf *o) {
 /* NHWC output, one operand of its shape and layout, the other per channel
  * ([N|1, C, 1, 1]): the binary driver would make rows of C elements, one
  * call each. Instead the per-channel operand's real values are tiled to 16
- * pixels (16 C floats, a whole number of vectors) per image, and rows of 16
- * pixels run against the tile. False: the pattern does not apply (or no
+ * pixels (16 C floats, a whole number of vectors; fewer for smaller
+ * images) per image, and rows of 16 pixels run against the tile. False: the pattern does not apply (or no
  * scratch): nothing done. */
 static bool qb_run_tiled(const qbstate *s, const pr_buf *a, const pr_buf *b, pr_buf *o,
                          const qbparam *p0, pr_cpu_exec *xc, int nt) {
@@ -295,14 +295,19 @@ static bool qb_run_tiled(const qbstate *s, const pr_buf *a, const pr_buf *b, pr_
     else
         return false;
     const pr_buf *c = jc ? b : a, *f = jc ? a : b;
-    const int64_t N = o->dims[0], C = o->dims[1], E = o->numel / N, T = 16 * C;
-    const int64_t nc = c->numel / C; /* 1 or N tiles */
+    const int64_t N = o->dims[0], C = o->dims[1], E = o->numel / N, P = E / C;
+    const int64_t T = (P < 16 ? P : 16) * C; /* tile: up to 16 pixels */
+    const int64_t nc = c->numel / C;         /* 1 or N tiles */
     float *tile = pr_cpu_scratch(xc, (size_t)(nc * T) * sizeof(float));
     if (!tile) return false;
     const pr_dtype cd = jc ? p0->db : p0->da;
     const float cs = jc ? p0->sb : p0->sa;
-    for (int64_t n = 0; n < nc; n++)
-        for (int64_t j = 0; j < T; j++) tile[n * T + j] = qs_load(c->data, n * C + j % C, cd, cs);
+    for (int64_t n = 0; n < nc; n++) {
+        float *t = tile + n * T;
+        for (int64_t j = 0; j < C; j++) t[j] = qs_load(c->data, n * C + j, cd, cs);
+        for (int64_t j = C; j < T; j *= 2) /* replicate: doubling copies */
+            memcpy(t + j, t, (size_t)(T - j < j ? T - j : j) * sizeof(float));
+    }
     qbparam p = *p0;
     if (jc) p.db = PRECIS_FLOAT32, p.sb = 1.0f;
     else p.da = PRECIS_FLOAT32, p.sa = 1.0f;
