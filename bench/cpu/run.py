@@ -6,9 +6,12 @@ random inputs, same thread count, ORT timed by the same process tree right after
 
     python3 bench/cpu/run.py [--precis build/precis] [--models a,b] [--threads 1,2]
                              [--batches 1,8] [--precisions fp32,bf16,fp16]
-                             [--out bench/results/cpu_fast.json]
+                             [--rounds 3] [--out bench/results/cpu_fast.json]
 
-Medians of --iterations runs after a warm-up. Writes the JSON (with the command
+Each configuration is measured --rounds times (default 3), the rounds taken in turn over
+all configurations so that a burst of load on the machine hits one round of many rather
+than every round of one; reported: the median over rounds of each round's median latency
+(precis and ORT separately; the ratio of those medians). Writes the JSON (with the command
 that made it) and a Markdown table next to it. A benchmark, not a test: the
 numbers depend on the machine's load.
 """
@@ -52,6 +55,30 @@ def bench(precis, path, shapes, precision, threads, iters, vs_ort):
     return json.loads(r.stdout)
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def merge_rounds(runs):
+    """One result from several rounds: the last good round's fields, p50 = the median of
+    the rounds' p50s (ORT's likewise), the ratio of those medians."""
+    ok = [v for v in runs if "latency_ms" in v]
+    if not ok:
+        return runs[-1]
+    v = dict(ok[-1])
+    v["latency_ms"] = dict(v["latency_ms"], p50=median([r["latency_ms"]["p50"] for r in ok]))
+    v["rounds_p50_ms"] = [r["latency_ms"]["p50"] for r in ok]
+    ort = [r["ort"]["latency_ms_p50"] for r in ok if "latency_ms_p50" in r.get("ort", {})]
+    if ort:
+        v["ort"] = dict(v["ort"] if "latency_ms_p50" in v.get("ort", {}) else
+                        next(r["ort"] for r in ok if "latency_ms_p50" in r.get("ort", {})),
+                        latency_ms_p50=median(ort), rounds_p50_ms=ort)
+        v["ort"]["ratio"] = v["latency_ms"]["p50"] / v["ort"]["latency_ms_p50"]
+    return v
+
+
 def markdown(res):
     out = [f"# precis CPU engines vs ONNX Runtime {res.get('onnxruntime', '?')} FP32", "",
            f"`{res['command']}` — {res['machine']}, {res['cpus']} cores; median latency in ms "
@@ -86,6 +113,7 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--precisions", default="fp32,bf16,fp16")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "cpu_fast.json"))
     args = ap.parse_args()
     r50 = MODELS["resnet50"][0]
@@ -100,8 +128,10 @@ def main():
     t0 = time.time()
     res = {"command": "python3 bench/cpu/run.py " + " ".join(sys.argv[1:]),
            "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-           "onnxruntime": ort_ver, "note": "3 warm-up runs, 40 iterations at batch 1 (10-60 by model), "
+           "onnxruntime": ort_ver, "rounds": args.rounds,
+           "note": f"median of {args.rounds} rounds' medians; each round 3 warm-up runs, 40 iterations at batch 1 (10-60 by model), "
            "a quarter of that at batch 8", "rows": []}
+    configs = []
     for name in args.models.split(","):
         path, shapes, iters = MODELS[name]
         if not os.path.exists(path):
@@ -112,16 +142,23 @@ def main():
             it = iters if batch == 1 else max(4, iters // 4)
             for th in [int(t) for t in args.threads.split(",")]:
                 row = {"model": name, "batch": batch, "threads": th, "shapes": sh}
-                for p in args.precisions.split(","):
-                    row[p] = bench(args.precis, path, sh, p, th, it, p == "fp32")
-                    v = row[p]
-                    msg = (f"{v['latency_ms']['p50']:.2f} ms" if "latency_ms" in v else f"ERROR {v.get('error')}")
-                    if p == "fp32" and "ort" in v:
-                        o = v["ort"]
-                        msg += (f" (ORT {o['latency_ms_p50']:.2f} ms, ratio {o['ratio']:.2f})"
-                                if "ratio" in o else f" (ORT error {o.get('error')})")
-                    print(f"{name} b{batch} t{th} {p}: {msg}", flush=True)
                 res["rows"].append(row)
+                configs.append((row, path, it))
+    for rnd in range(args.rounds):
+        for row, path, it in configs:
+            for p in args.precisions.split(","):
+                v = bench(args.precis, path, row["shapes"], p, row["threads"], it, p == "fp32")
+                row.setdefault("rounds", {}).setdefault(p, []).append(v)
+                msg = (f"{v['latency_ms']['p50']:.2f} ms" if "latency_ms" in v else f"ERROR {v.get('error')}")
+                if p == "fp32" and "ort" in v:
+                    o = v["ort"]
+                    msg += (f" (ORT {o['latency_ms_p50']:.2f} ms, ratio {o['ratio']:.2f})"
+                            if "ratio" in o else f" (ORT error {o.get('error')})")
+                print(f"[{rnd + 1}/{args.rounds}] {row['model']} b{row['batch']} t{row['threads']} {p}: {msg}",
+                      flush=True)
+    for row, _, _ in configs:
+        for p, runs in row["rounds"].items():
+            row[p] = merge_rounds(runs)
     res["seconds"] = time.time() - t0
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
