@@ -229,6 +229,24 @@ typedef struct precis_build_options {
     int calib_batches;            /* use at most this many batches; 0: all */
     const char *qdq_path;         /* also write the calibrated model as QDQ ONNX here */
     int progress;                 /* > 0: a progress line on stderr while calibrating */
+    /* Per-layer precision (TensorRT's --layerPrecisions / --layerOutputTypes):
+     * rules "SELECTOR:TYPE", TYPE fp32, fp16, bf16 or int8 (int8 only in int8
+     * builds); SELECTOR an exact node name, a shell glob over node names
+     * ("LayerNorm*", "/encoder/layer.*"), "re:REGEX" or "op:OPTYPE".
+     * layer_precision sets the type a node computes in, layer_output_type
+     * the type its output is stored and passed on in. Rules apply in order
+     * (rules_file first, a JSON file {"rules": [{"select": ..., "precision":
+     * ..., "output_type": ...}]}); the later of two rules of one kind wins.
+     * A selector matching no node fails the build (naming the closest
+     * names). Fusion never merges nodes whose requests differ. A request
+     * that cannot be met (no kernel in that type) falls back and is reported
+     * per node (precis_engine_node), or with strict fails the build. */
+    const char *const *layer_precision;
+    int n_layer_precision;
+    const char *const *layer_output_type;
+    int n_layer_output_type;
+    const char *rules_file;
+    int strict;
 } precis_build_options;
 
 /* Build an engine from an ONNX file. */
@@ -265,6 +283,28 @@ typedef struct precis_step_info {
 
 int precis_engine_num_steps(const precis_engine *e);
 precis_status precis_engine_step(const precis_engine *e, int i, precis_step_info *out);
+
+/* What became of one node of the original ONNX graph: requested and actual
+ * precision, where it runs and why a request was not met. Strings valid
+ * until the engine is destroyed. */
+typedef struct precis_node_info {
+    const char *name;            /* original ONNX node name */
+    const char *op;              /* its ONNX op type */
+    int step;                    /* the step running it; -1: folded away at build time */
+    precis_dtype req_compute;    /* requested compute type; PRECIS_UNDEFINED: none */
+    precis_dtype req_output;     /* requested output type; PRECIS_UNDEFINED: none */
+    precis_dtype compute;        /* the type its step computes in (int8 for int8 kernels) */
+    precis_dtype output;         /* the type its output is passed on in; for a node whose
+                                  * output stays inside a fused kernel, the kernel's compute type */
+    precis_dtype accumulator;    /* sums accumulate in this type; PRECIS_UNDEFINED: no sums */
+    int output_in_kernel;        /* 1: its output never leaves the fused kernel */
+    const char *rules;           /* the rules that hit it, "; "-separated; "" none */
+    const char *reason;          /* why actual differs from requested; "" none */
+    int honored;                 /* 1: every request met (also when there is none) */
+} precis_node_info;
+
+int precis_engine_num_nodes(const precis_engine *e);
+precis_status precis_engine_node(const precis_engine *e, int i, precis_node_info *out);
 
 /* An execution context: the activation arena and per-thread state of one
  * runner. Use each context from one thread at a time. */

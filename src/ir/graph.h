@@ -121,6 +121,12 @@ typedef struct pr_node {
      * order. n_origins == 0 means just itself (name). */
     const char **origins;
     int n_origins;
+    /* Precision requested by the rules (passes/prec_req.h) for what this
+     * node computes in and stores its output as; PRECIS_UNDEFINED: none.
+     * Fusion keeps nodes of one effective request together, so a fused
+     * node carries its origins' common request. Not saved in plans (the
+     * per-node report is). */
+    pr_dtype req_compute, req_output;
 } pr_node;
 
 typedef struct pr_opset {
@@ -163,6 +169,9 @@ typedef struct pr_graph {
     /* memory the graph owns besides the arena (e.g. large external data) */
     void **owned;
     int n_owned, cap_owned;
+    /* per-original-node precision requests and report (passes/prec_req.h),
+     * in the arena; NULL: no rules (every fusion allowed) */
+    struct pr_prec_plan *prec;
     /* a read-only file mapping the graph owns (a loaded plan), munmap'd on destroy */
     void *map_addr;
     size_t map_len;

@@ -1,5 +1,6 @@
 /* Graph editing helpers for the optimization passes (see graph_edit.h). */
 #include "passes/graph_edit.h"
+#include "passes/prec_req.h"
 
 #include <float.h>
 #include <math.h>
@@ -846,6 +847,7 @@ precis_status pr_node_merge_origins(pr_graph *g, int dst, const int *nodes, int 
 int pr_fuse_absorb(pr_graph *g, pr_uses *u, int ni, const int *nodes, int n, int out_node,
                    pr_err *e) {
     if (pr_node_merge_origins(g, ni, nodes, n, e)) return -1;
+    pr_prec_merge(g, ni, nodes, n, out_node);
     int t_new = out_node >= 0 ? g->nodes[out_node].outputs[0] : -1;
     for (int i = 0; i < n; i++)
         if (nodes[i] != ni) pr_node_kill(g, u, nodes[i]);

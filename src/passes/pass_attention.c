@@ -24,6 +24,7 @@
 
 #include "passes/graph_edit.h"
 #include "passes/pass.h"
+#include "passes/prec_req.h"
 
 static bool is_op(const pr_graph *g, int ni, pr_op op, const char *domain) {
     return ni >= 0 && !pr_node_dead(&g->nodes[ni]) && g->nodes[ni].op == op &&
@@ -152,7 +153,18 @@ static bool match(const pr_graph *g, const pr_uses *u, int si, amatch *m) {
     return true;
 }
 
-static precis_status fuse(pr_graph *g, pr_uses *u, const amatch *m, pr_err *e) {
+/* The nodes the scores MatMul absorbs; returns how many. */
+static int absorbed(const amatch *m, int rest[4]) {
+    int nr = 0;
+    if (m->drop_tr) rest[nr++] = m->tr;
+    if (m->add >= 0) rest[nr++] = m->add;
+    rest[nr++] = m->sm;
+    rest[nr++] = m->pv;
+    return nr;
+}
+
+static precis_status fuse(pr_graph *g, pr_uses *u, const amatch *m, const int *rest, int nr,
+                          pr_err *e) {
     precis_status st;
     int ni = m->mm;
     if (m->tr >= 0 && !m->drop_tr) { /* the Transpose now writes K */
@@ -172,11 +184,6 @@ static precis_status fuse(pr_graph *g, pr_uses *u, const amatch *m, pr_err *e) {
         (st = pr_node_set_input(g, u, ni, 2, m->v, e)))
         return st;
     if (m->mask < 0) g->nodes[ni].n_inputs = 3;
-    int rest[4], nr = 0;
-    if (m->drop_tr) rest[nr++] = m->tr;
-    if (m->add >= 0) rest[nr++] = m->add;
-    rest[nr++] = m->sm;
-    rest[nr++] = m->pv;
     return pr_fuse_absorb(g, u, ni, rest, nr, m->pv, e) < 0 ? PRECIS_ERR_OOM : PRECIS_OK;
 }
 
@@ -187,7 +194,10 @@ static precis_status attn_run(pr_graph *g, pr_pass_ctx *pc) {
     for (int ni = 0; ni < g->n_nodes && !st; ni++) {
         amatch m;
         if (!match(g, &u, ni, &m)) continue;
-        if (!(st = fuse(g, &u, &m, pc->err))) pc->changes++;
+        int rest[4], nr = absorbed(&m, rest);
+        /* the kernel computes scores and softmax in float32 (k_attention.c) */
+        if (!pr_prec_fusable_f32(g, m.mm, rest, nr, m.pv, m.sm)) continue;
+        if (!(st = fuse(g, &u, &m, rest, nr, pc->err))) pc->changes++;
     }
     pr_uses_free(&u);
     if (st) return st;

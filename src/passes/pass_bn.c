@@ -17,6 +17,7 @@
 
 #include "passes/graph_edit.h"
 #include "passes/pass.h"
+#include "passes/prec_req.h"
 
 /* The float32 initializer t with exactly n elements, or NULL. */
 static const float *vec_f32(const pr_graph *g, int t, int64_t n) {
@@ -229,7 +230,8 @@ static precis_status bn_run(pr_graph *g, pr_pass_ctx *pc) {
             free(cv);
         }
         if (p >= 0 && pr_single_consumer(g, &u, x) == absorb[0] && g->nodes[p].n_outputs >= 1 &&
-            g->nodes[p].outputs[0] == x) {
+            g->nodes[p].outputs[0] == x &&
+            pr_prec_fusable(g, p, absorb, nabsorb, absorb[nabsorb - 1])) {
             st = fold_conv(g, &u, p, absorb, nabsorb, C, s, shift, &done, pc->err);
             if (!st && !done && nabsorb == 1)
                 st = fold_gemm(g, &u, p, absorb, nabsorb, C, s, shift, &done, pc->err);

@@ -190,6 +190,8 @@ static precis_status rewrite(pr_graph *g, pr_uses *u, int ni, int64_t s, pr_err 
     snprintf(dname, sizeof dname, "%s/depth_to_space", g->nodes[ni].name);
     int d = mid < 0 ? -1 : pr_node_new(g, PR_OP_DepthToSpace, 13, dname, 1, 1, e);
     if (d < 0) return e->status ? e->status : PRECIS_ERR_OOM;
+    g->nodes[d].req_compute = g->nodes[ni].req_compute; /* the pair keeps ni's requests */
+    g->nodes[d].req_output = g->nodes[ni].req_output;
     /* the ConvTranspose becomes the Conv in place (keeping its origins) */
     pr_node_retype(g, ni, PR_OP_Conv, 11);
     pr_node_clear_attrs(g, ni);

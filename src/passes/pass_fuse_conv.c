@@ -27,6 +27,7 @@
 
 #include "passes/graph_edit.h"
 #include "passes/pass.h"
+#include "passes/prec_req.h"
 
 typedef struct cfuse {
     pr_graph *g;
@@ -82,6 +83,7 @@ static precis_status affine_step(cfuse *f, bool *took) {
     /* a constant along the channel axis leaves y's shape unchanged */
     int k = pr_other_input(g, c, f->y);
     if (k < 0 || k == f->y || !pr_is_f32(g, n->outputs[0])) return PRECIS_OK;
+    if (!pr_prec_fusable(g, f->ni, &c, 1, c)) return PRECIS_OK;
     float *v = malloc((size_t)f->C * sizeof(float));
     if (!v) return pr_errf(f->e, PRECIS_ERR_OOM, "out of memory fusing Conv");
     int r = g->tensors[f->y].rank;
@@ -153,6 +155,7 @@ static precis_status input_affine_step(cfuse *f, bool *took) {
     bool add = is_default(n, PR_OP_Add), sub = is_default(n, PR_OP_Sub);
     if (!(mul || div || add || sub) || n->n_inputs != 2 || n->n_outputs != 1) return PRECIS_OK;
     if ((add || sub) && !no_padding(cn)) return PRECIS_OK;
+    if (!pr_prec_fusable(g, f->ni, &p, 1, -1)) return PRECIS_OK;
     int r = g->tensors[xin].rank;
     int64_t group = pr_attr_int(cn, "group", 1);
     int64_t cin = g->tensors[cn->inputs[1]].dims[1] * group;
@@ -224,6 +227,7 @@ static precis_status act_step(cfuse *f, const char *prefix, bool allow_gelu, boo
     pr_act_match m;
     *took = false;
     if (!pr_match_act(f->g, f->u, f->y, allow_gelu, &m)) return PRECIS_OK;
+    if (!pr_prec_fusable(f->g, f->ni, m.nodes, m.n_nodes, m.out_node)) return PRECIS_OK;
     precis_status st = pr_node_set_act(f->g, f->ni, prefix, &m.act, f->e);
     if (st) return st;
     int ni = pr_fuse_absorb(f->g, f->u, f->ni, m.nodes, m.n_nodes, m.out_node, f->e);
@@ -266,7 +270,7 @@ static precis_status post_affine_step(cfuse *f, bool *took) {
         nodes[nn++] = c;
         y = n->outputs[0];
     }
-    if (!nn) return PRECIS_OK;
+    if (!nn || !pr_prec_fusable(g, f->ni, nodes, nn, nodes[nn - 1])) return PRECIS_OK;
     precis_status st = pr_node_set_act(g, f->ni, "act2", &a, f->e);
     if (st) return st;
     int ni = pr_fuse_absorb(g, f->u, f->ni, nodes, nn, nodes[nn - 1], f->e);
@@ -282,7 +286,7 @@ static precis_status residual_step(cfuse *f, bool *took) {
     int z;
     *took = false;
     int c = pr_match_residual(f->g, f->u, f->y, &z);
-    if (c < 0) return PRECIS_OK;
+    if (c < 0 || !pr_prec_fusable(f->g, f->ni, &c, 1, c)) return PRECIS_OK;
     precis_status st = pr_node_set_input(f->g, f->u, f->ni, 3, z, f->e);
     if (st) return st;
     int k = pr_fuse_absorb(f->g, f->u, f->ni, &c, 1, c, f->e);

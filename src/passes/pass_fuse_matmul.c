@@ -18,6 +18,7 @@
 
 #include "passes/graph_edit.h"
 #include "passes/pass.h"
+#include "passes/prec_req.h"
 
 typedef struct mfuse {
     pr_graph *g;
@@ -81,6 +82,7 @@ static precis_status affine_step(mfuse *f, bool *took) {
     if ((div || sub) && n->inputs[0] != f->y) return PRECIS_OK;
     int k = pr_other_input(g, c, f->y);
     if (k < 0 || k == f->y || !pr_is_f32(g, n->outputs[0]) || !pr_is_init(g, k)) return PRECIS_OK;
+    if (!pr_prec_fusable(g, f->ni, &c, 1, c)) return PRECIS_OK;
     int r = g->tensors[f->y].rank;
     precis_status st = PRECIS_OK;
     float sv;
@@ -242,6 +244,7 @@ static precis_status act_step(mfuse *f, const char *prefix, bool *took) {
     pr_act_match m;
     *took = false;
     if (!pr_match_act(f->g, f->u, f->y, true, &m)) return PRECIS_OK;
+    if (!pr_prec_fusable(f->g, f->ni, m.nodes, m.n_nodes, m.out_node)) return PRECIS_OK;
     precis_status st = pr_node_set_act(f->g, f->ni, prefix, &m.act, f->e);
     if (st) return st;
     int ni = pr_fuse_absorb(f->g, f->u, f->ni, m.nodes, m.n_nodes, m.out_node, f->e);
@@ -280,6 +283,7 @@ static precis_status fuse_one(pr_graph *g, pr_uses *u, mfuse *f, int pre, float 
     const pr_node *n = &g->nodes[ni];
     bool gemm = is_default(n, PR_OP_Gemm);
     int64_t transA = gemm ? pr_attr_int(n, "transA", 0) : 0;
+    if (pre >= 0 && !pr_prec_fusable(g, ni, &pre, 1, -1)) pre = -1;
     if (gemm) PR_TRY(gemm_bias(f));
     /* the node is now a FusedMatMul (its own attributes replaced) */
     pr_node_retype(g, ni, PR_OP_FusedMatMul, 1);
@@ -300,7 +304,7 @@ static precis_status fuse_one(pr_graph *g, pr_uses *u, mfuse *f, int pre, float 
     bool took;
     PR_TRY(act_step(f, "act", &took));
     int z, c = pr_match_residual(g, u, f->y, &z);
-    if (c >= 0) {
+    if (c >= 0 && pr_prec_fusable(g, f->ni, &c, 1, c)) {
         PR_TRY(pr_node_set_input(g, u, f->ni, 3, z, f->e));
         int k = pr_fuse_absorb(g, u, f->ni, &c, 1, c, f->e);
         if (k < 0) {

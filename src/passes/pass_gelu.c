@@ -13,6 +13,7 @@
 
 #include "passes/graph_edit.h"
 #include "passes/pass.h"
+#include "passes/prec_req.h"
 
 #define MAXN 10
 
@@ -173,6 +174,10 @@ static precis_status gelu_run(pr_graph *g, pr_pass_ctx *pc) {
         int first = m.nodes[0];
         for (int i = 1; i < m.n; i++)
             if (m.nodes[i] < first) first = m.nodes[i];
+        int rest[MAXN], nr = 0;
+        for (int i = 0; i < m.n; i++)
+            if (m.nodes[i] != first) rest[nr++] = m.nodes[i];
+        if (!pr_prec_fusable(g, first, rest, nr, m.out_node)) continue;
         pr_node_retype(g, first, PR_OP_Gelu, 20);
         pr_node_clear_attrs(g, first);
         if ((st = pr_node_set_string(g, first, "approximate", erf ? "none" : "tanh", pc->err)))
@@ -181,9 +186,6 @@ static precis_status gelu_run(pr_graph *g, pr_pass_ctx *pc) {
             if ((st = pr_node_set_input(g, &u, first, k, -1, pc->err))) break;
         if (st || (st = pr_node_set_input(g, &u, first, 0, x, pc->err))) break;
         g->nodes[first].n_inputs = 1;
-        int rest[MAXN], nr = 0;
-        for (int i = 0; i < m.n; i++)
-            if (m.nodes[i] != first) rest[nr++] = m.nodes[i];
         if (pr_fuse_absorb(g, &u, first, rest, nr, m.out_node, pc->err) < 0) {
             st = PRECIS_ERR_OOM;
             break;

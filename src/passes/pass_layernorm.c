@@ -16,6 +16,7 @@
 #include "ir/linalg.h"
 #include "passes/graph_edit.h"
 #include "passes/pass.h"
+#include "passes/prec_req.h"
 
 static bool is_default(const pr_graph *g, int ni, pr_op op) {
     return ni >= 0 && !pr_node_dead(&g->nodes[ni]) && g->nodes[ni].op == op &&
@@ -162,7 +163,9 @@ static precis_status ln_run(pr_graph *g, pr_pass_ctx *pc) {
             break;
         }
         lnm m;
-        if (!match(g, &u, ni, &m, gv, bv)) continue;
+        if (!match(g, &u, ni, &m, gv, bv) ||
+            !pr_prec_fusable(g, ni, m.nodes + 1, m.n_nodes - 1, m.nodes[m.n_nodes - 1]))
+            continue;
         char base[512];
         snprintf(base, sizeof base, "%s_scale", g->nodes[ni].name);
         int ts = pr_graph_add_init_f32(g, base, 1, &D, gv, pc->err);

@@ -6,11 +6,14 @@
 
 #include "ir/graph.h"
 
-/* Store float activations as `low` (PRECIS_BFLOAT16 or PRECIS_FLOAT16)
- * wherever the producing node has a CPU kernel for it; Casts at the
- * boundaries (one per tensor and direction); graph inputs and outputs keep
- * their dtypes. */
-precis_status pr_plan_precision(pr_graph *g, pr_dtype low, pr_err *e);
+/* Give every float node a compute type: its precision request
+ * (node->req_compute) or dflt (FLOAT32, BFLOAT16 or FLOAT16; others mean
+ * FLOAT32), where the CPU backend has a kernel for it in that type; store
+ * each float activation in its producer's type, pass it on in the type
+ * requested for the producer's output (node->req_output) and insert Casts
+ * at the boundaries (one per tensor and target); graph inputs and outputs
+ * keep their dtypes. */
+precis_status pr_plan_precision(pr_graph *g, pr_dtype dflt, pr_err *e);
 
 /* Choose NHWC or plain for every rank-4 activation; insert Reorders. */
 precis_status pr_plan_layouts(pr_graph *g, pr_err *e);

@@ -1,15 +1,18 @@
-/* Precision choice for a bf16/fp16 build: a node computes in the low type
- * when the CPU backend has a kernel for it with its float activations in
- * that type (weights stay float32 initializers; kernels convert them once).
- * A tensor is stored low when its producer computes low; Casts go where a
- * consumer wants the other type. Shape and Size read no data and take
- * either. */
+/* Precision choice for float nodes: each node's target is its request
+ * (prec_req.h) or the build's precision; a node computes in bf16/fp16 when
+ * the CPU backend has a kernel for it with its float activations in that
+ * type (weights stay float32 initializers; kernels convert them once), else
+ * in float32 (a request not met is noted). A tensor is stored in its
+ * producer's compute type; consumers read it in the type asked of the
+ * producer's output (if any), then Casts go where a consumer wants another
+ * type. Shape and Size read no data and take either. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
 #include "passes/convert.h"
 #include "passes/pass_plan.h"
+#include "passes/prec_req.h"
 
 static bool is_act(const pr_graph *g, int t, pr_dtype dt) {
     return t >= 0 && g->tensors[t].dtype == dt && !(g->tensors[t].flags & PR_T_INIT);
@@ -42,23 +45,51 @@ static bool try_low(pr_graph *g, const pr_node *n, pr_dtype low) {
     return ok;
 }
 
-precis_status pr_plan_precision(pr_graph *g, pr_dtype low, pr_err *e) {
+static bool is_float(pr_dtype t) {
+    return t == PRECIS_FLOAT32 || t == PRECIS_BFLOAT16 || t == PRECIS_FLOAT16;
+}
+
+static bool float_act(const pr_graph *g, int t) {
+    return t >= 0 && is_float(g->tensors[t].dtype) && !(g->tensors[t].flags & PR_T_INIT);
+}
+
+static const char *type_name(pr_dtype t) {
+    return t == PRECIS_BFLOAT16 ? "bf16" : t == PRECIS_FLOAT16 ? "fp16" : "fp32";
+}
+
+precis_status pr_plan_precision(pr_graph *g, pr_dtype dflt, pr_err *e) {
+    if (!is_float(dflt)) dflt = PRECIS_FLOAT32; /* int8 builds: float nodes default to fp32 */
     int n0 = g->n_nodes;
-    bool *lo = calloc((size_t)(n0 ? n0 : 1), sizeof *lo);
-    if (!lo) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-    for (int i = 0; i < n0; i++) lo[i] = !dtype_free(&g->nodes[i]) && try_low(g, &g->nodes[i], low);
+    pr_dtype *dc = calloc((size_t)(n0 ? n0 : 1), sizeof *dc);
+    if (!dc) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    for (int i = 0; i < n0; i++) {
+        pr_node *n = &g->nodes[i];
+        if (dtype_free(n)) continue;
+        pr_dtype want = is_float(n->req_compute) ? n->req_compute : dflt;
+        dc[i] = PRECIS_FLOAT32;
+        if (want == PRECIS_FLOAT32) continue;
+        if (try_low(g, n, want)) {
+            dc[i] = want;
+        } else if (n->req_compute == want) {
+            bool any = false; /* nodes without float activations compute in their own types */
+            for (int k = 0; k < n->n_inputs && !any; k++) any = is_act(g, n->inputs[k], PRECIS_FLOAT32);
+            for (int k = 0; k < n->n_outputs && !any; k++) any = is_act(g, n->outputs[k], PRECIS_FLOAT32);
+            if (any) pr_prec_note(g, n, "no %s kernel for %s on this CPU", type_name(want), n->op_type);
+        }
+    }
     /* tensors produced by low nodes become low */
     for (int i = 0; i < n0; i++) {
-        if (!lo[i]) continue;
+        if (!dc[i] || dc[i] == PRECIS_FLOAT32) continue;
         const pr_node *n = &g->nodes[i];
         for (int k = 0; k < n->n_outputs; k++)
-            if (is_act(g, n->outputs[k], PRECIS_FLOAT32)) g->tensors[n->outputs[k]].dtype = low;
+            if (is_act(g, n->outputs[k], PRECIS_FLOAT32)) g->tensors[n->outputs[k]].dtype = dc[i];
     }
     pr_convert cv = {0};
     precis_status st = PRECIS_OK;
     for (int k = 0; k < g->n_outputs; k++) {
         int t = g->outputs[k];
-        if (g->tensors[t].dtype != low || g->tensors[t].producer < 0) continue;
+        if (!float_act(g, t) || g->tensors[t].dtype == PRECIS_FLOAT32 || g->tensors[t].producer < 0)
+            continue;
         int nt = pr_convert_detach_output(g, t, "low", e);
         if (nt < 0) goto oom;
         g->tensors[t].dtype = PRECIS_FLOAT32;
@@ -67,21 +98,27 @@ precis_status pr_plan_precision(pr_graph *g, pr_dtype low, pr_err *e) {
     for (int i = 0; i < n0; i++) {
         if (dtype_free(&g->nodes[i])) continue;
         for (int k = 0; k < g->nodes[i].n_inputs; k++) {
-            int t = g->nodes[i].inputs[k];
-            pr_dtype want = lo[i] ? low : PRECIS_FLOAT32;
-            pr_dtype other = lo[i] ? PRECIS_FLOAT32 : low;
-            if (!is_act(g, t, other)) continue;
-            int nt = pr_convert_get(g, &cv, t, PR_CONVERT_CAST, (int)want, e);
-            if (nt < 0) goto oom;
-            g->nodes[i].inputs[k] = nt;
+            int t = g->nodes[i].inputs[k], src = t;
+            if (!float_act(g, t)) continue;
+            /* an output type asked of the producer: consumers read that type */
+            int p = g->tensors[t].producer;
+            pr_dtype ro = p >= 0 ? g->nodes[p].req_output : PRECIS_UNDEFINED;
+            if (is_float(ro) && ro != g->tensors[t].dtype &&
+                (src = pr_convert_get(g, &cv, t, PR_CONVERT_CAST, (int)ro, e)) < 0)
+                goto oom;
+            pr_dtype want = dc[i] ? dc[i] : PRECIS_FLOAT32;
+            if (g->tensors[src].dtype != want &&
+                (src = pr_convert_get(g, &cv, src, PR_CONVERT_CAST, (int)want, e)) < 0)
+                goto oom;
+            g->nodes[i].inputs[k] = src;
         }
     }
-    free(lo);
+    free(dc);
     return pr_convert_finish(g, &cv, e);
 oom:
     st = e->status ? e->status : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
 fail:
-    free(lo);
+    free(dc);
     pr_convert_finish(g, &cv, e);
     return st;
 }

@@ -53,10 +53,14 @@ static int dq_weight(const pr_graph *g, int t, int axis, int *q, int *scale) {
 }
 
 /* The only consumer of y is a per-tensor QuantizeLinear with zero point 0:
- * its index, *s, *dt (its output dtype). */
+ * its index, *s, *dt (its output dtype). -1 also when y's producer was
+ * asked to store it in a float type (the Q then stays a step of its own). */
 static int q_after(const pr_graph *g, const pr_uses *u, int y, float *s, pr_dtype *dt) {
     int c = pr_single_consumer(g, u, y);
     if (c < 0) return -1;
+    int p = g->tensors[y].producer;
+    pr_dtype ro = p >= 0 ? g->nodes[p].req_output : PRECIS_UNDEFINED;
+    if (ro == PRECIS_FLOAT32 || ro == PRECIS_FLOAT16 || ro == PRECIS_BFLOAT16) return -1;
     const pr_node *n = &g->nodes[c];
     if (n->op != PR_OP_QuantizeLinear || pr_node_in(n, 0) != y) return -1;
     float z = 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "passes/graph_edit.h"
+#include "passes/prec_req.h"
 
 #define Q_OPSET 13
 /* weight channels whose largest |w| is below this quantize to zeros */
@@ -41,6 +42,11 @@ bool pr_quant_passthrough(const pr_graph *g, const pr_node *n, int *data_inputs)
 static bool activation(const pr_graph *g, int t) {
     return t >= 0 && !(g->tensors[t].flags & PR_T_INIT) && g->tensors[t].dtype == PRECIS_FLOAT32 &&
            g->tensors[t].rank >= 0;
+}
+
+/* A precision rule keeps n in a float type (int8 builds stamp every graph). */
+static bool keep_float(const pr_graph *g, const pr_node *n) {
+    return g->prec && pr_prec_effective(g, n) != PRECIS_INT8;
 }
 
 static bool f32_init(const pr_graph *g, int t) {
@@ -311,6 +317,11 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     /* 1. compute nodes and the activations they read */
     for (int i = 0; i < nn; i++) {
         const pr_node *n = &g->nodes[i];
+        if (!pr_node_dead(n) && keep_float(g, n)) { /* a precision rule asks for a float type */
+            if (compute_node(g, n, &qc[i])) r.float_nodes++;
+            qc[i] = (qcompute){-1, -1, -1, 0, false};
+            continue;
+        }
         if (!pr_node_dead(n) && !compute_node(g, n, &qc[i]) && elem_node(g, &u, n, &qc[i])) {
             /* elementwise / pooling: int8 when every activation operand has statistics */
             if ((qc[i].a < 0 || pr_calib_find(o->stats, g->tensors[qc[i].a].name) >= 0) &&
@@ -319,6 +330,8 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
                 r.elem_nodes++;
                 if (qc[i].a >= 0) want[qc[i].a] = 1;
                 if (qc[i].b >= 0) want[qc[i].b] = 1;
+            } else {
+                pr_prec_note(g, n, "no calibration data for its inputs");
             }
             continue;
         }
@@ -330,6 +343,10 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
                 if (o->verbose)
                     fprintf(stderr, "precis: int8: node '%s' (%s) stays float (%s)\n", n->name,
                             n->op_type, attn ? "no int8 attention kernel" : "operands");
+                pr_prec_note(g, n, "%s", attn ? "no int8 attention kernel"
+                                              : "its operands have no int8 form (not constant weights)");
+            } else if (!pr_node_dead(n) && !pr_quant_passthrough(g, n, NULL)) {
+                pr_prec_note(g, n, "no int8 kernel for %s", n->op_type);
             }
             continue;
         }
@@ -339,6 +356,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
             if (acts[k] >= 0 && pr_calib_find(o->stats, g->tensors[acts[k]].name) < 0)
                 ok = false;
         if (!ok) {
+            pr_prec_note(g, n, "no calibration data for its input");
             r.float_nodes++;
             if (o->verbose)
                 fprintf(stderr, "precis: int8: node '%s' (%s) stays float (no calibration data "
@@ -349,13 +367,22 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         for (int k = 0; k < 2; k++)
             if (acts[k] >= 0) want[acts[k]] = 1;
     }
+    /* an int8 output type asked of an int8 node: its output is quantized
+     * (its consumers then read int8 values whatever they compute in) */
+    for (int i = 0; i < nn; i++) {
+        const pr_node *n = &g->nodes[i];
+        int y = pr_node_out(n, 0);
+        if (!isq[i] || n->req_output != PRECIS_INT8 || !activation(g, y)) continue;
+        if (pr_calib_find(o->stats, g->tensors[y].name) >= 0) want[y] = 1;
+        else pr_prec_note(g, n, "no calibration data for its output");
+    }
     /* 2. backwards through pass-through nodes whose output is wanted */
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = nn - 1; i >= 0; i--) {
             const pr_node *n = &g->nodes[i];
             int nd;
-            if (pr_node_dead(n) || !pr_quant_passthrough(g, n, &nd)) continue;
+            if (pr_node_dead(n) || keep_float(g, n) || !pr_quant_passthrough(g, n, &nd)) continue;
             bool out_wanted = false;
             for (int j = 0; j < n->n_outputs; j++)
                 if (n->outputs[j] >= 0 && want[n->outputs[j]]) out_wanted = true;

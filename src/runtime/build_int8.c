@@ -93,12 +93,17 @@ static precis_status calibrate(precis_ctx *ctx, const char *onnx_path,
     fo.backend = "cpu";
     fo.num_threads = o->num_threads;
     fo.shapes = o->shapes;
+    fo.layer_precision = o->layer_precision; /* the same fusions as the int8 graph */
+    fo.n_layer_precision = o->n_layer_precision;
+    fo.layer_output_type = o->layer_output_type;
+    fo.n_layer_output_type = o->n_layer_output_type;
+    fo.rules_file = o->rules_file;
     precis_engine *fe = NULL;
     precis_context *c = NULL;
     observer ob = {stats, g, NULL};
     precis_tensor *in[PRECIS_MAX_RANK * 8] = {0}, *out[256] = {0};
     const char *names[PRECIS_MAX_RANK * 8];
-    precis_status st = precis_build(ctx, onnx_path, &fo, &fe);
+    precis_status st = pr_build_engine(ctx, onnx_path, &fo, true, &fe);
     if (st) return pr_err_prefix(err, "calibration engine");
     int ni = fe->g->n_inputs, no = fe->g->n_outputs;
     if (ni > (int)(sizeof in / sizeof in[0]) || no > (int)(sizeof out / sizeof out[0])) {

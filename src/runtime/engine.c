@@ -14,6 +14,7 @@
 #include "passes/convert.h"
 #include "passes/pass.h"
 #include "passes/pass_plan.h"
+#include "passes/prec_req.h"
 #include "plan/plan_file.h"
 #include "runtime/exec.h"
 
@@ -296,8 +297,18 @@ static precis_dtype precision_dtype(const char *p) {
     return PRECIS_FLOAT32;
 }
 
+static pr_dtype build_dtype(const char *p) {
+    return strcmp(p, "int8") == 0 ? PRECIS_INT8 : precision_dtype(p);
+}
+
 precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
                            precis_engine **out) {
+    return pr_build_engine(ctx, onnx_path, o, false, out);
+}
+
+precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
+                              const precis_build_options *o, bool calibration,
+                              precis_engine **out) {
     if (!ctx || !onnx_path || !out)
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_build: NULL argument");
     *out = NULL;
@@ -320,15 +331,32 @@ precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_
     if (strcmp(backend, "ref") == 0 && strcmp(prec, "fp32") != 0 && !int8)
         return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
                            "the ref backend runs the model as written (fp32, or int8 as QDQ)");
+    pr_prec_rules rules = {0};
+    precis_status st = pr_engine_rules(o, &rules, err);
+    if (st) {
+        pr_rules_free(&rules);
+        return st;
+    }
+    if (rules.n && strcmp(backend, "cpu") != 0) {
+        pr_rules_free(&rules);
+        return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
+                           "precision rules need the cpu backend (ref runs the model as written)");
+    }
     precis_engine *e = calloc(1, sizeof *e);
-    if (!e) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
-    precis_status st = pr_onnx_load_file(onnx_path, &e->g, err);
+    if (!e) {
+        pr_rules_free(&rules);
+        return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
+    }
+    st = pr_onnx_load_file(onnx_path, &e->g, err);
     if (st) goto fail;
     e->num_threads = o->num_threads > 0 ? o->num_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (e->num_threads < 1) e->num_threads = 1;
     e->shapes = o->shapes ? pr_arena_strdup(e->g->arena, o->shapes) : "";
     if ((st = apply_profile(e, err))) goto fail;
     if ((st = pr_graph_infer(e->g, err))) goto fail;
+    /* requests on the nodes as imported; calibration fuses as the int8 build will */
+    if ((st = pr_prec_stamp(e->g, &rules, calibration ? PRECIS_INT8 : build_dtype(prec), err)))
+        goto fail;
     bool cpu = strcmp(backend, "cpu") == 0;
     if ((cpu || int8) && !o->no_optimize) {
         pr_pass_ctx pc = {err, o->verbose, 0};
@@ -340,7 +368,9 @@ precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_
         drop_unused_inits(e->g);
     }
     precis_dtype low = precision_dtype(prec);
-    if (cpu && !int8 && low != PRECIS_FLOAT32 && (st = pr_plan_precision(e->g, low, err))) goto fail;
+    if (cpu && !calibration && (low != PRECIS_FLOAT32 || pr_prec_any(e->g)) &&
+        (st = pr_plan_precision(e->g, low, err)))
+        goto fail;
     if (cpu && (st = pr_plan_layouts(e->g, err))) goto fail;
     char threads[16];
     snprintf(threads, sizeof threads, "%d", e->num_threads);
@@ -358,13 +388,16 @@ precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_
     e->target = meta_get(e->g, "precis.target");
     e->requires = meta_get(e->g, "precis.requires");
     if ((st = engine_init(e, err))) goto fail;
+    if ((st = pr_prec_report_build(e, o->strict && !calibration, err))) goto fail;
     if (o->verbose)
         for (int k = 0; k < e->n_steps; k++)
             fprintf(stderr, "precis: step %d %s (%s): %s\n", k, e->g->nodes[e->steps[k].node].name,
                     e->g->nodes[e->steps[k].node].op_type, e->steps[k].kernel);
+    pr_rules_free(&rules);
     *out = e;
     return PRECIS_OK;
 fail:
+    pr_rules_free(&rules);
     precis_engine_destroy(e);
     pr_err_prefix(err, "%s", onnx_path);
     return st;
@@ -406,7 +439,7 @@ precis_status precis_engine_load(precis_ctx *ctx, const char *path, int num_thre
     e->num_threads = num_threads > 0 ? num_threads : atoi(th);
     if (e->num_threads < 1) e->num_threads = 1;
     if ((st = pr_parse_profile(e->g, e->shapes, &e->prof, &e->n_prof, err))) goto fail;
-    if ((st = engine_init(e, err))) goto fail;
+    if ((st = engine_init(e, err)) || (st = pr_prec_report_parse(e, err))) goto fail;
     *out = e;
     return PRECIS_OK;
 fail:

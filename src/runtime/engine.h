@@ -30,6 +30,8 @@ struct precis_engine {
     pr_profile *prof;
     int n_prof;
     int *first_def, *last_use; /* per tensor: step producing it / last step reading it */
+    precis_node_info *nodes;   /* per original node (prec_report.c), arena */
+    int n_nodes;
 };
 
 /* Called by a context after every step for each output it computed (and
@@ -45,6 +47,22 @@ void pr_context_observe(precis_context *c, pr_observe_fn fn, void *user);
  * runs the QDQ form); g is the optimized graph (build_int8.c). */
 precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
                             pr_graph *g, bool lower, pr_err *err);
+
+/* precis_build, and the FP32 engine int8 calibration runs (calibration:
+ * the options' precision rules shape fusion as in the int8 build, every
+ * node computes in float32). */
+precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
+                              const precis_build_options *o, bool calibration,
+                              precis_engine **out);
+
+/* prec_report.c: the rules of the build options (rules file, then
+ * layer_precision, then layer_output_type), the per-node report of a built
+ * engine (stored as plan metadata; strict: a request not met is an error),
+ * and reading it back from a loaded plan. */
+struct pr_prec_rules;
+precis_status pr_engine_rules(const precis_build_options *o, struct pr_prec_rules *rs, pr_err *e);
+precis_status pr_prec_report_build(precis_engine *e, bool strict, pr_err *err);
+precis_status pr_prec_report_parse(precis_engine *e, pr_err *err);
 
 /* Parse "name:MIN/OPT/MAX,..." against g's inputs into *prof (malloc'd). */
 precis_status pr_parse_profile(const pr_graph *g, const char *spec, pr_profile **prof, int *n,

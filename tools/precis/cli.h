@@ -25,6 +25,8 @@ int mkdir_p(const char *dir);
 void json_str(const char *s);
 void json_fstr(FILE *f, const char *s);
 void json_value_info(const precis_value_info *vi);
+/* "fp32", "fp16", "bf16", "int8", "uint8", "int32", else precis_dtype_name; "-" for none */
+const char *dtype_short(precis_dtype t);
 
 int cmd_build(int argc, char **argv);
 int cmd_export_qdq(int argc, char **argv);
@@ -36,6 +38,10 @@ void usage_bench(FILE *f);
  * bench --profile file to show time shares from (NULL: PLAN.profile.json
  * when it exists and matches the plan) */
 int inspect_plan(const char *path, int json, const char *profile);
+
+/* inspect_nodes.c: the per-node precision report of a plan */
+void inspect_nodes_text(const precis_engine *e);
+void inspect_nodes_json(const precis_engine *e); /* ",\n \"nodes\": [...]" */
 
 /* profile_file.c: the per-step profile bench --profile writes beside a plan */
 int plan_checksum(const char *plan_path, uint32_t *crc);

@@ -100,3 +100,16 @@ void json_value_info(const precis_value_info *vi) {
     printf("]}");
 }
 
+
+const char *dtype_short(precis_dtype t) {
+    switch (t) {
+    case PRECIS_UNDEFINED: return "-";
+    case PRECIS_FLOAT32: return "fp32";
+    case PRECIS_FLOAT16: return "fp16";
+    case PRECIS_BFLOAT16: return "bf16";
+    case PRECIS_INT8: return "int8";
+    case PRECIS_UINT8: return "uint8";
+    case PRECIS_INT32: return "int32";
+    default: return precis_dtype_name(t);
+    }
+}

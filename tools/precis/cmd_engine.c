@@ -19,7 +19,9 @@ void usage_build(FILE *f) {
             "                    [--backend cpu|ref] [--no-optimize] [--verbose]\n"
             "                    [--calib-data DIR|LIST] [--calib-preprocess SPEC]\n"
             "                    [--calibrator percentile|entropy|minmax|mse] [--percentile P]\n"
-            "                    [--calib-cache FILE] [--calib-batches N]\n\n"
+            "                    [--calib-cache FILE] [--calib-batches N]\n"
+            "                    [--layer-precision SEL:TYPE]... [--layer-output-type SEL:TYPE]...\n"
+            "                    [--rules FILE.json] [--strict]\n\n"
             "Optimizes MODEL (constant folding, BatchNorm folding, Conv/MatMul fusion with\n"
             "bias, activation and residual add, LayerNorm/GELU recognition), chooses the\n"
             "precision and layout of every tensor and a CPU kernel for every node, and\n"
@@ -31,7 +33,16 @@ void usage_build(FILE *f) {
             "--calib-preprocess 'resize=256,crop=224,mean=0.485:0.456:0.406,std=...'.\n"
             "--calib-cache keeps the statistics: an existing cache that matches the model\n"
             "(and data) is used without running the data; another calibrator re-derives\n"
-            "the scales from it in seconds.\n\n%s",
+            "the scales from it in seconds.\n\n"
+            "Per-layer precision: --layer-precision SEL:TYPE sets the type nodes compute in,\n"
+            "--layer-output-type SEL:TYPE the type their outputs are stored and passed on\n"
+            "in (TYPE fp32, fp16, bf16, or int8 in int8 builds). SEL is an exact node name,\n"
+            "a shell glob over names ('LayerNorm*', '/encoder/layer.*/attention/*'),\n"
+            "'re:REGEX' or 'op:OPTYPE' ('op:Softmax'). --rules FILE.json gives the same as\n"
+            "{\"rules\": [{\"select\": \"op:Softmax\", \"precision\": \"fp32\"}]} (applied first).\n"
+            "Later rules win. Fusion never merges nodes whose requests differ. A request\n"
+            "that cannot be met falls back with a warning (--strict: the build fails);\n"
+            "`precis inspect PLAN` shows requested and actual per node.\n\n%s",
             k_exit_codes);
 }
 
@@ -68,6 +79,9 @@ typedef struct engine_args {
     const char *calib_data, *calib_preprocess, *calibrator, *calib_cache;
     double percentile;
     int calib_batches;
+    /* precision rules */
+    const char *layer_prec[256], *layer_out[256], *rules;
+    int n_layer_prec, n_layer_out, strict;
 } engine_args;
 
 static precis_build_options build_opts(const engine_args *a) {
@@ -85,6 +99,12 @@ static precis_build_options build_opts(const engine_args *a) {
     o.percentile = a->percentile;
     o.calib_batches = a->calib_batches;
     o.progress = isatty(2);
+    o.layer_precision = a->layer_prec;
+    o.n_layer_precision = a->n_layer_prec;
+    o.layer_output_type = a->layer_out;
+    o.n_layer_output_type = a->n_layer_out;
+    o.rules_file = a->rules;
+    o.strict = a->strict;
     return o;
 }
 
@@ -100,6 +120,7 @@ static int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usag
                        : !strcmp(o, "--calib-preprocess") ? &a->calib_preprocess
                        : !strcmp(o, "--calibrator") ? &a->calibrator
                        : !strcmp(o, "--calib-cache") ? &a->calib_cache
+                       : !strcmp(o, "--rules") ? &a->rules
                                                  : NULL;
     if (dst) {
         if (!more) return usage_error(usage, "%s needs a value", o), -1;
@@ -124,6 +145,15 @@ static int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usag
         else a->calib_batches = v > 1e9 ? 1000000000 : (int)v;
         return 1;
     }
+    if (!strcmp(o, "--layer-precision") || !strcmp(o, "--layer-output-type")) {
+        bool lp = o[8] == 'p';
+        if (!more) return usage_error(usage, "%s needs SELECTOR:TYPE", o), -1;
+        int *n = lp ? &a->n_layer_prec : &a->n_layer_out;
+        if (*n >= 256) return usage_error(usage, "more than 256 %s rules: use --rules FILE", o), -1;
+        (lp ? a->layer_prec : a->layer_out)[(*n)++] = argv[++*i];
+        return 1;
+    }
+    if (!strcmp(o, "--strict")) return a->strict = 1, 1;
     if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) return a->verbose++, 1;
     if (!strcmp(o, "--no-optimize")) return a->no_optimize = 1, 1;
     return 0;
@@ -153,6 +183,34 @@ void usage_export_qdq(FILE *f) {
             "load. The graph is precis's optimized one (BatchNorm folded, fusions written\n"
             "back as standard ops).\n\n%s",
             k_exit_codes);
+}
+
+/* After a build: how many nodes the precision rules hit, and a warning for
+ * each request not met (the first 10). */
+static void report_requests(const precis_engine *e) {
+    int n = precis_engine_num_nodes(e), asked = 0, unmet = 0;
+    for (int i = 0; i < n; i++) {
+        precis_node_info ni;
+        precis_engine_node(e, i, &ni);
+        asked += ni.req_compute || ni.req_output;
+        if (ni.honored) continue;
+        if (unmet++ < 10) {
+            char what[128];
+            if (ni.req_compute && ni.compute != ni.req_compute &&
+                !(ni.req_compute == PRECIS_INT8 && ni.compute == PRECIS_UINT8))
+                snprintf(what, sizeof what, "compute %s, runs %s", dtype_short(ni.req_compute),
+                         ni.step < 0 ? "nothing" : dtype_short(ni.compute));
+            else
+                snprintf(what, sizeof what, "output %s, passes on %s", dtype_short(ni.req_output),
+                         ni.step < 0 ? "nothing" : dtype_short(ni.output));
+            fprintf(stderr, "precis: warning: node '%s' (%s): requested %s: %s\n", ni.name, ni.op,
+                    what, ni.reason);
+        }
+    }
+    if (unmet > 10) fprintf(stderr, "precis: warning: ... and %d more (see precis inspect)\n", unmet - 10);
+    if (asked)
+        printf("precision rules: %d nodes with requests, %d met, %d not met\n", asked,
+               asked - unmet, unmet);
 }
 
 static int build_or_export(int argc, char **argv, bool qdq) {
@@ -208,6 +266,7 @@ static int build_or_export(int argc, char **argv, bool qdq) {
                t1 - t0, precis_engine_precision(e), precis_engine_num_threads(e),
                precis_engine_target(e));
         printf("%d steps for %d original nodes; %d steps on the ref fallback\n", n, orig, ref);
+        report_requests(e);
     }
     precis_engine_destroy(e);
     precis_ctx_destroy(ctx);
@@ -652,7 +711,13 @@ int inspect_plan(const char *path, int json, const char *profile) {
             printf("\n");
         }
     }
-    if (json) printf("]}\n");
+    if (json) {
+        printf("]");
+        inspect_nodes_json(e);
+        printf("}\n");
+    } else {
+        inspect_nodes_text(e);
+    }
     free(ms);
     precis_engine_destroy(e);
     precis_ctx_destroy(ctx);
