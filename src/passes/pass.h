@@ -33,6 +33,7 @@ extern const pr_pass pr_pass_fuse_matmul;    /* MatMul/Gemm + bias + act + resid
 extern const pr_pass pr_pass_fuse_attention; /* MatMul + mask Add + Softmax + MatMul -> Attention */
 extern const pr_pass pr_pass_fuse_layernorm; /* decomposed LayerNorm -> LayerNormalization */
 extern const pr_pass pr_pass_fuse_gelu;      /* decomposed erf/tanh GELU -> Gelu */
+extern const pr_pass pr_pass_prec_late;      /* op: rules on recognized LayerNorm/Gelu (prec_req.h) */
 
 /* Run one pass; with pc->verbose > 0 prints "pass <name>: <n> rewrites" to
  * stderr. */

@@ -1,5 +1,8 @@
 #include "passes/prec_req.h"
 
+#include "passes/graph_edit.h"
+#include "passes/pass.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +13,30 @@ static const char *tname(pr_dtype t) {
     return s ? s : pr_dtype_name(t);
 }
 
+static const char *const k_recognized[] = {"LayerNormalization", "Gelu"};
+
+/* An op: rule that hits no imported node but names an op precis recognizes. */
+static bool deferred(const pr_prec_rule *r, const pr_graph *g) {
+    if (r->kind != PR_SEL_OP) return false;
+    for (int k = 0; k < g->n_nodes; k++)
+        if (pr_rule_matches(r, g->nodes[k].name, g->nodes[k].op_type)) return false;
+    for (size_t i = 0; i < sizeof k_recognized / sizeof k_recognized[0]; i++)
+        if (pr_rule_matches(r, "", k_recognized[i])) return true;
+    return false;
+}
+
 precis_status pr_prec_stamp(pr_graph *g, const pr_prec_rules *rs, pr_dtype dflt, pr_err *e) {
-    precis_status st = pr_rules_check(rs, g, e);
+    /* check all but the deferred rules (a view of the others) */
+    pr_prec_rules now = {0};
+    now.r = malloc((size_t)(rs->n ? rs->n : 1) * sizeof *now.r);
+    if (!now.r) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    int n_late = 0;
+    for (int i = 0; i < rs->n; i++) {
+        if (deferred(&rs->r[i], g)) n_late++;
+        else now.r[now.n++] = rs->r[i];
+    }
+    precis_status st = pr_rules_check(&now, g, e);
+    free(now.r);
     if (st) return st;
     for (int i = 0; i < rs->n; i++)
         if (rs->r[i].type == PRECIS_INT8 && dflt != PRECIS_INT8)
@@ -24,6 +49,19 @@ precis_status pr_prec_stamp(pr_graph *g, const pr_prec_rules *rs, pr_dtype dflt,
     memset(p, 0, sizeof *p);
     p->dflt = dflt;
     p->n_rules = rs->n;
+    p->late = pr_arena_alloc(g->arena, (size_t)(n_late ? n_late : 1) * sizeof *p->late);
+    if (!p->late) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    for (int i = 0; i < rs->n; i++) {
+        const pr_prec_rule *r = &rs->r[i];
+        if (!deferred(r, g)) continue;
+        pr_prec_late *l = &p->late[p->n_late++];
+        l->text = pr_arena_strdup(g->arena, r->text);
+        l->source = pr_arena_strdup(g->arena, r->source);
+        l->pattern = pr_arena_strdup(g->arena, r->pattern);
+        l->what = r->what;
+        l->type = r->type;
+        if (!l->text || !l->source || !l->pattern) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    }
     p->nodes = pr_arena_alloc(g->arena, (size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *p->nodes);
     if (!p->nodes) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     for (int i = 0; i < g->n_nodes; i++) {
@@ -147,3 +185,46 @@ void pr_prec_merge(pr_graph *g, int ni, const int *nodes, int n, int out_node) {
             h->req_compute = g->nodes[nodes[i]].req_compute;
     if (out_node >= 0 && out_node != ni) h->req_output = g->nodes[out_node].req_output;
 }
+
+precis_status pr_prec_apply_late(pr_graph *g, pr_err *e) {
+    pr_prec_plan *p = g->prec;
+    if (!p || !p->n_late) return PRECIS_OK;
+    for (int r = 0; r < p->n_late; r++) {
+        const pr_prec_late *l = &p->late[r];
+        pr_prec_rule m = {0};
+        m.pattern = (char *)l->pattern;
+        m.kind = PR_SEL_OP;
+        int hits = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            pr_node *n = &g->nodes[i];
+            if (pr_node_dead(n) || !n->n_origins || !pr_rule_matches(&m, n->name, n->op_type))
+                continue;
+            hits++;
+            if (l->what == PR_RULE_COMPUTE) n->req_compute = l->type;
+            else n->req_output = l->type;
+            for (int j = 0; j < n->n_origins; j++) {
+                pr_prec_node *q = pr_prec_find(g, n->origins[j]);
+                if (!q) continue;
+                if (l->what == PR_RULE_COMPUTE) q->req_compute = l->type;
+                else q->req_output = l->type;
+                size_t len = strlen(q->rules) + strlen(l->text) + strlen(l->source) + 64;
+                char *buf = pr_arena_alloc(g->arena, len);
+                if (!buf) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+                snprintf(buf, len, "%s%s%s %s (%s, recognized %s)", q->rules, q->rules[0] ? "; " : "",
+                         l->what == PR_RULE_COMPUTE ? "precision" : "output", l->text, l->source,
+                         n->op_type);
+                q->rules = buf;
+            }
+        }
+        if (!hits)
+            return pr_errf(e, PRECIS_ERR_INVALID_ARG,
+                           "%s: rule '%s' matches no op type in the model, nor a pattern precis "
+                           "recognizes as one",
+                           l->source, l->text);
+    }
+    return PRECIS_OK;
+}
+
+static precis_status late_run(pr_graph *g, pr_pass_ctx *pc) { return pr_prec_apply_late(g, pc->err); }
+
+const pr_pass pr_pass_prec_late = {"prec_late", late_run};

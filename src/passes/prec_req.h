@@ -30,9 +30,20 @@ typedef struct pr_prec_node {
     const char *reason;               /* first note on why a request was not met; NULL */
 } pr_prec_node;
 
+/* An op: rule naming an op precis recognizes in decomposed form
+ * (LayerNormalization, Gelu) that no node of the imported graph has:
+ * applied by the pass prec_late to the recognized nodes. */
+typedef struct pr_prec_late {
+    const char *text, *source, *pattern;
+    pr_rule_what what;
+    pr_dtype type;
+} pr_prec_late;
+
 typedef struct pr_prec_plan {
     pr_prec_node *nodes; /* original nodes, in graph order */
     int n;
+    pr_prec_late *late;
+    int n_late;
     pr_dtype dflt;       /* the build's precision: FLOAT32, BFLOAT16, FLOAT16 or INT8 */
     int n_rules;         /* rules applied (0: the report has no requests) */
 } pr_prec_plan;
@@ -43,6 +54,12 @@ typedef struct pr_prec_plan {
  * precision. Also with no rules (the report then has every node, no
  * requests). */
 precis_status pr_prec_stamp(pr_graph *g, const pr_prec_rules *rs, pr_dtype dflt, pr_err *e);
+
+/* Apply the deferred op: rules to the nodes the recognition passes made
+ * (op LayerNormalization / Gelu with origins): on the node and the report
+ * entries of its origins. A deferred rule that still hits nothing is the
+ * usual error. */
+precis_status pr_prec_apply_late(pr_graph *g, pr_err *e);
 
 /* The compute type node n is meant to run in: its request, else the
  * build's precision (FLOAT32 when g->prec is NULL). */

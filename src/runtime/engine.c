@@ -362,6 +362,8 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         pr_pass_ctx pc = {err, o->verbose, 0};
         if ((st = pr_optimize(e->g, &pc))) goto fail;
         drop_unused_inits(e->g);
+    } else if ((st = pr_prec_apply_late(e->g, err))) { /* nothing recognized: an error */
+        goto fail;
     }
     if (int8) {
         if ((st = pr_build_int8(ctx, onnx_path, o, e->g, cpu, err))) goto fail;

@@ -151,6 +151,8 @@ def layernorm_tests(d):
                 check("unfused fp16: overflow visible", err0 > 0.5, f"max err {err0}")
             sels = ["op:LayerNormalization:fp32", "encoder/*:fp32"] if form == "op" else \
                 ["LayerNorm*:fp32", "re:^LayerNorm/:fp32", "rules-file"]
+            if form == "decomposed":  # op: also selects the LayerNorms precis recognizes
+                sels.append("op:LayerNormalization:fp32")
             for sel in sels:
                 rules = ["--rules", rules_json] if sel == "rules-file" else \
                     ["--layer-precision", sel]
@@ -293,6 +295,9 @@ def error_tests(d):
                  "LayerNrom/Pow:fp32", "matches no node name", "'LayerNorm/Pow'")
     expect_error("no op match", 2, ["build", m, "-o", p, "--layer-precision", "op:Softmax:fp32"],
                  "op:Softmax:fp32", "op type")
+    expect_error("op: not recognized either", 2, ["build", m, "-o", p, "--layer-precision",
+                                                   "op:LayerNormalization:fp32"],
+                 "nor a pattern precis recognizes")
     expect_error("bad type", 2, ["build", m, "-o", p, "--layer-output-type", "LayerNorm*:fp64"],
                  "unknown type 'fp64'")
     expect_error("int8 outside int8", 2, ["build", m, "-o", p, "--layer-precision", "fc1/*:int8"],
