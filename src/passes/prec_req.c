@@ -154,7 +154,7 @@ bool pr_prec_fusable_f32(pr_graph *g, int ni, const int *nodes, int n, int out_n
         const pr_node *x = &g->nodes[nodes[i]];
         if (nodes[i] == ni || pr_prec_effective(g, x) == c) continue;
         if (nodes[i] == f32 && pr_prec_effective(g, x) == PRECIS_FLOAT32 &&
-            (c == PRECIS_FLOAT16 || c == PRECIS_BFLOAT16))
+            (c == PRECIS_FLOAT16 || c == PRECIS_BFLOAT16 || c == PRECIS_INT8))
             continue; /* the fused kernel computes this part in float32 anyway */
         note2(g, h, x, "not fused: '%s' (%s) asks %s, '%s' (%s) %s", h->name, h->op_type,
               tname(c), x->name, x->op_type, tname(pr_prec_effective(g, x)));

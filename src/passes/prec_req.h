@@ -73,8 +73,9 @@ pr_dtype pr_prec_effective(const pr_graph *g, const pr_node *n);
 bool pr_prec_fusable(pr_graph *g, int ni, const int *nodes, int n, int out_node);
 
 /* As pr_prec_fusable, but node f32 (one of nodes) may ask for float32 while
- * the rest compute in fp16/bf16: the fused kernel computes that part in
- * float32 whatever its operands (Attention's Softmax). */
+ * the rest compute in fp16/bf16/int8: the fused kernel computes that part in
+ * float32 whatever its operands (Attention's Softmax; in int8 builds
+ * Attention is a float node anyway). */
 bool pr_prec_fusable_f32(pr_graph *g, int ni, const int *nodes, int n, int out_node, int f32);
 
 /* The requests a node absorbing nodes[0..n) keeps (called by
