@@ -32,12 +32,15 @@ from int8 import dump_calib, primary  # noqa: E402
 from ort_int8 import pick  # noqa: E402
 from run import MODELS as SPEED_SHAPES  # noqa: E402
 
-# model: (calibrator, rules)
+SOFT_LN = ["--layer-precision", "op:Softmax:fp32", "--layer-precision", "op:LayerNormalization:fp32"]
+# model: (calibrator, {build name: rules}); precis's int8 already keeps Softmax (inside
+# Attention) and LayerNorm float, so the first rule set shows they cost nothing; the
+# second also keeps the FFN down-projections (reading GELU outputs) float32
 MIXED = {
-    "minilm_l6_v2": ("percentile", ["--layer-precision", "op:Softmax:fp32",
-                                    "--layer-precision", "op:LayerNormalization:fp32"]),
-    "ppocr_v4_rec": ("percentile", ["--layer-precision", "op:Softmax:fp32",
-                                    "--layer-precision", "op:LayerNormalization:fp32"]),
+    "minilm_l6_v2": ("percentile", {
+        "int8 + Softmax/LN fp32": SOFT_LN,
+        "int8 + Softmax/LN/FFN-out fp32": SOFT_LN + ["--layer-precision", "re:/output/dense/:fp32"]}),
+    "ppocr_v4_rec": ("percentile", {"int8 + Softmax/LN fp32": SOFT_LN}),
 }
 
 
@@ -103,9 +106,10 @@ def main():
                 # no shared calibration cache: a cache is keyed by the optimized graph,
                 # which rules that keep nodes apart change
                 q = ["--precision", "int8", "--calib-data", cdir, "--calibrator", cal]
-                for b, extra, rl in (("fp32", ["--precision", "fp32"], []), ("int8", q, []),
-                                     ("int8 + rules", q + rules, rules)):
-                    plan = os.path.join(tmp, f"{m.name}.{b.replace(' ', '_')}.plan")
+                builds = [("fp32", ["--precision", "fp32"], []), ("int8", q, [])]
+                builds += [(b, q + rl, rl) for b, rl in rules.items()]
+                for b, extra, rl in builds:
+                    plan = os.path.join(tmp, f"{m.name}.{len(plans)}.plan")
                     log = build(a.precis, m, plan, a.threads, extra)
                     out, _ = run_precis(a.precis, m, m.eval, a.threads, tmp, plan)
                     key, val, _ = primary(m.metric(out, ref))
