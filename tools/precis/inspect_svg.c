@@ -98,7 +98,7 @@ static int layout(box *b, int n, int *width, int *height) {
         if (y > maxy) maxy = y;
     }
     *width = 2 * MARGIN + (col + 1) * (BOX_W + GUTTER) - GUTTER;
-    if (*width < 760) *width = 760;
+    if (*width < 840) *width = 840;
     *height = HEADER + maxy + MARGIN;
     return col + 1;
 }
@@ -196,14 +196,16 @@ static void legend(FILE *f, const char *plan_path, const precis_engine *e, int n
     fprintf(f, "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"11\">precision %s, target ", MARGIN,
             MARGIN + 26, precis_engine_precision(e));
     xml_text(f, precis_engine_target(e), 0);
-    fprintf(f, ", %d steps; %d with requests met, %d with a request NOT met (hover a box for "
+    fprintf(f, ", %d steps; precision requests: %d steps met, %d NOT met (hover a box for "
                "details)</text>\n", n, met, unmet);
     int x = MARGIN;
     for (int c = 0; c < 6; c++) {
+        char label[64];
+        int len = snprintf(label, sizeof label, "%s (%d)", k_label[c], counts[c]);
         fprintf(f, "<g class=\"legend\"><rect x=\"%d\" y=\"%d\" width=\"16\" height=\"12\" fill=\"%s\" "
-                   "stroke=\"#333\"/><text x=\"%d\" y=\"%d\" font-size=\"11\">%s (%d)</text></g>\n",
-                x, MARGIN + 36, k_fill[c], x + 20, MARGIN + 46, k_label[c], counts[c]);
-        x += 20 + 7 * ((int)strlen(k_label[c]) + 6);
+                   "stroke=\"#333\"/><text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text></g>\n",
+                x, MARGIN + 36, k_fill[c], x + 20, MARGIN + 46, label);
+        x += 36 + 7 * len;
     }
     int y = MARGIN + 56;
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"16\" height=\"12\" fill=\"#fff\" stroke=\"#d62728\" "
