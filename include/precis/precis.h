@@ -283,6 +283,12 @@ typedef struct precis_step_info {
 
 int precis_engine_num_steps(const precis_engine *e);
 precis_status precis_engine_step(const precis_engine *e, int i, precis_step_info *out);
+/* The steps whose outputs step i reads, for drawing the plan's graph: writes
+ * min(n, cap) entries of producers, producers[j] the step computing the
+ * step's j-th input, -1 for a graph input, an initializer (weight) or an
+ * omitted optional input. Returns n, the step's number of inputs (it may
+ * exceed cap: call again with more room), or -1 for a bad i. */
+int precis_engine_step_inputs(const precis_engine *e, int i, int *producers, int cap);
 
 /* What became of one node of the original ONNX graph: requested and actual
  * precision, where it runs and why a request was not met. Strings valid

@@ -483,3 +483,14 @@ precis_status precis_engine_step(const precis_engine *e, int i, precis_step_info
     out->origins = s->origins;
     return PRECIS_OK;
 }
+
+int precis_engine_step_inputs(const precis_engine *e, int i, int *producers, int cap) {
+    if (!e || i < 0 || i >= e->n_steps || cap < 0 || (cap && !producers)) return -1;
+    const pr_node *n = &e->g->nodes[e->steps[i].node];
+    for (int j = 0; j < n->n_inputs && j < cap; j++) {
+        int t = n->inputs[j];
+        int k = t >= 0 ? e->first_def[t] : -1;
+        producers[j] = k < i ? k : -1; /* a step reads only what earlier steps wrote */
+    }
+    return n->n_inputs;
+}

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import onnx
@@ -127,6 +128,89 @@ def profile_checks(d, add, mul):
     check("--profile-out for a model", rc == 0 and os.path.exists(out_json), out + err)
 
 
+def mixed_model(d):
+    """MatMul, ReduceMean, Sub, Relu; the Relu's name needs XML escaping."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])
+    w = numpy_helper.from_array(np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("ReduceMean", ["h"], ["m"], axes=[-1], keepdims=1, name="rm"),
+             helper.make_node("Sub", ["h", "m"], ["c"], name="sub"),
+             helper.make_node("Relu", ["c"], ["y"], name='relu<&>"q\'')]
+    g = helper.make_graph(nodes, "g", [x], [y], [w])
+    return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/mixed.onnx")
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_steps(path):
+    """(step boxes, edges) of an inspect --svg file; None when it is not XML."""
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError):
+        return None, None
+    steps = [g for g in root.iter(SVG + "g") if "step" in g.get("class", "").split()]
+    edges = [e for e in root.iter() if e.get("class") == "edge"]
+    return steps, edges
+
+
+def svg_checks(d):
+    """inspect PLAN --svg: valid XML, one box per step, fills by dtype, a red
+    border with the reason where a request was not met, clean errors."""
+    import json
+    m = mixed_model(d)
+    plan, svg = f"{d}/mixed.plan", f"{d}/mixed.svg"
+    rc, _, err = run("build", m, "-o", plan, "--precision", "fp16", "--layer-precision",
+                     'relu<&>"q\':fp32')
+    check("svg: mixed build", rc == 0, err)
+    rc, out, err = run("inspect", plan, "--svg", svg)
+    check("svg: written", rc == 0 and svg in out and err == "", out + err)
+    steps, edges = svg_steps(svg)
+    check("svg: valid XML", steps is not None)
+    rc, js, _ = run("inspect", plan, "--json")
+    n = len(json.loads(js)["steps"]) if rc == 0 else -1
+    steps = steps or []
+    check("svg: one box per step", len(steps) == n and n > 0, f"{len(steps)} boxes, {n} steps")
+    check("svg: ids in order", [g.get("id") for g in steps] == [f"step{i}" for i in range(n)])
+    dtypes = {g.get("data-dtype") for g in steps if "inserted" not in g.get("class")}
+    check("svg: fp16 and fp32 boxes", {"fp16", "fp32"} <= dtypes, str(dtypes))
+    fills = {g.find(SVG + "rect").get("fill") for g in steps if "inserted" not in g.get("class")}
+    check("svg: two fills", len(fills) >= 2, str(fills))
+    check("svg: edges", edges is not None and len(edges) >= n - 1, f"{len(edges or [])} edges")
+    text = open(svg, encoding="utf-8").read() if os.path.exists(svg) else ""
+    check("svg: name escaped", "relu&lt;&amp;&gt;&quot;q&apos;" in text)
+    check("svg: met marked", any("met" in g.get("class").split() for g in steps))
+    check("svg: no unmet", not any("unmet" in g.get("class").split() for g in steps))
+
+    # ReduceMean has no fp16 CPU kernel: the request is not met
+    plan2, svg2 = f"{d}/unmet.plan", f"{d}/unmet.svg"
+    rc, _, err = run("build", m, "-o", plan2, "--layer-precision", "rm:fp16")
+    check("svg: unmet build", rc == 0, err)
+    rc, out, err = run("inspect", plan2, "--svg", svg2)
+    steps, _ = svg_steps(svg2)
+    unmet = [g for g in steps or [] if "unmet" in g.get("class").split()]
+    check("svg: one unmet box", rc == 0 and len(unmet) == 1, out + err)
+    if unmet:
+        rect, title = unmet[0].find(SVG + "rect"), unmet[0].find(SVG + "title")
+        check("svg: red border", rect.get("stroke") == "#d62728" and float(rect.get("stroke-width")) >= 3)
+        check("svg: reason tooltip", title is not None and "NOT MET" in title.text and "rm" in title.text
+              and "fp16" in title.text, title.text if title is not None else "")
+
+    # errors: no partial file, one line
+    bad = f"{d}/nodir/x.svg"
+    expect_error("svg: bad path", 3, ["inspect", plan, "--svg", bad], "nodir/x.svg")
+    check("svg: no partial file", not os.path.exists(bad))
+    expect_error("svg: unwritable", 3, ["inspect", plan, "--svg", "/proc/precis_nope.svg"], "precis_nope")
+    rc, _, err = run("inspect", m, "--svg", f"{d}/model.svg")
+    check("svg: model refused", rc == 1 and len(err.strip().splitlines()) == 1 and "plan" in err
+          and not os.path.exists(f"{d}/model.svg"), err)
+    rc, _, err = run("inspect", plan, "--svg", svg, "--json")
+    check("svg: --json refused", rc == 1 and "--svg" in err, err)
+    rc, _, err = run("inspect", plan, "--svg")
+    check("svg: needs a file", rc == 1 and "needs a file" in err, err)
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         add = add_model(d)
@@ -210,6 +294,7 @@ def main():
         check("unwritable output dir", rc == 3 and len(err.strip().splitlines()) == 1, err)
 
         profile_checks(d, add, mul)
+        svg_checks(d)
 
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

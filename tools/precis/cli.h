@@ -36,12 +36,18 @@ void usage_build(FILE *f);
 void usage_bench(FILE *f);
 /* inspect of a .plan file (main.c's cmd_inspect hands over); profile: a
  * bench --profile file to show time shares from (NULL: PLAN.profile.json
- * when it exists and matches the plan) */
-int inspect_plan(const char *path, int json, const char *profile);
+ * when it exists and matches the plan); svg: draw the plan into this file
+ * instead (inspect_svg) */
+int inspect_plan(const char *path, int json, const char *profile, const char *svg);
 
 /* inspect_nodes.c: the per-node precision report of a plan */
 void inspect_nodes_text(const precis_engine *e);
 void inspect_nodes_json(const precis_engine *e); /* ",\n \"nodes\": [...]" */
+
+/* inspect_svg.c: the plan's steps as an SVG graph coloured by the dtype each
+ * computes in, unmet precision requests outlined red; returns the exit status
+ * (one "precis: error:" line and no file when it cannot write out_path) */
+int inspect_svg(const precis_engine *e, const char *plan_path, const char *out_path);
 
 /* profile_file.c: the per-step profile bench --profile writes beside a plan */
 int plan_checksum(const char *plan_path, uint32_t *crc);

@@ -626,13 +626,19 @@ done:
 
 /* ---------------------------------------------------------------- inspect */
 
-int inspect_plan(const char *path, int json, const char *profile) {
+int inspect_plan(const char *path, int json, const char *profile, const char *svg) {
     precis_ctx *ctx = precis_ctx_create();
     if (!ctx) return PRECIS_ERR_OOM;
     precis_engine *e = NULL;
     precis_status st = precis_engine_load(ctx, path, 0, &e);
     if (st) {
         int rc = fail(ctx, st);
+        precis_ctx_destroy(ctx);
+        return rc;
+    }
+    if (svg) {
+        int rc = inspect_svg(e, path, svg);
+        precis_engine_destroy(e);
         precis_ctx_destroy(ctx);
         return rc;
     }

@@ -53,11 +53,17 @@ static void usage_run(FILE *f) {
 
 static void usage_inspect(FILE *f) {
     fprintf(f,
-            "usage: precis inspect MODEL.onnx|PLAN [--json] [--profile FILE]\n\n"
+            "usage: precis inspect MODEL.onnx|PLAN [--json] [--profile FILE]\n"
+            "       precis inspect PLAN --svg OUT.svg\n\n"
             "For a plan: every step with its op after fusion, dtype, layout, the kernel\n"
             "that runs it and the original ONNX nodes it covers; with the time per run\n"
             "and share of every step when `precis bench PLAN --profile` has measured it\n"
             "(PLAN.profile.json, or --profile FILE).\n"
+            "--svg OUT.svg draws the plan's steps instead, in execution order with arrows\n"
+            "from the steps whose outputs each reads: boxes filled by the dtype the step\n"
+            "computes in (legend at the top), a thick red border where an original node's\n"
+            "precision request was not met (hover for the reason), a green check where\n"
+            "requests were met; conversions precis inserted are small and grey.\n"
             "For a model:\n"
             "Shows the model's inputs and outputs (with symbolic dims), the op histogram\n"
             "(marking ops precis cannot run), parameter count, opset imports and metadata.\n"
@@ -228,7 +234,7 @@ done:
 }
 
 static int cmd_inspect(int argc, char **argv) {
-    const char *model_path = NULL, *profile = NULL;
+    const char *model_path = NULL, *profile = NULL, *svg = NULL;
     int json = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -240,6 +246,9 @@ static int cmd_inspect(int argc, char **argv) {
         } else if (!strcmp(a, "--profile")) {
             if (i + 1 >= argc) return usage_error(usage_inspect, "%s needs a file", a);
             profile = argv[++i];
+        } else if (!strcmp(a, "--svg")) {
+            if (i + 1 >= argc) return usage_error(usage_inspect, "%s needs a file", a);
+            svg = argv[++i];
         } else if (a[0] == '-') {
             return usage_error(usage_inspect, "unknown option '%s'", a);
         } else if (!model_path) {
@@ -249,7 +258,15 @@ static int cmd_inspect(int argc, char **argv) {
         }
     }
     if (!model_path) return usage_error(usage_inspect, "missing MODEL.onnx%s", "");
-    if (is_plan_file(model_path)) return inspect_plan(model_path, json, profile);
+    if (svg && (json || profile))
+        return usage_error(usage_inspect, "--svg draws the plan; it does not combine with %s",
+                           json ? "--json" : "--profile");
+    if (is_plan_file(model_path)) return inspect_plan(model_path, json, profile, svg);
+    if (svg) {
+        fprintf(stderr, "precis: error: --svg draws a plan, not a model: build one first "
+                        "(precis build %s -o PLAN)\n", model_path);
+        return 1;
+    }
     if (profile) return usage_error(usage_inspect, "--profile applies to a plan, not '%s'", model_path);
     precis_ctx *ctx = precis_ctx_create();
     if (!ctx) return PRECIS_ERR_OOM;
