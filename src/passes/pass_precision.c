@@ -45,27 +45,19 @@ static bool try_low(pr_graph *g, const pr_node *n, pr_dtype low) {
     return ok;
 }
 
-static bool is_float(pr_dtype t) {
-    return t == PRECIS_FLOAT32 || t == PRECIS_BFLOAT16 || t == PRECIS_FLOAT16;
-}
-
 static bool float_act(const pr_graph *g, int t) {
-    return t >= 0 && is_float(g->tensors[t].dtype) && !(g->tensors[t].flags & PR_T_INIT);
-}
-
-static const char *type_name(pr_dtype t) {
-    return t == PRECIS_BFLOAT16 ? "bf16" : t == PRECIS_FLOAT16 ? "fp16" : "fp32";
+    return t >= 0 && pr_prec_is_float(g->tensors[t].dtype) && !(g->tensors[t].flags & PR_T_INIT);
 }
 
 precis_status pr_plan_precision(pr_graph *g, pr_dtype dflt, pr_err *e) {
-    if (!is_float(dflt)) dflt = PRECIS_FLOAT32; /* int8 builds: float nodes default to fp32 */
+    if (!pr_prec_is_float(dflt)) dflt = PRECIS_FLOAT32; /* int8 builds: float nodes default to fp32 */
     int n0 = g->n_nodes;
     pr_dtype *dc = calloc((size_t)(n0 ? n0 : 1), sizeof *dc);
     if (!dc) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     for (int i = 0; i < n0; i++) {
         pr_node *n = &g->nodes[i];
         if (dtype_free(n)) continue;
-        pr_dtype want = is_float(n->req_compute) ? n->req_compute : dflt;
+        pr_dtype want = pr_prec_is_float(n->req_compute) ? n->req_compute : dflt;
         dc[i] = PRECIS_FLOAT32;
         if (want == PRECIS_FLOAT32) continue;
         if (try_low(g, n, want)) {
@@ -74,7 +66,7 @@ precis_status pr_plan_precision(pr_graph *g, pr_dtype dflt, pr_err *e) {
             bool any = false; /* nodes without float activations compute in their own types */
             for (int k = 0; k < n->n_inputs && !any; k++) any = is_act(g, n->inputs[k], PRECIS_FLOAT32);
             for (int k = 0; k < n->n_outputs && !any; k++) any = is_act(g, n->outputs[k], PRECIS_FLOAT32);
-            if (any) pr_prec_note(g, n, "no %s kernel for %s on this CPU", type_name(want), n->op_type);
+            if (any) pr_prec_note(g, n, "no %s kernel for %s on this CPU", pr_prec_type_name(want), n->op_type);
         }
     }
     /* tensors produced by low nodes become low */
@@ -103,7 +95,7 @@ precis_status pr_plan_precision(pr_graph *g, pr_dtype dflt, pr_err *e) {
             /* an output type asked of the producer: consumers read that type */
             int p = g->tensors[t].producer;
             pr_dtype ro = p >= 0 ? g->nodes[p].req_output : PRECIS_UNDEFINED;
-            if (is_float(ro) && ro != g->tensors[t].dtype &&
+            if (pr_prec_is_float(ro) && ro != g->tensors[t].dtype &&
                 (src = pr_convert_get(g, &cv, t, PR_CONVERT_CAST, (int)ro, e)) < 0)
                 goto oom;
             pr_dtype want = dc[i] ? dc[i] : PRECIS_FLOAT32;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *tname(pr_dtype t) {
+const char *pr_prec_type_name(pr_dtype t) {
     const char *s = pr_rule_type_name(t);
     return s ? s : pr_dtype_name(t);
 }
@@ -157,7 +157,7 @@ bool pr_prec_fusable_f32(pr_graph *g, int ni, const int *nodes, int n, int out_n
             (c == PRECIS_FLOAT16 || c == PRECIS_BFLOAT16 || c == PRECIS_INT8))
             continue; /* the fused kernel computes this part in float32 anyway */
         note2(g, h, x, "not fused: '%s' (%s) asks %s, '%s' (%s) %s", h->name, h->op_type,
-              tname(c), x->name, x->op_type, tname(pr_prec_effective(g, x)));
+              pr_prec_type_name(c), x->name, x->op_type, pr_prec_type_name(pr_prec_effective(g, x)));
         return false;
     }
     /* outputs that end inside the fused node: ni's unless it is out_node (or
@@ -170,7 +170,7 @@ bool pr_prec_fusable_f32(pr_graph *g, int ni, const int *nodes, int n, int out_n
         if (x->req_output == PRECIS_UNDEFINED || x->req_output == c) continue;
         pr_prec_note(g, x,
                      "not fused into '%s': its output type %s would live inside a %s kernel",
-                     h->name, tname(x->req_output), tname(c));
+                     h->name, pr_prec_type_name(x->req_output), pr_prec_type_name(c));
         return false;
     }
     return true;

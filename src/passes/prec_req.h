@@ -92,6 +92,14 @@ void pr_prec_note(pr_graph *g, const pr_node *n, const char *fmt, ...)
 /* The entry of an original node, or NULL. */
 pr_prec_node *pr_prec_find(const pr_graph *g, const char *name);
 
+/* FLOAT32, BFLOAT16 or FLOAT16: a type a float node computes in. */
+static inline bool pr_prec_is_float(pr_dtype t) {
+    return t == PRECIS_FLOAT32 || t == PRECIS_BFLOAT16 || t == PRECIS_FLOAT16;
+}
+
+/* "fp32", "fp16", "bf16", "int8", else the dtype's name, for messages. */
+const char *pr_prec_type_name(pr_dtype t);
+
 /* Does g carry any request (compute or output) at all? */
 bool pr_prec_any(const pr_graph *g);
 

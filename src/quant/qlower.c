@@ -14,6 +14,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "passes/graph_edit.h"
+#include "passes/prec_req.h"
 #include "quant/quantize.h"
 
 /* t is the output of a per-tensor DequantizeLinear with zero point 0: its
@@ -60,7 +61,7 @@ static int q_after(const pr_graph *g, const pr_uses *u, int y, float *s, pr_dtyp
     if (c < 0) return -1;
     int p = g->tensors[y].producer;
     pr_dtype ro = p >= 0 ? g->nodes[p].req_output : PRECIS_UNDEFINED;
-    if (ro == PRECIS_FLOAT32 || ro == PRECIS_FLOAT16 || ro == PRECIS_BFLOAT16) return -1;
+    if (pr_prec_is_float(ro)) return -1;
     const pr_node *n = &g->nodes[c];
     if (n->op != PR_OP_QuantizeLinear || pr_node_in(n, 0) != y) return -1;
     float z = 0;

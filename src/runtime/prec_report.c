@@ -28,10 +28,6 @@ precis_status pr_engine_rules(const precis_build_options *o, pr_prec_rules *rs, 
     return st;
 }
 
-static bool is_float(pr_dtype t) {
-    return t == PRECIS_FLOAT32 || t == PRECIS_BFLOAT16 || t == PRECIS_FLOAT16;
-}
-
 static bool is_q8(pr_dtype t) { return t == PRECIS_INT8 || t == PRECIS_UINT8; }
 
 /* The type node n computes in: the int8 ops their (int8/uint8) data input's,
@@ -64,7 +60,7 @@ static bool sums(pr_op op) {
 static pr_dtype accumulator_of(const pr_node *n, pr_dtype compute) {
     if (!sums(n->op)) return PRECIS_UNDEFINED;
     if (is_q8(compute)) return PRECIS_INT32;
-    return is_float(compute) ? PRECIS_FLOAT32 : compute;
+    return pr_prec_is_float(compute) ? PRECIS_FLOAT32 : compute;
 }
 
 /* Does a requested type match what runs? int8 requests take uint8 too. */
@@ -78,7 +74,7 @@ static bool meets(pr_dtype req, pr_dtype got) {
  * inserted Cast to `want` (an output type request); else t's own type. */
 static pr_dtype passed_on(const pr_graph *g, int t, pr_dtype want) {
     pr_dtype dt = g->tensors[t].dtype;
-    if (!is_float(want) || want == dt) return dt;
+    if (!pr_prec_is_float(want) || want == dt) return dt;
     int casts = 0, others = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const pr_node *c = &g->nodes[i];
@@ -96,17 +92,6 @@ static pr_dtype passed_on(const pr_graph *g, int t, pr_dtype want) {
 
 static void put_clean(char **p, const char *s) {
     for (; s && *s; s++) *(*p)++ = (*s == '\t' || *s == '\n' || *s == '\r') ? ' ' : *s;
-}
-
-static const char *tname(pr_dtype t) {
-    switch (t) {
-    case PRECIS_FLOAT32: return "fp32";
-    case PRECIS_FLOAT16: return "fp16";
-    case PRECIS_BFLOAT16: return "bf16";
-    case PRECIS_INT8: return "int8";
-    case PRECIS_UINT8: return "uint8";
-    default: return pr_dtype_name(t);
-    }
 }
 
 /* Parse "precis.nodes" into e->nodes (strings pointing into a copy). */
@@ -205,7 +190,7 @@ precis_status pr_prec_report_build(precis_engine *e, bool strict, pr_err *err) {
             const pr_node *n = &g->nodes[e->steps[step[i]].node];
             c = compute_of(g, n);
             /* Attention kernels compute scores and softmax in float32 */
-            if (n->op == PR_OP_Attention && !strcmp(q->op_type, "Softmax") && is_float(c))
+            if (n->op == PR_OP_Attention && !strcmp(q->op_type, "Softmax") && pr_prec_is_float(c))
                 c = PRECIS_FLOAT32;
             acc = accumulator_of(n, c);
             in_kernel = !last[i];
@@ -222,11 +207,11 @@ precis_status pr_prec_report_build(precis_engine *e, bool strict, pr_err *err) {
             if (!unmet++) {
                 char rq[64] = "";
                 if (!meets(q->req_compute, c))
-                    snprintf(rq, sizeof rq, "compute %s, runs %s", tname(q->req_compute),
-                             c ? tname(c) : "nothing");
+                    snprintf(rq, sizeof rq, "compute %s, runs %s", pr_prec_type_name(q->req_compute),
+                             c ? pr_prec_type_name(c) : "nothing");
                 else
-                    snprintf(rq, sizeof rq, "output %s, passes on %s", tname(q->req_output),
-                             o ? tname(o) : "nothing");
+                    snprintf(rq, sizeof rq, "output %s, passes on %s", pr_prec_type_name(q->req_output),
+                             o ? pr_prec_type_name(o) : "nothing");
                 snprintf(first, sizeof first, "node '%s' (%s): requested %s: %s", q->name,
                          q->op_type, rq, why);
             }

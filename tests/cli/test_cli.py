@@ -8,7 +8,6 @@ ASan/UBSan build a leak or UB report changes the exit status or adds stderr
 lines, so the same checks prove "no crash, no leak".
 """
 import os
-import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -17,30 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-PRECIS = os.path.abspath(sys.argv[1])
-passed = failed = 0
-
-
-def run(*args):
-    p = subprocess.run([PRECIS, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
-
-
-def expect_error(name, code, args, *needles):
-    rc, out, err = run(*args)
-    lines = [l for l in err.splitlines() if l.strip()]
-    ok = rc == code and len(lines) == 1 and lines[0].startswith("precis: error:")
-    ok = ok and all(n in lines[0] for n in needles)
-    check(name, ok, f"rc={rc} (want {code}) stderr={err!r}")
+from clicheck import check, expect_error, finish, run
 
 
 def save(model, path):
@@ -296,8 +272,7 @@ def main():
         profile_checks(d, add, mul)
         svg_checks(d)
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ precision that really ran compares precis's output with a numpy float64 referenc
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -31,23 +30,9 @@ import onnx
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-PRECIS = os.path.abspath(sys.argv[1])
-passed = failed = 0
+from clicheck import check, expect_error, finish, run
+
 D = 64
-
-
-def run(*args):
-    p = subprocess.run([PRECIS, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
 
 
 def init(name, a):
@@ -280,14 +265,6 @@ def output_type_tests(d):
           r1n["actual"]["output"] == "fp32" and r1n["honored"], json.dumps(r1n))
 
 
-def expect_error(name, code, args, *needles):
-    rc, out, err = run(*args)
-    lines = [l for l in err.splitlines() if l.strip()]
-    ok = rc == code and len(lines) == 1 and lines[0].startswith("precis: error:")
-    ok = ok and all(n in lines[0] for n in needles)
-    check(name, ok, f"rc={rc} (want {code}) stderr={err!r}")
-
-
 def error_tests(d):
     m = f"{d}/ln_unfused.onnx"
     p = f"{d}/e.plan"
@@ -331,8 +308,7 @@ def main():
         softmax_int8_tests(d)
         output_type_tests(d)
         error_tests(d)
-    print(f"test_precision: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return finish("test_precision: ")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@
 usage: test_shapes.py PATH/TO/precis
 """
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -13,18 +12,9 @@ import tempfile
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-PRECIS = os.path.abspath(sys.argv[1])
-passed = failed = 0
+from clicheck import PRECIS, check, finish
+
 F = TensorProto.FLOAT
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
 
 
 def model(d, name, nodes, inputs, outputs, inits=(), opset=13):
@@ -139,8 +129,7 @@ def main():
         r = subprocess.run([PRECIS, "inspect", p], capture_output=True, text=True)
         check("bad_matmul refused", r.returncode == 6 and "'mm'" in r.stderr, r.stderr)
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return finish()
 
 
 if __name__ == "__main__":
