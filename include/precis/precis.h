@@ -307,6 +307,9 @@ typedef struct precis_node_info {
     const char *rules;           /* the rules that hit it, "; "-separated; "" none */
     const char *reason;          /* why actual differs from requested; "" none */
     int honored;                 /* 1: every request met (also when there is none) */
+    const char *scales;          /* INT8 scales of its step, "NAME=VALUE ..." items: x/a/b/z an
+                                  * int8 input's scale, w the weights' per-channel scales
+                                  * (MIN..MAX/COUNT), y the int8 output's; "" float nodes */
 } precis_node_info;
 
 int precis_engine_num_nodes(const precis_engine *e);

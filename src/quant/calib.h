@@ -129,6 +129,7 @@ typedef struct pr_calib_key {
 precis_status pr_calib_cache_save(const pr_calib_stats *s, const pr_calib_key *key,
                                   const char *path, pr_err *e);
 /* Read a cache. With `expect` non-NULL, a key that differs is refused
+ * (expect->graph 0: any graph; the caller checks the tensors it needs)
  * (PRECIS_ERR_INVALID_ARG) with a message naming what differs ("made for
  * another model", "another calibration data set (N samples, hash ...)",
  * "another preprocessing: '...' vs '...'"). A malformed file is

@@ -339,6 +339,8 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e) {
     int n_compute = 0, n_pass = 0, n_elem = 0, n_dropped = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         if (pr_node_dead(&g->nodes[i])) continue;
+        /* a precision rule keeps it float: its DQ inputs and Q output stay steps of their own */
+        if (g->prec && pr_prec_effective(g, &g->nodes[i]) != PRECIS_INT8) continue;
         bool done = false;
         if ((st = lower_compute(g, &u, i, &done, e))) goto out;
         if (done) {

@@ -138,6 +138,23 @@ done:
     return st;
 }
 
+/* Float activations of g (graph inputs and node outputs the calibration
+ * engine computes) with no statistics in s: their count, *first the first. */
+static int missing_stats(const pr_graph *g, const pr_calib_stats *s, const char **first) {
+    int n = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pr_tensor *x = &g->tensors[t];
+        if ((x->flags & PR_T_INIT) || x->dtype != PRECIS_FLOAT32 || !x->name[0]) continue;
+        bool produced = (x->flags & PR_T_INPUT) != 0;
+        for (int i = 0; i < g->n_nodes && !produced; i++)
+            for (int j = 0; j < g->nodes[i].n_outputs; j++)
+                produced |= g->nodes[i].outputs[j] == t;
+        if (!produced || pr_calib_find(s, x->name) >= 0) continue;
+        if (!n++) *first = x->name;
+    }
+    return n;
+}
+
 static bool file_exists(const char *p) {
     struct stat sb;
     return p && stat(p, &sb) == 0;
@@ -166,7 +183,7 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
     if (st) return st;
     key.graph = hash_graph(g);
     pr_calib_source *src = NULL;
-    pr_calib_stats *stats = NULL;
+    pr_calib_stats *stats = NULL, *old = NULL;
     int batches = 0;
     if (o->calib_data) {
         pr_calib_input *ins = calloc((size_t)g->n_inputs + 1, sizeof *ins);
@@ -188,23 +205,53 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
         key.samples = (uint64_t)batches;
     }
     if (have_cache) {
-        pr_calib_key got;
-        st = pr_calib_cache_load(o->calib_cache, src ? &key : NULL, &stats, &got, err);
-        if (!st && !src && (got.model != key.model || got.graph != key.graph))
-            st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "calibration cache '%s': %s", o->calib_cache,
-                         got.model != key.model ? "it was made for another model"
-                                                : "it was made for another graph (another precis "
-                                                  "version or build options)");
+        pr_calib_key got, want = key;
+        want.graph = 0; /* another optimized graph is fine if it has every tensor this one needs */
+        st = pr_calib_cache_load(o->calib_cache, src ? &want : NULL, &stats, &got, err);
+        if (!st && !src && got.model != key.model)
+            st = pr_errf(err, PRECIS_ERR_INVALID_ARG,
+                         "calibration cache '%s': it was made for another model", o->calib_cache);
         if (st) goto done; /* the loader's messages name the file */
-        if (o->verbose)
-            fprintf(stderr, "precis: int8: statistics of %d tensors from '%s'\n",
-                    pr_calib_count(stats), o->calib_cache);
-    } else {
+        const char *miss = NULL;
+        int n_miss = got.graph == key.graph ? 0 : missing_stats(g, stats, &miss);
+        if (n_miss && !src) {
+            st = pr_errf(err, PRECIS_ERR_INVALID_ARG,
+                         "calibration cache '%s' was made for another optimized graph (other "
+                         "precision rules or precis version) and lacks %d tensor%s this build "
+                         "quantizes (e.g. '%s'): pass --calib-data to recalibrate",
+                         o->calib_cache, n_miss, n_miss > 1 ? "s" : "", miss);
+            goto done;
+        }
+        if (n_miss) {
+            if (o->progress || o->verbose)
+                fprintf(stderr, "precis: int8: calibration cache '%s' lacks %d tensor%s of this "
+                        "graph (e.g. '%s'; other precision rules?): recalibrating\n",
+                        o->calib_cache, n_miss, n_miss > 1 ? "s" : "", miss);
+            old = stats; /* its other tensors are kept: same model and data, same values */
+            stats = NULL;
+        } else if (o->verbose) {
+            fprintf(stderr, "precis: int8: statistics of %d tensors from '%s'%s\n",
+                    pr_calib_count(stats), o->calib_cache,
+                    got.graph != key.graph ? " (made for another optimized graph; it has every "
+                                             "tensor this one needs)"
+                                           : "");
+        }
+    }
+    if (!stats) {
         if (!(stats = pr_calib_create())) {
             st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
             goto done;
         }
         if ((st = calibrate(ctx, onnx_path, o, g, src, batches, stats, err))) goto done;
+        for (int i = 0; old && i < pr_calib_count(old); i++) {
+            const pr_calib_tensor *v = pr_calib_get(old, i);
+            if (pr_calib_find(stats, v->name) >= 0) continue;
+            int k = pr_calib_tensor_index(stats, v->name, err);
+            if (k < 0 || (st = pr_calib_set(stats, k, v, err))) {
+                st = err->status;
+                goto done;
+            }
+        }
         if (o->calib_cache && (st = pr_calib_cache_save(stats, &key, o->calib_cache, err)))
             goto done;
     }
@@ -219,6 +266,7 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
     if (o->qdq_path && (st = pr_onnx_save(g, o->qdq_path, err))) goto done;
     if (lower) st = pr_quantize_lower(g, o->verbose, err);
 done:
+    pr_calib_destroy(old);
     pr_calib_destroy(stats);
     pr_calib_source_close(src);
     return st;

@@ -5,8 +5,14 @@
  * "precis.nodes": one line per original ONNX node, in graph order, fields
  * separated by tabs (tabs and newlines in names become spaces):
  *   name, op, step, req_compute, req_output, compute, output, accumulator,
- *   output_in_kernel, honored, rules, reason
- * dtypes as their precis_dtype numbers (0: none). */
+ *   output_in_kernel, honored, rules, reason, scales
+ * dtypes as their precis_dtype numbers (0: none). Plans written before
+ * `scales` have 12 fields (scales read as "").
+ *
+ * scales: the INT8 scales of the node's step, space-separated NAME=VALUE
+ * items: x/a/b/z = an int8 input's scale (real value = scale * q), w = the
+ * weights' per-output-channel scales as MIN..MAX/COUNT (or one value),
+ * y = the int8 output's scale; "" for a node that computes in float. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +96,91 @@ static pr_dtype passed_on(const pr_graph *g, int t, pr_dtype want) {
     return casts && !others ? want : dt;
 }
 
+/* The scale of int8 tensor t: its producer's y_scale (or QuantizeLinear's
+ * scale), through pass-through ops (MaxPool, Relu, Reshape, Concat...: int8
+ * in, int8 out) to their first input; 0 when not known. */
+static float tensor_scale(const pr_graph *g, const int *producer, int t, int depth) {
+    if (t < 0 || depth > 64 || producer[t] < 0) return 0;
+    const pr_node *n = &g->nodes[producer[t]];
+    switch (n->op) {
+    case PR_OP_QConv: case PR_OP_QMatMul: case PR_OP_QBinary: case PR_OP_QPool:
+        return pr_attr_float(n, "y_scale", 0);
+    case PR_OP_QuantizeLinear: {
+        int sc = pr_node_in(n, 1);
+        const pr_tensor *x = sc >= 0 ? &g->tensors[sc] : NULL;
+        return x && x->data && x->dtype == PRECIS_FLOAT32 && x->nbytes == sizeof(float)
+                   ? *(const float *)x->data
+                   : 0;
+    }
+    default: {
+        int in = pr_node_in(n, 0);
+        return in >= 0 && is_q8(g->tensors[in].dtype)
+                   ? tensor_scale(g, producer, in, depth + 1)
+                   : 0;
+    }
+    }
+}
+
+static void put_scale(char **w, const char *name, float s) {
+    if (s > 0) *w += sprintf(*w, "%s%s=%.4g", (*w)[-1] == '\t' ? "" : " ", name, s);
+}
+
+/* w=MIN..MAX/COUNT of a float32 scale initializer (one value: w=V). */
+static void put_scale_vec(char **w, const char *name, const pr_tensor *x) {
+    if (!x || !x->data || x->dtype != PRECIS_FLOAT32 || !x->nbytes) return;
+    const float *v = x->data;
+    size_t n = x->nbytes / sizeof(float);
+    float lo = v[0], hi = v[0];
+    for (size_t i = 1; i < n; i++) lo = v[i] < lo ? v[i] : lo, hi = v[i] > hi ? v[i] : hi;
+    const char *sep = (*w)[-1] == '\t' ? "" : " ";
+    if (n == 1) *w += sprintf(*w, "%s%s=%.4g", sep, name, lo);
+    else *w += sprintf(*w, "%s%s=%.4g..%.4g/%zu", sep, name, lo, hi, n);
+}
+
+/* The scales of step node n (see the header comment); writes after a tab. */
+static void put_scales(char **w, const pr_graph *g, const int *producer, const pr_node *n) {
+    bool q8_out = false;
+    int y = pr_node_out(n, 0);
+    if (y >= 0) q8_out = is_q8(g->tensors[y].dtype);
+    switch (n->op) {
+    case PR_OP_QConv:
+    case PR_OP_QMatMul: {
+        bool conv = n->op == PR_OP_QConv;
+        put_scale(w, conv ? "x" : "a", pr_attr_float(n, conv ? "x_scale" : "a_scale", 0));
+        int ws = pr_node_in(n, 2);
+        put_scale_vec(w, conv ? "w" : "b", ws >= 0 ? &g->tensors[ws] : NULL);
+        int z = pr_node_in(n, 4);
+        if (z >= 0 && is_q8(g->tensors[z].dtype)) put_scale(w, "z", pr_attr_float(n, "z_scale", 0));
+        break;
+    }
+    case PR_OP_QBinary:
+        for (int j = 0; j < 2; j++) {
+            int t = pr_node_in(n, j);
+            if (t >= 0 && is_q8(g->tensors[t].dtype))
+                put_scale(w, j ? "b" : "a", pr_attr_float(n, j ? "b_scale" : "a_scale", 0));
+        }
+        break;
+    case PR_OP_QPool: put_scale(w, "x", pr_attr_float(n, "x_scale", 0)); break;
+    case PR_OP_QuantizeLinear: {
+        int sc = pr_node_in(n, 1);
+        put_scale_vec(w, "y", sc >= 0 ? &g->tensors[sc] : NULL);
+        return;
+    }
+    case PR_OP_DequantizeLinear: {
+        int sc = pr_node_in(n, 1);
+        put_scale_vec(w, "x", sc >= 0 ? &g->tensors[sc] : NULL);
+        return;
+    }
+    default: {
+        int x = pr_node_in(n, 0);
+        if (x < 0 || !is_q8(g->tensors[x].dtype)) return;
+        put_scale(w, "x", tensor_scale(g, producer, x, 0));
+        break;
+    }
+    }
+    if (q8_out) put_scale(w, "y", tensor_scale(g, producer, y, 0));
+}
+
 static void put_clean(char **p, const char *s) {
     for (; s && *s; s++) *(*p)++ = (*s == '\t' || *s == '\n' || *s == '\r') ? ' ' : *s;
 }
@@ -111,18 +202,18 @@ precis_status pr_prec_report_parse(precis_engine *e, pr_err *err) {
         char *nl = strchr(line, '\n');
         if (!nl) break;
         *nl = 0;
-        char *f[12];
+        char *f[13];
         int nf = 0;
-        for (char *s = line; nf < 12;) {
+        for (char *s = line; nf < 13;) {
             f[nf++] = s;
             char *tab = strchr(s, '\t');
             if (!tab) break;
             *tab = 0;
             s = tab + 1;
         }
-        if (nf != 12)
-            return pr_errf(err, PRECIS_ERR_PARSE, "plan metadata %s: line %d has %d fields, not 12",
-                           NODES_KEY, i + 1, nf);
+        if (nf != 12 && nf != 13)
+            return pr_errf(err, PRECIS_ERR_PARSE,
+                           "plan metadata %s: line %d has %d fields, not 13", NODES_KEY, i + 1, nf);
         precis_node_info *q = &e->nodes[e->n_nodes++];
         q->name = f[0];
         q->op = f[1];
@@ -136,6 +227,7 @@ precis_status pr_prec_report_parse(precis_engine *e, pr_err *err) {
         q->honored = atoi(f[9]);
         q->rules = f[10];
         q->reason = f[11];
+        q->scales = nf > 12 ? f[12] : "";
         if (q->step < -1 || q->step >= e->n_steps)
             return pr_errf(err, PRECIS_ERR_PARSE, "plan metadata %s: node '%s' names step %d of %d",
                            NODES_KEY, q->name, q->step, e->n_steps);
@@ -155,6 +247,18 @@ precis_status pr_prec_report_build(precis_engine *e, bool strict, pr_err *err) {
         free(last);
         return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
     }
+    int *producer = malloc((size_t)(g->n_tensors + 1) * sizeof *producer);
+    if (!producer) {
+        free(step);
+        free(last);
+        return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+    }
+    for (int t = 0; t < g->n_tensors; t++) producer[t] = -1;
+    for (int k = 0; k < e->n_steps; k++) {
+        const pr_node *n = &g->nodes[e->steps[k].node];
+        for (int j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j] >= 0) producer[n->outputs[j]] = e->steps[k].node;
+    }
     for (int i = 0; i < p->n; i++) step[i] = -1, last[i] = 0;
     for (int k = 0; k < e->n_steps; k++) {
         const pr_step *s = &e->steps[k];
@@ -170,12 +274,13 @@ precis_status pr_prec_report_build(precis_engine *e, bool strict, pr_err *err) {
     for (int i = 0; i < p->n; i++) {
         const pr_prec_node *q = &p->nodes[i];
         cap += strlen(q->name) + strlen(q->op_type) + strlen(q->rules) +
-               (q->reason ? strlen(q->reason) : 0) + 200;
+               (q->reason ? strlen(q->reason) : 0) + 400;
     }
     char *buf = malloc(cap), *w = buf;
     if (!buf) {
         free(step);
         free(last);
+        free(producer);
         return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
     }
     precis_status st = PRECIS_OK;
@@ -224,6 +329,8 @@ precis_status pr_prec_report_build(precis_engine *e, bool strict, pr_err *err) {
         put_clean(&w, q->rules);
         *w++ = '\t';
         put_clean(&w, why);
+        *w++ = '\t';
+        if (step[i] >= 0) put_scales(&w, g, producer, &g->nodes[e->steps[step[i]].node]);
         *w++ = '\n';
     }
     *w = 0;
@@ -233,6 +340,7 @@ precis_status pr_prec_report_build(precis_engine *e, bool strict, pr_err *err) {
                                : "");
     free(step);
     free(last);
+    free(producer);
     if (!st) {
         const char *v = pr_arena_strdup(g->arena, buf);
         pr_kv *kv = v ? pr_arena_alloc(g->arena, (size_t)(g->n_metadata + 1) * sizeof *kv) : NULL;

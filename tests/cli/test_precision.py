@@ -260,9 +260,112 @@ def output_type_tests(d):
         check(f"output type {tag}: conv1 runs int8", c1["actual"]["compute"] == "int8" and
               "qconv" in st["kernel"], json.dumps([c1, st]))
         check(f"output type {tag}: conv1 hands on {want}", st["dtype"] in want, json.dumps(st))
+    scale_tests(d, m, cal, xp)
     r1n = nodes_of(r1[1], "relu1")[0]
     check("output type rule: reported met", r1n["requested"]["output"] == "fp32" and
           r1n["actual"]["output"] == "fp32" and r1n["honored"], json.dumps(r1n))
+
+
+def scale_tests(d, m, cal, xp):
+    """inspect reports the int8 scales that run: minmax input scale max|x|/127, weight
+    scales per output channel max|w[m]|/127, and a consumer's input scale equal to its
+    producer's output scale."""
+    r = build_run(d, m, "cv-scales", {"x": xp}, "--precision", "int8", "--calib-data", cal,
+                  "--calibrator", "minmax")
+    if not r:
+        return
+    c1, c2 = nodes_of(r[1], "conv1")[0]["scales"], nodes_of(r[1], "conv2")[0]["scales"]
+    amax = max(float(np.abs(np.load(f"{cal}/{f}")).max()) for f in os.listdir(cal))
+    check("scales: conv1 x = max|calib x| / 127", abs(c1.get("x", 0) - amax / 127) < 1e-3 * amax / 127,
+          f"{c1} vs {amax / 127}")
+    rng = np.random.default_rng(5)
+    w1 = (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)
+    ws = np.abs(w1).reshape(8, -1).max(1) / 127
+    w = c1.get("w", {})
+    check("scales: conv1 w per channel", w.get("count") == 8 and
+          abs(w.get("min", 0) - ws.min()) < 1e-3 * ws.min() and
+          abs(w.get("max", 0) - ws.max()) < 1e-3 * ws.max(), f"{w} vs {ws.min()}..{ws.max()}")
+    check("scales: conv2 reads conv1's output scale", c1.get("y", 0) > 0 and
+          abs(c2.get("x", -1) - c1["y"]) < 1e-3 * c1["y"], f"{c1} {c2}")
+    check("scales: float output has no y", "y" not in c2, json.dumps(c2))
+    relu = nodes_of(r[1], "relu1")[0]["scales"]
+    check("scales: fused relu shows its step's scales", relu == c1, f"{relu} {c1}")
+
+
+def residual_model(path):
+    rng = np.random.default_rng(7)
+    w = [(rng.standard_normal((8, c, 3, 3)) * 0.3).astype(np.float32) for c in (3, 8, 8)]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+             helper.make_node("Add", ["c2", "r1"], ["a1"], name="add1"),
+             helper.make_node("Conv", ["a1", "w3"], ["y"], pads=[1, 1, 1, 1], name="conv3")]
+    g = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, [1, 8, 16, 16])],
+                          [init("w1", w[0]), init("w2", w[1]), init("w3", w[2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+def elementwise_tests(d):
+    """An elementwise node asked fp32 in an int8 network computes in float32 (its own float
+    step, not an int8 kernel that reads int8 operands), and the network still agrees."""
+    m = residual_model(f"{d}/res.onnx")
+    rng = np.random.default_rng(8)
+    cal = f"{d}/res_calib"
+    os.makedirs(cal, exist_ok=True)
+    for i in range(4):
+        np.save(f"{cal}/{i}.npy", rng.standard_normal((1, 3, 16, 16)).astype(np.float32))
+    xp = f"{d}/res_x.npy"
+    np.save(xp, rng.standard_normal((1, 3, 16, 16)).astype(np.float32))
+    common = ["--precision", "int8", "--calib-data", cal]
+    r0 = build_run(d, m, "res-default", {"x": xp}, *common)
+    r1 = build_run(d, m, "res-add-fp32", {"x": xp}, *common, "--layer-precision", "add1:fp32")
+    if not (r0 and r1):
+        return
+    a0, a1 = nodes_of(r0[1], "add1")[0], nodes_of(r1[1], "add1")[0]
+    check("elementwise default: add1 int8", a0["actual"]["compute"] in ("int8", "uint8"), json.dumps(a0))
+    st = r1[1]["steps"][a1["step"]]
+    check("elementwise rule: add1 computes fp32 in a float step",
+          a1["actual"]["compute"] == "fp32" and a1["honored"] and st["dtype"] == "float32" and
+          not st["op"].startswith("Q"), json.dumps([a1, st]))
+    check("elementwise rule: no int8 scales on add1", a1["scales"] == {}, json.dumps(a1))
+    y0, y1 = np.load(f"{r0[0]}/y.npy"), np.load(f"{r1[0]}/y.npy")
+    rel = float(np.abs(y1 - y0).max() / (np.abs(y0).max() + 1e-9))
+    check("elementwise rule: output agrees with the default int8 build", rel < 0.1, f"rel {rel}")
+    cache_tests(d, m, cal, xp, y0)
+
+
+def cache_tests(d, m, cal, xp, y0):
+    """A calibration cache made under other precision rules (another fused graph): used when
+    it has every tensor the build quantizes, else refused without data, recalibrated and
+    merged with data."""
+    cache = f"{d}/res.cache"
+    rule = ["--layer-precision", "add1:fp32"]
+    rc, _, err = run("build", m, "-o", f"{d}/c0.plan", "--precision", "int8", "--calib-data", cal,
+                     "--calib-cache", cache)
+    check("cache: made by the default build", rc == 0 and os.path.exists(cache), err)
+    expect_error("cache: other rules, tensors missing, no data", 2,
+                 ["build", m, "-o", f"{d}/c1.plan", "--precision", "int8", "--calib-cache", cache,
+                  *rule], "another optimized graph", "lacks", "--calib-data")
+    rc, _, err = run("build", m, "-o", f"{d}/c1.plan", "--precision", "int8", "--calib-data", cal,
+                     "--calib-cache", cache, "-v", *rule)
+    check("cache: other rules with data recalibrate", rc == 0 and "recalibrating" in err, err)
+    for tag, extra in (("default", []), ("rule", rule)):
+        plan = f"{d}/c2{tag}.plan"
+        rc, _, err = run("build", m, "-o", plan, "--precision", "int8", "--calib-cache", cache,
+                         *extra)
+        check(f"cache: merged cache serves the {tag} build alone", rc == 0, err)
+        od = f"{d}/c2{tag}.out"
+        rc, _, err = run("run", plan, "--input", f"x={xp}", "--output-dir", od)
+        if tag == "default" and rc == 0:
+            y = np.load(f"{od}/y.npy")
+            check("cache: default build from the merged cache gives the same output",
+                  np.array_equal(y, y0), f"max diff {np.abs(y - y0).max()}")
+    other = conv_model(f"{d}/cv2.onnx")
+    expect_error("cache: another model refused", 2,
+                 ["build", other, "-o", f"{d}/c3.plan", "--precision", "int8", "--calib-cache",
+                  cache], "another model")
 
 
 def error_tests(d):
@@ -306,6 +409,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         layernorm_tests(d)
         softmax_int8_tests(d)
+        elementwise_tests(d)
         output_type_tests(d)
         error_tests(d)
     return finish("test_precision: ")
