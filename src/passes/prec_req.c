@@ -60,6 +60,7 @@ precis_status pr_prec_stamp(pr_graph *g, const pr_prec_rules *rs, pr_dtype dflt,
         l->pattern = pr_arena_strdup(g->arena, r->pattern);
         l->what = r->what;
         l->type = r->type;
+        l->index = i;
         if (!l->text || !l->source || !l->pattern) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
     p->nodes = pr_arena_alloc(g->arena, (size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *p->nodes);
@@ -83,8 +84,8 @@ precis_status pr_prec_stamp(pr_graph *g, const pr_prec_rules *rs, pr_dtype dflt,
         for (int k = 0; k < rs->n; k++) {
             const pr_prec_rule *r = &rs->r[k];
             if (!pr_rule_matches(r, n->name, n->op_type)) continue;
-            if (r->what == PR_RULE_COMPUTE) n->req_compute = r->type;
-            else n->req_output = r->type;
+            if (r->what == PR_RULE_COMPUTE) n->req_compute = r->type, q->compute_rule = k + 1;
+            else n->req_output = r->type, q->output_rule = k + 1;
             o += (size_t)snprintf(buf + o, len - o, "%s%s %s (%s)", o ? "; " : "",
                                   r->what == PR_RULE_COMPUTE ? "precision" : "output",
                                   r->text, r->source);
@@ -200,21 +201,28 @@ precis_status pr_prec_apply_late(pr_graph *g, pr_err *e) {
             if (pr_node_dead(n) || !n->n_origins || !pr_rule_matches(&m, n->name, n->op_type))
                 continue;
             hits++;
-            if (l->what == PR_RULE_COMPUTE) n->req_compute = l->type;
-            else n->req_output = l->type;
+            bool taken = false;
             for (int j = 0; j < n->n_origins; j++) {
                 pr_prec_node *q = pr_prec_find(g, n->origins[j]);
                 if (!q) continue;
-                if (l->what == PR_RULE_COMPUTE) q->req_compute = l->type;
-                else q->req_output = l->type;
-                size_t len = strlen(q->rules) + strlen(l->text) + strlen(l->source) + 64;
+                bool compute = l->what == PR_RULE_COMPUTE;
+                /* a name rule given after this op: rule wins on that node */
+                bool later = (compute ? q->compute_rule : q->output_rule) > l->index + 1;
+                if (!later) {
+                    if (compute) q->req_compute = l->type, q->compute_rule = l->index + 1;
+                    else q->req_output = l->type, q->output_rule = l->index + 1;
+                    taken = true;
+                }
+                size_t len = strlen(q->rules) + strlen(l->text) + strlen(l->source) + 96;
                 char *buf = pr_arena_alloc(g->arena, len);
                 if (!buf) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-                snprintf(buf, len, "%s%s%s %s (%s, recognized %s)", q->rules, q->rules[0] ? "; " : "",
-                         l->what == PR_RULE_COMPUTE ? "precision" : "output", l->text, l->source,
-                         n->op_type);
+                snprintf(buf, len, "%s%s%s %s (%s, recognized %s%s)", q->rules,
+                         q->rules[0] ? "; " : "", compute ? "precision" : "output", l->text,
+                         l->source, n->op_type, later ? "; a later rule wins" : "");
                 q->rules = buf;
             }
+            if (taken && l->what == PR_RULE_COMPUTE) n->req_compute = l->type;
+            else if (taken) n->req_output = l->type;
         }
         if (!hits)
             return pr_errf(e, PRECIS_ERR_INVALID_ARG,

@@ -28,6 +28,7 @@ typedef struct pr_prec_node {
     pr_dtype req_compute, req_output; /* PRECIS_UNDEFINED: none */
     const char *rules;                /* every rule that hit it, in order, "; "-separated; "" */
     const char *reason;               /* first note on why a request was not met; NULL */
+    int compute_rule, output_rule;    /* 1 + index of the rule that set each request; 0 none */
 } pr_prec_node;
 
 /* An op: rule naming an op precis recognizes in decomposed form
@@ -37,6 +38,7 @@ typedef struct pr_prec_late {
     const char *text, *source, *pattern;
     pr_rule_what what;
     pr_dtype type;
+    int index; /* its place among all rules (a later rule on the same node wins) */
 } pr_prec_late;
 
 typedef struct pr_prec_plan {

@@ -176,6 +176,26 @@ def layernorm_tests(d):
               pw["actual"]["compute"] == "fp32" and sb["actual"]["compute"] == "bf16" and
               "LayerNorm*:bf16" in pw["rules"] and "LayerNorm/Pow:fp32" in pw["rules"],
               json.dumps([pw, sb]))
+    # the same with op:LayerNormalization on a recognized (decomposed) LayerNorm: rule order
+    # decides also when the op: rule applies after fusion
+    m = f"{d}/ln_decomposed.onnx"
+    for tag, order, want in (("op-then-name", ["op:LayerNormalization:fp32", "LayerNorm/*:fp16"],
+                              "fp16"),
+                             ("name-then-op", ["LayerNorm/*:fp16", "op:LayerNormalization:fp32"],
+                              "fp32")):
+        args = []
+        for sel in order:
+            args += ["--layer-precision", sel]
+        r = build_run(d, m, f"order-{tag}", {"x": xp}, "--precision", "fp16", *args)
+        if not r:
+            continue
+        ln = nodes_of(r[1], "LayerNorm/")
+        err1 = np.abs(np.load(f"{r[0]}/y.npy") - ref).max()
+        check(f"order {tag}: the later rule wins ({want})", ln and all(
+            n["requested"]["compute"] == want and n["actual"]["compute"] == want and n["honored"]
+            and "op:LayerNormalization:fp32" in n["rules"] and "LayerNorm/*:fp16" in n["rules"]
+            for n in ln), json.dumps(ln)[:600])
+        check(f"order {tag}: numbers follow", (err1 < 1e-5) == (want == "fp32"), f"err {err1}")
 
 
 def mm_softmax_model(path):
