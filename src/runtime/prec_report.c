@@ -36,14 +36,18 @@ precis_status pr_engine_rules(const precis_build_options *o, pr_prec_rules *rs, 
 
 static bool is_q8(pr_dtype t) { return t == PRECIS_INT8 || t == PRECIS_UINT8; }
 
-/* The type node n computes in: the int8 ops their (int8/uint8) data input's,
+/* The type node n computes in: the int8 ops their (int8/uint8) data input's
+ * (QBinary: whichever operand is int8),
  * others their first output's (what precis_engine_step reports). */
 static pr_dtype compute_of(const pr_graph *g, const pr_node *n) {
     int t = -1;
     switch (n->op) {
+    case PR_OP_QBinary: /* either operand may be the int8 one */
+        t = pr_node_in(n, 0);
+        if (t < 0 || !is_q8(g->tensors[t].dtype)) t = pr_node_in(n, 1);
+        break;
     case PR_OP_QConv:
     case PR_OP_QMatMul:
-    case PR_OP_QBinary:
     case PR_OP_QPool: t = pr_node_in(n, 0); break;
     default: t = pr_node_out(n, 0); break;
     }
