@@ -260,15 +260,21 @@ def conv_model(path):
     return path
 
 
-def output_type_tests(d):
-    m = conv_model(f"{d}/cv.onnx")
-    rng = np.random.default_rng(6)
-    cal = f"{d}/cv_calib"
+def image_data(d, tag, seed):
+    """Four 1x3x16x16 calibration samples in a folder and one input: (folder, input path)."""
+    rng = np.random.default_rng(seed)
+    cal = f"{d}/{tag}_calib"
     os.makedirs(cal, exist_ok=True)
     for i in range(4):
         np.save(f"{cal}/{i}.npy", rng.standard_normal((1, 3, 16, 16)).astype(np.float32))
-    xp = f"{d}/cv_x.npy"
+    xp = f"{d}/{tag}_x.npy"
     np.save(xp, rng.standard_normal((1, 3, 16, 16)).astype(np.float32))
+    return cal, xp
+
+
+def output_type_tests(d):
+    m = conv_model(f"{d}/cv.onnx")
+    cal, xp = image_data(d, "cv", 6)
     common = ["--precision", "int8", "--calib-data", cal]
     r0 = build_run(d, m, "cv-default", {"x": xp}, *common)
     r1 = build_run(d, m, "cv-out-fp32", {"x": xp}, *common, "--layer-output-type", "relu1:fp32")
@@ -331,13 +337,7 @@ def elementwise_tests(d):
     """An elementwise node asked fp32 in an int8 network computes in float32 (its own float
     step, not an int8 kernel that reads int8 operands), and the network still agrees."""
     m = residual_model(f"{d}/res.onnx")
-    rng = np.random.default_rng(8)
-    cal = f"{d}/res_calib"
-    os.makedirs(cal, exist_ok=True)
-    for i in range(4):
-        np.save(f"{cal}/{i}.npy", rng.standard_normal((1, 3, 16, 16)).astype(np.float32))
-    xp = f"{d}/res_x.npy"
-    np.save(xp, rng.standard_normal((1, 3, 16, 16)).astype(np.float32))
+    cal, xp = image_data(d, "res", 8)
     common = ["--precision", "int8", "--calib-data", cal]
     r0 = build_run(d, m, "res-default", {"x": xp}, *common)
     r1 = build_run(d, m, "res-add-fp32", {"x": xp}, *common, "--layer-precision", "add1:fp32")
