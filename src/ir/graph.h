@@ -223,6 +223,16 @@ static inline int pr_node_out(const pr_node *n, int i) {
     return i < n->n_outputs ? n->outputs[i] : -1;
 }
 
+/* The tensor of node input/output i, NULL if omitted or out of range. */
+static inline const pr_tensor *pr_node_tin(const pr_graph *g, const pr_node *n, int i) {
+    int t = pr_node_in(n, i);
+    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
+}
+static inline const pr_tensor *pr_node_tout(const pr_graph *g, const pr_node *n, int i) {
+    int t = pr_node_out(n, i);
+    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
+}
+
 /* Human-readable "dtype[d0,d1,...]" into buf (symbolic dims by name). */
 const char *pr_shape_str(const pr_graph *g, pr_dtype dt, int rank, const int64_t *dims,
                          char *buf, size_t cap);

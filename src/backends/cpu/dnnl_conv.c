@@ -39,16 +39,6 @@ typedef struct conv_ctx {
 /* key: N, H, W, threads */
 enum { K_N, K_H, K_W, K_THREADS, K_COUNT };
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
 static bool float_act_ok(pr_dtype dt) {
     return dt == PRECIS_FLOAT32 || (dt == PRECIS_BFLOAT16 && pr_dnnl_bf16_ok());
 }
@@ -58,7 +48,7 @@ static bool is_init_f32(const pr_tensor *t) {
 }
 
 static bool supports_common(const pr_graph *g, const pr_node *n, bool deconv) {
-    const pr_tensor *X = tin(g, n, 0), *W = tin(g, n, 1), *B = tin(g, n, 2), *Y = tout(g, n, 0);
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *B = pr_node_tin(g, n, 2), *Y = pr_node_tout(g, n, 0);
     if (!X || !W || !Y) return false;
     if (!float_act_ok(X->dtype) || X->rank != 4) return false;
     if (X->layout != PR_LAYOUT_PLAIN && X->layout != PR_LAYOUT_NHWC) return false;
@@ -92,7 +82,7 @@ static bool conv_supports(const pr_graph *g, const pr_node *n) {
     if (n->op == PR_OP_FusedConv) {
         pr_act a1, a2;
         if (!pr_act_from_node(n, "act", &a1) || !pr_act_from_node(n, "act2", &a2)) return false;
-        const pr_tensor *X = tin(g, n, 0), *Z = tin(g, n, 3), *Y = tout(g, n, 0);
+        const pr_tensor *X = pr_node_tin(g, n, 0), *Z = pr_node_tin(g, n, 3), *Y = pr_node_tout(g, n, 0);
         if (!pr_dnnl_epilogue_ok(&a1, Z != NULL, &a2)) return false;
         if (Z && (Z->dtype != X->dtype || Z->rank != 4 || Z->layout != Y->layout)) return false;
         if (n->n_inputs > 4) return false;
@@ -240,8 +230,8 @@ static precis_status prepare_common(const pr_graph *g, const pr_node *n, const p
         free(s);
         return st;
     }
-    const pr_tensor *X = tin(g, n, 0), *W = tin(g, n, 1), *B = tin(g, n, 2), *Y = tout(g, n, 0);
-    const pr_tensor *Z = n->op == PR_OP_FusedConv ? tin(g, n, 3) : NULL;
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *B = pr_node_tin(g, n, 2), *Y = pr_node_tout(g, n, 0);
+    const pr_tensor *Z = n->op == PR_OP_FusedConv ? pr_node_tin(g, n, 3) : NULL;
     s->deconv = deconv;
     s->dt = X->dtype;
     s->src_layout = X->layout;

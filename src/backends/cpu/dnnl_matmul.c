@@ -48,16 +48,6 @@ typedef struct mm_state {
  * threads. Activation B: R, A dims, B dims, bias dims (each padded to rank
  * R with leading 1s; bias 0s if none), threads. */
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
 static bool is_init(const pr_tensor *t) { return t && (t->flags & PR_T_INIT) && t->data; }
 
 static bool act_dt_ok(pr_dtype dt) {
@@ -88,9 +78,9 @@ static dnnl_status_t mm_chain(const mm_state *s, const dnnl_memory_desc_t *bin_m
 
 static bool mm_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_MatMul && n->op != PR_OP_Gemm && n->op != PR_OP_FusedMatMul) return false;
-    const pr_tensor *A = tin(g, n, 0), *B = tin(g, n, 1), *Y = tout(g, n, 0);
-    const pr_tensor *C = n->op != PR_OP_MatMul ? tin(g, n, 2) : NULL;
-    const pr_tensor *Z = n->op == PR_OP_FusedMatMul ? tin(g, n, 3) : NULL;
+    const pr_tensor *A = pr_node_tin(g, n, 0), *B = pr_node_tin(g, n, 1), *Y = pr_node_tout(g, n, 0);
+    const pr_tensor *C = n->op != PR_OP_MatMul ? pr_node_tin(g, n, 2) : NULL;
+    const pr_tensor *Z = n->op == PR_OP_FusedMatMul ? pr_node_tin(g, n, 3) : NULL;
     int max_in = n->op == PR_OP_MatMul ? 2 : n->op == PR_OP_Gemm ? 3 : 4;
     if (!A || !B || !Y || n->n_inputs > max_in) return false;
     if (!act_dt_ok(A->dtype) || A->rank < 2 || !plain_layout(A)) return false;
@@ -397,9 +387,9 @@ static int key_act(const mm_state *s, int arank, const int64_t *adims, int brank
 
 /* The state's scalar settings from the graph (no allocation). */
 static void mm_fill(mm_state *s, const pr_graph *g, const pr_node *n) {
-    const pr_tensor *A = tin(g, n, 0), *B = tin(g, n, 1);
-    const pr_tensor *C = n->op != PR_OP_MatMul ? tin(g, n, 2) : NULL;
-    const pr_tensor *Z = n->op == PR_OP_FusedMatMul ? tin(g, n, 3) : NULL;
+    const pr_tensor *A = pr_node_tin(g, n, 0), *B = pr_node_tin(g, n, 1);
+    const pr_tensor *C = n->op != PR_OP_MatMul ? pr_node_tin(g, n, 2) : NULL;
+    const pr_tensor *Z = n->op == PR_OP_FusedMatMul ? pr_node_tin(g, n, 3) : NULL;
     s->dt = A->dtype;
     s->ta = n->op != PR_OP_MatMul && pr_attr_int(n, "transA", 0) != 0;
     s->tb = n->op != PR_OP_MatMul && pr_attr_int(n, "transB", 0) != 0;
@@ -442,8 +432,8 @@ static precis_status mm_prepare(const pr_graph *g, const pr_node *n, const pr_cp
         return st;
     }
     float *scaled = NULL;
-    const pr_tensor *A = tin(g, n, 0), *B = tin(g, n, 1);
-    const pr_tensor *C = n->op != PR_OP_MatMul ? tin(g, n, 2) : NULL;
+    const pr_tensor *A = pr_node_tin(g, n, 0), *B = pr_node_tin(g, n, 1);
+    const pr_tensor *C = n->op != PR_OP_MatMul ? pr_node_tin(g, n, 2) : NULL;
     mm_fill(s, g, n);
     if (s->bias_kind != BIAS_NONE && s->bias_const) {
         /* constant bias: float32, times beta (per column: N values) */

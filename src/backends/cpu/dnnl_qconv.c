@@ -55,16 +55,6 @@ typedef struct qconv_ctx {
 /* key: N, H, W, threads */
 enum { K_N, K_H, K_W, K_THREADS, K_COUNT };
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
 
 static bool is_init(const pr_tensor *t, pr_dtype dt) {
@@ -87,8 +77,8 @@ static float chan_scale(float xs, float ws) { return ws == 0.0f ? 1.0f : xs * ws
 
 static bool qconv_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_QConv || n->n_inputs > 5 || n->n_inputs < 3) return false;
-    const pr_tensor *X = tin(g, n, 0), *W = tin(g, n, 1), *S = tin(g, n, 2), *B = tin(g, n, 3);
-    const pr_tensor *Z = tin(g, n, 4), *Y = tout(g, n, 0);
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2), *B = pr_node_tin(g, n, 3);
+    const pr_tensor *Z = pr_node_tin(g, n, 4), *Y = pr_node_tout(g, n, 0);
     if (!X || !W || !S || !Y) return false;
     if (!q8(X->dtype) || X->rank != 4 || !act_layout(X) || !act_layout(Y)) return false;
     pr_dtype ydt = y_dtype(n);
@@ -124,7 +114,7 @@ static bool qconv_supports(const pr_graph *g, const pr_node *n) {
 static bool qconv_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
 
 static int qconv_inplace_input(const pr_graph *g, const pr_node *n) {
-    const pr_tensor *Z = tin(g, n, 4);
+    const pr_tensor *Z = pr_node_tin(g, n, 4);
     if (n->op != PR_OP_QConv || !Z) return -1;
     pr_dnnl_qepi q;
     if (!pr_dnnl_qepi_init(&q, n, Z->dtype, y_dtype(n))) return -1;
@@ -244,8 +234,8 @@ static precis_status qconv_prepare(const pr_graph *g, const pr_node *n, const pr
         free(s);
         return st;
     }
-    const pr_tensor *X = tin(g, n, 0), *W = tin(g, n, 1), *S = tin(g, n, 2), *B = tin(g, n, 3);
-    const pr_tensor *Z = tin(g, n, 4), *Y = tout(g, n, 0);
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2), *B = pr_node_tin(g, n, 3);
+    const pr_tensor *Z = pr_node_tin(g, n, 4), *Y = pr_node_tout(g, n, 0);
     s->xdt = X->dtype;
     s->src_layout = X->layout;
     s->dst_layout = Y->layout;

@@ -43,16 +43,6 @@ typedef struct qmm_state {
     char desc[96];
 } qmm_state;
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
 
 static bool is_init(const pr_tensor *t) { return t && (t->flags & PR_T_INIT) && t->data; }
@@ -82,8 +72,8 @@ static float col_scale(const pr_node *n, const float *bs, int64_t i) {
 
 static bool qmm_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_QMatMul || n->n_inputs > 5 || n->n_inputs < 3) return false;
-    const pr_tensor *A = tin(g, n, 0), *B = tin(g, n, 1), *S = tin(g, n, 2), *C = tin(g, n, 3);
-    const pr_tensor *Z = tin(g, n, 4), *Y = tout(g, n, 0);
+    const pr_tensor *A = pr_node_tin(g, n, 0), *B = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2), *C = pr_node_tin(g, n, 3);
+    const pr_tensor *Z = pr_node_tin(g, n, 4), *Y = pr_node_tout(g, n, 0);
     if (!A || !B || !S || !Y) return false;
     if (!q8(A->dtype) || A->rank < 2 || !plain_layout(A) || !plain_layout(Y)) return false;
     pr_dtype ydt = y_dtype(n);
@@ -125,7 +115,7 @@ static bool qmm_supports(const pr_graph *g, const pr_node *n) {
 }
 
 static int qmm_inplace_input(const pr_graph *g, const pr_node *n) {
-    const pr_tensor *Z = tin(g, n, 4);
+    const pr_tensor *Z = pr_node_tin(g, n, 4);
     if (n->op != PR_OP_QMatMul || !Z) return -1;
     pr_dnnl_qepi q;
     if (!pr_dnnl_qepi_init(&q, n, Z->dtype, y_dtype(n))) return -1;
@@ -349,8 +339,8 @@ static precis_status qmm_prepare(const pr_graph *g, const pr_node *n, const pr_c
         free(s);
         return st;
     }
-    const pr_tensor *A = tin(g, n, 0), *B = tin(g, n, 1), *S = tin(g, n, 2), *C = tin(g, n, 3);
-    const pr_tensor *Z = tin(g, n, 4);
+    const pr_tensor *A = pr_node_tin(g, n, 0), *B = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2), *C = pr_node_tin(g, n, 3);
+    const pr_tensor *Z = pr_node_tin(g, n, 4);
     s->adt = A->dtype;
     s->ta = pr_attr_int(n, "transA", 0) != 0;
     s->tb = pr_attr_int(n, "transB", 0) != 0;

@@ -43,11 +43,6 @@ typedef struct conv_state {
     char desc[64];
 } conv_state;
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
 static bool is_float_init(const pr_tensor *t) {
     return t && (t->flags & PR_T_INIT) && t->data &&
            (t->dtype == PRECIS_FLOAT32 || t->dtype == PRECIS_FLOAT16) && t->rank >= 0 &&
@@ -57,8 +52,8 @@ static bool is_float_init(const pr_tensor *t) {
 static bool conv_check(const pr_graph *g, const pr_node *n, bool layouts) {
     if (n->op != PR_OP_Conv && n->op != PR_OP_FusedConv) return false;
     if (pr_node_out(n, 0) < 0) return false;
-    const pr_tensor *X = tin(g, n, 0), *W = tin(g, n, 1), *B = tin(g, n, 2);
-    const pr_tensor *Z = n->op == PR_OP_FusedConv ? tin(g, n, 3) : NULL;
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *B = pr_node_tin(g, n, 2);
+    const pr_tensor *Z = n->op == PR_OP_FusedConv ? pr_node_tin(g, n, 3) : NULL;
     const pr_tensor *Y = &g->tensors[pr_node_out(n, 0)];
     if (!X || !W || X->dtype != PRECIS_FLOAT16 || (X->flags & PR_T_INIT) || X->rank != 4)
         return false;
@@ -114,7 +109,7 @@ static float *to_f32(const pr_tensor *t) {
 static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
                                   void **state, pr_err *e) {
     (void)cfg;
-    const pr_tensor *W = tin(g, n, 1), *B = tin(g, n, 2);
+    const pr_tensor *W = pr_node_tin(g, n, 1), *B = pr_node_tin(g, n, 2);
     conv_state *s = calloc(1, sizeof *s);
     float *wf = NULL, *tmp = NULL;
     if (!s) goto oom;

@@ -27,11 +27,6 @@ typedef struct mm_state {
     char desc[64];
 } mm_state;
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 ? &g->tensors[t] : NULL;
-}
-
 static bool is_float_init(const pr_tensor *t) {
     return t && (t->flags & PR_T_INIT) && t->data &&
            (t->dtype == PRECIS_FLOAT32 || t->dtype == PRECIS_FLOAT16) && t->rank >= 0 &&
@@ -60,7 +55,7 @@ static int64_t b_cols(const pr_tensor *B, bool tb) {
 static bool mm_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_MatMul && n->op != PR_OP_Gemm && n->op != PR_OP_FusedMatMul) return false;
     if (pr_node_out(n, 0) < 0) return false;
-    const pr_tensor *A = tin(g, n, 0), *B = tin(g, n, 1);
+    const pr_tensor *A = pr_node_tin(g, n, 0), *B = pr_node_tin(g, n, 1);
     const pr_tensor *Y = &g->tensors[pr_node_out(n, 0)];
     if (!A || !B || !is_f16_act(A) || A->rank < 2) return false;
     /* the output's dtype is A's (unset in a graph not yet inferred) */
@@ -79,10 +74,10 @@ static bool mm_supports(const pr_graph *g, const pr_node *n) {
     const int64_t N = b_cols(B, tb);
     if (n->op == PR_OP_Gemm) {
         if (A->rank != 2 || B->rank != 2) return false;
-        const pr_tensor *C = tin(g, n, 2);
+        const pr_tensor *C = pr_node_tin(g, n, 2);
         if (C && !col_bias_ok(C, N)) return false;
     } else if (n->op == PR_OP_FusedMatMul) {
-        const pr_tensor *bias = tin(g, n, 2), *Z = tin(g, n, 3);
+        const pr_tensor *bias = pr_node_tin(g, n, 2), *Z = pr_node_tin(g, n, 3);
         if (bias && !col_bias_ok(bias, N)) return false;
         if (Z && (Z->dtype != PRECIS_FLOAT16 || Z->layout != PR_LAYOUT_PLAIN)) return false;
         pr_act a;
@@ -114,7 +109,7 @@ static float *to_f32(const pr_tensor *t) {
 static precis_status mm_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
                                 void **state, pr_err *e) {
     (void)cfg;
-    const pr_tensor *B = tin(g, n, 1);
+    const pr_tensor *B = pr_node_tin(g, n, 1);
     mm_state *s = calloc(1, sizeof *s);
     float *bf = NULL;
     if (!s) goto oom;
@@ -129,10 +124,10 @@ static precis_status mm_prepare(const pr_graph *g, const pr_node *n, const pr_cp
     const pr_tensor *bias = NULL;
     float bscale = 1.0f;
     if (n->op == PR_OP_Gemm) {
-        bias = tin(g, n, 2);
+        bias = pr_node_tin(g, n, 2);
         bscale = pr_attr_float(n, "beta", 1.0f);
     } else if (n->op == PR_OP_FusedMatMul) {
-        bias = tin(g, n, 2);
+        bias = pr_node_tin(g, n, 2);
         if (pr_node_in(n, 3) >= 0) s->zi = 3;
         pr_act_from_node(n, "act", &s->epi.act);
         pr_act_from_node(n, "act2", &s->epi.act2);

@@ -444,14 +444,6 @@ static int op_of(const pr_node *n) {
     }
 }
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
 int pr_cpu_layout_of(const pr_tensor *t) {
     if (!t || (t->flags & PR_T_INIT) || (t->rank >= 0 && t->rank != 4)) return PR_LAYOUT_PLAIN;
     return t->layout;
@@ -459,7 +451,7 @@ int pr_cpu_layout_of(const pr_tensor *t) {
 
 static bool b_supports(const pr_graph *g, const pr_node *n) {
     int op = op_of(n);
-    const pr_tensor *a = tin(g, n, 0), *b = tin(g, n, 1), *y = tout(g, n, 0);
+    const pr_tensor *a = pr_node_tin(g, n, 0), *b = pr_node_tin(g, n, 1), *y = pr_node_tout(g, n, 0);
     if (op < 0 || !a || !b || !y || n->n_inputs != 2 || n->n_outputs != 1) return false;
     if (n->opset < 7 && pr_attr_int(n, "broadcast", 0)) return false; /* legacy axis rules */
     if (!pr_cpu_float_dt(a->dtype)) return false;
@@ -494,7 +486,7 @@ static bool b_nhwc_ok(const pr_graph *g, const pr_node *n) {
     if (!b_supports(g, n)) return false;
     int op = op_of(n);
     for (int i = 0; i < (op == B_POW ? 1 : 2); i++)
-        if (!pr_cpu_bin_nhwc_operand(tin(g, n, i))) return false;
+        if (!pr_cpu_bin_nhwc_operand(pr_node_tin(g, n, i))) return false;
     return true;
 }
 
@@ -506,7 +498,7 @@ static bool same_dims(const pr_tensor *a, const pr_tensor *b) {
 }
 
 static int b_inplace(const pr_graph *g, const pr_node *n) {
-    const pr_tensor *a = tin(g, n, 0), *y = tout(g, n, 0);
+    const pr_tensor *a = pr_node_tin(g, n, 0), *y = pr_node_tout(g, n, 0);
     if (op_of(n) < 0 || !a || !y || (a->flags & PR_T_INIT)) return -1;
     if (!same_dims(a, y) || a->dtype != y->dtype) return -1;
     return pr_cpu_layout_of(a) == pr_cpu_layout_of(y) ? 0 : -1;
@@ -521,9 +513,9 @@ static precis_status b_prepare(const pr_graph *g, const pr_node *n, const pr_cpu
 #ifdef PR_CPU_X86
     s->avx512 = pr_cpu_use_avx512();
 #endif
-    s->lay[0] = pr_cpu_layout_of(tin(g, n, 0));
-    s->lay[1] = pr_cpu_layout_of(tin(g, n, 1));
-    s->out_lay = pr_cpu_layout_of(tout(g, n, 0));
+    s->lay[0] = pr_cpu_layout_of(pr_node_tin(g, n, 0));
+    s->lay[1] = pr_cpu_layout_of(pr_node_tin(g, n, 1));
+    s->out_lay = pr_cpu_layout_of(pr_node_tout(g, n, 0));
     *state = s;
     return PRECIS_OK;
 }

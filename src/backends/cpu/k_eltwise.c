@@ -278,14 +278,6 @@ static int op_of(const pr_node *n) {
     }
 }
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
 /* NHWC only means something at rank 4; an output's rank may not be known */
 static int layout_of(const pr_tensor *t) {
     return t && (t->rank == 4 || t->rank < 0) ? t->layout : PR_LAYOUT_PLAIN;
@@ -293,7 +285,7 @@ static int layout_of(const pr_tensor *t) {
 
 static bool e_supports(const pr_graph *g, const pr_node *n) {
     int op = op_of(n);
-    const pr_tensor *x = tin(g, n, 0), *y = tout(g, n, 0);
+    const pr_tensor *x = pr_node_tin(g, n, 0), *y = pr_node_tout(g, n, 0);
     if (op < 0 || !x || !y || n->n_outputs != 1) return false;
     if (layout_of(x) != layout_of(y)) return false;
     if (op == U_COPY) return pr_dtype_size(x->dtype) > 0 && n->n_inputs == 1;
@@ -304,7 +296,7 @@ static bool e_supports(const pr_graph *g, const pr_node *n) {
     }
     if (op == U_CLIP && n->opset >= 11) {
         for (int i = 1; i <= 2; i++) {
-            const pr_tensor *b = tin(g, n, i);
+            const pr_tensor *b = pr_node_tin(g, n, i);
             if (!b) continue;
             if (!pr_cpu_float_dt(b->dtype)) return false;
             int64_t ne = b->rank >= 0 ? pr_numel(b->rank, b->dims) : -1;
@@ -320,7 +312,7 @@ static bool e_nhwc_ok(const pr_graph *g, const pr_node *n) { return e_supports(g
 static int e_inplace(const pr_graph *g, const pr_node *n) {
     int op = op_of(n);
     if (op == U_CAST) {
-        const pr_tensor *x = tin(g, n, 0);
+        const pr_tensor *x = pr_node_tin(g, n, 0);
         return x && pr_attr_int(n, "to", 0) == (int64_t)x->dtype ? 0 : -1;
     }
     return op < 0 ? -1 : 0;

@@ -392,14 +392,6 @@ static int op_of(const pr_node *n) {
     }
 }
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
 static int layout_of(const pr_tensor *t) {
     if (!t || (t->flags & PR_T_INIT) || (t->rank >= 0 && t->rank != 4)) return PR_LAYOUT_PLAIN;
     return t->layout;
@@ -413,40 +405,40 @@ static bool m_dtype_ok(pr_dtype dt) {
 
 static bool m_supports(const pr_graph *g, const pr_node *n) {
     int op = op_of(n);
-    const pr_tensor *x = tin(g, n, 0);
+    const pr_tensor *x = pr_node_tin(g, n, 0);
     if (op < 0 || !x || n->n_outputs < 1 || !m_dtype_ok(x->dtype)) return false;
     int lay = layout_of(x);
     switch (op) {
-    case M_REORDER: return n->n_inputs == 1 && tout(g, n, 0);
+    case M_REORDER: return n->n_inputs == 1 && pr_node_tout(g, n, 0);
     case M_TRANSPOSE: {
         const int64_t *perm;
         int np = pr_attr_ints(n, "perm", &perm);
         if (np > PR_MAX_RANK || (np >= 0 && x->rank >= 0 && np != x->rank)) return false;
         for (int i = 0; i < np; i++)
             if (perm[i] < 0 || perm[i] >= np) return false;
-        return tout(g, n, 0) != NULL;
+        return pr_node_tout(g, n, 0) != NULL;
     }
     case M_CONCAT:
         for (int i = 0; i < n->n_inputs; i++) {
-            const pr_tensor *t = tin(g, n, i);
+            const pr_tensor *t = pr_node_tin(g, n, i);
             if (!t || t->dtype != x->dtype || layout_of(t) != lay) return false;
         }
-        return tout(g, n, 0) && layout_of(tout(g, n, 0)) == lay;
-    case M_SLICE: return tout(g, n, 0) && layout_of(tout(g, n, 0)) == lay;
+        return pr_node_tout(g, n, 0) && layout_of(pr_node_tout(g, n, 0)) == lay;
+    case M_SLICE: return pr_node_tout(g, n, 0) && layout_of(pr_node_tout(g, n, 0)) == lay;
     case M_SPLIT:
         for (int j = 0; j < n->n_outputs; j++) {
-            const pr_tensor *t = tout(g, n, j);
+            const pr_tensor *t = pr_node_tout(g, n, j);
             if (t && layout_of(t) != lay) return false;
         }
         return true;
     case M_RESHAPE:
-        return tout(g, n, 0) && lay == PR_LAYOUT_PLAIN &&
-               layout_of(tout(g, n, 0)) == PR_LAYOUT_PLAIN;
+        return pr_node_tout(g, n, 0) && lay == PR_LAYOUT_PLAIN &&
+               layout_of(pr_node_tout(g, n, 0)) == PR_LAYOUT_PLAIN;
     case M_D2S: {
         const char *mode = pr_attr_str(n, "mode", "DCR");
         return x->rank == 4 && !(x->flags & PR_T_INIT) && pr_attr_int(n, "blocksize", 0) >= 1 &&
-               (!strcmp(mode, "DCR") || !strcmp(mode, "CRD")) && tout(g, n, 0) &&
-               layout_of(tout(g, n, 0)) == lay;
+               (!strcmp(mode, "DCR") || !strcmp(mode, "CRD")) && pr_node_tout(g, n, 0) &&
+               layout_of(pr_node_tout(g, n, 0)) == lay;
     }
     default: return false;
     }
@@ -457,12 +449,12 @@ static bool m_nhwc_ok(const pr_graph *g, const pr_node *n) {
     int op = op_of(n);
     if (op == M_REORDER || op == M_D2S) return true;
     if (op == M_SPLIT || op == M_SLICE) { /* index math runs on the logical dims */
-        const pr_tensor *t = tin(g, n, 0);
+        const pr_tensor *t = pr_node_tin(g, n, 0);
         return t->rank == 4 && !(t->flags & PR_T_INIT);
     }
     if (op != M_CONCAT) return false;
     for (int i = 0; i < n->n_inputs; i++) {
-        const pr_tensor *t = tin(g, n, i);
+        const pr_tensor *t = pr_node_tin(g, n, i);
         if (t->rank != 4 || (t->flags & PR_T_INIT)) return false;
     }
     return true; /* any axis: channels innermost is fastest, the others are exact too */
@@ -482,8 +474,8 @@ static precis_status m_prepare(const pr_graph *g, const pr_node *n, const pr_cpu
 #ifdef PR_CPU_X86
     s->avx512 = pr_cpu_use_avx512();
 #endif
-    s->in_lay = layout_of(tin(g, n, 0));
-    s->out_lay = layout_of(tout(g, n, 0));
+    s->in_lay = layout_of(pr_node_tin(g, n, 0));
+    s->out_lay = layout_of(pr_node_tout(g, n, 0));
     s->nperm = -1;
     if (s->op == M_TRANSPOSE) {
         const int64_t *perm;

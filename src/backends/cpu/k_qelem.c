@@ -190,15 +190,6 @@ typedef struct qbstate {
     pr_act act;
 } qbstate;
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
-
 static int op_of(const pr_node *n) {
     if (n->op != PR_OP_QBinary) return -1;
     switch (pr_op_lookup(pr_attr_str(n, "kind", ""))) {
@@ -219,11 +210,11 @@ static bool operand_ok(const pr_tensor *t, const pr_node *n, const char *scale) 
 }
 
 static bool qb_supports(const pr_graph *g, const pr_node *n) {
-    const pr_tensor *y = tout(g, n, 0);
+    const pr_tensor *y = pr_node_tout(g, n, 0);
     pr_act act;
     if (op_of(n) < 0 || n->n_inputs != 2 || n->n_outputs != 1 || !y) return false;
     if (!pr_act_from_node(n, "act", &act) || pr_attr_str(n, "act2", "")[0]) return false;
-    if (!operand_ok(tin(g, n, 0), n, "a_scale") || !operand_ok(tin(g, n, 1), n, "b_scale"))
+    if (!operand_ok(pr_node_tin(g, n, 0), n, "a_scale") || !operand_ok(pr_node_tin(g, n, 1), n, "b_scale"))
         return false;
     int64_t yt = pr_attr_int(n, "y_type", PRECIS_FLOAT32);
     if (yt == PRECIS_FLOAT32) return y->dtype == PRECIS_UNDEFINED || y->dtype == PRECIS_FLOAT32;
@@ -232,12 +223,12 @@ static bool qb_supports(const pr_graph *g, const pr_node *n) {
 }
 
 static bool qb_nhwc_ok(const pr_graph *g, const pr_node *n) {
-    return qb_supports(g, n) && pr_cpu_bin_nhwc_operand(tin(g, n, 0)) &&
-           pr_cpu_bin_nhwc_operand(tin(g, n, 1));
+    return qb_supports(g, n) && pr_cpu_bin_nhwc_operand(pr_node_tin(g, n, 0)) &&
+           pr_cpu_bin_nhwc_operand(pr_node_tin(g, n, 1));
 }
 
 static int qb_inplace(const pr_graph *g, const pr_node *n) {
-    const pr_tensor *a = tin(g, n, 0), *y = tout(g, n, 0);
+    const pr_tensor *a = pr_node_tin(g, n, 0), *y = pr_node_tout(g, n, 0);
     if (op_of(n) < 0 || !a || !y || (a->flags & PR_T_INIT) || a->rank < 0 || a->rank != y->rank)
         return -1;
     for (int d = 0; d < a->rank; d++)
@@ -258,9 +249,9 @@ static precis_status qb_prepare(const pr_graph *g, const pr_node *n, const pr_cp
 #ifdef PR_CPU_X86
     s->avx512 = pr_cpu_use_avx512();
 #endif
-    s->lay[0] = pr_cpu_layout_of(tin(g, n, 0));
-    s->lay[1] = pr_cpu_layout_of(tin(g, n, 1));
-    s->out_lay = pr_cpu_layout_of(tout(g, n, 0));
+    s->lay[0] = pr_cpu_layout_of(pr_node_tin(g, n, 0));
+    s->lay[1] = pr_cpu_layout_of(pr_node_tin(g, n, 1));
+    s->out_lay = pr_cpu_layout_of(pr_node_tout(g, n, 0));
     s->sa = pr_attr_float(n, "a_scale", 1.0f);
     s->sb = pr_attr_float(n, "b_scale", 1.0f);
     s->inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);

@@ -29,16 +29,6 @@ typedef struct qstate {
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
 
-static const pr_tensor *tin(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_in(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
-
-static const pr_tensor *tout(const pr_graph *g, const pr_node *n, int i) {
-    int t = pr_node_out(n, i);
-    return t >= 0 && t < g->n_tensors ? &g->tensors[t] : NULL;
-}
-
 
 static bool is_init(const pr_tensor *t) { return t && (t->flags & PR_T_INIT) && t->data; }
 
@@ -68,10 +58,10 @@ static bool default_domain(const pr_node *n) {
 static bool q_common(const pr_graph *g, const pr_node *n, const pr_tensor **x,
                      const pr_tensor **y) {
     float s;
-    *x = tin(g, n, 0);
-    *y = tout(g, n, 0);
+    *x = pr_node_tin(g, n, 0);
+    *y = pr_node_tout(g, n, 0);
     if (!default_domain(n) || !*x || !*y || n->n_inputs > 3 || n->n_outputs != 1) return false;
-    if (!scale_of(tin(g, n, 1), &s) || !zp_ok(tin(g, n, 2))) return false;
+    if (!scale_of(pr_node_tin(g, n, 1), &s) || !zp_ok(pr_node_tin(g, n, 2))) return false;
     if (pr_attr_int(n, "block_size", 0) != 0) return false; /* blocked quantization */
     if ((*x)->flags & PR_T_INIT) return false;
     return pr_cpu_layout_of(*x) == pr_cpu_layout_of(*y);
@@ -80,7 +70,7 @@ static bool q_common(const pr_graph *g, const pr_node *n, const pr_tensor **x,
 static bool quant_supports(const pr_graph *g, const pr_node *n) {
     const pr_tensor *x, *y;
     if (n->op != PR_OP_QuantizeLinear || !q_common(g, n, &x, &y)) return false;
-    const pr_tensor *z = tin(g, n, 2);
+    const pr_tensor *z = pr_node_tin(g, n, 2);
     /* the zero point's type, else uint8 (or opset 21's output_dtype) */
     pr_dtype want = z ? z->dtype : q8(y->dtype) ? y->dtype : PRECIS_UINT8;
     return pr_cpu_float_dt(x->dtype) && (y->dtype == PRECIS_UNDEFINED || y->dtype == want) &&
@@ -90,7 +80,7 @@ static bool quant_supports(const pr_graph *g, const pr_node *n) {
 static bool dequant_supports(const pr_graph *g, const pr_node *n) {
     const pr_tensor *x, *y;
     if (n->op != PR_OP_DequantizeLinear || !q_common(g, n, &x, &y)) return false;
-    const pr_tensor *z = tin(g, n, 2);
+    const pr_tensor *z = pr_node_tin(g, n, 2);
     if (z && z->dtype != x->dtype) return false;
     return q8(x->dtype) && (y->dtype == PRECIS_UNDEFINED || pr_cpu_float_dt(y->dtype));
 }
@@ -107,7 +97,7 @@ static precis_status q_prepare(const pr_graph *g, const pr_node *n, const pr_cpu
     qstate *s = calloc(1, sizeof *s);
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     s->quant = quant;
-    scale_of(tin(g, n, 1), &s->scale);
+    scale_of(pr_node_tin(g, n, 1), &s->scale);
 #ifdef PR_CPU_X86
     s->avx512 = pr_cpu_use_avx512();
 #endif
