@@ -185,61 +185,68 @@ static void test_cnn(void) {
     precis_ctx_destroy(ctx);
 }
 
-static void test_mlp(void) {
-    precis_ctx *ctx = precis_ctx_create();
-    const char *model = "data/small_mlp.onnx";
-    int64_t dims[3] = {2, 5, 32};
-    make_calib(ctx, "mlp", 3, dims, 6);
+/* One model three ways on one random input: fp32, int8 on the CPU (its engine
+ * kept in e for the caller's checks) and int8 as the ref backend's QDQ graph;
+ * calibration: n_cal random samples in dir/sub. */
+typedef struct trio {
+    precis_ctx *ctx;
+    precis_tensor *in, *f32[2], *cpu[2], *ref[2];
+    precis_engine *e;
+    int n_out;
+} trio;
+
+static void trio_run(trio *t, const char *model, const char *input, const char *sub, int rank,
+                     const int64_t *dims, int n_cal, unsigned seed, int n_out) {
+    memset(t, 0, sizeof *t);
+    t->ctx = precis_ctx_create();
+    t->n_out = n_out;
+    make_calib(t->ctx, sub, rank, dims, n_cal);
     char calib[512];
-    snprintf(calib, sizeof calib, "%s/mlp", dir);
-    precis_tensor *in = rand_input(ctx, 3, dims, 9);
-    precis_tensor *f32[1] = {0}, *cpu[1] = {0}, *ref[1] = {0};
+    snprintf(calib, sizeof calib, "%s/%s", dir, sub);
+    t->in = rand_input(t->ctx, rank, dims, seed);
     precis_build_options o = {.precision = "fp32", .num_threads = 2};
-    CHECK(build_run(ctx, model, &o, "x", in, f32, NULL) == PRECIS_OK);
+    CHECK(build_run(t->ctx, model, &o, input, t->in, t->f32, NULL) == PRECIS_OK);
     o.precision = "int8";
     o.calib_data = calib;
-    precis_engine *e = NULL;
-    CHECK(build_run(ctx, model, &o, "x", in, cpu, &e) == PRECIS_OK);
-    if (e) CHECK(count_steps(e, "QMatMul", PRECIS_UNDEFINED) >= 1);
-    precis_engine_destroy(e);
+    CHECK(build_run(t->ctx, model, &o, input, t->in, t->cpu, &t->e) == PRECIS_OK);
     o.backend = "ref";
-    CHECK(build_run(ctx, model, &o, "x", in, ref, NULL) == PRECIS_OK);
-    check_agree("small_mlp", cpu, ref, f32, 1);
-    precis_tensor_destroy(f32[0]);
-    precis_tensor_destroy(cpu[0]);
-    precis_tensor_destroy(ref[0]);
-    precis_tensor_destroy(in);
-    precis_ctx_destroy(ctx);
+    CHECK(build_run(t->ctx, model, &o, input, t->in, t->ref, NULL) == PRECIS_OK);
+}
+
+/* The CPU int8 outputs agree with ref's and with fp32; frees everything. */
+static void trio_done(trio *t, const char *label) {
+    check_agree(label, t->cpu, t->ref, t->f32, t->n_out);
+    precis_engine_destroy(t->e);
+    for (int k = 0; k < 2; k++) {
+        precis_tensor_destroy(t->f32[k]);
+        precis_tensor_destroy(t->cpu[k]);
+        precis_tensor_destroy(t->ref[k]);
+    }
+    precis_tensor_destroy(t->in);
+    precis_ctx_destroy(t->ctx);
+}
+
+static void test_mlp(void) {
+    int64_t dims[3] = {2, 5, 32};
+    trio t;
+    trio_run(&t, "data/small_mlp.onnx", "x", "mlp", 3, dims, 6, 9, 1);
+    if (t.e) CHECK(count_steps(t.e, "QMatMul", PRECIS_UNDEFINED) >= 1);
+    trio_done(&t, "small_mlp");
 }
 
 static void test_odd(void) {
-    precis_ctx *ctx = precis_ctx_create();
-    const char *model = "data/odd_cnn.onnx";
     int64_t dims[4] = {2, 4, 8, 8};
-    make_calib(ctx, "odd", 4, dims, 4);
-    char calib[512];
-    snprintf(calib, sizeof calib, "%s/odd", dir);
-    precis_tensor *in = rand_input(ctx, 4, dims, 11);
-    precis_tensor *f32[2] = {0}, *cpu[2] = {0}, *ref[2] = {0};
-    precis_build_options o = {.precision = "fp32", .num_threads = 2};
-    CHECK(build_run(ctx, model, &o, "x", in, f32, NULL) == PRECIS_OK);
-    o.precision = "int8";
-    o.calib_data = calib;
-    precis_engine *e = NULL;
-    CHECK(build_run(ctx, model, &o, "x", in, cpu, &e) == PRECIS_OK);
-    if (e) {
-        CHECK(count_steps(e, "QConv", PRECIS_UNDEFINED) == 1);   /* the 2-D conv */
-        CHECK(count_steps(e, "FusedConv", PRECIS_FLOAT32) == 1); /* the 1-D one */
+    trio t;
+    trio_run(&t, "data/odd_cnn.onnx", "x", "odd", 4, dims, 4, 11, 2);
+    if (t.e) {
+        CHECK(count_steps(t.e, "QConv", PRECIS_UNDEFINED) == 1);   /* the 2-D conv */
+        CHECK(count_steps(t.e, "FusedConv", PRECIS_FLOAT32) == 1); /* the 1-D one */
         /* relu's output leaves NHWC once, for the graph output and Reshape */
-        CHECK(count_steps(e, "Reorder", PRECIS_UNDEFINED) == 2);
+        CHECK(count_steps(t.e, "Reorder", PRECIS_UNDEFINED) == 2);
     }
-    precis_engine_destroy(e);
-    o.backend = "ref";
-    CHECK(build_run(ctx, model, &o, "x", in, ref, NULL) == PRECIS_OK);
-    check_agree("odd_cnn", cpu, ref, f32, 2);
     /* the dead channel 3 of relu's output is its bias, 0.7, on every pixel */
-    if (cpu[1] && precis_tensor_numel(cpu[1]) == 2 * 8 * 64) {
-        const float *r = precis_tensor_data_const(cpu[1]);
+    if (t.cpu[1] && precis_tensor_numel(t.cpu[1]) == 2 * 8 * 64) {
+        const float *r = precis_tensor_data_const(t.cpu[1]);
         float lo = 1e9f, hi = -1e9f;
         for (int b = 0; b < 2; b++)
             for (int i = 0; i < 64; i++) {
@@ -252,52 +259,27 @@ static void test_odd(void) {
     } else {
         CHECK(!"relu output missing");
     }
-    for (int k = 0; k < 2; k++) {
-        precis_tensor_destroy(f32[k]);
-        precis_tensor_destroy(cpu[k]);
-        precis_tensor_destroy(ref[k]);
-    }
-    precis_tensor_destroy(in);
-    precis_ctx_destroy(ctx);
+    trio_done(&t, "odd_cnn");
 }
 
 static void test_se(void) {
-    precis_ctx *ctx = precis_ctx_create();
-    const char *model = "data/se_cnn.onnx";
     int64_t dims[4] = {2, 8, 12, 12};
-    make_calib(ctx, "se", 4, dims, 6);
-    char calib[512];
-    snprintf(calib, sizeof calib, "%s/se", dir);
-    precis_tensor *in = rand_input(ctx, 4, dims, 13);
-    precis_tensor *f32[1] = {0}, *cpu[1] = {0}, *ref[1] = {0};
-    precis_build_options o = {.precision = "fp32", .num_threads = 2};
-    CHECK(build_run(ctx, model, &o, "input", in, f32, NULL) == PRECIS_OK);
-    o.precision = "int8";
-    o.calib_data = calib;
-    precis_engine *e = NULL;
-    CHECK(build_run(ctx, model, &o, "input", in, cpu, &e) == PRECIS_OK);
-    if (e) {
-        CHECK(count_steps(e, "QBinary", PRECIS_UNDEFINED) == 4); /* Mul, Add, Add+Relu, Sub */
-        CHECK(count_steps(e, "QPool", PRECIS_UNDEFINED) == 2);
+    trio t;
+    trio_run(&t, "data/se_cnn.onnx", "input", "se", 4, dims, 6, 13, 1);
+    if (t.e) {
+        CHECK(count_steps(t.e, "QBinary", PRECIS_UNDEFINED) == 4); /* Mul, Add, Add+Relu, Sub */
+        CHECK(count_steps(t.e, "QPool", PRECIS_UNDEFINED) == 2);
         const char *fl[] = {"Add", "Sub", "Mul", "Relu", "GlobalAveragePool", "AveragePool",
                             "DequantizeLinear"};
         for (int i = 0; i < 7; i++) {
-            int n = count_steps(e, fl[i], PRECIS_UNDEFINED);
+            int n = count_steps(t.e, fl[i], PRECIS_UNDEFINED);
             if (n) printf("se_cnn: %d %s steps left\n", n, fl[i]);
             CHECK(n == 0);
         }
-        CHECK(count_steps(e, "QuantizeLinear", PRECIS_UNDEFINED) == 1);
-        CHECK(count_steps(e, "QBinary", PRECIS_INT8) + count_steps(e, "QBinary", PRECIS_UINT8) == 4);
+        CHECK(count_steps(t.e, "QuantizeLinear", PRECIS_UNDEFINED) == 1);
+        CHECK(count_steps(t.e, "QBinary", PRECIS_INT8) + count_steps(t.e, "QBinary", PRECIS_UINT8) == 4);
     }
-    precis_engine_destroy(e);
-    o.backend = "ref";
-    CHECK(build_run(ctx, model, &o, "input", in, ref, NULL) == PRECIS_OK);
-    check_agree("se_cnn", cpu, ref, f32, 1);
-    precis_tensor_destroy(f32[0]);
-    precis_tensor_destroy(cpu[0]);
-    precis_tensor_destroy(ref[0]);
-    precis_tensor_destroy(in);
-    precis_ctx_destroy(ctx);
+    trio_done(&t, "se_cnn");
 }
 
 int main(void) {
