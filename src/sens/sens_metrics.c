@@ -54,7 +54,7 @@ static void add_sample(pr_sens_acc *a, const float *ref, const float *x, int64_t
         rx += r * v;
         dd += d * d;
     }
-    double cos = rr == 0 && xx == 0 ? 1.0 : rr == 0 || xx == 0 ? 0.0 : rx / (sqrt(rr) * sqrt(xx));
+    double cos = dd == 0 ? 1.0 : rr == 0 || xx == 0 ? 0.0 : rx / (sqrt(rr) * sqrt(xx));
     if (cos < a->cos_min) a->cos_min = cos;
     if (dd == 0) a->sqnr_inf++; /* identical: infinite SQNR, left out of the mean */
     else a->sqnr_sum += pr_sens_sqnr_db(rr, dd);

@@ -150,14 +150,16 @@ static int write_json(const precis_sens *s, const char *model, const char *comma
 }
 
 /* A metric as table text: "-" for NAN, "inf" for +inf. */
-static void cell(FILE *f, double v, sens_metric m) {
-    if (isnan(v)) fputs(" - |", f);
-    else if (isinf(v)) fputs(v > 0 ? " inf |" : " -inf |", f);
-    else if (m == SM_COSINE) fprintf(f, " %.6f |", v);
-    else if (m == SM_SQNR) fprintf(f, " %.2f |", v);
-    else if (m == SM_TOP1) fprintf(f, " %.2f%% |", 100 * v);
-    else fprintf(f, " %.4g |", v);
+static void value(FILE *f, double v, sens_metric m, const char *end) {
+    if (isnan(v)) fprintf(f, " -%s", end);
+    else if (isinf(v)) fprintf(f, " %sinf%s", v > 0 ? "" : "-", end);
+    else if (m == SM_COSINE) fprintf(f, " %.6f%s", v, end);
+    else if (m == SM_SQNR) fprintf(f, " %.2f%s", v, end);
+    else if (m == SM_TOP1) fprintf(f, " %.2f%%%s", 100 * v, end);
+    else fprintf(f, " %.4g%s", v, end);
 }
+
+static void cell(FILE *f, double v, sens_metric m) { value(f, v, m, " |"); }
 
 /* The metrics some output has (not NAN for the int8 baseline). */
 static int applies(const precis_sens *s, sens_metric m) {
@@ -198,10 +200,10 @@ static int write_md(const precis_sens *s, const char *model, const char *command
     precis_sens_baseline(s, 0, &b8);
     fputs("Baseline all-int8:", f);
     for (int j = 0; j < ns; j++) {
-        fprintf(f, " %s", k_md_names[show[j]]);
-        cell(f, sens_metric_value(&b8, (sens_metric)show[j]), (sens_metric)show[j]);
+        fprintf(f, "%s %s", j ? "," : "", k_md_names[show[j]]);
+        value(f, sens_metric_value(&b8, (sens_metric)show[j]), (sens_metric)show[j], "");
     }
-    fputs(" (all-fp32 is the reference: cosine 1, SQNR inf).\n\n| # | layer | op |", f);
+    fputs(". All-fp32 is the reference (cosine 1, SQNR inf).\n\n| # | layer | op |", f);
     for (int j = 0; j < ns; j++) fprintf(f, " alone %s |", k_md_names[show[j]]);
     for (int j = 0; j < ns; j++) fprintf(f, " all but %s |", k_md_names[show[j]]);
     fputs(" local SQNR dB |\n|---:|---|---|", f);
