@@ -359,7 +359,8 @@ typedef struct precis_sens precis_sens;
  * output is one sample per batch). NAN where a metric does not apply. */
 typedef struct precis_sens_metrics {
     double cosine;   /* cosine similarity, the minimum over samples */
-    double sqnr_db;  /* 10 log10(|ref|^2 / |x - ref|^2), the mean over samples; +inf when equal */
+    double sqnr_db;  /* 10 log10(|ref|^2 / |x - ref|^2), the mean over the samples that differ;
+                      * +inf when every sample is equal */
     double rel_l2;   /* |x - ref| / |ref|, the mean over samples */
     double kl;       /* KL(ref || x) over the last axis, the mean over rows; only for outputs
                       * whose reference rows are non-negative and sum to 1 within 1e-3
