@@ -307,6 +307,7 @@ precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
     precis_engine *e8 = NULL;
     char tmpdir[64] = "", cache_buf[128];
     const char *cache = o->calib_cache;
+    bool bar = false;
     precis_status st;
     if (!s) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     if ((st = pr_sens_eval_open(&ev, ctx, onnx_path, o, eval_data, eval_batches))) goto fail;
@@ -352,7 +353,7 @@ precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
     int total = 2 + 2 * s->n_layers, done = 2;
     double t_first = now_s();
     /* the time left counts from here (the baselines calibrated) */
-    if (o->progress) progress(done, total, t0, t_first);
+    if (o->progress) progress(done, total, t0, t_first), bar = true;
     for (int i = 0; i < s->n_layers; i++) {
         sens_layer *l = &s->L[i];
         double tl = now_s();
@@ -373,7 +374,7 @@ precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
     *out = s;
     return PRECIS_OK;
 fail:
-    if (o->progress) fputc('\n', stderr);
+    if (bar) fputc('\n', stderr); /* the error on a line of its own */
     precis_engine_destroy(e8);
     pr_sens_eval_close(&ev);
     if (tmpdir[0]) {

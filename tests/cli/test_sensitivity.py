@@ -166,6 +166,10 @@ def main():
                          f"{d}/report2", "--threads", "1", "--progress", "--eval-batches", "1")
         check("--progress draws the bar", rc == 0 and "candidates" in se and "left" in se, se)
 
+        rc, so, se = run("sensitivity", m, "--calib-data", calib, "--eval-data", ev, "--report",
+                         f"{d}/report3", "--shape", "x=1x4x8x8", "--eval-batches", "1")
+        check("--shape fixes the input", rc == 0, se)
+
         # errors: one line, non-zero exit
         base = ["sensitivity", m, "--calib-data", calib, "--report", f"{d}/r3"]
         expect_error("missing eval data", 3, base + ["--eval-data", f"{d}/nope"], "--eval-data",
@@ -177,6 +181,8 @@ def main():
         expect_error("no int8 layer", 5, ["sensitivity", plain, "--calib-data", calib,
                                           "--eval-data", ev, "--report", f"{d}/r4"],
                      "no layer runs in int8")
+        expect_error("--shape of no input", 2, base + ["--eval-data", ev, "--shape", "y=1x4x8x8"],
+                     "'y' is not an input")
         expect_error("bad metric", 1, base + ["--eval-data", ev, "--metric", "f1"], "--metric",
                      "f1")
         rc, so, se = run("sensitivity", m, "--calib-data", calib, "--report", f"{d}/r5")
