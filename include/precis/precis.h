@@ -334,6 +334,90 @@ int precis_context_profiled_runs(const precis_context *c);
  * holds. */
 size_t precis_context_arena_bytes(const precis_context *c);
 
+/* ------------------------------------------------------------ sensitivity */
+
+/* Per-layer INT8 sensitivity: how much each quantizable layer (an original
+ * Conv, ConvTranspose, MatMul or Gemm node that the all-int8 build runs in
+ * int8) costs on the model's outputs, measured against the FP32 engine on an
+ * evaluation set, two ways:
+ *   only     this layer int8, everything else fp32;
+ *   all_but  everything int8 except this layer (fp32);
+ * with the all-fp32 and all-int8 builds as baselines, and the local error of
+ * the layer in "only" mode: the SQNR of its step's output against the same
+ * tensor of an fp32 engine fused like the int8 build. A "layer" is the step
+ * the all-int8 build runs it in: the rules of both modes apply to every
+ * original node fused into that step (its activation, folded BatchNorm,
+ * residual Add), so each candidate quantizes exactly what the int8 build does.
+ * Calibration runs once (into opt->calib_cache, or a temporary file) and is
+ * reused by every candidate build. Memory stays bounded: the eval set is
+ * streamed batch by batch (reference outputs of at most 256 MiB are kept,
+ * else recomputed) and only running sums are kept. */
+typedef struct precis_sens precis_sens;
+
+/* Metrics of one build's outputs against the fp32 engine's, over the eval
+ * set. A sample is one index of an output's dim 0 (rank >= 2; a rank 0/1
+ * output is one sample per batch). NAN where a metric does not apply. */
+typedef struct precis_sens_metrics {
+    double cosine;   /* cosine similarity, the minimum over samples */
+    double sqnr_db;  /* 10 log10(|ref|^2 / |x - ref|^2), the mean over the samples that differ;
+                      * +inf when every sample is equal */
+    double rel_l2;   /* |x - ref| / |ref|, the mean over samples */
+    double kl;       /* KL(ref || x) over the last axis, the mean over rows; only for outputs
+                      * whose reference rows are non-negative and sum to 1 within 1e-3
+                      * (judged on the first batch); else NAN */
+    double top1;     /* fraction of rows whose argmax over the last axis agrees: for rank-2
+                      * outputs [batch, classes] and for probability outputs of rank > 2;
+                      * else NAN */
+} precis_sens_metrics;
+
+/* For every metric, the worst over the model's outputs (min cosine, SQNR and
+ * top1, max rel_l2 and KL); NAN for metrics no output has. */
+enum { PRECIS_SENS_ONLY = 0, PRECIS_SENS_ALL_BUT = 1 };
+
+typedef struct precis_sens_layer {
+    const char *name;        /* the original ONNX node */
+    const char *op;          /* its op type */
+    int num_fused;           /* original nodes of its step in the int8 build (>= 1) */
+    const char *const *fused; /* their names (the rules of both modes select these) */
+    precis_sens_metrics only;    /* this layer int8, the rest fp32 (worst over outputs) */
+    precis_sens_metrics all_but; /* all int8 but this layer (worst over outputs) */
+    double local_sqnr_db;    /* its step output vs the fp32 tensor of that name over the
+                              * eval set (10 log10 of summed energies); NAN: no such tensor */
+    const char *local_tensor; /* the tensor compared; "" when none */
+    int only_int8;           /* 1: in "only" mode it really ran in int8 */
+    double seconds;          /* time spent on this layer's candidates */
+} precis_sens_layer;
+
+/* Run the analysis. opt: the int8 build options (calib_data or an existing
+ * calib_cache, calibrator, percentile, calib_preprocess, calib_batches,
+ * shapes, num_threads, and precision rules applied before the analysis'
+ * own; precision must be NULL or "int8", backend NULL or "cpu"); progress
+ * > 0 draws a bar with the candidate count and the time left on stderr.
+ * eval_data: a source in the calibration data formats (io: .npy folder,
+ * list file, image folder with calib_preprocess); eval_batches > 0 uses at
+ * most that many batches. Errors name what is wrong ("--eval-data: ..."). */
+precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
+                                 const precis_build_options *opt, const char *eval_data,
+                                 int eval_batches, precis_sens **out);
+void precis_sens_destroy(precis_sens *s);
+
+int precis_sens_num_layers(const precis_sens *s);
+/* Strings valid until s is destroyed. */
+precis_status precis_sens_layer_get(const precis_sens *s, int i, precis_sens_layer *out);
+/* Model outputs compared (float32 ones), and per-output metrics: layer -1
+ * with mode 0 is the all-fp32 baseline, with mode 1 the all-int8 one. */
+int precis_sens_num_outputs(const precis_sens *s);
+const char *precis_sens_output_name(const precis_sens *s, int k);
+precis_status precis_sens_output_metrics(const precis_sens *s, int layer, int mode, int k,
+                                         precis_sens_metrics *out);
+/* Baselines, worst over outputs: fp32 != 0 the all-fp32 build (the reference
+ * itself: cosine 1, SQNR +inf), else the all-int8 build. */
+precis_status precis_sens_baseline(const precis_sens *s, int fp32, precis_sens_metrics *out);
+/* Eval batches and samples (dim 0 of the first input) used; wall seconds. */
+int precis_sens_eval_batches(const precis_sens *s);
+int64_t precis_sens_eval_samples(const precis_sens *s);
+double precis_sens_seconds(const precis_sens *s);
+
 #ifdef __cplusplus
 }
 #endif

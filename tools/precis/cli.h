@@ -48,6 +48,13 @@ void inspect_nodes_json(const precis_engine *e); /* ",\n \"nodes\": [...]" */
  * computes in, unmet precision requests outlined red; returns the exit status
  * (one "precis: error:" line and no file when it cannot write out_path) */
 int inspect_svg(const precis_engine *e, const char *plan_path, const char *out_path);
+/* XML-escaped text, at most max characters (0: all; a longer one keeps its
+ * start and end around "..."); invalid UTF-8 and control bytes become '?'. */
+void xml_text(FILE *f, const char *s, int max);
+
+/* precis sensitivity (cmd_sens.c) */
+int cmd_sensitivity(int argc, char **argv);
+void usage_sensitivity(FILE *f);
 
 /* profile_file.c: the per-step profile bench --profile writes beside a plan */
 int plan_checksum(const char *plan_path, uint32_t *crc);

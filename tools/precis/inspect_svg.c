@@ -53,7 +53,7 @@ static void xml_chars(FILE *f, const unsigned char *p, int from, int to) {
 
 /* Escaped text, at most max characters (0: all): a longer one keeps its
  * start and its end ("/encoder/lay...self/MatMul"), where names differ. */
-static void xml_text(FILE *f, const char *s, int max) {
+void xml_text(FILE *f, const char *s, int max) {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     int n = 0;
     for (const unsigned char *q = p; *q; n++) q += utf8_len(q) ? utf8_len(q) : 1;

@@ -31,6 +31,7 @@ static void usage_main(FILE *f) {
             "  run       run an ONNX model or a plan on .npy inputs, write .npy outputs\n"
             "  bench     time a model or plan (latency percentiles, memory, profile, vs ORT)\n"
             "  inspect   show a model's inputs, outputs and ops, or a plan's steps\n"
+            "  sensitivity  per-layer int8 sensitivity against fp32, ranked, with a report\n"
             "  version   print the version\n\n"
             "'precis <command> --help' describes a command.\n\n%s",
             precis_version(), k_exit_codes);
@@ -381,6 +382,7 @@ int main(int argc, char **argv) {
         else if (argc > 2 && !strcmp(argv[2], "build")) usage_build(stdout);
         else if (argc > 2 && !strcmp(argv[2], "export-qdq")) usage_export_qdq(stdout);
         else if (argc > 2 && !strcmp(argv[2], "bench")) usage_bench(stdout);
+        else if (argc > 2 && !strcmp(argv[2], "sensitivity")) usage_sensitivity(stdout);
         else usage_main(stdout);
         return 0;
     }
@@ -393,6 +395,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
     if (!strcmp(cmd, "export-qdq")) return cmd_export_qdq(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sensitivity")) return cmd_sensitivity(argc - 2, argv + 2);
     fprintf(stderr, "precis: unknown command '%s'\n\n", cmd);
     usage_main(stderr);
     return 1;
