@@ -337,6 +337,11 @@ size_t precis_context_arena_bytes(const precis_context *c);
  * from its third run with those shapes on; PRECIS_CUDA_GRAPHS=0 in the
  * environment turns graphs off), else 0. */
 int precis_context_used_cuda_graph(const precis_context *c);
+/* GPU milliseconds of the last run of a "cuda" engine between the upload of
+ * the inputs and the download of the outputs (device time only: what a
+ * framework timing a model on GPU-resident tensors measures); 0 for other
+ * backends. */
+double precis_context_device_ms(const precis_context *c);
 
 #ifdef __cplusplus
 }

@@ -140,6 +140,12 @@ size_t precis_context_arena_bytes(const precis_context *c) {
 #endif
     return c ? c->arena_bytes : 0;
 }
+double precis_context_device_ms(const precis_context *c) {
+#ifdef PRECIS_HAVE_CUDA
+    if (c && c->cuda) return pr_cuda_ctx_device_ms(c->cuda);
+#endif
+    return 0;
+}
 int precis_context_used_cuda_graph(const precis_context *c) {
 #ifdef PRECIS_HAVE_CUDA
     if (c && c->cuda) return pr_cuda_ctx_used_graph(c->cuda);

@@ -423,7 +423,7 @@ int cmd_bench(int argc, char **argv) {
     precis_context *c = NULL;
     precis_tensor *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
     const char *names[MAX_IO];
-    double *lat = NULL;
+    double *lat = NULL, *dev = NULL;
     char tmpdir[] = "/tmp/precis-bench-XXXXXX";
     int have_tmp = 0, rc = 0;
     precis_status st;
@@ -480,7 +480,8 @@ int cmd_bench(int argc, char **argv) {
     }
     if (profile) precis_context_set_profiling(c, 1);
     lat = malloc((size_t)iters * sizeof *lat);
-    if (!lat) {
+    dev = malloc((size_t)iters * sizeof *dev);
+    if (!lat || !dev) {
         rc = PRECIS_ERR_OOM;
         goto done;
     }
@@ -488,9 +489,12 @@ int cmd_bench(int argc, char **argv) {
         double t0 = now_ms();
         if ((st = precis_context_run(ctx, c, nin, names, in, outputs))) goto error;
         lat[it] = now_ms() - t0;
+        dev[it] = precis_context_device_ms(c);
         for (int k = 0; k < nout; k++) precis_tensor_destroy(outputs[k]), outputs[k] = NULL;
     }
     qsort(lat, (size_t)iters, sizeof *lat, cmp_double);
+    qsort(dev, (size_t)iters, sizeof *dev, cmp_double);
+    double dev50 = pct(dev, iters, 50);
     double p50 = pct(lat, iters, 50), p90 = pct(lat, iters, 90), p99 = pct(lat, iters, 99);
     int64_t batch = precis_tensor_rank(inputs[0]) > 0 ? precis_tensor_dims(inputs[0])[0] : 1;
     struct rusage ru;
@@ -560,11 +564,13 @@ int cmd_bench(int argc, char **argv) {
         printf(", \"precision\": \"%s\", \"threads\": %d, \"batch\": %lld, \"warmup\": %d, "
                "\"iterations\": %d,\n \"latency_ms\": {\"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, "
                "\"min\": %.4f},\n \"throughput_per_s\": %.3f, \"arena_bytes\": %zu, "
-               "\"peak_rss_bytes\": %lld, \"build_or_load_ms\": %.1f, \"cuda_graph\": %d",
+               "\"peak_rss_bytes\": %lld, \"build_or_load_ms\": %.1f, \"cuda_graph\": %d,\n"
+               " \"device_ms_p50\": %.4f, \"device_throughput_per_s\": %.3f",
                precis_engine_precision(e), precis_engine_num_threads(e), (long long)batch, warmup,
                iters, p50, p90, p99, lat[0], 1e3 * (double)batch / p50,
                precis_context_arena_bytes(c), (long long)ru.ru_maxrss * 1024, build_ms,
-               precis_context_used_cuda_graph(c));
+               precis_context_used_cuda_graph(c), dev50,
+               dev50 > 0 ? 1e3 * (double)batch / dev50 : 0.0);
         if (vs_ort) {
             if (ort_p50 > 0)
                 printf(",\n \"ort\": {\"version\": \"%s\", \"latency_ms_p50\": %.4f, \"ratio\": %.4f}",
@@ -583,7 +589,11 @@ int cmd_bench(int argc, char **argv) {
         printf("throughput   %.1f items/s\n", 1e3 * (double)batch / p50);
         printf("memory       activation arena %.2f MB, peak RSS %.1f MB\n",
                (double)precis_context_arena_bytes(c) / 1e6, (double)ru.ru_maxrss / 1024.0);
-        if (precis_context_used_cuda_graph(c)) printf("cuda graph   every timed run was one graph launch\n");
+        if (dev50 > 0)
+            printf("gpu time     p50 %.3f ms between input upload and output download "
+                   "(%.1f items/s)%s\n",
+                   dev50, 1e3 * (double)batch / dev50,
+                   precis_context_used_cuda_graph(c) ? ", one CUDA graph launch per run" : "");
         if (vs_ort) {
             if (ort_p50 > 0)
                 printf("onnxruntime  %s p50 %.3f ms: precis/ort latency ratio %.3f (%s)\n", ort_ver,
@@ -632,6 +642,7 @@ done:
         if (system(cmd) != 0) fprintf(stderr, "precis: note: could not remove %s\n", tmpdir);
     }
     free(lat);
+    free(dev);
     for (int k = 0; k < MAX_IO; k++) {
         precis_tensor_destroy(inputs[k]);
         precis_tensor_destroy(outputs[k]);

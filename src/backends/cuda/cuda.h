@@ -123,5 +123,8 @@ int pr_cuda_ctx_profiled_runs(const pr_cuda_ctx *c);
 size_t pr_cuda_ctx_arena_bytes(const pr_cuda_ctx *c);
 /* 1 when the last run replayed (or captured) a CUDA graph. */
 int pr_cuda_ctx_used_graph(const pr_cuda_ctx *c);
+/* GPU milliseconds of the last run between the input upload and the output
+ * download (CUDA events; host steps included when there are any). */
+double pr_cuda_ctx_device_ms(const pr_cuda_ctx *c);
 
 #endif

@@ -51,6 +51,8 @@ struct pr_cuda_ctx {
     size_t *in_off, *out_off; /* per graph input / output: offset in the staging */
     size_t in_total;
     pr_buf *out_meta;         /* per graph output: dtype and dims of the captured run */
+    cudaEvent_t ev[2];        /* after the input upload, before the output download */
+    double device_ms;         /* GPU time between them in the last run */
     cudaGraphExec_t gexec;
     int graph_state;          /* 0 not tried, 1 ready, -1 not for this signature */
     bool graphs_on, touched_host, used_graph;
@@ -76,6 +78,8 @@ void pr_cuda_ctx_destroy(pr_cuda_ctx *c) {
     if (!c) return;
     if (c->x.stream) cudaStreamSynchronize((cudaStream_t)c->x.stream);
     drop_graph(c);
+    for (int i = 0; i < 2; i++)
+        if (c->ev[i]) cudaEventDestroy(c->ev[i]);
     if (c->arena) cudaFree(c->arena);
     if (c->dev_in) cudaFree(c->dev_in);
     if (c->pin) cudaFreeHost(c->pin);
@@ -118,6 +122,10 @@ precis_status pr_cuda_ctx_create(const precis_engine *e, pr_cuda_ctx **out, pr_e
         return pr_errf(e_, PRECIS_ERR_OOM, "out of memory");
     }
     precis_status st = pr_cuda_exec_init(&c->x, err);
+    for (int i = 0; !st && i < 2; i++) {
+        cudaError_t r = cudaEventCreate(&c->ev[i]);
+        if (r != cudaSuccess) st = pr_cu_fail(err, r, "cudaEventCreate");
+    }
     if (st) {
         pr_cuda_ctx_destroy(c);
         return st;
@@ -139,6 +147,7 @@ double pr_cuda_ctx_step_seconds(const pr_cuda_ctx *c, int i) {
 int pr_cuda_ctx_profiled_runs(const pr_cuda_ctx *c) { return c->prof_runs; }
 size_t pr_cuda_ctx_arena_bytes(const pr_cuda_ctx *c) { return c->arena_bytes; }
 int pr_cuda_ctx_used_graph(const pr_cuda_ctx *c) { return c->used_graph; }
+double pr_cuda_ctx_device_ms(const pr_cuda_ctx *c) { return c->device_ms; }
 
 /* Does the input-shape signature match the planned one? Stores it if not. */
 static bool same_signature(pr_cuda_ctx *c, const pr_graph *g, const pr_buf *vals) {
@@ -411,6 +420,7 @@ static precis_status run_steps(pr_cuda_ctx *c, const pr_buf *vals, bool planning
         c->hv[t] = vals[t];
         c->hs[t] = S_VIEW;
     }
+    CU_TRY(cudaEventRecord(c->ev[0], stream));
     for (int k = 0; k < en->n_steps; k++) {
         const pr_step *s = &en->steps[k];
         const pr_node *n = &g->nodes[s->node];
@@ -434,6 +444,7 @@ static precis_status run_steps(pr_cuda_ctx *c, const pr_buf *vals, bool planning
                 release(c, t);
         }
     }
+    CU_TRY(cudaEventRecord(c->ev[1], stream));
     /* outputs: device -> staging */
     size_t need = c->in_total;
     for (int k = 0; k < g->n_outputs; k++) {
@@ -486,6 +497,12 @@ static void release_all(pr_cuda_ctx *c) {
     }
 }
 
+static void device_time(pr_cuda_ctx *c) {
+    float ms = 0;
+    c->device_ms = cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]) == cudaSuccess ? ms : 0;
+    cudaGetLastError();
+}
+
 static bool all_device(const precis_engine *e) {
     for (int k = 0; k < e->n_steps; k++)
         if (!e->steps[k].cuda) return false;
@@ -531,6 +548,7 @@ precis_status pr_cuda_ctx_run(pr_cuda_ctx *c, const pr_buf *vals, precis_tensor 
         CU_TRY(cudaGraphLaunch(c->gexec, stream));
         CU_TRY(cudaStreamSynchronize(stream));
         c->used_graph = true;
+        device_time(c);
         if ((st = take_outputs(c, false, outputs, e))) goto fail;
         return PRECIS_OK;
     }
@@ -576,6 +594,7 @@ precis_status pr_cuda_ctx_run(pr_cuda_ctx *c, const pr_buf *vals, precis_tensor 
         goto fail;
     }
     CU_TRY(cudaStreamSynchronize(stream));
+    device_time(c);
     if ((st = take_outputs(c, true, outputs, e))) goto fail;
     if (c->profiling) c->prof_runs++;
     release_all(c);

@@ -143,9 +143,16 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     if ((st = pr_cuda_workspace(x, FIND_WS, e))) goto fail;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int got = 0;
-    DNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(dnn, c.xd, xp, s->wd, s->w, c.cd, c.yd, yp,
-                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf,
-                                                   x->ws, x->ws_bytes));
+    cudnnStatus_t fr = cudnnFindConvolutionForwardAlgorithmEx(
+        dnn, c.xd, xp, s->wd, s->w, c.cd, c.yd, yp, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf,
+        x->ws, x->ws_bytes);
+    if (fr >= CUDNN_STATUS_BAD_PARAM && fr < 4000) { /* this configuration is not supported */
+        pr_dnn_fail(e, fr, "cudnnFindConvolutionForwardAlgorithmEx");
+        st = pr_err_prefix(e, "cuDNN refuses the convolution");
+        e->status = st = PRECIS_ERR_UNSUPPORTED;
+        goto fail;
+    }
+    DNN_TRY(fr);
     int best = -1;
     for (int i = 0; i < got && best < 0; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
