@@ -32,7 +32,7 @@ import traceback
 import numpy as np
 import torch
 
-RESULTS = {"meta": {}, "correctness": [], "speed": [], "errors": []}
+RESULTS = {"meta": {}, "correctness": [], "speed": [], "profile": {}, "errors": []}
 
 
 def log(*a):
@@ -242,6 +242,31 @@ def precis_speed(name, precis, path, names, shapes, batch, prec, iters):
             f"({row['gpu_items_per_s']:.0f}/s), e2e {row['e2e_ms']:.3f} ms")
 
 
+def precis_profile(name, precis, path, names, shapes, batch, prec):
+    """Per-step GPU time (a synchronize around every step), grouped by op and kernel."""
+    spec = ",".join(f"{n}:{'x'.join(str(d) for d in (batch,) + tuple(shapes[n]))}" for n in names)
+    cmd = [precis, "bench", path, "--device", "cuda", "--precision", prec, "--shapes", spec,
+           "--warmup", "3", "--iterations", "10", "--profile", "--json"]
+    rc, o, e = run(cmd)
+    if rc:
+        err(f"{name} profile b{batch}", e.strip()[-600:])
+        return
+    j = json.loads(o)
+    groups = {}
+    for st in j["profile"]:
+        k = (st["op"], st["kernel"][:90], st["dtype"])
+        g = groups.setdefault(k, [0.0, 0])
+        g[0] += st["ms"]
+        g[1] += 1
+    total = sum(g[0] for g in groups.values())
+    rows = sorted(([k[0], k[1], k[2], v[0], v[1]] for k, v in groups.items()), key=lambda r: -r[3])
+    RESULTS["profile"][f"{name} b{batch} {prec}"] = {"total_ms": total, "groups": rows,
+                                                     "steps": len(j["profile"]), "command": " ".join(cmd)}
+    log(f"  profile {name} b{batch} {prec}: {len(j['profile'])} steps, {total:.3f} ms summed")
+    for r in rows[:14]:
+        log(f"    {r[3]:8.3f} ms {100 * r[3] / total:5.1f}%  x{r[4]:<3d} {r[0]:18s} {r[2]:8s} {r[1]}")
+
+
 def torch_speed(name, names, shapes, batch, iters, compile_modes):
     m, _, _ = make(name)
     bert = name != "resnet50"
@@ -327,6 +352,7 @@ def main():
     ap.add_argument("--no-correctness", action="store_true")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--fp32-speed", action="store_true", help="also time precis fp32")
+    ap.add_argument("--profile", nargs="*", default=[], help="MODEL=BATCH: per-step profile")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.work, exist_ok=True)
@@ -357,6 +383,13 @@ def main():
                 correctness(name, precis, path, names, shapes, onames, a.work)
             except Exception:  # noqa: BLE001
                 err(f"correctness {name}", traceback.format_exc()[-800:])
+        for pspec in a.profile:
+            pm, pb = pspec.split("=")
+            if pm == name:
+                try:
+                    precis_profile(name, precis, path, names, shapes, int(pb), "fp16")
+                except Exception:  # noqa: BLE001
+                    err(f"profile {name}", traceback.format_exc()[-800:])
         if a.no_speed:
             continue
         for batch in batches[name]:

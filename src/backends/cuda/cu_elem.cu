@@ -113,38 +113,114 @@ __device__ __forceinline__ float ew_binary(int op, float a, float b) {
     }
 }
 
-__global__ void k_elementwise(pr_cu_ew w, int64_t n) {
+__device__ __forceinline__ void ew_apply(const pr_cu_ew &w, const int64_t *o) {
+    if (w.op == PR_EW_COPY) {
+        std_(w.p[0], w.dt[0], o[0], ldd(w.p[1], w.dt[1], o[1]));
+    } else if (w.op == PR_EW_WHERE) {
+        bool c = ldf(w.p[1], w.dt[1], o[1]) != 0.0f;
+        float v = c ? ldf(w.p[2], w.dt[2], o[2]) : ldf(w.p[3], w.dt[3], o[3]);
+        stf(w.p[0], w.dt[0], o[0], v);
+    } else if (w.op < PR_EW_WHERE) {
+        stf(w.p[0], w.dt[0], o[0],
+            ew_binary(w.op, ldf(w.p[1], w.dt[1], o[1]), ldf(w.p[2], w.dt[2], o[2])));
+    } else {
+        stf(w.p[0], w.dt[0], o[0], ew_unary(w, ldf(w.p[1], w.dt[1], o[1])));
+    }
+}
+
+// I: the index type (int when every offset fits).
+template <typename I> __global__ void k_elementwise(pr_cu_ew w, I n) {
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        I o[4] = {(I)w.off[0], (I)w.off[1], (I)w.off[2], (I)w.off[3]}, r = i;
+        for (int d = w.rank - 1; d >= 0; d--) {
+            I dim = (I)w.dims[d], c = r % dim;
+            r /= dim;
+            o[0] += c * (I)w.st[0][d];
+            o[1] += c * (I)w.st[1][d];
+            o[2] += c * (I)w.st[2][d];
+            o[3] += c * (I)w.st[3][d];
+        }
+        int64_t oo[4] = {o[0], o[1], o[2], o[3]};
+        ew_apply(w, oo);
+    }
+}
+
+// Rank 1 with unit or zero strides: no index arithmetic.
+__global__ void k_elementwise_flat(pr_cu_ew w, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t o[4] = {w.off[0], w.off[1], w.off[2], w.off[3]}, r = i;
+        int64_t o[4] = {w.off[0] + i * w.st[0][0], w.off[1] + i * w.st[1][0],
+                        w.off[2] + i * w.st[2][0], w.off[3] + i * w.st[3][0]};
+        ew_apply(w, o);
+    }
+}
+
+// A strided copy between equal types: T moves the bits (no conversion).
+template <typename T> __global__ void k_copy(const T *__restrict__ x, T *__restrict__ y,
+                                             pr_cu_ew w, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        int oy = (int)w.off[0], ox = (int)w.off[1], r = i;
         for (int d = w.rank - 1; d >= 0; d--) {
-            int64_t c = r % w.dims[d];
-            r /= w.dims[d];
-            o[0] += c * w.st[0][d];
-            o[1] += c * w.st[1][d];
-            o[2] += c * w.st[2][d];
-            o[3] += c * w.st[3][d];
+            int dim = (int)w.dims[d], c = r % dim;
+            r /= dim;
+            oy += c * (int)w.st[0][d];
+            ox += c * (int)w.st[1][d];
         }
-        if (w.op == PR_EW_COPY) {
-            std_(w.p[0], w.dt[0], o[0], ldd(w.p[1], w.dt[1], o[1]));
-        } else if (w.op == PR_EW_WHERE) {
-            bool c = ldf(w.p[1], w.dt[1], o[1]) != 0.0f;
-            float v = c ? ldf(w.p[2], w.dt[2], o[2]) : ldf(w.p[3], w.dt[3], o[3]);
-            stf(w.p[0], w.dt[0], o[0], v);
-        } else if (w.op < PR_EW_WHERE) {
-            stf(w.p[0], w.dt[0], o[0],
-                ew_binary(w.op, ldf(w.p[1], w.dt[1], o[1]), ldf(w.p[2], w.dt[2], o[2])));
-        } else {
-            stf(w.p[0], w.dt[0], o[0], ew_unary(w, ldf(w.p[1], w.dt[1], o[1])));
-        }
+        y[oy] = x[ox];
+    }
+}
+
+static int elem_size(int dt) {
+    switch (dt) {
+    case DT_F32: case DT_I32: return 4;
+    case DT_F16: case DT_BF16: return 2;
+    case DT_F64: case DT_I64: return 8;
+    case DT_I8: case DT_U8: case DT_BOOL: return 1;
+    default: return 0;
     }
 }
 
 extern "C" int pr_cu_elementwise(void *stream, const pr_cu_ew *w) {
+    cudaStream_t s = (cudaStream_t)stream;
     int64_t n = 1;
     for (int d = 0; d < w->rank; d++) n *= w->dims[d];
     if (n <= 0) return 0;
-    k_elementwise<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(*w, n);
+    // the largest element offset any operand reaches
+    int64_t reach = n;
+    for (int o = 0; o < 4; o++) {
+        int64_t m = w->off[o] < 0 ? -w->off[o] : w->off[o];
+        for (int d = 0; d < w->rank; d++) {
+            int64_t st = w->st[o][d] < 0 ? -w->st[o][d] : w->st[o][d];
+            m += st * (w->dims[d] - 1);
+        }
+        if (m + 1 > reach) reach = m + 1;
+    }
+    bool small = reach < ((int64_t)1 << 31);
+    bool flat = w->rank == 1;
+    for (int o = 0; o < 4 && flat; o++) flat = w->st[o][0] == 0 || w->st[o][0] == 1;
+    int es = elem_size(w->dt[0]);
+    if (w->op == PR_EW_COPY && w->dt[0] == w->dt[1] && es) {
+        if (w->rank == 1 && w->st[0][0] == 1 && w->st[1][0] == 1)
+            return (int)cudaMemcpyAsync((char *)w->p[0] + w->off[0] * es,
+                                        (const char *)w->p[1] + w->off[1] * es, (size_t)n * es,
+                                        cudaMemcpyDeviceToDevice, s);
+        if (small) {
+            unsigned g = grid_for(n, 256);
+            switch (es) {
+            case 1: k_copy<unsigned char><<<g, 256, 0, s>>>((const unsigned char *)w->p[1], (unsigned char *)w->p[0], *w, (int)n); break;
+            case 2: k_copy<unsigned short><<<g, 256, 0, s>>>((const unsigned short *)w->p[1], (unsigned short *)w->p[0], *w, (int)n); break;
+            case 4: k_copy<unsigned int><<<g, 256, 0, s>>>((const unsigned int *)w->p[1], (unsigned int *)w->p[0], *w, (int)n); break;
+            default: k_copy<unsigned long long><<<g, 256, 0, s>>>((const unsigned long long *)w->p[1], (unsigned long long *)w->p[0], *w, (int)n); break;
+            }
+            return launch_result();
+        }
+    }
+    if (flat)
+        k_elementwise_flat<<<grid_for(n, 256), 256, 0, s>>>(*w, n);
+    else if (small)
+        k_elementwise<int><<<grid_for(n, 256), 256, 0, s>>>(*w, (int)n);
+    else
+        k_elementwise<int64_t><<<grid_for(n, 256), 256, 0, s>>>(*w, n);
     return launch_result();
 }
 

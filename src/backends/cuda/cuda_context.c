@@ -68,6 +68,21 @@ static double now_s(void) {
 
 static size_t al256(size_t v) { return (v + 255) & ~(size_t)255; }
 
+/* Large host copies (to and from the pinned staging) on all cores. */
+static void par_memcpy(void *dst, const void *src, size_t n) {
+    const size_t chunk = (size_t)1 << 20;
+    if (n < 4 * chunk) {
+        memcpy(dst, src, n);
+        return;
+    }
+    long nc = (long)((n + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < nc; i++) {
+        size_t off = (size_t)i * chunk, len = off + chunk > n ? n - off : chunk;
+        memcpy((char *)dst + off, (const char *)src + off, len);
+    }
+}
+
 static void drop_graph(pr_cuda_ctx *c) {
     if (c->gexec) cudaGraphExecDestroy(c->gexec);
     c->gexec = NULL;
@@ -420,7 +435,8 @@ static precis_status run_steps(pr_cuda_ctx *c, const pr_buf *vals, bool planning
         c->hv[t] = vals[t];
         c->hs[t] = S_VIEW;
     }
-    CU_TRY(cudaEventRecord(c->ev[0], stream));
+    CU_TRY(cudaEventRecordWithFlags(c->ev[0], stream,
+                                    c->x.capturing ? cudaEventRecordExternal : 0));
     for (int k = 0; k < en->n_steps; k++) {
         const pr_step *s = &en->steps[k];
         const pr_node *n = &g->nodes[s->node];
@@ -444,7 +460,8 @@ static precis_status run_steps(pr_cuda_ctx *c, const pr_buf *vals, bool planning
                 release(c, t);
         }
     }
-    CU_TRY(cudaEventRecord(c->ev[1], stream));
+    CU_TRY(cudaEventRecordWithFlags(c->ev[1], stream,
+                                    c->x.capturing ? cudaEventRecordExternal : 0));
     /* outputs: device -> staging */
     size_t need = c->in_total;
     for (int k = 0; k < g->n_outputs; k++) {
@@ -484,7 +501,7 @@ static precis_status take_outputs(pr_cuda_ctx *c, bool from_host_vals, precis_te
         if (from_host_vals && !c->ds[t])
             memcpy(outputs[k]->b.data, c->hv[t].data, m->nbytes);
         else
-            memcpy(outputs[k]->b.data, c->pin + c->out_off[k], m->nbytes);
+            par_memcpy(outputs[k]->b.data, c->pin + c->out_off[k], m->nbytes);
     }
     return PRECIS_OK;
 }
@@ -542,7 +559,7 @@ precis_status pr_cuda_ctx_run(pr_cuda_ctx *c, const pr_buf *vals, precis_tensor 
     }
     for (int k = 0; k < g->n_inputs; k++) {
         const pr_buf *b = &vals[g->inputs[k]];
-        if (b->nbytes) memcpy(c->pin + c->in_off[k], b->data, b->nbytes);
+        if (b->nbytes) par_memcpy(c->pin + c->in_off[k], b->data, b->nbytes);
     }
     if (!planning && c->graph_state == 1) { /* replay */
         CU_TRY(cudaGraphLaunch(c->gexec, stream));

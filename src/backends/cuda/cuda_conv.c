@@ -27,6 +27,7 @@ typedef struct conv_shape {
     cudnnConvolutionFwdAlgo_t algo;
     size_t ws;
     bool fused;
+    float t_fused, t_split; /* ms measured at planning (0: not timed) */
 } conv_shape;
 
 typedef struct conv_state {
@@ -43,7 +44,7 @@ typedef struct conv_state {
     pthread_mutex_t mu;
     conv_shape shapes[MAX_SHAPES];
     int n_shapes;
-    char what[200];
+    char what[256];
 } conv_state;
 
 static const char *const algo_names[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct",
@@ -96,7 +97,7 @@ static void conv_destroy(void *p) {
 
 static void describe_into(conv_state *s, const conv_shape *c) {
     const char *tn = s->dt == PRECIS_FLOAT16 ? "fp16" : s->dt == PRECIS_BFLOAT16 ? "bf16" : "fp32";
-    char ep[128] = "";
+    char ep[192] = "";
     if (c && c->fused)
         snprintf(ep, sizeof ep, " fused bias%s%s", s->has_z ? "+residual" : "",
                  s->a1.kind == PR_ACT_RELU || s->a2.kind == PR_ACT_RELU ? "+relu" : "");
@@ -105,6 +106,11 @@ static void describe_into(conv_state *s, const conv_shape *c) {
                  s->a1.kind ? "+" : "", s->a1.kind ? pr_act_names[s->a1.kind] : "",
                  s->has_z ? "+residual" : "", s->a2.kind ? " then " : "",
                  s->a2.kind ? pr_act_names[s->a2.kind] : "");
+    if (c && c->t_fused > 0) {
+        size_t l = strlen(ep);
+        snprintf(ep + l, sizeof ep - l, " [timed: fused %.3f ms, split %.3f ms]", c->t_fused,
+                 c->t_split);
+    }
     if (c)
         snprintf(s->what, sizeof s->what, "cudnn conv %s algo %d (%s) fwd nchw%s", tn,
                  (int)c->algo, (unsigned)c->algo < 8 ? algo_names[c->algo] : "?", ep);
@@ -113,13 +119,55 @@ static void describe_into(conv_state *s, const conv_shape *c) {
                  "cudnn conv %s fwd nchw (algorithm timed per shape at first run)%s", tn, ep);
 }
 
+/* Milliseconds per run of the fused call or of convolution + epilogue kernel
+ * (median of 5 after a warm-up); nonzero on failure. */
+static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, bool fused,
+                        const void *xp, void *yp, const void *zp, int64_t hw, float *ms) {
+    cudnnHandle_t dnn = (cudnnHandle_t)x->dnn;
+    cudaStream_t st = (cudaStream_t)x->stream;
+    cudaEvent_t a = NULL, b = NULL;
+    float t[5];
+    int bad = cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess;
+    float one = 1.0f, zero = 0.0f, a2 = zp ? 1.0f : 0.0f;
+    for (int i = -1; i < 5 && !bad; i++) {
+        bad |= cudaEventRecord(a, st) != cudaSuccess;
+        if (fused) {
+            bad |= cudnnConvolutionBiasActivationForward(
+                       dnn, &one, c->xd, xp, s->wd, s->w, c->cd, c->algo, x->ws, x->ws_bytes, &a2,
+                       c->yd, zp ? zp : yp, s->bd, s->bias, s->ad, c->yd, yp) !=
+                   CUDNN_STATUS_SUCCESS;
+        } else {
+            bad |= cudnnConvolutionForward(dnn, &one, c->xd, xp, s->wd, s->w, c->cd, c->algo,
+                                           x->ws, x->ws_bytes, &zero, c->yd, yp) !=
+                   CUDNN_STATUS_SUCCESS;
+            int64_t n = c->n * s->K * hw;
+            bad |= pr_cu_epilogue(st, yp, (int)s->dt, n, s->bias, (int)s->dt, hw, s->K, s->a1,
+                                  zp, (int)s->dt, s->a2) != 0;
+        }
+        bad |= cudaEventRecord(b, st) != cudaSuccess;
+        bad |= cudaEventSynchronize(b) != cudaSuccess;
+        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], a, b) != cudaSuccess;
+    }
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+    if (bad) return 1;
+    for (int i = 1; i < 5; i++) /* insertion sort for the median */
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            float v = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = v;
+        }
+    *ms = t[2];
+    return 0;
+}
+
 /* Descriptors, algorithm (timed on x/y/z buffers) and whether the fused
  * call runs, for input n x C x h x w. */
 static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64_t h, int64_t w,
                                 int64_t oh, int64_t ow, const void *xp, void *yp, const void *zp,
                                 conv_shape *out, pr_err *e) {
     precis_status st = PRECIS_OK;
-    conv_shape c = {n, h, w, NULL, NULL, NULL, 0, 0, false};
+    conv_shape c = {n, h, w, NULL, NULL, NULL, 0, 0, false, 0, 0};
     cudnnHandle_t dnn = (cudnnHandle_t)x->dnn;
     DNN_TRY(cudnnCreateTensorDescriptor(&c.xd));
     DNN_TRY(cudnnCreateTensorDescriptor(&c.yd));
@@ -175,6 +223,15 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
             dnn, &one, c.xd, xp, s->wd, s->w, c.cd, c.algo, x->ws, x->ws_bytes, &a2, c.yd,
             zp ? zp : yp, s->bd, s->bias, s->ad, c.yd, yp);
         c.fused = r == CUDNN_STATUS_SUCCESS;
+        /* and is it faster than the convolution followed by our epilogue? */
+        float tf, tu;
+        if (c.fused && !time_variant(s, x, &c, true, xp, yp, zp, oh * ow, &tf) &&
+            !time_variant(s, x, &c, false, xp, yp, zp, oh * ow, &tu)) {
+            c.fused = tf <= tu;
+            c.t_fused = tf;
+            c.t_split = tu;
+        }
+        cudaGetLastError();
     }
     CU_TRY(cudaStreamSynchronize((cudaStream_t)x->stream));
     *out = c;
