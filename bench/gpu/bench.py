@@ -280,6 +280,12 @@ def torch_speed(name, names, shapes, batch, iters, compile_modes):
     with torch.inference_mode():
         ms, per = time_cuda(lambda: w(*xs), iters)
         add_torch(name, batch, "eager fp16", ms, per, iters)
+        if not bert:  # the NHWC layout cuDNN's tensor-core kernels want
+            wc = w.to(memory_format=torch.channels_last)
+            xc = [x.contiguous(memory_format=torch.channels_last) for x in xs]
+            ms, per = time_cuda(lambda: wc(*xc), iters)
+            add_torch(name, batch, "eager fp16 channels_last", ms, per, iters)
+            w = w.to(memory_format=torch.contiguous_format)
         xh = [x.cpu() for x in xs]
 
         def e2e():

@@ -199,6 +199,33 @@ extern "C" int pr_cu_elementwise(void *stream, const pr_cu_ew *w) {
     bool flat = w->rank == 1;
     for (int o = 0; o < 4 && flat; o++) flat = w->st[o][0] == 0 || w->st[o][0] == 1;
     int es = elem_size(w->dt[0]);
+    if (w->op == PR_EW_COPY && w->dt[0] == w->dt[1] && es && w->rank > 1 &&
+        w->st[0][w->rank - 1] == 1 && w->st[1][w->rank - 1] == 1 && small) {
+        // contiguous rows on both sides: move 16, 8 or 4 bytes a thread
+        int r = w->rank;
+        for (int W = 16; W > es; W /= 2) {
+            bool ok = (w->dims[r - 1] * es) % W == 0 && ((uintptr_t)w->p[0] % W) == 0 &&
+                      ((uintptr_t)w->p[1] % W) == 0;
+            for (int o = 0; o < 2 && ok; o++) {
+                ok = (w->off[o] * es) % W == 0;
+                for (int d = 0; d < r - 1 && ok; d++) ok = (w->st[o][d] * es) % W == 0;
+            }
+            if (!ok) continue;
+            pr_cu_ew v = *w;
+            int f = W / es;
+            v.dims[r - 1] /= f;
+            for (int o = 0; o < 2; o++) {
+                v.off[o] /= f;
+                for (int d = 0; d < r - 1; d++) v.st[o][d] /= f;
+            }
+            int64_t nv = n / f;
+            unsigned g = grid_for(nv, 256);
+            if (W == 16) k_copy<uint4><<<g, 256, 0, s>>>((const uint4 *)w->p[1], (uint4 *)w->p[0], v, (int)nv);
+            else if (W == 8) k_copy<uint2><<<g, 256, 0, s>>>((const uint2 *)w->p[1], (uint2 *)w->p[0], v, (int)nv);
+            else k_copy<unsigned int><<<g, 256, 0, s>>>((const unsigned int *)w->p[1], (unsigned int *)w->p[0], v, (int)nv);
+            return launch_result();
+        }
+    }
     if (w->op == PR_EW_COPY && w->dt[0] == w->dt[1] && es) {
         if (w->rank == 1 && w->st[0][0] == 1 && w->st[1][0] == 1)
             return (int)cudaMemcpyAsync((char *)w->p[0] + w->off[0] * es,
@@ -230,6 +257,9 @@ __global__ void k_gather(const void *data, int ddt, const void *idx, int idt, vo
                          int64_t outer, int64_t axis_dim, int64_t nidx, int64_t inner) {
     int64_t n = outer * nidx * inner;
     bool same16 = ddt == odt && (ddt == DT_F16 || ddt == DT_BF16);
+    bool same8 = ddt == odt && (ddt == DT_U8 || ddt == DT_I8 || ddt == DT_BOOL);
+    bool same32 = ddt == odt && (ddt == DT_F32 || ddt == DT_I32);
+    bool same64 = ddt == odt && (ddt == DT_I64 || ddt == DT_F64);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t in_ = i % inner, t = i / inner, j = t % nidx, o = t / nidx;
@@ -242,6 +272,12 @@ __global__ void k_gather(const void *data, int ddt, const void *idx, int idt, vo
         int64_t src = (o * axis_dim + x) * inner + in_;
         if (same16)
             ((unsigned short *)out)[i] = ((const unsigned short *)data)[src];
+        else if (same8)
+            ((unsigned char *)out)[i] = ((const unsigned char *)data)[src];
+        else if (same32)
+            ((unsigned int *)out)[i] = ((const unsigned int *)data)[src];
+        else if (same64)
+            ((unsigned long long *)out)[i] = ((const unsigned long long *)data)[src];
         else
             stf(out, odt, i, ldf(data, ddt, src));
     }

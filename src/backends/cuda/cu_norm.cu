@@ -3,6 +3,17 @@
 // reductions. Sums in float32.
 #include "backends/cuda/cu_common.cuh"
 
+// Typed element access for the register kernels (T: float, __half, __nv_bfloat16).
+__device__ __forceinline__ float tof(float v) { return v; }
+__device__ __forceinline__ float tof(__half v) { return __half2float(v); }
+__device__ __forceinline__ float tof(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T fromf(float v);
+template <> __device__ __forceinline__ float fromf<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half fromf<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromf<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
 // ----------------------------------------------------------------- softmax
 
 // One warp per contiguous row.
@@ -120,11 +131,66 @@ __global__ void k_layernorm_block(const void *x, int xdt, const void *g, int gdt
     }
 }
 
+// One warp per row held in registers (NPL values a lane): one read, one write.
+template <typename T, int NPL>
+__global__ void k_layernorm_reg(const T *__restrict__ x, const void *g, int gdt, const void *bb,
+                                int bdt, T *__restrict__ y, int64_t rows, int L, float eps) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    const T *xr = x + row * L;
+    T *yr = y + row * L;
+    float v[NPL], s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        int j = lane + 32 * k;
+        v[k] = j < L ? tof(xr[j]) : 0.0f;
+        s += v[k];
+    }
+    float mean = warp_sum(s) / (float)L, q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        float d = lane + 32 * k < L ? v[k] - mean : 0.0f;
+        q += d * d;
+    }
+    float rstd = rsqrtf(warp_sum(q) / (float)L + eps);
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        int j = lane + 32 * k;
+        if (j >= L) break;
+        float o = (v[k] - mean) * rstd * ldf(g, gdt, j);
+        if (bb) o += ldf(bb, bdt, j);
+        yr[j] = fromf<T>(o);
+    }
+}
+
+template <typename T>
+static bool layernorm_reg(cudaStream_t s, const void *x, const void *g, int gdt, const void *b,
+                          int bdt, void *y, int64_t rows, int64_t L, float eps) {
+    unsigned grid = (unsigned)((rows + 7) / 8);
+    const T *xx = (const T *)x;
+    T *yy = (T *)y;
+    int l = (int)L;
+    if (L <= 128) k_layernorm_reg<T, 4><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 256) k_layernorm_reg<T, 8><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 512) k_layernorm_reg<T, 16><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 1024) k_layernorm_reg<T, 32><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else return false;
+    return true;
+}
+
 extern "C" int pr_cu_layernorm(void *stream, const void *x, int xdt, const void *gamma, int gdt,
                                const void *beta, int bdt, void *y, int ydt, int64_t rows,
                                int64_t L, float eps) {
     cudaStream_t s = (cudaStream_t)stream;
     if (rows * L <= 0) return 0;
+    if (xdt == ydt && L <= 1024) {
+        bool ok = xdt == DT_F16    ? layernorm_reg<__half>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+                  : xdt == DT_BF16 ? layernorm_reg<__nv_bfloat16>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+                  : xdt == DT_F32  ? layernorm_reg<float>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+                                   : false;
+        if (ok) return launch_result();
+    }
     if (L <= 4096)
         k_layernorm_warp<<<(unsigned)((rows + 7) / 8), 256, 0, s>>>(x, xdt, gamma, gdt, beta, bdt,
                                                                     y, ydt, rows, L, eps);
@@ -174,10 +240,65 @@ __global__ void k_attn_softmax(const float *sc, void *p, int pdt, int64_t nb, in
     }
 }
 
+// The row in registers (NPL values a lane): scores read once, P written once.
+template <typename T, int NPL>
+__global__ void k_attn_softmax_reg(const float *__restrict__ sc, T *__restrict__ p, int64_t nb,
+                                   int64_t sq, int sk, float scale, pr_cu_mask m) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= nb * sq) return;
+    int64_t b = row / sq, i = row % sq, base = row * sk;
+    int64_t mo = m.p ? bcast_off(m.nbd, m.bdims, m.bst, b) + i * m.rs : 0;
+    float v[NPL], mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        int j = lane + 32 * k;
+        v[k] = -INFINITY;
+        if (j < sk) {
+            v[k] = scale * sc[base + j];
+            if (m.p) v[k] += ldf(m.p, m.dt, mo + j * m.cs);
+        }
+        mx = fmaxf(mx, v[k]);
+    }
+    mx = warp_max(mx);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        v[k] = lane + 32 * k < sk ? expf(v[k] - mx) : 0.0f;
+        s += v[k];
+    }
+    float inv = 1.0f / warp_sum(s);
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        int j = lane + 32 * k;
+        if (j < sk) p[base + j] = fromf<T>(v[k] * inv);
+    }
+}
+
+template <typename T>
+static bool attn_softmax_reg(cudaStream_t st, const float *s, void *p, int64_t nb, int64_t sq,
+                             int64_t sk, float scale, const pr_cu_mask *m) {
+    unsigned grid = (unsigned)((nb * sq + 7) / 8);
+    T *pp = (T *)p;
+    int k = (int)sk;
+    if (sk <= 128) k_attn_softmax_reg<T, 4><<<grid, 256, 0, st>>>(s, pp, nb, sq, k, scale, *m);
+    else if (sk <= 256) k_attn_softmax_reg<T, 8><<<grid, 256, 0, st>>>(s, pp, nb, sq, k, scale, *m);
+    else if (sk <= 512) k_attn_softmax_reg<T, 16><<<grid, 256, 0, st>>>(s, pp, nb, sq, k, scale, *m);
+    else if (sk <= 1024) k_attn_softmax_reg<T, 32><<<grid, 256, 0, st>>>(s, pp, nb, sq, k, scale, *m);
+    else return false;
+    return true;
+}
+
 extern "C" int pr_cu_attn_softmax(void *stream, const float *s, void *p, int pdt, int64_t nb,
                                   int64_t sq, int64_t sk, float scale, const pr_cu_mask *m) {
     int64_t rows = nb * sq;
     if (rows * sk <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    bool ok = pdt == DT_F16    ? attn_softmax_reg<__half>(st, s, p, nb, sq, sk, scale, m)
+              : pdt == DT_BF16 ? attn_softmax_reg<__nv_bfloat16>(st, s, p, nb, sq, sk, scale, m)
+              : pdt == DT_F32  ? attn_softmax_reg<float>(st, s, p, nb, sq, sk, scale, m)
+                               : false;
+    if (ok) return launch_result();
     k_attn_softmax<<<(unsigned)((rows + 7) / 8), 256, 0, (cudaStream_t)stream>>>(
         s, p, pdt, nb, sq, sk, scale, *m);
     return launch_result();

@@ -561,6 +561,7 @@ precis_status pr_cuda_ctx_run(pr_cuda_ctx *c, const pr_buf *vals, precis_tensor 
         const pr_buf *b = &vals[g->inputs[k]];
         if (b->nbytes) par_memcpy(c->pin + c->in_off[k], b->data, b->nbytes);
     }
+    if (c->profiling && c->graph_state == 1) drop_graph(c); /* per-step timing: eager */
     if (!planning && c->graph_state == 1) { /* replay */
         CU_TRY(cudaGraphLaunch(c->gexec, stream));
         CU_TRY(cudaStreamSynchronize(stream));

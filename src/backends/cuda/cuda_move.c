@@ -182,8 +182,10 @@ static bool gather_supports(const pr_graph *g, const pr_node *n) {
     int d = n->inputs[0], i = n->inputs[1], y = n->outputs[0];
     if (d < 0 || i < 0 || y < 0) return false;
     pr_dtype it = pr_cu_tdt(g, i);
-    return pr_cu_float(pr_cu_tdt(g, d)) && pr_cu_float(pr_cu_tdt(g, y)) &&
-           (it == PRECIS_INT64 || it == PRECIS_INT32);
+    pr_dtype dd = pr_cu_tdt(g, d), yd = pr_cu_tdt(g, y);
+    /* float data (any float type out), or any type moved as it is; shape vectors stay */
+    bool types = pr_cu_float(dd) ? pr_cu_float(yd) : (pr_cu_ldst(dd) && dd == yd);
+    return types && !pr_cu_shape_like(g, d) && (it == PRECIS_INT64 || it == PRECIS_INT32);
 }
 
 static precis_status gather_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
