@@ -20,5 +20,7 @@ precis_status pr_plan_precision_backend(pr_graph *g, pr_dtype dflt, bool cuda, p
 
 /* Choose NHWC or plain for every rank-4 activation; insert Reorders. */
 precis_status pr_plan_layouts(pr_graph *g, pr_err *e);
+/* The same for the cuda backend (cuda true: asks the CUDA impls' nhwc_ok). */
+precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e);
 
 #endif

@@ -432,7 +432,8 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     if ((cpu || cuda) && !calibration && (low != PRECIS_FLOAT32 || pr_prec_any(e->g)) &&
         (st = pr_plan_precision_backend(e->g, low, cuda, err)))
         goto fail;
-    if (cpu && (st = pr_plan_layouts(e->g, err))) goto fail;
+    if ((cpu || cuda) && (st = pr_plan_layouts_backend(e->g, cuda, err)))
+        goto fail;
     char threads[16];
     snprintf(threads, sizeof threads, "%d", e->num_threads);
     const char *req = low == PRECIS_BFLOAT16 ? "avx512f,avx512bw" : "";

@@ -40,9 +40,10 @@ static inline void cu_teardown(void) {
     pr_cuda_dev_close(cu_dev);
 }
 
-static inline float cu_run_tol(const tnode *t, int n_in, const cc_input *ins, int n_out,
-                               pr_dtype act_dt, const pr_cuda_impl *impl, cc_tolerance tol,
-                               const char *label) {
+/* out_nhwc (may be NULL): outputs stored N,H,W,C; inputs say so with .nhwc. */
+static inline float cu_run_lay(const tnode *t, int n_in, const cc_input *ins, int n_out,
+                               const bool *out_nhwc, pr_dtype act_dt, const pr_cuda_impl *impl,
+                               cc_tolerance tol, const char *label) {
     float worst = 0;
     float *plain[CC_MAX_IO] = {0};
     pr_dtype ref_dt[CC_MAX_IO], imp_dt[CC_MAX_IO];
@@ -62,7 +63,7 @@ static inline float cu_run_tol(const tnode *t, int n_in, const cc_input *ins, in
             plain[i][k] = cc_round(ins[i].data ? ins[i].data[k] : cc_rand(lo, hi), imp_dt[i]);
     }
     pr_graph *gr = cc_graph(t, n_in, ins, ref_dt, plain, n_out, NULL, false);
-    pr_graph *gi = cc_graph(t, n_in, ins, imp_dt, plain, n_out, NULL, false);
+    pr_graph *gi = cc_graph(t, n_in, ins, imp_dt, plain, n_out, out_nhwc, true);
     pr_err e = {0};
     pr_buf rin[CC_MAX_IO], iin[CC_MAX_IO], rout[CC_MAX_IO], iout[CC_MAX_IO];
     const pr_buf *rinp[CC_MAX_IO], *iinp[CC_MAX_IO];
@@ -87,8 +88,12 @@ static inline float cu_run_tol(const tnode *t, int n_in, const cc_input *ins, in
         bool packed = impl->packs && impl->packs(gi, &gi->nodes[0], i);
         if (!packed) {
             void *h = malloc(iin[i].nbytes ? iin[i].nbytes : 1);
-            if (plain[i]) pr_ref_from_f32(plain[i], rin[i].numel, imp_dt[i], h);
+            float *tmp = plain[i] ? malloc((size_t)(rin[i].numel ? rin[i].numel : 1) * 4) : NULL;
+            if (tmp && ins[i].nhwc && !ins[i].init) cc_nchw_to_nhwc(plain[i], tmp, ins[i].dims);
+            else if (tmp) memcpy(tmp, plain[i], rin[i].nbytes);
+            if (plain[i]) pr_ref_from_f32(tmp, rin[i].numel, imp_dt[i], h);
             else memcpy(h, ins[i].raw, iin[i].nbytes);
+            free(tmp);
             cudaMalloc(&iin[i].data, iin[i].nbytes ? iin[i].nbytes : 1);
             cudaMemcpy(iin[i].data, h, iin[i].nbytes, cudaMemcpyHostToDevice);
             free(h);
@@ -110,6 +115,7 @@ static inline float cu_run_tol(const tnode *t, int n_in, const cc_input *ins, in
         memcpy(y->dims, rout[j].dims, sizeof y->dims);
     }
     bool sup = impl->supports(gi, &gi->nodes[0]);
+    if (sup && out_nhwc && out_nhwc[0]) sup = impl->nhwc_ok && impl->nhwc_ok(gi, &gi->nodes[0]);
     CHECK(sup);
     if (!sup) {
         fprintf(stderr, "%s: %s does not support the case\n", label, impl->name);
@@ -159,6 +165,12 @@ static inline float cu_run_tol(const tnode *t, int n_in, const cc_input *ins, in
         cudaMemcpy(h, iout[j].data, iout[j].nbytes, cudaMemcpyDeviceToHost);
         pr_ref_to_f32(rout[j].data, rout[j].dtype, ne, r);
         pr_ref_to_f32(h, iout[j].dtype, ne, v);
+        if (out_nhwc && out_nhwc[j]) {
+            float *v2 = malloc((size_t)(ne ? ne : 1) * sizeof(float));
+            cc_nhwc_to_nchw(v, v2, rout[j].dims);
+            free(v);
+            v = v2;
+        }
         int bad = 0;
         for (int64_t q = 0; q < ne; q++) {
             float d = fabsf(v[q] - r[q]);
@@ -192,6 +204,12 @@ done:
     pr_graph_destroy(gr);
     pr_graph_destroy(gi);
     return worst;
+}
+
+static inline float cu_run_tol(const tnode *t, int n_in, const cc_input *ins, int n_out,
+                               pr_dtype act_dt, const pr_cuda_impl *impl, cc_tolerance tol,
+                               const char *label) {
+    return cu_run_lay(t, n_in, ins, n_out, NULL, act_dt, impl, tol, label);
 }
 
 static inline float cu_run(const tnode *t, int n_in, const cc_input *ins, int n_out,

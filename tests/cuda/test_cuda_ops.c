@@ -140,6 +140,62 @@ static void test_conv(void) {
             cu_run_tol(&t, 3, dw, 1, D, &pr_cuda_impl_conv, conv_tol(D), label)));
 }
 
+/* NHWC (fp16 / bf16: the layout the layout pass picks for convs on the GPU) */
+static void test_nhwc(void) {
+    printf("nhwc\n");
+    tnode t;
+    static const bool Y1[1] = {true};
+    cc_input a[4] = {{.name = "x", .rank = 4, .dims = {2, 16, 13, 11}, .nhwc = true},
+                     {.name = "w", .rank = 4, .dims = {32, 16, 3, 3}, .init = true},
+                     {.name = "b", .rank = 1, .dims = {32}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {2, 32, 13, 11}, .nhwc = true}};
+    for (int di = 1; di < 3; di++) {
+        pr_dtype D = DTS[di];
+        char label[128];
+        conv_node(&t, true, 1, 1);
+        n_str(&t, "act", "Relu");
+        snprintf(label, sizeof label, "nhwc conv3x3 bias+relu %s", dtn(D));
+        cu_run_lay(&t, 3, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        conv_node(&t, true, 1, 1);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "nhwc conv3x3 bias+residual+relu %s", dtn(D));
+        cu_run_lay(&t, 4, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        conv_node(&t, true, 2, 16);
+        n_str(&t, "act", "HardSwish");
+        cc_input dw[3] = {a[0], {.name = "w", .rank = 4, .dims = {16, 1, 3, 3}, .init = true},
+                          {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+        snprintf(label, sizeof label, "nhwc depthwise s2 + hardswish %s", dtn(D));
+        cu_run_lay(&t, 3, dw, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        n_init(&t, PR_OP_MaxPool, "MaxPool", 12);
+        n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+        n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+        n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+        snprintf(label, sizeof label, "nhwc maxpool 3x3 s2 %s", dtn(D));
+        cu_run_lay(&t, 1, a, 1, Y1, D, &pr_cuda_impl_pool, cc_tol(D), label);
+        n_init(&t, PR_OP_GlobalAveragePool, "GlobalAveragePool", 1);
+        snprintf(label, sizeof label, "nhwc global average pool %s", dtn(D));
+        cu_run_lay(&t, 1, a, 1, Y1, D, &pr_cuda_impl_pool, cc_tol(D), label);
+        n_init(&t, PR_OP_Add, "Add", 14);
+        cc_input ad[2] = {a[3], a[3]};
+        ad[1].name = "z2";
+        snprintf(label, sizeof label, "nhwc add %s", dtn(D));
+        cu_run_lay(&t, 2, ad, 1, Y1, D, &pr_cuda_impl_eltwise, cc_tol(D), label);
+        /* Reorder both ways: ref is the identity on logical values */
+        n_init(&t, PR_OP_Reorder, "Reorder", 1);
+        t.node.domain = PR_FUSED_DOMAIN;
+        n_str(&t, "to", "nhwc");
+        cc_input pl[1] = {{.name = "x", .rank = 4, .dims = {2, 5, 7, 3}}};
+        snprintf(label, sizeof label, "reorder plain -> nhwc %s", dtn(D));
+        cu_run_lay(&t, 1, pl, 1, Y1, D, &pr_cuda_impl_move, cc_tol(D), label);
+        n_init(&t, PR_OP_Reorder, "Reorder", 1);
+        t.node.domain = PR_FUSED_DOMAIN;
+        n_str(&t, "to", "plain");
+        cc_input nh[1] = {{.name = "x", .rank = 4, .dims = {2, 5, 7, 3}, .nhwc = true}};
+        snprintf(label, sizeof label, "reorder nhwc -> plain %s", dtn(D));
+        cu_run_lay(&t, 1, nh, 1, NULL, D, &pr_cuda_impl_move, cc_tol(D), label);
+    }
+}
+
 static void test_eltwise(void) {
     printf("eltwise\n");
     tnode t;
@@ -307,6 +363,7 @@ int main(void) {
     test_gemm();
     test_attention();
     test_conv();
+    test_nhwc();
     test_eltwise();
     test_move();
     test_rows();

@@ -108,11 +108,15 @@ typedef struct pr_cu_pool {
     int64_t N, C, H, W, OH, OW;
     int kh, kw, sh, sw, ph, pw, dh, dw;
     int ph1, pw1; /* end pads (ph, pw: begin) */
+    int nhwc;     /* x and y stored N,H,W,C (float types only) */
 } pr_cu_pool;
 int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int ydt, const pr_cu_pool *p);
 /* Global average (max != 0: max) over hw elements of each of planes. */
 int pr_cu_global_pool(void *stream, const void *x, int xdt, void *y, int ydt, int64_t planes,
                       int64_t hw, int max);
+/* The same on N,H,W,C input (y is [N, C]). */
+int pr_cu_global_pool_nhwc(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N,
+                           int64_t C, int64_t hw, int max);
 
 /* out[o, j, i] = data[o, idx[j], i] (negative indices count from the end;
  * an index out of range gives 0). idx int32 or int64. */

@@ -3,17 +3,6 @@
 // reductions. Sums in float32.
 #include "backends/cuda/cu_common.cuh"
 
-// Typed element access for the register kernels (T: float, __half, __nv_bfloat16).
-__device__ __forceinline__ float tof(float v) { return v; }
-__device__ __forceinline__ float tof(__half v) { return __half2float(v); }
-__device__ __forceinline__ float tof(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T> __device__ __forceinline__ T fromf(float v);
-template <> __device__ __forceinline__ float fromf<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half fromf<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 fromf<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
-}
-
 // ----------------------------------------------------------------- softmax
 
 // One warp per contiguous row.

@@ -42,11 +42,102 @@ __global__ void k_pool2d(const void *x, int xdt, void *y, int ydt, pr_cu_pool p)
     }
 }
 
+// Typed, 32- or 64-bit index (I), either layout: the fast path.
+template <typename T, bool NHWC, typename I>
+__global__ void k_pool2d_t(const T *__restrict__ x, T *__restrict__ y, pr_cu_pool p, I n) {
+    const I C = (I)p.C, H = (I)p.H, W = (I)p.W, OH = (I)p.OH, OW = (I)p.OW;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        I c, oh, ow, b, t;
+        if (NHWC) {
+            c = i % C;
+            t = i / C;
+            ow = t % OW;
+            t /= OW;
+            oh = t % OH;
+            b = t / OH;
+        } else {
+            ow = i % OW;
+            t = i / OW;
+            oh = t % OH;
+            t /= OH;
+            c = t % C;
+            b = t / C;
+        }
+        I h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
+        float acc = p.kind == 0 ? -INFINITY : 0.0f;
+        int cnt = 0, ch = 0, cw = 0;
+        for (int a = 0; a < p.kh; a++) {
+            I h = h0 + (I)a * p.dh;
+            ch += h >= -(I)p.ph && h < H + (I)p.ph1;
+            if (h < 0 || h >= H) continue;
+            for (int q = 0; q < p.kw; q++) {
+                I w = w0 + (I)q * p.dw;
+                if (w < 0 || w >= W) continue;
+                I src = NHWC ? ((b * H + h) * W + w) * C + c : ((b * C + c) * H + h) * W + w;
+                float v = tof(x[src]);
+                acc = p.kind == 0 ? fmaxf(acc, v) : acc + v;
+                cnt++;
+            }
+        }
+        if (p.kind == 1) {
+            if (p.count_include_pad) {
+                for (int q = 0; q < p.kw; q++) {
+                    I w = w0 + (I)q * p.dw;
+                    cw += w >= -(I)p.pw && w < W + (I)p.pw1;
+                }
+                cnt = ch * cw;
+            }
+            acc = cnt > 0 ? acc / (float)cnt : 0.0f;
+        }
+        y[i] = fromf<T>(acc);
+    }
+}
+
+template <typename T>
+static void pool_t(cudaStream_t s, const void *x, void *y, const pr_cu_pool *p, int64_t n) {
+    unsigned g = grid_for(n, 256);
+    const T *xx = (const T *)x;
+    T *yy = (T *)y;
+    bool small = p->N * p->C * p->H * p->W < ((int64_t)1 << 31) && n < ((int64_t)1 << 31);
+    if (p->nhwc && small) k_pool2d_t<T, true, int><<<g, 256, 0, s>>>(xx, yy, *p, (int)n);
+    else if (p->nhwc) k_pool2d_t<T, true, int64_t><<<g, 256, 0, s>>>(xx, yy, *p, n);
+    else if (small) k_pool2d_t<T, false, int><<<g, 256, 0, s>>>(xx, yy, *p, (int)n);
+    else k_pool2d_t<T, false, int64_t><<<g, 256, 0, s>>>(xx, yy, *p, n);
+}
+
 extern "C" int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int ydt,
                             const pr_cu_pool *p) {
     int64_t n = p->N * p->C * p->OH * p->OW;
     if (n <= 0) return 0;
-    k_pool2d<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, *p);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (xdt == ydt && xdt == DT_F16) pool_t<__half>(s, x, y, p, n);
+    else if (xdt == ydt && xdt == DT_BF16) pool_t<__nv_bfloat16>(s, x, y, p, n);
+    else if (xdt == ydt && xdt == DT_F32) pool_t<float>(s, x, y, p, n);
+    else if (!p->nhwc) k_pool2d<<<grid_for(n, 256), 256, 0, s>>>(x, xdt, y, ydt, *p);
+    else return (int)cudaErrorInvalidValue;
+    return launch_result();
+}
+
+// NHWC: one thread per (n, c), consecutive threads on consecutive channels.
+__global__ void k_global_pool_nhwc(const void *x, int xdt, void *y, int ydt, int64_t N,
+                                   int64_t C, int64_t hw, int max) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < N * C;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = i % C, b = i / C;
+        float acc = max ? -INFINITY : 0.0f;
+        for (int64_t q = 0; q < hw; q++) {
+            float v = ldf(x, xdt, (b * hw + q) * C + c);
+            acc = max ? fmaxf(acc, v) : acc + v;
+        }
+        stf(y, ydt, i, max ? acc : acc / (float)hw);
+    }
+}
+
+extern "C" int pr_cu_global_pool_nhwc(void *stream, const void *x, int xdt, void *y, int ydt,
+                                      int64_t N, int64_t C, int64_t hw, int max) {
+    if (N * C <= 0) return 0;
+    k_global_pool_nhwc<<<grid_for(N * C, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, N,
+                                                                               C, hw, max);
     return launch_result();
 }
 

@@ -11,7 +11,9 @@
  *
  * Contract for an impl:
  *   - supports() looks only at the graph: op, attributes, dtypes, ranks and
- *     which inputs are initializers (PR_T_INIT). Layouts are always plain.
+ *     which inputs are initializers (PR_T_INIT); nhwc_ok() whether it also
+ *     takes its rank-4 activations in NHWC (the layout pass asks; convs and
+ *     what follows them go NHWC, where cuDNN's Tensor Core kernels are).
  *   - prepare() runs once per node when an engine is built or loaded: it
  *     converts and uploads the weights it packs (packs() says which inputs)
  *     and, where shapes are static, chooses algorithms by timing on the
@@ -67,6 +69,10 @@ typedef struct pr_cuda_cfg {
 typedef struct pr_cuda_impl {
     const char *name; /* e.g. "cublaslt.gemm", "cudnn.conv", "cu.binary" */
     bool (*supports)(const pr_graph *g, const pr_node *n);
+    /* Can this impl run n with its rank-4 activations stored N,H,W,C
+     * (g->tensors[t].layout == PR_LAYOUT_NHWC)? NULL: no (the layout pass
+     * keeps them plain or inserts Reorders). */
+    bool (*nhwc_ok)(const pr_graph *g, const pr_node *n);
     /* Does prepare() upload its own copy of input i (weights)? NULL: none. */
     bool (*packs)(const pr_graph *g, const pr_node *n, int i);
     /* Input index whose buffer output 0 may reuse, or -1. NULL: -1. */

@@ -37,6 +37,8 @@ typedef struct conv_state {
     int group, ph, pw, sh, sw, dh, dw;
     void *w, *bias; /* device, dt; bias zeros when the node has none (fused API) */
     bool has_bias, has_z, fusable;
+    bool nhwc; /* activations N,H,W,C and weights K,kh,kw,C/group */
+    cudnnTensorFormat_t fmt;
     pr_cu_act a1, a2;
     cudnnFilterDescriptor_t wd;
     cudnnTensorDescriptor_t bd;
@@ -76,6 +78,15 @@ static bool conv_supports(const pr_graph *g, const pr_node *n) {
 
 static bool conv_packs(const pr_graph *g, const pr_node *n, int i) { return i == 1 || i == 2; }
 
+/* NHWC for the Tensor Core types (cuDNN's fp16/bf16 kernels are NHWC natively). */
+static bool conv_nhwc_ok(const pr_graph *g, const pr_node *n) {
+    pr_dtype dt = pr_cu_tdt(g, n->outputs[0]);
+    return conv_supports(g, n) && (dt == PRECIS_FLOAT16 || dt == PRECIS_BFLOAT16);
+}
+
+/* The element index -> bias channel mapping of the epilogue kernel. */
+static int64_t bias_div(const conv_state *s, int64_t hw) { return s->nhwc ? 1 : hw; }
+
 static void shape_free(conv_shape *c) {
     if (c->xd) cudnnDestroyTensorDescriptor(c->xd);
     if (c->yd) cudnnDestroyTensorDescriptor(c->yd);
@@ -112,11 +123,13 @@ static void describe_into(conv_state *s, const conv_shape *c) {
                  c->t_split);
     }
     if (c)
-        snprintf(s->what, sizeof s->what, "cudnn conv %s algo %d (%s) fwd nchw%s", tn,
-                 (int)c->algo, (unsigned)c->algo < 8 ? algo_names[c->algo] : "?", ep);
+        snprintf(s->what, sizeof s->what, "cudnn conv %s algo %d (%s) fwd %s%s", tn,
+                 (int)c->algo, (unsigned)c->algo < 8 ? algo_names[c->algo] : "?",
+                 s->nhwc ? "nhwc" : "nchw", ep);
     else
         snprintf(s->what, sizeof s->what,
-                 "cudnn conv %s fwd nchw (algorithm timed per shape at first run)%s", tn, ep);
+                 "cudnn conv %s fwd %s (algorithm timed per shape at first run)%s", tn,
+                 s->nhwc ? "nhwc" : "nchw", ep);
 }
 
 /* Milliseconds per run of the fused call or of convolution + epilogue kernel
@@ -141,7 +154,7 @@ static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, boo
                                            x->ws, x->ws_bytes, &zero, c->yd, yp) !=
                    CUDNN_STATUS_SUCCESS;
             int64_t n = c->n * s->K * hw;
-            bad |= pr_cu_epilogue(st, yp, (int)s->dt, n, s->bias, (int)s->dt, hw, s->K, s->a1,
+            bad |= pr_cu_epilogue(st, yp, (int)s->dt, n, s->bias, (int)s->dt, bias_div(s, hw), s->K, s->a1,
                                   zp, (int)s->dt, s->a2) != 0;
         }
         bad |= cudaEventRecord(b, st) != cudaSuccess;
@@ -172,10 +185,8 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     DNN_TRY(cudnnCreateTensorDescriptor(&c.xd));
     DNN_TRY(cudnnCreateTensorDescriptor(&c.yd));
     DNN_TRY(cudnnCreateConvolutionDescriptor(&c.cd));
-    DNN_TRY(cudnnSetTensor4dDescriptor(c.xd, CUDNN_TENSOR_NCHW, s->ddt, (int)n, (int)s->C, (int)h,
-                                       (int)w));
-    DNN_TRY(cudnnSetTensor4dDescriptor(c.yd, CUDNN_TENSOR_NCHW, s->ddt, (int)n, (int)s->K, (int)oh,
-                                       (int)ow));
+    DNN_TRY(cudnnSetTensor4dDescriptor(c.xd, s->fmt, s->ddt, (int)n, (int)s->C, (int)h, (int)w));
+    DNN_TRY(cudnnSetTensor4dDescriptor(c.yd, s->fmt, s->ddt, (int)n, (int)s->K, (int)oh, (int)ow));
     DNN_TRY(cudnnSetConvolution2dDescriptor(c.cd, s->ph, s->pw, s->sh, s->sw, s->dh, s->dw,
                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DNN_TRY(cudnnSetConvolutionGroupCount(c.cd, s->group));
@@ -286,6 +297,21 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         goto fail;
     }
+    s->nhwc = X->layout == PR_LAYOUT_NHWC;
+    s->fmt = s->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    if (s->nhwc) { /* K, C/g, kh, kw -> K, kh, kw, C/g */
+        int64_t cg = W->dims[1], khw = s->kh * s->kw;
+        float *t = malloc((size_t)(nw ? nw : 1) * sizeof *t);
+        if (!t) {
+            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            goto fail;
+        }
+        for (int64_t k = 0; k < s->K; k++)
+            for (int64_t c = 0; c < cg; c++)
+                for (int64_t r = 0; r < khw; r++) t[(k * khw + r) * cg + c] = wf[(k * cg + c) * khw + r];
+        free(wf);
+        wf = t;
+    }
     if ((st = pr_cu_upload_as(wf, nw, s->dt, &s->w, stream, e))) goto fail;
     if (b >= 0) {
         int64_t nb;
@@ -299,10 +325,10 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
     }
     if ((st = pr_cu_upload_as(bf, s->K, s->dt, &s->bias, stream, e))) goto fail;
     DNN_TRY(cudnnCreateFilterDescriptor(&s->wd));
-    DNN_TRY(cudnnSetFilter4dDescriptor(s->wd, s->ddt, CUDNN_TENSOR_NCHW, (int)s->K,
-                                       (int)W->dims[1], (int)s->kh, (int)s->kw));
+    DNN_TRY(cudnnSetFilter4dDescriptor(s->wd, s->ddt, s->fmt, (int)s->K, (int)W->dims[1],
+                                       (int)s->kh, (int)s->kw));
     DNN_TRY(cudnnCreateTensorDescriptor(&s->bd));
-    DNN_TRY(cudnnSetTensor4dDescriptor(s->bd, CUDNN_TENSOR_NCHW, s->ddt, 1, (int)s->K, 1, 1));
+    DNN_TRY(cudnnSetTensor4dDescriptor(s->bd, s->fmt, s->ddt, 1, (int)s->K, 1, 1));
     DNN_TRY(cudnnCreateActivationDescriptor(&s->ad));
     bool relu = k1 == PR_ACT_RELU || k2 == PR_ACT_RELU;
     DNN_TRY(cudnnSetActivationDescriptor(s->ad,
@@ -392,8 +418,9 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
                                     x->ws_bytes, &zero, c.yd, Y->data));
     if (s->has_bias || Z || s->a1.kind || s->a2.kind)
         KL_TRY(pr_cu_epilogue(x->stream, Y->data, (int)s->dt, Y->numel,
-                              s->has_bias ? s->bias : NULL, (int)s->dt, Y->dims[2] * Y->dims[3],
-                              s->K, s->a1, Z ? Z->data : NULL, (int)s->dt, s->a2));
+                              s->has_bias ? s->bias : NULL, (int)s->dt,
+                              bias_div(s, Y->dims[2] * Y->dims[3]), s->K, s->a1,
+                              Z ? Z->data : NULL, (int)s->dt, s->a2));
     return PRECIS_OK;
 fail:
     pr_err_prefix(e, "node '%s'", k->node->name);
@@ -403,6 +430,7 @@ fail:
 const pr_cuda_impl pr_cuda_impl_conv = {
     .name = "cudnn.conv",
     .supports = conv_supports,
+    .nhwc_ok = conv_nhwc_ok,
     .packs = conv_packs,
     .prepare = conv_prepare,
     .run = conv_run,

@@ -156,6 +156,27 @@ static bool ew_supports(const pr_graph *g, const pr_node *n) {
     return pr_cu_float(ad) && pr_cu_float(yd);
 }
 
+/* Elementwise over raw memory holds in any layout when nothing broadcasts
+ * across dims: every rank-4 operand has the output's dims, the others are
+ * single elements. */
+static bool ew_nhwc_ok(const pr_graph *g, const pr_node *n) {
+    if (!ew_supports(g, n)) return false;
+    const pr_tensor *Y = &g->tensors[n->outputs[0]];
+    if (Y->rank != 4) return false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        int t = n->inputs[i];
+        if (t < 0) continue;
+        const pr_tensor *x = &g->tensors[t];
+        if (x->rank == 4) {
+            for (int d = 0; d < 4; d++)
+                if (x->dims[d] != Y->dims[d] || !pr_dim_known(x->dims[d])) return false;
+        } else if (pr_numel(x->rank, x->dims) != 1) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool ew_packs(const pr_graph *g, const pr_node *n, int i) {
     return n->op == PR_OP_Clip && i > 0; /* bounds read at prepare */
 }
@@ -240,6 +261,7 @@ static const char *ew_describe(void *p) {
 const pr_cuda_impl pr_cuda_impl_eltwise = {
     .name = "cu.eltwise",
     .supports = ew_supports,
+    .nhwc_ok = ew_nhwc_ok,
     .packs = ew_packs,
     .prepare = ew_prepare,
     .run = ew_run,

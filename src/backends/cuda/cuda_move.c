@@ -48,7 +48,17 @@ static bool move_packs(const pr_graph *g, const pr_node *n, int i) {
     return i > 0 && n->op != PR_OP_Concat;
 }
 
-static int move_inplace(const pr_graph *g, const pr_node *n) { return is_reshape(n->op) ? 0 : -1; }
+static int move_inplace(const pr_graph *g, const pr_node *n) {
+    if (n->op == PR_OP_Reorder &&
+        g->tensors[n->inputs[0]].layout != g->tensors[n->outputs[0]].layout)
+        return -1; /* a real transposition */
+    return is_reshape(n->op) ? 0 : -1;
+}
+
+/* Reorder converts; it is the only move that sees NHWC. */
+static bool move_nhwc_ok(const pr_graph *g, const pr_node *n) {
+    return n->op == PR_OP_Reorder && move_supports(g, n);
+}
 
 static precis_status move_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                   void **out, pr_err *e) {
@@ -92,6 +102,24 @@ static precis_status move_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     pr_buf *Y = k->out[0];
     const pr_node *n = k->node;
     int64_t yst[PR_MAX_RANK], xst[PR_MAX_RANK], s[PR_MAX_RANK];
+    int lx = k->g->tensors[n->inputs[0]].layout, ly = k->g->tensors[n->outputs[0]].layout;
+    if (n->op == PR_OP_Reorder && lx != ly && X->rank == 4) {
+        /* walk the output in its memory order, read the input through its strides */
+        int64_t N = X->dims[0], C = X->dims[1], H = X->dims[2], W = X->dims[3];
+        int64_t d[4], xs[4], ys[4];
+        if (ly == PR_LAYOUT_NHWC) { /* N,C,H,W -> N,H,W,C */
+            int64_t dd[4] = {N, H, W, C}, ss[4] = {C * H * W, W, 1, H * W};
+            memcpy(d, dd, sizeof d);
+            memcpy(xs, ss, sizeof xs);
+        } else { /* N,H,W,C -> N,C,H,W */
+            int64_t dd[4] = {N, C, H, W}, ss[4] = {H * W * C, 1, W * C, C};
+            memcpy(d, dd, sizeof d);
+            memcpy(xs, ss, sizeof xs);
+        }
+        pr_strides(4, d, ys);
+        return copy_view(x, Y, X, 4, d, xs, 0, ys, 0, e) ? pr_err_prefix(e, "node '%s'", n->name)
+                                                         : PRECIS_OK;
+    }
     if (is_reshape(n->op)) {
         if (Y->data != X->data && Y->nbytes)
             CU_TRY(cudaMemcpyAsync(Y->data, X->data, Y->nbytes, cudaMemcpyDeviceToDevice,
@@ -168,6 +196,7 @@ static const char *move_describe(void *p) { return "cu.move"; }
 const pr_cuda_impl pr_cuda_impl_move = {
     .name = "cu.move",
     .supports = move_supports,
+    .nhwc_ok = move_nhwc_ok,
     .packs = move_packs,
     .inplace_input = move_inplace,
     .prepare = move_prepare,

@@ -44,6 +44,16 @@ static bool pool_supports(const pr_graph *g, const pr_node *n) {
 
 static bool pool_packs(const pr_graph *g, const pr_node *n, int i) { return i > 0; }
 
+/* Pooling reads N,H,W,C as well (float types); Resize does not. */
+static bool pool_nhwc_ok(const pr_graph *g, const pr_node *n) {
+    return n->op != PR_OP_Resize && n->op != PR_OP_Upsample && pool_supports(g, n) &&
+           g->tensors[n->inputs[0]].rank == 4;
+}
+
+static bool is_nhwc(const pr_kernel *k, int t) {
+    return t >= 0 && k->g->tensors[t].layout == PR_LAYOUT_NHWC;
+}
+
 static precis_status pool_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                   void **out, pr_err *e) {
     *out = NULL;
@@ -100,6 +110,13 @@ static precis_status pool_run(void *s, pr_kernel *k, pr_cuda_exec *x) {
     pr_buf *Y = k->out[0];
     if (Y->numel == 0) return PRECIS_OK;
     if (n->op == PR_OP_Resize || n->op == PR_OP_Upsample) return resize_run(k, x);
+    bool nhwc = is_nhwc(k, n->inputs[0]);
+    if (nhwc && (n->op == PR_OP_GlobalAveragePool || n->op == PR_OP_GlobalMaxPool)) {
+        KL_TRY(pr_cu_global_pool_nhwc(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype,
+                                      X->dims[0], X->dims[1], X->dims[2] * X->dims[3],
+                                      n->op == PR_OP_GlobalMaxPool));
+        return PRECIS_OK;
+    }
     if (n->op == PR_OP_GlobalAveragePool || n->op == PR_OP_GlobalMaxPool) {
         int64_t planes = X->dims[0] * X->dims[1];
         KL_TRY(pr_cu_global_pool(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, planes,
@@ -113,7 +130,7 @@ static precis_status pool_run(void *s, pr_kernel *k, pr_cuda_exec *x) {
                     (int)(pr_attr_int(n, "count_include_pad", 0) == 1),
                     X->dims[0], X->dims[1], X->dims[2], X->dims[3], Y->dims[2], Y->dims[3],
                     (int)g.k[1], (int)g.k[2], (int)g.s[1], (int)g.s[2], (int)g.pb[1],
-                    (int)g.pb[2], (int)g.d[1], (int)g.d[2], (int)g.pe[1], (int)g.pe[2]};
+                    (int)g.pb[2], (int)g.d[1], (int)g.d[2], (int)g.pe[1], (int)g.pe[2], nhwc};
     KL_TRY(pr_cu_pool2d(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, &p));
     return PRECIS_OK;
 fail:
@@ -126,6 +143,7 @@ static const char *pool_describe(void *p) { return "cu.spatial"; }
 const pr_cuda_impl pr_cuda_impl_pool = {
     .name = "cu.pool",
     .supports = pool_supports,
+    .nhwc_ok = pool_nhwc_ok,
     .packs = pool_packs,
     .prepare = pool_prepare,
     .run = pool_run,
