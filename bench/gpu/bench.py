@@ -222,23 +222,29 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
 
 def precis_speed(name, precis, path, names, shapes, batch, prec, iters):
     spec = ",".join(f"{n}:{'x'.join(str(d) for d in (batch,) + tuple(shapes[n]))}" for n in names)
-    for graphs in ("1", "0"):
+    variants = [("1", ""), ("0", "")] + ([("1", "nchw")] if name == "resnet50" and prec == "fp16" else [])
+    for graphs, layout in variants:
         cmd = [precis, "bench", path, "--device", "cuda", "--precision", prec, "--shapes", spec,
                "--warmup", "10", "--iterations", str(iters), "--json"]
-        rc, o, e = run(cmd, env={"PRECIS_CUDA_GRAPHS": graphs})
+        env = {"PRECIS_CUDA_GRAPHS": graphs}
+        if layout:
+            env["PRECIS_CUDA_LAYOUT"] = layout
+        rc, o, e = run(cmd, env=env)
         if rc:
             err(f"{name} precis {prec} b{batch} graphs={graphs}", e.strip()[-600:])
             continue
         j = json.loads(o)
-        row = {"model": name, "batch": batch, "engine": "precis", "precision": prec,
+        row = {"model": name, "batch": batch,
+               "engine": "precis" + (" all-NCHW" if layout else ""), "precision": prec,
                "cuda_graphs": graphs == "1", "graph_used": j.get("cuda_graph"),
                "gpu_ms": j["device_ms_p50"], "e2e_ms": j["latency_ms"]["p50"],
                "gpu_items_per_s": j["device_throughput_per_s"],
                "e2e_items_per_s": j["throughput_per_s"], "build_ms": j["build_or_load_ms"],
                "iterations": iters,
-               "command": " ".join(cmd) + f"  (PRECIS_CUDA_GRAPHS={graphs})"}
+               "command": " ".join(cmd) + f"  (PRECIS_CUDA_GRAPHS={graphs}"
+               + (f", PRECIS_CUDA_LAYOUT={layout})" if layout else ")")}
         RESULTS["speed"].append(row)
-        log(f"  precis {name} b{batch} {prec} graphs={graphs}: gpu {row['gpu_ms']:.3f} ms "
+        log(f"  precis {name} b{batch} {prec} graphs={graphs}{' ' + layout if layout else ''}: gpu {row['gpu_ms']:.3f} ms "
             f"({row['gpu_items_per_s']:.0f}/s), e2e {row['e2e_ms']:.3f} ms")
 
 
@@ -329,7 +335,7 @@ def table():
     lines = ["| model | batch | engine | precision | GPU ms | GPU items/s | end-to-end ms |",
              "|---|---|---|---|---|---|---|"]
     for r in RESULTS["speed"]:
-        eng = r["engine"] + ("" if r["engine"] != "precis" else
+        eng = r["engine"] + ("" if not r["engine"].startswith("precis") else
                              (" + CUDA graph" if r.get("cuda_graphs") else " (no graph)"))
         g = f"{r['gpu_ms']:.3f}" if "gpu_ms" in r else ""
         gi = f"{r['gpu_items_per_s']:.0f}" if "gpu_items_per_s" in r else ""
@@ -400,7 +406,8 @@ def main():
             continue
         for batch in batches[name]:
             iters = 200 if batch == 1 else 50 if batch <= 64 else 20
-            for prec in ["fp16"] + (["fp32"] if a.fp32_speed else []):
+            ends = batch in (batches[name][0], batches[name][-1])
+            for prec in ["fp16"] + (["fp32"] if a.fp32_speed and ends else []):
                 try:
                     precis_speed(name, precis, path, names, shapes, batch, prec, iters)
                 except Exception:  # noqa: BLE001

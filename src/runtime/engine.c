@@ -432,7 +432,10 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     if ((cpu || cuda) && !calibration && (low != PRECIS_FLOAT32 || pr_prec_any(e->g)) &&
         (st = pr_plan_precision_backend(e->g, low, cuda, err)))
         goto fail;
-    if ((cpu || cuda) && (st = pr_plan_layouts_backend(e->g, cuda, err)))
+    /* PRECIS_CUDA_LAYOUT=nchw keeps every tensor plain (to measure NHWC's gain) */
+    const char *lay = getenv("PRECIS_CUDA_LAYOUT");
+    bool plain_only = cuda && lay && strcmp(lay, "nchw") == 0;
+    if ((cpu || cuda) && !plain_only && (st = pr_plan_layouts_backend(e->g, cuda, err)))
         goto fail;
     char threads[16];
     snprintf(threads, sizeof threads, "%d", e->num_threads);

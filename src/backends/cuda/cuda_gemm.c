@@ -242,9 +242,47 @@ fail:
     return st;
 }
 
-/* The plan for (m, batch, sa, sb), made on first use. Called with s->mu held. */
+/* The operands of one call, for timing the candidate algorithms. */
+typedef struct gemm_args {
+    const void *a, *b, *c;
+    void *y;
+    float alpha, beta;
+} gemm_args;
+
+#define MAX_CAND 8
+
+/* Median-of-3 milliseconds of one algorithm on the call's own buffers; < 0
+ * when it fails. */
+static float time_algo(gemm_state *s, pr_cuda_exec *x, const shape_plan *p,
+                       const cublasLtMatmulAlgo_t *algo, const gemm_args *g) {
+    cudaStream_t st = (cudaStream_t)x->stream;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float t[3] = {0, 0, 0};
+    bool bad = cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess;
+    for (int i = -1; i < 3 && !bad; i++) {
+        bad |= cudaEventRecord(e0, st) != cudaSuccess;
+        bad |= cublasLtMatmul((cublasLtHandle_t)x->lt, s->desc, &g->alpha, g->b, p->la, g->a,
+                              p->lb, &g->beta, g->c, p->lc, g->y, p->lc, algo, x->ws, x->ws_bytes,
+                              st) != CUBLAS_STATUS_SUCCESS;
+        bad |= cudaEventRecord(e1, st) != cudaSuccess;
+        bad |= cudaEventSynchronize(e1) != cudaSuccess;
+        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], e0, e1) != cudaSuccess;
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaGetLastError();
+    if (bad) return -1;
+    float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+}
+
+/* The plan for (m, batch, sa, sb), made on first use: cuBLASLt's heuristic
+ * proposes up to 8 algorithms and the fastest on this call's buffers wins
+ * (the first proposal when there is nothing to time on). Called with s->mu
+ * held. */
 static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t K, int64_t N,
-                              int64_t batch, int64_t sa, int64_t sb, shape_plan **out, pr_err *e) {
+                              int64_t batch, int64_t sa, int64_t sb, const gemm_args *g,
+                              shape_plan **out, pr_err *e) {
     precis_status st = PRECIS_OK;
     for (int i = 0; i < s->n_plans; i++) {
         shape_plan *p = &s->plans[i];
@@ -270,17 +308,26 @@ static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t
     uint64_t wsb = x->ws_bytes;
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &wsb, sizeof wsb));
-    cublasLtMatmulHeuristicResult_t h;
+    cublasLtMatmulHeuristicResult_t h[MAX_CAND];
     int nres = 0;
     LT_TRY(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb, np.lc,
-                                          np.lc, pref, 1, &h, &nres));
+                                          np.lc, pref, g ? MAX_CAND : 1, h, &nres));
     if (nres < 1) {
         st = pr_errf(e, PRECIS_ERR_UNSUPPORTED,
                      "cuBLASLt has no algorithm for m=%lld n=%lld k=%lld batch %lld", (long long)m,
                      (long long)N, (long long)K, (long long)batch);
         goto fail;
     }
-    np.algo = h.algo;
+    np.algo = h[0].algo;
+    float best = -1;
+    for (int i = 0; g && nres > 1 && i < nres; i++) {
+        if (h[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        float t = time_algo(s, x, &np, &h[i].algo, g);
+        if (t >= 0 && (best < 0 || t < best)) {
+            best = t;
+            np.algo = h[i].algo;
+        }
+    }
     cublasLtMatmulPreferenceDestroy(pref);
     if (s->n_plans == MAX_SHAPES) { /* full: recycle the oldest */
         cublasLtMatrixLayoutDestroy(s->plans[0].la);
@@ -346,14 +393,15 @@ static precis_status gemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     const void *zp = s->z_input >= 0 && s->z_input < k->n_in && k->in[s->z_input]
                          ? k->in[s->z_input]->data
                          : NULL;
+    float alpha = s->alpha, beta = s->use_c && zp ? 1.0f : 0.0f;
+    const void *cp = beta != 0.0f ? zp : Y->data;
+    gemm_args ga = {A->data, s->b_packed ? s->w : B->data, cp, Y->data, alpha, beta};
     shape_plan *pl = NULL;
     pthread_mutex_lock(&s->mu);
-    st = get_plan(s, x, m, K, N, batch, sa, sb, &pl, e);
+    st = get_plan(s, x, m, K, N, batch, sa, sb, &ga, &pl, e);
     shape_plan plan = pl ? *pl : (shape_plan){0};
     pthread_mutex_unlock(&s->mu);
     if (st) return pr_err_prefix(e, "node '%s'", k->node->name);
-    float alpha = s->alpha, beta = s->use_c && zp ? 1.0f : 0.0f;
-    const void *cp = beta != 0.0f ? zp : Y->data;
     LT_TRY(cublasLtMatmul((cublasLtHandle_t)x->lt, s->desc, &alpha, s->b_packed ? s->w : B->data,
                           plan.la, A->data, plan.lb, &beta, cp, plan.lc, Y->data, plan.lc,
                           &plan.algo, x->ws, x->ws_bytes, (cudaStream_t)x->stream));
