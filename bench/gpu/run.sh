@@ -2,7 +2,7 @@
 # The CUDA backend on a GPU machine in one go: build (or use a carried build),
 # the CUDA tests against ref, and precis vs PyTorch side by side.
 #
-#   bench/gpu/run.sh [tests] [bench] [-- BENCH.PY OPTIONS]      (default: tests bench)
+#   bench/gpu/run.sh [tests] [bench] [zoo] [-- BENCH.PY OPTIONS]  (default: tests bench)
 #
 # Environment:
 #   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops and
@@ -75,7 +75,13 @@ for ph in "${phases[@]}"; do
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/bench.py" --precis "$PRECIS" --out "$OUT" \
       "${bench_args[@]}" || rc=1
     ;;
-  *) echo "unknown phase '$ph' (tests, bench)"; exit 2 ;;
+  zoo)
+    echo "== the zoo (models from \$PRECIS_ZOO, default \$PRECIS_CACHE/models)"
+    ZOO=${PRECIS_ZOO:-${PRECIS_CACHE:-$HOME/.cache/precis}/models}
+    PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo.py" --precis "$PRECIS" --models "$ZOO" \
+      --out "$OUT" || rc=1
+    ;;
+  *) echo "unknown phase '$ph' (tests, bench, zoo)"; exit 2 ;;
   esac
 done
 exit $rc

@@ -80,14 +80,18 @@ static bool conv_packs(const pr_graph *g, const pr_node *n, int i) { return i ==
 
 /* NHWC for the Tensor Core types (cuDNN's fp16/bf16 kernels are NHWC
  * natively) where the channels fill Tensor Core tiles: output channels and
- * input channels per group multiples of 8 (or depthwise). A 3-channel stem
- * stays NCHW (measured on an H200: ResNet-50's 7x7 stem at batch 256 took
- * 3.3 ms in NHWC, 2.1 ms in NCHW). */
+ * input channels per group multiples of 8 (or depthwise), and the batch is
+ * not tiny. Measured on an H200 (ResNet-50 fp16, CUDA graphs, GPU ms):
+ * batch 256 NHWC 9.7 / NCHW 28.8, batch 32 3.3 / 4.7, batch 1 2.5 / 1.3 (the
+ * legacy cuDNN API's NHWC kernels are slow on one image); a 3-channel stem
+ * stays NCHW (batch 256: 3.3 ms NHWC, 2.1 ms NCHW). */
+#define NHWC_MIN_BATCH 8
 static bool conv_nhwc_ok(const pr_graph *g, const pr_node *n) {
     pr_dtype dt = pr_cu_tdt(g, n->outputs[0]);
     if (!conv_supports(g, n) || (dt != PRECIS_FLOAT16 && dt != PRECIS_BFLOAT16)) return false;
-    const pr_tensor *W = &g->tensors[n->inputs[1]];
+    const pr_tensor *W = &g->tensors[n->inputs[1]], *X = &g->tensors[n->inputs[0]];
     int64_t k = W->dims[0], cg = W->dims[1];
+    if (pr_dim_known(X->dims[0]) && X->dims[0] < NHWC_MIN_BATCH) return false;
     return k % 8 == 0 && (cg % 8 == 0 || cg == 1);
 }
 
