@@ -132,6 +132,16 @@ static void test_conv(void) {
     cc_input z[4] = {a[0], a[1], a[2], {.name = "z", .rank = 4, .dims = {2, 32, 13, 11}}};
     ALL_DT((snprintf(label, sizeof label, "conv3x3 bias+residual+relu %s", dtn(D)),
             cu_run_tol(&t, 4, z, 1, D, &pr_cuda_impl_conv, conv_tol(D), label)));
+    fused_node(&t, PR_OP_FusedConv, "FusedConv");
+    n_ints(&t, "pads", (int64_t[]){0, 0, 1, 1}, 4);
+    n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+    n_int(&t, "group", 16);
+    n_str(&t, "act", "Relu");
+    cc_input as[3] = {{.name = "x", .rank = 4, .dims = {2, 16, 12, 10}},
+                      {.name = "w", .rank = 4, .dims = {16, 1, 3, 3}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "depthwise s2 asymmetric pads %s", dtn(D)),
+            cu_run_tol(&t, 3, as, 1, D, &pr_cuda_impl_conv, conv_tol(D), label)));
     conv_node(&t, true, 1, 16);
     n_str(&t, "act", "HardSwish");
     cc_input dw[3] = {{.name = "x", .rank = 4, .dims = {2, 16, 13, 11}}, {.name = "w", .rank = 4, .dims = {16, 1, 3, 3}, .init = true},
@@ -166,6 +176,12 @@ static void test_nhwc(void) {
         cc_input dw[3] = {a[0], {.name = "w", .rank = 4, .dims = {16, 1, 3, 3}, .init = true},
                           {.name = "b", .rank = 1, .dims = {16}, .init = true}};
         snprintf(label, sizeof label, "nhwc depthwise s2 + hardswish %s", dtn(D));
+        cu_run_lay(&t, 3, dw, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        fused_node(&t, PR_OP_FusedConv, "FusedConv");
+        n_ints(&t, "pads", (int64_t[]){0, 0, 1, 1}, 4);
+        n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+        n_int(&t, "group", 16);
+        snprintf(label, sizeof label, "nhwc depthwise s2 asymmetric pads %s", dtn(D));
         cu_run_lay(&t, 3, dw, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
         n_init(&t, PR_OP_MaxPool, "MaxPool", 12);
         n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
@@ -277,6 +293,14 @@ static void test_move(void) {
                      {.name = "s", .rank = 1, .dims = {2}, .init = true, .dtype = PRECIS_INT64, .raw = rs}};
     ALL_DT((snprintf(label, sizeof label, "reshape %s", dtn(D)),
             cu_run(&t, 2, r, 1, D, &pr_cuda_impl_move, label)));
+    for (int crd = 0; crd < 2; crd++) {
+        n_init(&t, PR_OP_DepthToSpace, "DepthToSpace", 13);
+        n_int(&t, "blocksize", 2);
+        n_str(&t, "mode", crd ? "CRD" : "DCR");
+        cc_input ds[1] = {{.name = "x", .rank = 4, .dims = {2, 12, 3, 5}}};
+        ALL_DT((snprintf(label, sizeof label, "depthtospace %s %s", crd ? "CRD" : "DCR", dtn(D)),
+                cu_run(&t, 1, ds, 1, D, &pr_cuda_impl_move, label)));
+    }
     n_init(&t, PR_OP_Gather, "Gather", 13);
     static const int64_t gi[6] = {3, 0, 99, -1, 42, 7};
     cc_input g[2] = {{.name = "tab", .rank = 2, .dims = {100, 16}, .init = true},

@@ -1,4 +1,5 @@
-/* Conv and FusedConv (2-D, NCHW, groups, dilations, symmetric pads) through
+/* Conv and FusedConv (2-D, NCHW or NHWC, groups, dilations; asymmetric pads
+ * by padding the input into scratch first, cuDNN taking symmetric ones) through
  * cuDNN: float32 (FMA math, no TF32), float16 and bfloat16 (Tensor Core
  * math, float32 accumulation). The algorithm is chosen per input shape by
  * timing (cudnnFindConvolutionForwardAlgorithmEx), at prepare when the
@@ -38,6 +39,8 @@ typedef struct conv_state {
     void *w, *bias; /* device, dt; bias zeros when the node has none (fused API) */
     bool has_bias, has_z, fusable;
     bool nhwc; /* activations N,H,W,C and weights K,kh,kw,C/group */
+    bool asym; /* pads differ at the two ends: X is padded into scratch (pt, pl, pb, pr) */
+    int pt, pl, pb, pr;
     cudnnTensorFormat_t fmt;
     pr_cu_act a1, a2;
     cudnnFilterDescriptor_t wd;
@@ -65,8 +68,8 @@ static bool conv_supports(const pr_graph *g, const pr_node *n) {
     const char *ap = pr_attr_str(n, "auto_pad", "NOTSET");
     if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) return false;
     const int64_t *pads;
-    if (pr_attr_ints(n, "pads", &pads) == 4 && (pads[0] != pads[2] || pads[1] != pads[3]))
-        return false;
+    int np = pr_attr_ints(n, "pads", &pads);
+    if (np != -1 && np != 4) return false;
     if (n->op == PR_OP_FusedConv) {
         pr_act a;
         if (!pr_act_from_node(n, "act", &a) || !pr_act_from_node(n, "act2", &a)) return false;
@@ -287,6 +290,14 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
     int nv = pr_attr_ints(n, "pads", &v);
     s->ph = nv == 4 ? (int)v[0] : 0;
     s->pw = nv == 4 ? (int)v[1] : 0;
+    if (nv == 4 && (v[0] != v[2] || v[1] != v[3])) {
+        s->asym = true;
+        s->pt = (int)v[0];
+        s->pl = (int)v[1];
+        s->pb = (int)v[2];
+        s->pr = (int)v[3];
+        s->ph = s->pw = 0; /* cuDNN sees the padded input */
+    }
     nv = pr_attr_ints(n, "strides", &v);
     s->sh = nv == 2 ? (int)v[0] : 1;
     s->sw = nv == 2 ? (int)v[1] : 1;
@@ -347,6 +358,8 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
                                          CUDNN_NOT_PROPAGATE_NAN, 0.0));
     /* static shapes: choose the algorithm now, on scratch buffers */
     int64_t xn = pr_numel(X->rank, X->dims), yn = pr_numel(Y->rank, Y->dims);
+    if (xn > 0 && s->asym)
+        xn = X->dims[0] * X->dims[1] * (X->dims[2] + s->pt + s->pb) * (X->dims[3] + s->pl + s->pr);
     if (xn > 0 && yn > 0 && Y->rank == 4) {
         size_t es = pr_dtype_size(s->dt);
         CU_TRY(cudaMalloc(&tx, (size_t)xn * es));
@@ -357,9 +370,12 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
             CU_TRY(cudaMemsetAsync(tz, 0, (size_t)yn * es, stream));
         }
         conv_shape c;
-        if ((st = plan_shape(s, cfg->x, X->dims[0], X->dims[2], X->dims[3], Y->dims[2], Y->dims[3],
-                             tx, ty, tz, &c, e)))
+        if ((st = plan_shape(s, cfg->x, X->dims[0], X->dims[2] + s->pt + s->pb,
+                             X->dims[3] + s->pl + s->pr, Y->dims[2], Y->dims[3], tx, ty, tz, &c,
+                             e)))
             goto fail;
+        c.h = X->dims[2]; /* the cache is keyed by the unpadded input */
+        c.w = X->dims[3];
         s->shapes[s->n_shapes++] = c;
     }
     describe_into(s, s->n_shapes ? &s->shapes[0] : NULL);
@@ -393,6 +409,40 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "input has %lld channels, the weights %lld",
                           (long long)X->dims[1], (long long)s->C);
     if (Y->numel == 0) return PRECIS_OK;
+    const void *xp = X->data;
+    int64_t hp = X->dims[2] + s->pt + s->pb, wp = X->dims[3] + s->pl + s->pr;
+    if (s->asym) { /* zero-padded copy of X in scratch */
+        size_t es = pr_dtype_size(X->dtype), bytes = (size_t)(X->dims[0] * X->dims[1] * hp * wp) * es;
+        unsigned char *pad = pr_cuda_scratch(x, bytes, e);
+        if (!pad) return pr_err_prefix(e, "node '%s'", k->node->name);
+        CU_TRY(cudaMemsetAsync(pad, 0, bytes, (cudaStream_t)x->stream));
+        int64_t N = X->dims[0], C = X->dims[1], H = X->dims[2], W = X->dims[3];
+        pr_cu_ew w;
+        memset(&w, 0, sizeof w);
+        w.op = PR_EW_COPY;
+        w.rank = 4;
+        if (s->nhwc) {
+            int64_t d[4] = {N, H, W, C}, sy[4] = {hp * wp * C, wp * C, C, 1},
+                    sx[4] = {H * W * C, W * C, C, 1};
+            memcpy(w.dims, d, sizeof d);
+            memcpy(w.st[0], sy, sizeof sy);
+            memcpy(w.st[1], sx, sizeof sx);
+            w.off[0] = (s->pt * wp + s->pl) * C;
+        } else {
+            int64_t d[4] = {N, C, H, W}, sy[4] = {C * hp * wp, hp * wp, wp, 1},
+                    sx[4] = {C * H * W, H * W, W, 1};
+            memcpy(w.dims, d, sizeof d);
+            memcpy(w.st[0], sy, sizeof sy);
+            memcpy(w.st[1], sx, sizeof sx);
+            w.off[0] = s->pt * wp + s->pl;
+        }
+        w.p[0] = pad;
+        w.dt[0] = (int)X->dtype;
+        w.p[1] = X->data;
+        w.dt[1] = (int)X->dtype;
+        KL_TRY(pr_cu_elementwise(x->stream, &w));
+        xp = pad;
+    }
     conv_shape c = {0};
     bool found = false;
     pthread_mutex_lock(&s->mu);
@@ -408,8 +458,10 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
         } else if (s->n_shapes == MAX_SHAPES) {
             st = pr_errf(e, PRECIS_ERR_UNSUPPORTED, "more than %d input shapes", MAX_SHAPES);
         } else {
-            st = plan_shape(s, x, X->dims[0], X->dims[2], X->dims[3], Y->dims[2], Y->dims[3],
-                            X->data, Y->data, Z ? Z->data : NULL, &c, e);
+            st = plan_shape(s, x, X->dims[0], hp, wp, Y->dims[2], Y->dims[3], xp, Y->data,
+                            Z ? Z->data : NULL, &c, e);
+            c.h = X->dims[2];
+            c.w = X->dims[3];
             if (!st) s->shapes[s->n_shapes++] = c;
         }
     }
@@ -421,11 +473,11 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     if (c.fused) {
         float a2 = Z ? 1.0f : 0.0f;
         DNN_TRY(cudnnConvolutionBiasActivationForward(
-            dnn, &one, c.xd, X->data, s->wd, s->w, c.cd, c.algo, x->ws, x->ws_bytes, &a2, c.yd,
+            dnn, &one, c.xd, xp, s->wd, s->w, c.cd, c.algo, x->ws, x->ws_bytes, &a2, c.yd,
             Z ? Z->data : Y->data, s->bd, s->bias, s->ad, c.yd, Y->data));
         return PRECIS_OK;
     }
-    DNN_TRY(cudnnConvolutionForward(dnn, &one, c.xd, X->data, s->wd, s->w, c.cd, c.algo, x->ws,
+    DNN_TRY(cudnnConvolutionForward(dnn, &one, c.xd, xp, s->wd, s->w, c.cd, c.algo, x->ws,
                                     x->ws_bytes, &zero, c.yd, Y->data));
     if (s->has_bias || Z || s->a1.kind || s->a2.kind)
         KL_TRY(pr_cu_epilogue(x->stream, Y->data, (int)s->dt, Y->numel,

@@ -29,6 +29,11 @@ static bool move_supports(const pr_graph *g, const pr_node *n) {
     switch (n->op) {
     case PR_OP_Transpose: case PR_OP_Expand: case PR_OP_Split:
         return g->tensors[x].rank <= PR_MAX_RANK;
+    case PR_OP_DepthToSpace: {
+        const char *mode = pr_attr_str(n, "mode", "DCR");
+        return g->tensors[x].rank == 4 && pr_attr_int(n, "blocksize", 0) > 0 &&
+               (!strcmp(mode, "DCR") || !strcmp(mode, "CRD"));
+    }
     case PR_OP_Concat:
         for (int i = 0; i < n->n_inputs; i++)
             if (n->inputs[i] < 0 || pr_cu_tdt(g, n->inputs[i]) != dt) return false;
@@ -133,6 +138,19 @@ static precis_status move_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
         for (int d = 0; d < Y->rank; d++) s[d] = xst[np == Y->rank ? perm[d] : Y->rank - 1 - d];
         pr_strides(Y->rank, Y->dims, yst);
         return copy_view(x, Y, X, Y->rank, Y->dims, s, 0, yst, 0, e) ? pr_err_prefix(e, "node '%s'", n->name) : PRECIS_OK;
+    }
+    if (n->op == PR_OP_DepthToSpace) {
+        /* Y [N, C', H*b, W*b] is [N, C', H, b, W, b] row-major; read X through it */
+        int64_t b = pr_attr_int(n, "blocksize", 1), N = X->dims[0], C = X->dims[1];
+        int64_t H = X->dims[2], W = X->dims[3], Cp = C / (b * b), HW = H * W;
+        bool crd = !strcmp(pr_attr_str(n, "mode", "DCR"), "CRD");
+        int64_t d[6] = {N, Cp, H, b, W, b}, ys6[6];
+        int64_t dcr[6] = {C * HW, HW, W, b * Cp * HW, 1, Cp * HW};
+        int64_t crd6[6] = {C * HW, b * b * HW, W, b * HW, 1, HW};
+        pr_strides(6, d, ys6);
+        return copy_view(x, Y, X, 6, d, crd ? crd6 : dcr, 0, ys6, 0, e)
+                   ? pr_err_prefix(e, "node '%s'", n->name)
+                   : PRECIS_OK;
     }
     if (n->op == PR_OP_Expand) {
         pr_bcast_strides(X, Y->rank, Y->dims, s);
