@@ -72,6 +72,15 @@ def main():
         c = np.load(os.path.join(tmp, "cuda", f))
         d = float(np.max(np.abs(r - c)) / (np.max(np.abs(r)) + 1e-30))
         check(f"cuda {f} matches ref", r.shape == c.shape and d < 1e-4, f"rel err {d}")
+    # precision rules on the GPU: the same planner as the cpu backend
+    rplan = os.path.join(tmp, "rules.plan")
+    rc, out, err = run("build", MLP, "-o", rplan, "--device", "cuda", "--precision", "fp16",
+                       "--shapes", "x:2x5x32", "--layer-precision", "op:Softmax:fp32",
+                       "--layer-precision", "mm2:fp32", "--strict")
+    check("rules build on cuda", rc == 0, err)
+    check("rules met on cuda", "0 not met" in out, out)
+    rc, out, err = run("inspect", rplan)
+    check("inspect shows the fp32 softmax", rc == 0 and "softmax" in out, out[-2000:])
     return finish("test_cuda_cli (GPU): ")
 
 
