@@ -204,7 +204,9 @@ typedef struct precis_context precis_context;
 
 typedef struct precis_build_options {
     const char *precision; /* "fp32" (default when NULL), "bf16", "fp16", "int8" */
-    const char *backend;   /* "cpu" (default when NULL) or "ref" (unoptimized oracle) */
+    const char *backend;   /* "cpu" (default when NULL), "cuda" (NVIDIA GPU: fp32, fp16,
+                            * bf16; needs a GPU to build and to load) or "ref" (unoptimized
+                            * oracle) */
     int num_threads;       /* threads one run uses; 0: all cores */
     /* Shape profile for dynamic inputs, TensorRT-style:
      * "name:MIN/OPT/MAX[,name:...]", each a dims list like 1x3x224x224 (or
@@ -333,6 +335,16 @@ int precis_context_profiled_runs(const precis_context *c);
  * peak of live activations, after in-place reuse), and the total the context
  * holds. */
 size_t precis_context_arena_bytes(const precis_context *c);
+/* 1 when the context's last run was one CUDA graph launch (an engine built
+ * with backend "cuda" replays a graph captured per input-shape signature
+ * from its third run with those shapes on; PRECIS_CUDA_GRAPHS=0 in the
+ * environment turns graphs off), else 0. */
+int precis_context_used_cuda_graph(const precis_context *c);
+/* GPU milliseconds of the last run of a "cuda" engine between the upload of
+ * the inputs and the download of the outputs (device time only: what a
+ * framework timing a model on GPU-resident tensors measures); 0 for other
+ * backends. */
+double precis_context_device_ms(const precis_context *c);
 
 /* ------------------------------------------------------------ sensitivity */
 

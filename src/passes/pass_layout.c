@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cuda/cuda.h"
 #include "passes/convert.h"
 #include "passes/pass_plan.h"
 
@@ -29,7 +30,7 @@ static bool is_conv(const pr_node *n) {
 
 /* Would the backend run n with its rank-4 activations in NHWC? Sets the
  * layouts tentatively and restores them. */
-static bool try_nhwc(pr_graph *g, const pr_node *n) {
+static bool try_nhwc(pr_graph *g, const pr_node *n, bool cuda) {
     uint8_t saved[64];
     int ts[64], k = 0;
     for (int i = 0; i < n->n_inputs && k < 64; i++)
@@ -41,13 +42,23 @@ static bool try_nhwc(pr_graph *g, const pr_node *n) {
         saved[i] = g->tensors[ts[i]].layout;
         g->tensors[ts[i]].layout = PR_LAYOUT_NHWC;
     }
-    const pr_cpu_impl *im = pr_cpu_find_impl(g, n);
-    bool ok = im && im->nhwc_ok && im->nhwc_ok(g, n);
+    bool ok = false;
+    if (cuda) {
+#ifdef PRECIS_HAVE_CUDA
+        const pr_cuda_impl *cm = pr_cuda_find_impl(g, n);
+        ok = cm && cm->nhwc_ok && cm->nhwc_ok(g, n);
+#endif
+    } else {
+        const pr_cpu_impl *im = pr_cpu_find_impl(g, n);
+        ok = im && im->nhwc_ok && im->nhwc_ok(g, n);
+    }
     for (int i = k - 1; i >= 0; i--) g->tensors[ts[i]].layout = saved[i];
     return ok;
 }
 
-precis_status pr_plan_layouts(pr_graph *g, pr_err *e) {
+precis_status pr_plan_layouts(pr_graph *g, pr_err *e) { return pr_plan_layouts_backend(g, false, e); }
+
+precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e) {
     int n0 = g->n_nodes;
     bool *nhwc = calloc((size_t)(n0 ? n0 : 1), sizeof *nhwc);
     if (!nhwc) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
@@ -59,7 +70,7 @@ precis_status pr_plan_layouts(pr_graph *g, pr_err *e) {
         for (int k = 0; k < n->n_inputs; k++)
             if (act4(g, n->inputs[k]) && g->tensors[n->inputs[k]].layout == PR_LAYOUT_NHWC)
                 any_in = true;
-        if ((is_conv(n) || any_in) && try_nhwc(g, n)) {
+        if ((is_conv(n) || any_in) && try_nhwc(g, n, cuda)) {
             nhwc[i] = true;
             for (int k = 0; k < n->n_outputs; k++)
                 if (act4(g, n->outputs[k])) g->tensors[n->outputs[k]].layout = PR_LAYOUT_NHWC;

@@ -14,8 +14,13 @@
  * at the boundaries (one per tensor and target); graph inputs and outputs
  * keep their dtypes. */
 precis_status pr_plan_precision(pr_graph *g, pr_dtype dflt, pr_err *e);
+/* The same for the cuda backend (cuda true: asks pr_cuda_find_impl, plain
+ * layouts only) or the cpu backend. */
+precis_status pr_plan_precision_backend(pr_graph *g, pr_dtype dflt, bool cuda, pr_err *e);
 
 /* Choose NHWC or plain for every rank-4 activation; insert Reorders. */
 precis_status pr_plan_layouts(pr_graph *g, pr_err *e);
+/* The same for the cuda backend (cuda true: asks the CUDA impls' nhwc_ok). */
+precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cuda/cuda.h"
 #include "passes/convert.h"
 #include "passes/pass_plan.h"
 #include "passes/prec_req.h"
@@ -22,7 +23,7 @@ static bool dtype_free(const pr_node *n) { return n->op == PR_OP_Shape || n->op 
 
 /* Try n with its float32 activations set to low (and, for rank-4 ones, in
  * either layout); restores everything. */
-static bool try_low(pr_graph *g, const pr_node *n, pr_dtype low) {
+static bool try_low(pr_graph *g, const pr_node *n, pr_dtype low, bool cuda) {
     int ts[128], k = 0;
     for (int i = 0; i < n->n_inputs && k < 64; i++)
         if (is_act(g, n->inputs[i], PRECIS_FLOAT32)) ts[k++] = n->inputs[i];
@@ -31,6 +32,13 @@ static bool try_low(pr_graph *g, const pr_node *n, pr_dtype low) {
     if (!k) return false;
     for (int i = 0; i < k; i++) g->tensors[ts[i]].dtype = low;
     bool ok = false;
+#ifdef PRECIS_HAVE_CUDA
+    if (cuda) {
+        ok = pr_cuda_find_impl(g, n) != NULL;
+        for (int i = 0; i < k; i++) g->tensors[ts[i]].dtype = PRECIS_FLOAT32;
+        return ok;
+    }
+#endif
     for (int lay = 0; lay < 2 && !ok; lay++) {
         uint8_t saved[128];
         for (int i = 0; i < k; i++) {
@@ -50,6 +58,10 @@ static bool float_act(const pr_graph *g, int t) {
 }
 
 precis_status pr_plan_precision(pr_graph *g, pr_dtype dflt, pr_err *e) {
+    return pr_plan_precision_backend(g, dflt, false, e);
+}
+
+precis_status pr_plan_precision_backend(pr_graph *g, pr_dtype dflt, bool cuda, pr_err *e) {
     if (!pr_prec_is_float(dflt)) dflt = PRECIS_FLOAT32; /* int8 builds: float nodes default to fp32 */
     int n0 = g->n_nodes;
     pr_dtype *dc = calloc((size_t)(n0 ? n0 : 1), sizeof *dc);
@@ -60,13 +72,15 @@ precis_status pr_plan_precision(pr_graph *g, pr_dtype dflt, pr_err *e) {
         pr_dtype want = pr_prec_is_float(n->req_compute) ? n->req_compute : dflt;
         dc[i] = PRECIS_FLOAT32;
         if (want == PRECIS_FLOAT32) continue;
-        if (try_low(g, n, want)) {
+        if (try_low(g, n, want, cuda)) {
             dc[i] = want;
         } else if (n->req_compute == want) {
             bool any = false; /* nodes without float activations compute in their own types */
             for (int k = 0; k < n->n_inputs && !any; k++) any = is_act(g, n->inputs[k], PRECIS_FLOAT32);
             for (int k = 0; k < n->n_outputs && !any; k++) any = is_act(g, n->outputs[k], PRECIS_FLOAT32);
-            if (any) pr_prec_note(g, n, "no %s kernel for %s on this CPU", pr_prec_type_name(want), n->op_type);
+            if (any)
+                pr_prec_note(g, n, "no %s kernel for %s %s", pr_prec_type_name(want), n->op_type,
+                             cuda ? "on the cuda backend" : "on this CPU");
         }
     }
     /* tensors produced by low nodes become low */

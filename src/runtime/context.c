@@ -42,6 +42,8 @@ struct precis_context {
     /* observer (calibration): every computed tensor, right after its step */
     pr_observe_fn observe;
     void *observe_user;
+    /* backend "cuda": the executor that runs the steps (cuda_context.c) */
+    pr_cuda_ctx *cuda;
 };
 
 void pr_context_observe(precis_context *c, pr_observe_fn fn, void *user) {
@@ -71,6 +73,17 @@ precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
         return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     }
     c->x.num_threads = e->num_threads;
+#ifdef PRECIS_HAVE_CUDA
+    if (e->cuda) {
+        precis_status st = pr_cuda_ctx_create(e, &c->cuda, &ctx->err);
+        if (st) {
+            precis_context_destroy(c);
+            return st;
+        }
+        *out = c;
+        return PRECIS_OK;
+    }
+#endif
 #ifdef PRECIS_HAVE_DNNL /* without oneDNN no kernel uses a stream */
     c->x.dnnl_stream = pr_dnnl_stream_create(&ctx->err);
     if (!c->x.dnnl_stream) {
@@ -84,6 +97,9 @@ precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
 
 void precis_context_destroy(precis_context *c) {
     if (!c) return;
+#ifdef PRECIS_HAVE_CUDA
+    pr_cuda_ctx_destroy(c->cuda);
+#endif
     if (c->x.dnnl_stream) pr_dnnl_stream_destroy(c->x.dnnl_stream);
     free(c->x.scratch);
     free(c->vals);
@@ -102,12 +118,40 @@ void precis_context_set_profiling(precis_context *c, int on) {
     c->profiling = on;
     c->prof_runs = 0;
     memset(c->prof, 0, (size_t)c->e->n_steps * sizeof *c->prof);
+#ifdef PRECIS_HAVE_CUDA
+    if (c->cuda) pr_cuda_ctx_set_profiling(c->cuda, on);
+#endif
 }
 double precis_context_step_seconds(const precis_context *c, int i) {
+#ifdef PRECIS_HAVE_CUDA
+    if (c && c->cuda) return pr_cuda_ctx_step_seconds(c->cuda, i);
+#endif
     return c && i >= 0 && i < c->e->n_steps ? c->prof[i] : 0;
 }
-int precis_context_profiled_runs(const precis_context *c) { return c ? c->prof_runs : 0; }
-size_t precis_context_arena_bytes(const precis_context *c) { return c ? c->arena_bytes : 0; }
+int precis_context_profiled_runs(const precis_context *c) {
+#ifdef PRECIS_HAVE_CUDA
+    if (c && c->cuda) return pr_cuda_ctx_profiled_runs(c->cuda);
+#endif
+    return c ? c->prof_runs : 0;
+}
+size_t precis_context_arena_bytes(const precis_context *c) {
+#ifdef PRECIS_HAVE_CUDA
+    if (c && c->cuda) return pr_cuda_ctx_arena_bytes(c->cuda);
+#endif
+    return c ? c->arena_bytes : 0;
+}
+double precis_context_device_ms(const precis_context *c) {
+#ifdef PRECIS_HAVE_CUDA
+    if (c && c->cuda) return pr_cuda_ctx_device_ms(c->cuda);
+#endif
+    return 0;
+}
+int precis_context_used_cuda_graph(const precis_context *c) {
+#ifdef PRECIS_HAVE_CUDA
+    if (c && c->cuda) return pr_cuda_ctx_used_graph(c->cuda);
+#endif
+    return 0;
+}
 
 static double now(void) {
     struct timespec ts;
@@ -190,33 +234,6 @@ static precis_status check_profile(const precis_engine *e, const pr_buf *b, int 
     return PRECIS_OK;
 }
 
-/* In a bf16/fp16 plan, float32 initializers (scales, biases, constant
- * operands) feed low-precision activations; kernels take them as they are.
- * Shape inference wants one dtype: relabel such inputs of these ops. */
-static void harmonize(const pr_graph *g, const pr_node *n, pr_tinfo *tin) {
-    switch (n->op) {
-    case PR_OP_LayerNormalization: case PR_OP_InstanceNormalization:
-    case PR_OP_BatchNormalization: case PR_OP_PRelu: case PR_OP_Add: case PR_OP_Sub:
-    case PR_OP_Mul: case PR_OP_Div: case PR_OP_Max: case PR_OP_Min: case PR_OP_Sum:
-    case PR_OP_Mean: case PR_OP_Clip: case PR_OP_Where: case PR_OP_Conv:
-    case PR_OP_ConvTranspose: case PR_OP_MatMul: case PR_OP_Gemm:
-        break;
-    default:
-        return;
-    }
-    pr_dtype low = PRECIS_UNDEFINED;
-    for (int j = 0; j < n->n_inputs; j++)
-        if (tin[j].dtype == PRECIS_BFLOAT16 || tin[j].dtype == PRECIS_FLOAT16) low = tin[j].dtype;
-    if (low == PRECIS_UNDEFINED) return;
-    for (int j = 0; j < n->n_inputs; j++) {
-        int t = n->inputs[j];
-        if (t >= 0 && (g->tensors[t].flags & PR_T_INIT) && tin[j].dtype == PRECIS_FLOAT32) {
-            tin[j].dtype = low;
-            tin[j].value = NULL;
-        }
-    }
-}
-
 static void release(precis_context *c, int t) {
     if (c->state[t] == V_HEAP) pr_buf_free(&c->vals[t]);
     c->state[t] = V_NONE;
@@ -273,6 +290,13 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
                          g->tensors[g->inputs[k]].name);
             goto fail;
         }
+#ifdef PRECIS_HAVE_CUDA
+    if (c->cuda) { /* the GPU executor runs every step */
+        st = pr_cuda_ctx_run(c->cuda, c->vals, outputs, err);
+        memset(c->state, 0, (size_t)g->n_tensors);
+        return st;
+    }
+#endif
     for (int k = 0; c->observe && k < g->n_inputs; k++)
         if ((st = c->observe(c->observe_user, g, g->inputs[k], &c->vals[g->inputs[k]], err)))
             goto fail;
@@ -307,7 +331,7 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
             if (t >= 0) in[j] = &c->vals[t];
             pr_tinfo_from_buf(&tin[j], in[j]);
         }
-        harmonize(g, n, tin);
+        pr_harmonize_inputs(g, n, tin);
         memset(tout, 0, sizeof(pr_tinfo) * (size_t)n->n_outputs);
         for (int j = 0; j < n->n_outputs; j++) tout[j].rank = -1;
         pr_infer ic = {g, n, n->n_inputs, tin, n->n_outputs, tout, err};

@@ -153,9 +153,14 @@ static bool meta_set(pr_graph *g, const char *key, const char *value) {
 
 void precis_engine_destroy(precis_engine *e) {
     if (!e) return;
-    for (int i = 0; i < e->n_steps; i++)
-        if (e->steps[i].impl && e->steps[i].impl->destroy && e->steps[i].state)
-            e->steps[i].impl->destroy(e->steps[i].state);
+    for (int i = 0; i < e->n_steps; i++) {
+        pr_step *s = &e->steps[i];
+        if (s->impl && s->impl->destroy && s->state) s->impl->destroy(s->state);
+        if (s->cuda && s->cuda->destroy && s->state) s->cuda->destroy(s->state);
+    }
+#ifdef PRECIS_HAVE_CUDA
+    pr_cuda_dev_close(e->cuda); /* after the impls: they free device memory */
+#endif
     free(e->steps);
     free(e->prof);
     free(e->first_def);
@@ -197,8 +202,11 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
     if (!e->steps || !e->first_def || !e->last_use)
         return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
     precis_status st;
-    bool cpu = strcmp(e->backend, "cpu") == 0;
+    bool cpu = strcmp(e->backend, "cpu") == 0, cuda = strcmp(e->backend, "cuda") == 0;
     pr_cpu_cfg cfg = {e->num_threads};
+#ifdef PRECIS_HAVE_CUDA
+    pr_cuda_cfg ccfg = {cuda ? pr_cuda_dev_exec(e->cuda) : NULL};
+#endif
     for (int i = 0; i < g->n_nodes; i++) {
         const pr_node *n = &g->nodes[i];
         if (n->op == PR_OP_Constant && n->n_outputs == 1 && n->outputs[0] >= 0 &&
@@ -208,7 +216,25 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
         pr_step *s = &e->steps[e->n_steps];
         s->node = i;
         s->impl = cpu ? pr_cpu_find_impl(g, n) : NULL;
-        if (!s->impl)
+#ifdef PRECIS_HAVE_CUDA
+        s->cuda = cuda ? pr_cuda_find_impl(g, n) : NULL;
+        if (s->cuda) {
+            st = s->cuda->prepare(g, n, &ccfg, &s->state, err);
+            if (st == PRECIS_ERR_UNSUPPORTED) { /* e.g. no cuDNN algorithm: the host runs it */
+                if (getenv("PRECIS_VERBOSE"))
+                    fprintf(stderr, "precis: node '%s' (%s) runs on the host: %s\n", n->name,
+                            n->op_type, err->msg);
+                pr_err_clear(err);
+                s->cuda = NULL;
+                s->state = NULL;
+            } else if (st) {
+                const char *nm = s->cuda->name;
+                s->cuda = NULL;
+                return pr_err_prefix(err, "node '%s' (%s, %s)", n->name, n->op_type, nm);
+            }
+        }
+#endif
+        if (!s->impl && !s->cuda)
             for (int j = 0; j < n->n_outputs; j++) /* ref knows no layouts */
                 if (n->outputs[j] >= 0 && g->tensors[n->outputs[j]].layout != PR_LAYOUT_PLAIN)
                     return pr_errf(err, PRECIS_ERR_INTERNAL,
@@ -224,6 +250,25 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
         }
         e->n_steps++;
     }
+#ifdef PRECIS_HAVE_CUDA
+    if (cuda) { /* weights the device steps read as they are (not packed by their impl) */
+        bool *need = calloc((size_t)g->n_tensors + 1, sizeof *need);
+        if (!need) return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+        for (int k = 0; k < e->n_steps; k++) {
+            const pr_step *s = &e->steps[k];
+            const pr_node *n = &g->nodes[s->node];
+            for (int j = 0; s->cuda && j < n->n_inputs; j++) {
+                int t = n->inputs[j];
+                if (t >= 0 && (g->tensors[t].flags & PR_T_INIT) &&
+                    !(s->cuda->packs && s->cuda->packs(g, n, j)))
+                    need[t] = true;
+            }
+        }
+        st = pr_cuda_dev_upload_inits(e->cuda, g, need, err);
+        free(need);
+        if (st) return st;
+    }
+#endif
     for (int t = 0; t < g->n_tensors; t++) e->first_def[t] = e->last_use[t] = -1;
     for (int k = 0; k < e->n_steps; k++) {
         const pr_node *n = &g->nodes[e->steps[k].node];
@@ -242,8 +287,11 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
             const char *d = s->impl->describe ? s->impl->describe(s->state) : NULL;
             if (d && strcmp(d, s->impl->name) != 0) snprintf(buf, sizeof buf, "%s %s", s->impl->name, d);
             else snprintf(buf, sizeof buf, "%s", s->impl->name);
+        } else if (s->cuda) {
+            const char *d = s->cuda->describe ? s->cuda->describe(s->state) : NULL;
+            snprintf(buf, sizeof buf, "%s", d ? d : s->cuda->name);
         } else {
-            snprintf(buf, sizeof buf, "ref");
+            snprintf(buf, sizeof buf, "%s", cuda ? "ref(host)" : "ref");
         }
         s->kernel = pr_arena_strdup(g->arena, buf);
         if (n->n_origins > 0) {
@@ -322,10 +370,18 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         strcmp(prec, "int8"))
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
                            "unknown precision '%s' (fp32, bf16, fp16 or int8)", prec);
-    if (strcmp(backend, "cpu") && strcmp(backend, "ref"))
-        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "unknown backend '%s' (cpu or ref)",
+    if (strcmp(backend, "cpu") && strcmp(backend, "ref") && strcmp(backend, "cuda"))
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "unknown backend '%s' (cpu, cuda or ref)",
                            backend);
-    bool int8 = strcmp(prec, "int8") == 0;
+    bool int8 = strcmp(prec, "int8") == 0, cuda = strcmp(backend, "cuda") == 0;
+#ifndef PRECIS_HAVE_CUDA
+    if (cuda)
+        return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
+                           "this precis was built without CUDA: the cuda backend is not available");
+#endif
+    if (cuda && int8)
+        return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
+                           "int8 on the cuda backend is not implemented yet (fp32, fp16 or bf16)");
     if (int8 && o->no_optimize)
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "int8 needs the graph passes");
     if (strcmp(backend, "ref") == 0 && strcmp(prec, "fp32") != 0 && !int8)
@@ -337,7 +393,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         pr_rules_free(&rules);
         return st;
     }
-    if (rules.n && strcmp(backend, "cpu") != 0) {
+    if (rules.n && strcmp(backend, "ref") == 0) {
         pr_rules_free(&rules);
         return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
                            "precision rules need the cpu backend (ref runs the model as written)");
@@ -347,6 +403,9 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         pr_rules_free(&rules);
         return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     }
+#ifdef PRECIS_HAVE_CUDA
+    if (cuda && (st = pr_cuda_dev_open(&e->cuda, err))) goto fail;
+#endif
     st = pr_onnx_load_file(onnx_path, &e->g, err);
     if (st) goto fail;
     e->num_threads = o->num_threads > 0 ? o->num_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -358,7 +417,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     if ((st = pr_prec_stamp(e->g, &rules, calibration ? PRECIS_INT8 : build_dtype(prec), err)))
         goto fail;
     bool cpu = strcmp(backend, "cpu") == 0;
-    if ((cpu || int8) && !o->no_optimize) {
+    if ((cpu || cuda || int8) && !o->no_optimize) {
         pr_pass_ctx pc = {err, o->verbose, 0};
         if ((st = pr_optimize(e->g, &pc))) goto fail;
         drop_unused_inits(e->g);
@@ -370,16 +429,32 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         drop_unused_inits(e->g);
     }
     precis_dtype low = precision_dtype(prec);
-    if (cpu && !calibration && (low != PRECIS_FLOAT32 || pr_prec_any(e->g)) &&
-        (st = pr_plan_precision(e->g, low, err)))
+    if ((cpu || cuda) && !calibration && (low != PRECIS_FLOAT32 || pr_prec_any(e->g)) &&
+        (st = pr_plan_precision_backend(e->g, low, cuda, err)))
         goto fail;
-    if (cpu && (st = pr_plan_layouts(e->g, err))) goto fail;
+    /* PRECIS_CUDA_LAYOUT=nchw keeps every tensor plain (to measure NHWC's gain) */
+    const char *lay = getenv("PRECIS_CUDA_LAYOUT");
+    bool plain_only = cuda && lay && strcmp(lay, "nchw") == 0;
+    if ((cpu || cuda) && !plain_only && (st = pr_plan_layouts_backend(e->g, cuda, err)))
+        goto fail;
     char threads[16];
     snprintf(threads, sizeof threads, "%d", e->num_threads);
     const char *req = low == PRECIS_BFLOAT16 ? "avx512f,avx512bw" : "";
+    char target[64];
+    snprintf(target, sizeof target, "%s", pr_cpu_isa_name());
+#ifdef PRECIS_HAVE_CUDA
+    if (cuda) { /* the GPU's compute capability: kernels and algorithms were chosen for it */
+        snprintf(target, sizeof target, "cuda:%s", pr_cuda_dev_arch(e->cuda));
+        req = pr_cuda_dev_arch(e->cuda);
+        if (!meta_set(e->g, "precis.cuda_device", pr_cuda_dev_name(e->cuda))) {
+            st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+            goto fail;
+        }
+    }
+#endif
     if (!meta_set(e->g, "precis.precision", prec) || !meta_set(e->g, "precis.backend", backend) ||
         !meta_set(e->g, "precis.threads", threads) || !meta_set(e->g, "precis.shapes", e->shapes) ||
-        !meta_set(e->g, "precis.target", pr_cpu_isa_name()) ||
+        !meta_set(e->g, "precis.target", target) ||
         !meta_set(e->g, "precis.requires", req) ||
         !meta_set(e->g, "precis.version", precis_version())) {
         st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
@@ -433,11 +508,29 @@ precis_status precis_engine_load(precis_ctx *ctx, const char *path, int num_thre
         st = pr_errf(err, PRECIS_ERR_PARSE, "not an engine plan (build metadata missing)");
         goto fail;
     }
-    if (strcmp(e->backend, "cpu") && strcmp(e->backend, "ref")) {
+    bool cuda = strcmp(e->backend, "cuda") == 0;
+    if (strcmp(e->backend, "cpu") && strcmp(e->backend, "ref") && !cuda) {
         st = pr_errf(err, PRECIS_ERR_UNSUPPORTED, "plan built for backend '%s'", e->backend);
         goto fail;
     }
-    if ((st = check_requires(e->requires, err))) goto fail;
+    if (cuda) {
+#ifdef PRECIS_HAVE_CUDA
+        if ((st = pr_cuda_dev_open(&e->cuda, err))) goto fail;
+        if (strcmp(e->requires, pr_cuda_dev_arch(e->cuda))) {
+            st = pr_errf(err, PRECIS_ERR_UNSUPPORTED,
+                         "the plan was built for a %s GPU, this one (%s) is %s: rebuild the plan "
+                         "on this machine",
+                         e->requires, pr_cuda_dev_name(e->cuda), pr_cuda_dev_arch(e->cuda));
+            goto fail;
+        }
+#else
+        st = pr_errf(err, PRECIS_ERR_UNSUPPORTED,
+                     "the plan is for the cuda backend and this precis was built without CUDA");
+        goto fail;
+#endif
+    } else if ((st = check_requires(e->requires, err))) {
+        goto fail;
+    }
     e->num_threads = num_threads > 0 ? num_threads : atoi(th);
     if (e->num_threads < 1) e->num_threads = 1;
     if ((st = pr_parse_profile(e->g, e->shapes, &e->prof, &e->n_prof, err))) goto fail;

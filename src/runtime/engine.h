@@ -3,13 +3,15 @@
 #define PR_RUNTIME_ENGINE_H
 
 #include "backends/cpu/cpu.h"
+#include "backends/cuda/cuda.h"
 #include "runtime/api.h"
 
 typedef struct pr_step {
     int node;                  /* index in e->g->nodes */
-    const pr_cpu_impl *impl;   /* NULL: the ref kernel */
-    void *state;
-    const char *kernel;        /* arena string: "impl detail" or "ref" */
+    const pr_cpu_impl *impl;   /* cpu backend; NULL: the ref kernel */
+    const pr_cuda_impl *cuda;  /* cuda backend; NULL: the ref kernel on the host */
+    void *state;               /* of impl or cuda */
+    const char *kernel;        /* arena string: "impl detail", "ref" or "ref(host)" */
     const char **origins;      /* arena: original node names */
     int n_origins;
 } pr_step;
@@ -32,6 +34,7 @@ struct precis_engine {
     int *first_def, *last_use; /* per tensor: step producing it / last step reading it */
     precis_node_info *nodes;   /* per original node (prec_report.c), arena */
     int n_nodes;
+    pr_cuda_dev *cuda;         /* backend "cuda": the device and the uploaded weights */
 };
 
 /* Called by a context after every step for each output it computed (and

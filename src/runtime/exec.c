@@ -76,3 +76,27 @@ fail:
     for (int j = 0; j < n->n_outputs; j++) pr_buf_free(&out[j]);
     return st;
 }
+
+void pr_harmonize_inputs(const pr_graph *g, const pr_node *n, pr_tinfo *tin) {
+    switch (n->op) {
+    case PR_OP_LayerNormalization: case PR_OP_InstanceNormalization:
+    case PR_OP_BatchNormalization: case PR_OP_PRelu: case PR_OP_Add: case PR_OP_Sub:
+    case PR_OP_Mul: case PR_OP_Div: case PR_OP_Max: case PR_OP_Min: case PR_OP_Sum:
+    case PR_OP_Mean: case PR_OP_Clip: case PR_OP_Where: case PR_OP_Conv:
+    case PR_OP_ConvTranspose: case PR_OP_MatMul: case PR_OP_Gemm:
+        break;
+    default:
+        return;
+    }
+    pr_dtype low = PRECIS_UNDEFINED;
+    for (int j = 0; j < n->n_inputs; j++)
+        if (tin[j].dtype == PRECIS_BFLOAT16 || tin[j].dtype == PRECIS_FLOAT16) low = tin[j].dtype;
+    if (low == PRECIS_UNDEFINED) return;
+    for (int j = 0; j < n->n_inputs; j++) {
+        int t = n->inputs[j];
+        if (t >= 0 && (g->tensors[t].flags & PR_T_INIT) && tin[j].dtype == PRECIS_FLOAT32) {
+            tin[j].dtype = low;
+            tin[j].value = NULL;
+        }
+    }
+}

@@ -29,4 +29,10 @@ void pr_tinfo_from_buf(pr_tinfo *t, const pr_buf *b);
 precis_status pr_check_input(const pr_graph *g, const pr_tensor *decl, const pr_buf *b,
                              int64_t *sym, pr_err *e);
 
+/* In a bf16/fp16 plan, float32 initializers (scales, biases, constant
+ * operands) feed low-precision activations; kernels take them as they are.
+ * Shape inference wants one dtype: relabel such inputs of these ops (the
+ * executors call this on a node's input infos before inferring). */
+void pr_harmonize_inputs(const pr_graph *g, const pr_node *n, pr_tinfo *tin);
+
 #endif

@@ -16,7 +16,8 @@ void usage_build(FILE *f) {
     fprintf(f,
             "usage: precis build MODEL.onnx -o OUT.plan [--precision fp32|bf16|fp16|int8]\n"
             "                    [--threads N] [--shapes NAME:MIN/OPT/MAX[,...]]\n"
-            "                    [--backend cpu|ref] [--no-optimize] [--verbose]\n"
+            "                    [--device cpu|cuda] [--backend cpu|cuda|ref] [--no-optimize]\n"
+            "                    [--verbose]\n"
             "                    [--calib-data DIR|LIST] [--calib-preprocess SPEC]\n"
             "                    [--calibrator percentile|entropy|minmax|mse] [--percentile P]\n"
             "                    [--calib-cache FILE] [--calib-batches N]\n"
@@ -25,7 +26,9 @@ void usage_build(FILE *f) {
             "Optimizes MODEL (constant folding, BatchNorm folding, Conv/MatMul fusion with\n"
             "bias, activation and residual add, LayerNorm/GELU recognition), chooses the\n"
             "precision and layout of every tensor and a CPU kernel for every node, and\n"
-            "writes the engine plan. --shapes gives the range of dynamic input dims\n"
+            "writes the engine plan. --device cuda builds for the NVIDIA GPU of this machine\n"
+            "(cuBLASLt, cuDNN and precis's kernels; fp32, fp16, bf16); nodes with no GPU\n"
+            "kernel run on the host (\"ref(host)\" in inspect). --shapes gives the range of dynamic input dims\n"
             "(dims as 1x3x224x224; one shape fixes them); runs outside it are refused.\n"
             "--threads is the thread count the plan runs with (default: all cores).\n\n"
             "int8 calibrates on --calib-data: a folder of .npy files (one subfolder per\n"
@@ -115,6 +118,7 @@ static int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usag
     int more = *i + 1 < argc;
     const char **dst = !strcmp(o, "--precision") ? &a->precision
                        : !strcmp(o, "--backend") ? &a->backend
+                       : !strcmp(o, "--device") ? &a->backend
                        : !strcmp(o, "--shapes")  ? &a->shapes
                        : !strcmp(o, "--calib-data") ? &a->calib_data
                        : !strcmp(o, "--calib-preprocess") ? &a->calib_preprocess
@@ -254,13 +258,25 @@ static int build_or_export(int argc, char **argv, bool qdq) {
     if (st) {
         rc = fail(ctx, st);
     } else {
-        int n = precis_engine_num_steps(e), ref = 0, orig = 0;
+        int n = precis_engine_num_steps(e), ref = 0, host = 0, orig = 0;
+        char host_ops[256] = "";
         for (int i = 0; i < n; i++) {
             precis_step_info si;
             precis_engine_step(e, i, &si);
-            ref += !strcmp(si.kernel, "ref");
+            ref += !strcmp(si.kernel, "ref") || !strcmp(si.kernel, "ref(host)");
+            if (!strcmp(si.kernel, "ref(host)")) {
+                size_t l = strlen(host_ops);
+                if (host++ < 8 && l + strlen(si.op) + 3 < sizeof host_ops)
+                    snprintf(host_ops + l, sizeof host_ops - l, "%s%s", l ? ", " : "", si.op);
+            }
             orig += si.num_origins;
         }
+        if (host)
+            fprintf(stderr,
+                    "precis: warning: %d step%s run%s on the host with device copies around "
+                    "them (no GPU kernel): %s%s\n",
+                    host, host == 1 ? "" : "s", host == 1 ? "s" : "", host_ops,
+                    host > 8 ? ", ..." : "");
         printf("%s %s -> %s in %.0f ms: precision %s, %d threads, target %s\n",
                qdq ? "exported" : "built", a.model, out,
                t1 - t0, precis_engine_precision(e), precis_engine_num_threads(e),
@@ -407,7 +423,7 @@ int cmd_bench(int argc, char **argv) {
     precis_context *c = NULL;
     precis_tensor *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
     const char *names[MAX_IO];
-    double *lat = NULL;
+    double *lat = NULL, *dev = NULL;
     char tmpdir[] = "/tmp/precis-bench-XXXXXX";
     int have_tmp = 0, rc = 0;
     precis_status st;
@@ -464,7 +480,8 @@ int cmd_bench(int argc, char **argv) {
     }
     if (profile) precis_context_set_profiling(c, 1);
     lat = malloc((size_t)iters * sizeof *lat);
-    if (!lat) {
+    dev = malloc((size_t)iters * sizeof *dev);
+    if (!lat || !dev) {
         rc = PRECIS_ERR_OOM;
         goto done;
     }
@@ -472,9 +489,12 @@ int cmd_bench(int argc, char **argv) {
         double t0 = now_ms();
         if ((st = precis_context_run(ctx, c, nin, names, in, outputs))) goto error;
         lat[it] = now_ms() - t0;
+        dev[it] = precis_context_device_ms(c);
         for (int k = 0; k < nout; k++) precis_tensor_destroy(outputs[k]), outputs[k] = NULL;
     }
     qsort(lat, (size_t)iters, sizeof *lat, cmp_double);
+    qsort(dev, (size_t)iters, sizeof *dev, cmp_double);
+    double dev50 = pct(dev, iters, 50);
     double p50 = pct(lat, iters, 50), p90 = pct(lat, iters, 90), p99 = pct(lat, iters, 99);
     int64_t batch = precis_tensor_rank(inputs[0]) > 0 ? precis_tensor_dims(inputs[0])[0] : 1;
     struct rusage ru;
@@ -544,10 +564,13 @@ int cmd_bench(int argc, char **argv) {
         printf(", \"precision\": \"%s\", \"threads\": %d, \"batch\": %lld, \"warmup\": %d, "
                "\"iterations\": %d,\n \"latency_ms\": {\"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, "
                "\"min\": %.4f},\n \"throughput_per_s\": %.3f, \"arena_bytes\": %zu, "
-               "\"peak_rss_bytes\": %lld, \"build_or_load_ms\": %.1f",
+               "\"peak_rss_bytes\": %lld, \"build_or_load_ms\": %.1f, \"cuda_graph\": %d,\n"
+               " \"device_ms_p50\": %.4f, \"device_throughput_per_s\": %.3f",
                precis_engine_precision(e), precis_engine_num_threads(e), (long long)batch, warmup,
                iters, p50, p90, p99, lat[0], 1e3 * (double)batch / p50,
-               precis_context_arena_bytes(c), (long long)ru.ru_maxrss * 1024, build_ms);
+               precis_context_arena_bytes(c), (long long)ru.ru_maxrss * 1024, build_ms,
+               precis_context_used_cuda_graph(c), dev50,
+               dev50 > 0 ? 1e3 * (double)batch / dev50 : 0.0);
         if (vs_ort) {
             if (ort_p50 > 0)
                 printf(",\n \"ort\": {\"version\": \"%s\", \"latency_ms_p50\": %.4f, \"ratio\": %.4f}",
@@ -566,6 +589,11 @@ int cmd_bench(int argc, char **argv) {
         printf("throughput   %.1f items/s\n", 1e3 * (double)batch / p50);
         printf("memory       activation arena %.2f MB, peak RSS %.1f MB\n",
                (double)precis_context_arena_bytes(c) / 1e6, (double)ru.ru_maxrss / 1024.0);
+        if (dev50 > 0)
+            printf("gpu time     p50 %.3f ms between input upload and output download "
+                   "(%.1f items/s)%s\n",
+                   dev50, 1e3 * (double)batch / dev50,
+                   precis_context_used_cuda_graph(c) ? ", one CUDA graph launch per run" : "");
         if (vs_ort) {
             if (ort_p50 > 0)
                 printf("onnxruntime  %s p50 %.3f ms: precis/ort latency ratio %.3f (%s)\n", ort_ver,
@@ -614,6 +642,7 @@ done:
         if (system(cmd) != 0) fprintf(stderr, "precis: note: could not remove %s\n", tmpdir);
     }
     free(lat);
+    free(dev);
     for (int k = 0; k < MAX_IO; k++) {
         precis_tensor_destroy(inputs[k]);
         precis_tensor_destroy(outputs[k]);

@@ -40,7 +40,7 @@ static void usage_main(FILE *f) {
 static void usage_run(FILE *f) {
     fprintf(f,
             "usage: precis run MODEL.onnx|PLAN [--input NAME=FILE.npy]... [--output-dir DIR]\n"
-            "                  [--backend ref|cpu] [--precision fp32|bf16|fp16] [--threads N]\n"
+            "                  [--backend ref|cpu|cuda] [--precision fp32|bf16|fp16] [--threads N]\n"
             "                  [--quiet]\n\n"
             "An ONNX model runs on the ref backend (the oracle) unless --backend cpu or\n"
             "--precision asks for an engine built on the fly; a plan runs its engine.\n"
@@ -106,7 +106,7 @@ static int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--output-dir") || !strcmp(a, "-o")) {
             if (!more) return usage_error(usage_run, "%s needs a directory", a);
             outdir = argv[++i];
-        } else if (!strcmp(a, "--backend")) {
+        } else if (!strcmp(a, "--backend") || !strcmp(a, "--device")) {
             if (!more) return usage_error(usage_run, "%s needs a name", a);
             backend = argv[++i];
         } else if (!strcmp(a, "--threads")) {

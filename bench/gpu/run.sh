@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The CUDA backend on a GPU machine in one go: build (or use a carried build),
+# the CUDA tests against ref, and precis vs PyTorch side by side.
+#
+#   bench/gpu/run.sh [tests] [bench] [zoo] [-- BENCH.PY OPTIONS]  (default: tests bench)
+#
+# Environment:
+#   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops and
+#                 tests/cli/cuda_plan_stub (default: build-gpu; built here with
+#                 cmake + ninja when missing)
+#   PRECIS_LIBS   extra shared libraries (a folder) the carried binaries need
+#   OUT           where results go (default: out/gpu); gpu_bench.json there is
+#                 what bench/results/gpu_*.json are copies of
+# cuDNN and cuBLASLt come from the CUDA toolkit or PyTorch's environment
+# (nvidia-cudnn-cu13 / nvidia-cublas under python3's site-packages).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${PRECIS_BUILD:-$ROOT/build-gpu}
+OUT=${OUT:-$ROOT/out/gpu}
+mkdir -p "$OUT"
+phases=()
+bench_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --) shift; bench_args=("$@"); break ;;
+    *) phases+=("$1"); shift ;;
+  esac
+done
+[ ${#phases[@]} -eq 0 ] && phases=(tests bench)
+
+# libraries: the carried ones, then cuDNN / cuBLASLt wherever they are
+libdirs=${PRECIS_LIBS:-}
+for d in $(python3 - <<'EOF'
+import glob, os, site
+dirs = []
+for sp in site.getsitepackages() + [site.getusersitepackages()]:
+    for pat in ("nvidia/cudnn/lib", "nvidia/cublas/lib", "nvidia/cu13/lib", "nvidia/*/lib"):
+        for d in glob.glob(os.path.join(sp, pat)):
+            if glob.glob(os.path.join(d, "libcudnn.so.9")) or glob.glob(os.path.join(d, "libcublasLt.so.*")):
+                dirs.append(d)
+print("\n".join(dict.fromkeys(dirs)))
+EOF
+); do libdirs="$libdirs:$d"; done
+export LD_LIBRARY_PATH="${libdirs#:}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+
+if [ ! -x "$BUILD/precis" ]; then
+  echo "== building in $BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPRECIS_WITH_DNNL=OFF \
+    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops cuda_plan_stub || exit 1
+fi
+PRECIS=$BUILD/precis
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
+missing=$(ldd "$PRECIS" | grep "not found")
+[ -n "$missing" ] && { echo "missing libraries:"; echo "$missing"; exit 1; }
+ldd "$PRECIS" | grep -E "cudnn|cublas" | sed 's/^/  /'
+
+rc=0
+for ph in "${phases[@]}"; do
+  case "$ph" in
+  tests)
+    echo "== cuda.ops: every CUDA impl vs ref"
+    timeout 300 "$BUILD/tests/cuda/test_cuda_ops" 2>&1 | tee "$OUT/test_cuda_ops.log" | tail -n 200
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    echo "== cuda.models: build --device cuda vs ref"
+    python3 "$ROOT/tests/cuda/check_models.py" "$PRECIS" --out /tmp/precis-gpu-models \
+      --json "$OUT/check_models.json" 2>&1 | tee "$OUT/check_models.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    echo "== cli.cuda"
+    (cd "$ROOT/tests/cli" && python3 test_cuda_cli.py "$PRECIS" "$BUILD/tests/cli/cuda_plan_stub") \
+      || rc=1
+    ;;
+  bench)
+    echo "== precis vs PyTorch"
+    PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/bench.py" --precis "$PRECIS" --out "$OUT" \
+      "${bench_args[@]}" || rc=1
+    ;;
+  zoo)
+    echo "== the zoo (models from \$PRECIS_ZOO, default \$PRECIS_CACHE/models)"
+    ZOO=${PRECIS_ZOO:-${PRECIS_CACHE:-$HOME/.cache/precis}/models}
+    PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo.py" --precis "$PRECIS" --models "$ZOO" \
+      --out "$OUT" || rc=1
+    ;;
+  *) echo "unknown phase '$ph' (tests, bench, zoo)"; exit 2 ;;
+  esac
+done
+exit $rc

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The zoo on the GPU: precis build --device cuda vs the ref backend, and speed.
+
+usage: zoo.py --precis PATH/TO/precis --models DIR --out DIR
+
+DIR holds the zoo's ONNX files as scripts/fetch_models.sh leaves them in
+$PRECIS_CACHE/models (PP-OCRv4 det and rec, EfficientNet-Lite0). For each model:
+correctness through tests/cuda/check_models.py (fp32, fp16, bf16 against ref on
+random inputs at batch 1) and `precis bench --device cuda` fp16 at batch 1 and 32
+with CUDA graphs on and off (GPU time and end-to-end). Writes OUT/gpu_zoo.json.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ZOO = [  # file, input name, dims after the batch
+    ("efficientnet_lite0.onnx", "input", "3x224x224"),
+    ("ch_PP-OCRv4_rec_infer.onnx", "x", "3x48x320"),
+    ("ch_PP-OCRv4_det_infer.onnx", "x", "3x640x640"),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--precis", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    res = {"correctness": None, "speed": [], "errors": []}
+    specs = [f"{os.path.join(a.models, f)}:{n}=1x{d}" for f, n, d in ZOO
+             if os.path.exists(os.path.join(a.models, f))]
+    cj = os.path.join(a.out, "zoo_check.json")
+    p = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "tests", "cuda", "check_models.py"),
+                        a.precis, *specs, "--out", "/tmp/precis-zoo", "--json", cj],
+                       capture_output=True, text=True)
+    print(p.stdout[-4000:], p.stderr[-2000:], flush=True)
+    if os.path.exists(cj):
+        with open(cj) as f:
+            res["correctness"] = json.load(f)
+    for f, n, d in ZOO:
+        path = os.path.join(a.models, f)
+        if not os.path.exists(path):
+            res["errors"].append(f"{f} missing")
+            continue
+        for batch in (1, 32):
+            for graphs in ("1", "0"):
+                cmd = [a.precis, "bench", path, "--device", "cuda", "--precision", "fp16",
+                       "--shapes", f"{n}:{batch}x{d}", "--warmup", "10", "--iterations",
+                       "100" if batch == 1 else "30", "--json"]
+                env = dict(os.environ, PRECIS_CUDA_GRAPHS=graphs)
+                q = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+                if q.returncode:
+                    res["errors"].append(f"{f} b{batch}: {q.stderr.strip()[-400:]}")
+                    print("ERROR", f, batch, q.stderr.strip()[-400:], flush=True)
+                    continue
+                j = json.loads(q.stdout)
+                host = [l for l in q.stderr.splitlines() if "on the host" in l]
+                row = {"model": f, "batch": batch, "precision": "fp16", "cuda_graphs": graphs == "1",
+                       "graph_used": j["cuda_graph"], "gpu_ms": j["device_ms_p50"],
+                       "e2e_ms": j["latency_ms"]["p50"], "gpu_items_per_s": j["device_throughput_per_s"],
+                       "host_steps": host[0] if host else "",
+                       "command": " ".join(cmd) + f"  (PRECIS_CUDA_GRAPHS={graphs})"}
+                res["speed"].append(row)
+                print(f"  {f} b{batch} graphs={graphs}: gpu {row['gpu_ms']:.3f} ms, e2e "
+                      f"{row['e2e_ms']:.3f} ms {row['host_steps']}", flush=True)
+    with open(os.path.join(a.out, "gpu_zoo.json"), "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

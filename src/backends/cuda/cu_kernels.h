@@ -1,0 +1,159 @@
+/* Our own CUDA kernels (cu_*.cu), callable from C. Every launcher enqueues
+ * on `stream` (a cudaStream_t), never synchronizes, and returns the
+ * cudaError_t of the launch (0: launched). Dtypes are precis_dtype values
+ * read at run time: any operand may be float32, float16, bfloat16 (and,
+ * where noted, float64 or an integer type); values are computed in float32.
+ * Shapes are row-major; strides in elements. */
+#ifndef PR_BACKENDS_CUDA_CU_KERNELS_H
+#define PR_BACKENDS_CUDA_CU_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PR_CU_MAXR 8
+
+/* An activation as in ir/act.h (kind is a pr_act_kind). */
+typedef struct pr_cu_act {
+    int kind;
+    float alpha, beta;
+} pr_cu_act;
+
+/* y[i] = post(pre(y[i] + bias[(i / bdiv) % bmod]) + z[i]) over n elements,
+ * in place; bias and z may be NULL. */
+int pr_cu_epilogue(void *stream, void *y, int ydt, int64_t n, const void *bias, int bdt,
+                   int64_t bdiv, int64_t bmod, pr_cu_act pre, const void *z, int zdt,
+                   pr_cu_act post);
+
+/* Elementwise ops over a strided walk: operand 0 is the output, 1..3 the
+ * inputs (NULL when the op takes fewer); dims is the output's shape. */
+enum pr_cu_ew_op {
+    PR_EW_COPY = 0, /* out = a (a conversion: exact for integers up to 2^53) */
+    /* binary */
+    PR_EW_ADD, PR_EW_SUB, PR_EW_MUL, PR_EW_DIV, PR_EW_POW, PR_EW_MAX, PR_EW_MIN, PR_EW_MOD,
+    PR_EW_PRELU,
+    /* comparisons and logic (bool out) */
+    PR_EW_EQ, PR_EW_LT, PR_EW_LE, PR_EW_GT, PR_EW_GE, PR_EW_AND, PR_EW_OR, PR_EW_XOR,
+    /* out = cond ? a : b  (operands 1 cond, 2 a, 3 b) */
+    PR_EW_WHERE,
+    /* unary (alpha, beta as the ONNX attributes) */
+    PR_EW_ACT, /* act.kind in `act` */
+    PR_EW_SQRT, PR_EW_EXP, PR_EW_LOG, PR_EW_NEG, PR_EW_ABS, PR_EW_RECIP, PR_EW_FLOOR,
+    PR_EW_CEIL, PR_EW_ROUND, PR_EW_SIGN, PR_EW_ERF, PR_EW_SIN, PR_EW_COS, PR_EW_TAN,
+    PR_EW_ELU, PR_EW_SELU, PR_EW_CELU, PR_EW_SOFTPLUS, PR_EW_SOFTSIGN, PR_EW_MISH,
+    PR_EW_NOT, PR_EW_ISNAN, PR_EW_THRELU, PR_EW_ATAN, PR_EW_ASIN, PR_EW_ACOS, PR_EW_SINH,
+    PR_EW_COSH,
+    PR_EW_COUNT
+};
+
+typedef struct pr_cu_ew {
+    int op;
+    pr_cu_act act; /* PR_EW_ACT */
+    float alpha, beta;
+    int rank;
+    int64_t dims[PR_CU_MAXR];
+    int64_t st[4][PR_CU_MAXR];
+    int64_t off[4]; /* element offset of each operand's first element */
+    void *p[4];
+    int dt[4];
+} pr_cu_ew;
+
+int pr_cu_elementwise(void *stream, const pr_cu_ew *w);
+
+/* Softmax (log: LogSoftmax) over L elements of stride inner, for each of
+ * outer * inner rows. */
+int pr_cu_softmax(void *stream, const void *x, int xdt, void *y, int ydt, int64_t outer,
+                  int64_t L, int64_t inner, int log);
+
+/* LayerNormalization over rows of L: y = (x - mean) / sqrt(var + eps) *
+ * gamma + beta; gamma/beta of L elements (beta may be NULL). */
+int pr_cu_layernorm(void *stream, const void *x, int xdt, const void *gamma, int gdt,
+                    const void *beta, int bdt, void *y, int ydt, int64_t rows, int64_t L,
+                    float eps);
+
+/* An additive attention mask broadcast over (batch..., Sq, Sk). */
+typedef struct pr_cu_mask {
+    const void *p; /* NULL: no mask */
+    int dt;
+    int nbd;
+    int64_t bdims[PR_CU_MAXR], bst[PR_CU_MAXR];
+    int64_t rs, cs;
+} pr_cu_mask;
+
+/* p[b, i, :] = softmax(scale * s[b, i, :] + mask[b, i, :]) for nb * sq rows
+ * of sk float32 scores (contiguous); p contiguous in pdt. */
+int pr_cu_attn_softmax(void *stream, const float *s, void *p, int pdt, int64_t nb, int64_t sq,
+                       int64_t sk, float scale, const pr_cu_mask *m);
+
+/* Attention on any geometry (backends/ref/ref.h pr_attn_geom), one block
+ * per query row: the fallback where batched GEMMs do not apply. */
+typedef struct pr_cu_attn {
+    int nbd;
+    int64_t bdims[PR_CU_MAXR], nb, sq, sk, d, dv;
+    float scale;
+    int kt, has_mask;
+    const void *op[4]; /* Q, K, V, M */
+    int dt[4];
+    int64_t bst[4][PR_CU_MAXR], rs[4], cs[4];
+    void *y;
+    int ydt;
+} pr_cu_attn;
+int pr_cu_attention(void *stream, const pr_cu_attn *a);
+
+/* 2-D max / average pooling on NCHW (kind 0 max, 1 average). */
+typedef struct pr_cu_pool {
+    int kind, count_include_pad;
+    int64_t N, C, H, W, OH, OW;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+    int ph1, pw1; /* end pads (ph, pw: begin) */
+    int nhwc;     /* x and y stored N,H,W,C (float types only) */
+} pr_cu_pool;
+int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int ydt, const pr_cu_pool *p);
+/* Global average (max != 0: max) over hw elements of each of planes. */
+int pr_cu_global_pool(void *stream, const void *x, int xdt, void *y, int ydt, int64_t planes,
+                      int64_t hw, int max);
+/* The same on N,H,W,C input (y is [N, C]). */
+int pr_cu_global_pool_nhwc(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N,
+                           int64_t C, int64_t hw, int max);
+
+/* out[o, j, i] = data[o, idx[j], i] (negative indices count from the end;
+ * an index out of range gives 0). idx int32 or int64. */
+int pr_cu_gather(void *stream, const void *data, int ddt, const void *idx, int idt, void *out,
+                 int odt, int64_t outer, int64_t axis_dim, int64_t nidx, int64_t inner);
+
+/* Reductions: each output element reduces x over the `red` dims (strides
+ * rst) at its position in the `keep` dims (strides kst). */
+enum { PR_RED_SUM, PR_RED_MEAN, PR_RED_MAX, PR_RED_MIN, PR_RED_PROD, PR_RED_L1, PR_RED_L2,
+       PR_RED_SUMSQ, PR_RED_LOGSUM, PR_RED_LOGSUMEXP };
+typedef struct pr_cu_reduce {
+    int op;
+    int nk, nr;
+    int64_t kdims[PR_CU_MAXR], kst[PR_CU_MAXR];
+    int64_t rdims[PR_CU_MAXR], rst[PR_CU_MAXR];
+    int64_t n_out, n_red;
+} pr_cu_reduce;
+int pr_cu_reduce_run(void *stream, const void *x, int xdt, void *y, int ydt,
+                     const pr_cu_reduce *r);
+
+/* Resize of the last two dims of a rank-4 NCHW tensor. mode 0 nearest, 1
+ * linear; coord: 0 half_pixel, 1 asymmetric, 2 align_corners,
+ * 3 pytorch_half_pixel, 4 tf_half_pixel_for_nearest; nearest: 0
+ * round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil. scale_h/w are
+ * the output/input ratios used by the coordinate transform. */
+typedef struct pr_cu_resize {
+    int mode, coord, nearest;
+    int64_t planes, H, W, OH, OW;
+    float scale_h, scale_w;
+} pr_cu_resize;
+int pr_cu_resize_run(void *stream, const void *x, int xdt, void *y, int ydt,
+                     const pr_cu_resize *r);
+
+/* Fill n elements of dt with value v. */
+int pr_cu_fill(void *stream, void *y, int dt, int64_t n, float v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,421 @@
+// Row kernels: Softmax / LogSoftmax, LayerNormalization, the softmax of the
+// attention scores, a general fused attention (one block per query row) and
+// reductions. Sums in float32.
+#include "backends/cuda/cu_common.cuh"
+
+// ----------------------------------------------------------------- softmax
+
+// One warp per contiguous row.
+__global__ void k_softmax_warp(const void *x, int xdt, void *y, int ydt, int64_t rows,
+                               int64_t L, int log) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    int64_t b = row * L;
+    float m = -INFINITY;
+    for (int64_t j = lane; j < L; j += 32) m = fmaxf(m, ldf(x, xdt, b + j));
+    m = warp_max(m);
+    float s = 0.0f;
+    for (int64_t j = lane; j < L; j += 32) s += expf(ldf(x, xdt, b + j) - m);
+    s = warp_sum(s);
+    float ls = logf(s), inv = 1.0f / s;
+    for (int64_t j = lane; j < L; j += 32) {
+        float v = ldf(x, xdt, b + j) - m;
+        stf(y, ydt, b + j, log ? v - ls : expf(v) * inv);
+    }
+}
+
+// One block per contiguous row (long rows).
+__global__ void k_softmax_block(const void *x, int xdt, void *y, int ydt, int64_t L, int log) {
+    __shared__ float sh[32];
+    int64_t b = blockIdx.x * L;
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < L; j += blockDim.x) m = fmaxf(m, ldf(x, xdt, b + j));
+    m = block_max(m, sh);
+    float s = 0.0f;
+    for (int64_t j = threadIdx.x; j < L; j += blockDim.x) s += expf(ldf(x, xdt, b + j) - m);
+    s = block_sum(s, sh);
+    float ls = logf(s), inv = 1.0f / s;
+    for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {
+        float v = ldf(x, xdt, b + j) - m;
+        stf(y, ydt, b + j, log ? v - ls : expf(v) * inv);
+    }
+}
+
+// One thread per strided row (the axis is not the last).
+__global__ void k_softmax_strided(const void *x, int xdt, void *y, int ydt, int64_t outer,
+                                  int64_t L, int64_t inner, int log) {
+    int64_t n = outer * inner;
+    for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < n;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = (r / inner) * L * inner + r % inner;
+        float m = -INFINITY, s = 0.0f;
+        for (int64_t j = 0; j < L; j++) m = fmaxf(m, ldf(x, xdt, b + j * inner));
+        for (int64_t j = 0; j < L; j++) s += expf(ldf(x, xdt, b + j * inner) - m);
+        float ls = logf(s), inv = 1.0f / s;
+        for (int64_t j = 0; j < L; j++) {
+            float v = ldf(x, xdt, b + j * inner) - m;
+            stf(y, ydt, b + j * inner, log ? v - ls : expf(v) * inv);
+        }
+    }
+}
+
+extern "C" int pr_cu_softmax(void *stream, const void *x, int xdt, void *y, int ydt,
+                             int64_t outer, int64_t L, int64_t inner, int log) {
+    cudaStream_t s = (cudaStream_t)stream;
+    if (outer * L * inner <= 0) return 0;
+    if (inner == 1 && L <= 2048) {
+        int64_t blocks = (outer + 7) / 8;
+        k_softmax_warp<<<(unsigned)blocks, 256, 0, s>>>(x, xdt, y, ydt, outer, L, log);
+    } else if (inner == 1) {
+        k_softmax_block<<<(unsigned)outer, 512, 0, s>>>(x, xdt, y, ydt, L, log);
+    } else {
+        k_softmax_strided<<<grid_for(outer * inner, 128), 128, 0, s>>>(x, xdt, y, ydt, outer, L,
+                                                                      inner, log);
+    }
+    return launch_result();
+}
+
+// --------------------------------------------------------------- layernorm
+
+__global__ void k_layernorm_warp(const void *x, int xdt, const void *g, int gdt, const void *bb,
+                                 int bdt, void *y, int ydt, int64_t rows, int64_t L, float eps) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    int64_t b = row * L;
+    float s = 0.0f;
+    for (int64_t j = lane; j < L; j += 32) s += ldf(x, xdt, b + j);
+    float mean = warp_sum(s) / (float)L;
+    float q = 0.0f;
+    for (int64_t j = lane; j < L; j += 32) {
+        float d = ldf(x, xdt, b + j) - mean;
+        q += d * d;
+    }
+    float rstd = rsqrtf(warp_sum(q) / (float)L + eps);
+    for (int64_t j = lane; j < L; j += 32) {
+        float v = (ldf(x, xdt, b + j) - mean) * rstd * ldf(g, gdt, j);
+        if (bb) v += ldf(bb, bdt, j);
+        stf(y, ydt, b + j, v);
+    }
+}
+
+__global__ void k_layernorm_block(const void *x, int xdt, const void *g, int gdt, const void *bb,
+                                  int bdt, void *y, int ydt, int64_t L, float eps) {
+    __shared__ float sh[32];
+    int64_t b = blockIdx.x * L;
+    float s = 0.0f;
+    for (int64_t j = threadIdx.x; j < L; j += blockDim.x) s += ldf(x, xdt, b + j);
+    float mean = block_sum(s, sh) / (float)L;
+    float q = 0.0f;
+    for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {
+        float d = ldf(x, xdt, b + j) - mean;
+        q += d * d;
+    }
+    float rstd = rsqrtf(block_sum(q, sh) / (float)L + eps);
+    for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {
+        float v = (ldf(x, xdt, b + j) - mean) * rstd * ldf(g, gdt, j);
+        if (bb) v += ldf(bb, bdt, j);
+        stf(y, ydt, b + j, v);
+    }
+}
+
+// One warp per row held in registers (NPL values a lane): one read, one write.
+template <typename T, int NPL>
+__global__ void k_layernorm_reg(const T *__restrict__ x, const void *g, int gdt, const void *bb,
+                                int bdt, T *__restrict__ y, int64_t rows, int L, float eps) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    const T *xr = x + row * L;
+    T *yr = y + row * L;
+    float v[NPL], s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        int j = lane + 32 * k;
+        v[k] = j < L ? tof(xr[j]) : 0.0f;
+        s += v[k];
+    }
+    float mean = warp_sum(s) / (float)L, q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        float d = lane + 32 * k < L ? v[k] - mean : 0.0f;
+        q += d * d;
+    }
+    float rstd = rsqrtf(warp_sum(q) / (float)L + eps);
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        int j = lane + 32 * k;
+        if (j >= L) break;
+        float o = (v[k] - mean) * rstd * ldf(g, gdt, j);
+        if (bb) o += ldf(bb, bdt, j);
+        yr[j] = fromf<T>(o);
+    }
+}
+
+template <typename T>
+static bool layernorm_reg(cudaStream_t s, const void *x, const void *g, int gdt, const void *b,
+                          int bdt, void *y, int64_t rows, int64_t L, float eps) {
+    unsigned grid = (unsigned)((rows + 7) / 8);
+    const T *xx = (const T *)x;
+    T *yy = (T *)y;
+    int l = (int)L;
+    if (L <= 128) k_layernorm_reg<T, 4><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 256) k_layernorm_reg<T, 8><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 512) k_layernorm_reg<T, 16><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 1024) k_layernorm_reg<T, 32><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else return false;
+    return true;
+}
+
+extern "C" int pr_cu_layernorm(void *stream, const void *x, int xdt, const void *gamma, int gdt,
+                               const void *beta, int bdt, void *y, int ydt, int64_t rows,
+                               int64_t L, float eps) {
+    cudaStream_t s = (cudaStream_t)stream;
+    if (rows * L <= 0) return 0;
+    if (xdt == ydt && L <= 1024) {
+        bool ok = xdt == DT_F16    ? layernorm_reg<__half>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+                  : xdt == DT_BF16 ? layernorm_reg<__nv_bfloat16>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+                  : xdt == DT_F32  ? layernorm_reg<float>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+                                   : false;
+        if (ok) return launch_result();
+    }
+    if (L <= 4096)
+        k_layernorm_warp<<<(unsigned)((rows + 7) / 8), 256, 0, s>>>(x, xdt, gamma, gdt, beta, bdt,
+                                                                    y, ydt, rows, L, eps);
+    else
+        k_layernorm_block<<<(unsigned)rows, 512, 0, s>>>(x, xdt, gamma, gdt, beta, bdt, y, ydt, L,
+                                                         eps);
+    return launch_result();
+}
+
+// ------------------------------------------------------- attention softmax
+
+__device__ __forceinline__ int64_t bcast_off(int nbd, const int64_t *bdims, const int64_t *bst,
+                                             int64_t b) {
+    int64_t off = 0;
+    for (int d = nbd - 1; d >= 0; d--) {
+        off += (b % bdims[d]) * bst[d];
+        b /= bdims[d];
+    }
+    return off;
+}
+
+__global__ void k_attn_softmax(const float *sc, void *p, int pdt, int64_t nb, int64_t sq,
+                               int64_t sk, float scale, pr_cu_mask m) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= nb * sq) return;
+    int64_t b = row / sq, i = row % sq, base = row * sk;
+    int64_t mo = m.p ? bcast_off(m.nbd, m.bdims, m.bst, b) + i * m.rs : 0;
+    float mx = -INFINITY;
+    for (int64_t j = lane; j < sk; j += 32) {
+        float v = scale * sc[base + j];
+        if (m.p) v += ldf(m.p, m.dt, mo + j * m.cs);
+        mx = fmaxf(mx, v);
+    }
+    mx = warp_max(mx);
+    float s = 0.0f;
+    for (int64_t j = lane; j < sk; j += 32) {
+        float v = scale * sc[base + j];
+        if (m.p) v += ldf(m.p, m.dt, mo + j * m.cs);
+        s += expf(v - mx);
+    }
+    float inv = 1.0f / warp_sum(s);
+    for (int64_t j = lane; j < sk; j += 32) {
+        float v = scale * sc[base + j];
+        if (m.p) v += ldf(m.p, m.dt, mo + j * m.cs);
+        stf(p, pdt, base + j, expf(v - mx) * inv);
+    }
+}
+
+// The row in registers (NPL values a lane): scores read once, P written once.
+template <typename T, int NPL>
+__global__ void k_attn_softmax_reg(const float *__restrict__ sc, T *__restrict__ p, int64_t nb,
+                                   int64_t sq, int sk, float scale, pr_cu_mask m) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= nb * sq) return;
+    int64_t b = row / sq, i = row % sq, base = row * sk;
+    int64_t mo = m.p ? bcast_off(m.nbd, m.bdims, m.bst, b) + i * m.rs : 0;
+    float v[NPL], mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        int j = lane + 32 * k;
+        v[k] = -INFINITY;
+        if (j < sk) {
+            v[k] = scale * sc[base + j];
+            if (m.p) v[k] += ldf(m.p, m.dt, mo + j * m.cs);
+        }
+        mx = fmaxf(mx, v[k]);
+    }
+    mx = warp_max(mx);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        v[k] = lane + 32 * k < sk ? expf(v[k] - mx) : 0.0f;
+        s += v[k];
+    }
+    float inv = 1.0f / warp_sum(s);
+#pragma unroll
+    for (int k = 0; k < NPL; k++) {
+        int j = lane + 32 * k;
+        if (j < sk) p[base + j] = fromf<T>(v[k] * inv);
+    }
+}
+
+template <typename T>
+static bool attn_softmax_reg(cudaStream_t st, const float *s, void *p, int64_t nb, int64_t sq,
+                             int64_t sk, float scale, const pr_cu_mask *m) {
+    unsigned grid = (unsigned)((nb * sq + 7) / 8);
+    T *pp = (T *)p;
+    int k = (int)sk;
+    if (sk <= 128) k_attn_softmax_reg<T, 4><<<grid, 256, 0, st>>>(s, pp, nb, sq, k, scale, *m);
+    else if (sk <= 256) k_attn_softmax_reg<T, 8><<<grid, 256, 0, st>>>(s, pp, nb, sq, k, scale, *m);
+    else if (sk <= 512) k_attn_softmax_reg<T, 16><<<grid, 256, 0, st>>>(s, pp, nb, sq, k, scale, *m);
+    else if (sk <= 1024) k_attn_softmax_reg<T, 32><<<grid, 256, 0, st>>>(s, pp, nb, sq, k, scale, *m);
+    else return false;
+    return true;
+}
+
+extern "C" int pr_cu_attn_softmax(void *stream, const float *s, void *p, int pdt, int64_t nb,
+                                  int64_t sq, int64_t sk, float scale, const pr_cu_mask *m) {
+    int64_t rows = nb * sq;
+    if (rows * sk <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    bool ok = pdt == DT_F16    ? attn_softmax_reg<__half>(st, s, p, nb, sq, sk, scale, m)
+              : pdt == DT_BF16 ? attn_softmax_reg<__nv_bfloat16>(st, s, p, nb, sq, sk, scale, m)
+              : pdt == DT_F32  ? attn_softmax_reg<float>(st, s, p, nb, sq, sk, scale, m)
+                               : false;
+    if (ok) return launch_result();
+    k_attn_softmax<<<(unsigned)((rows + 7) / 8), 256, 0, (cudaStream_t)stream>>>(
+        s, p, pdt, nb, sq, sk, scale, *m);
+    return launch_result();
+}
+
+// ------------------------------------------------------- general attention
+
+__global__ void k_attention(pr_cu_attn a) {
+    extern __shared__ float sc[]; // sk scores, then 32 for reductions
+    float *red = sc + a.sk;
+    int64_t row = blockIdx.x, b = row / a.sq, i = row % a.sq;
+    int64_t ob[4];
+    for (int o = 0; o < 4; o++) ob[o] = bcast_off(a.nbd, a.bdims, a.bst[o], b);
+    int64_t qo = ob[0] + i * a.rs[0];
+    for (int64_t j = threadIdx.x; j < a.sk; j += blockDim.x) {
+        float acc = 0.0f;
+        for (int64_t d = 0; d < a.d; d++) {
+            int64_t ko = a.kt ? ob[1] + d * a.rs[1] + j * a.cs[1] : ob[1] + j * a.rs[1] + d * a.cs[1];
+            acc += ldf(a.op[0], a.dt[0], qo + d * a.cs[0]) * ldf(a.op[1], a.dt[1], ko);
+        }
+        acc *= a.scale;
+        if (a.has_mask) acc += ldf(a.op[3], a.dt[3], ob[3] + i * a.rs[3] + j * a.cs[3]);
+        sc[j] = acc;
+    }
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < a.sk; j += blockDim.x) mx = fmaxf(mx, sc[j]);
+    mx = block_max(mx, red);
+    float s = 0.0f;
+    for (int64_t j = threadIdx.x; j < a.sk; j += blockDim.x) {
+        float e = expf(sc[j] - mx);
+        sc[j] = e;
+        s += e;
+    }
+    s = block_sum(s, red); // its barriers also order the sc[] writes
+    float inv = 1.0f / s;
+    for (int64_t d = threadIdx.x; d < a.dv; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < a.sk; j++)
+            acc += sc[j] * ldf(a.op[2], a.dt[2], ob[2] + j * a.rs[2] + d * a.cs[2]);
+        stf(a.y, a.ydt, row * a.dv + d, acc * inv);
+    }
+}
+
+extern "C" int pr_cu_attention(void *stream, const pr_cu_attn *a) {
+    int64_t rows = a->nb * a->sq;
+    if (rows <= 0 || a->dv <= 0) return 0;
+    size_t shm = (size_t)(a->sk + 32) * sizeof(float);
+    if (shm > 48 * 1024) return (int)cudaErrorInvalidValue;
+    k_attention<<<(unsigned)rows, 128, shm, (cudaStream_t)stream>>>(*a);
+    return launch_result();
+}
+
+// --------------------------------------------------------------- reductions
+
+__device__ __forceinline__ float red_init(int op) {
+    switch (op) {
+    case PR_RED_MAX: case PR_RED_LOGSUMEXP: return -INFINITY;
+    case PR_RED_MIN: return INFINITY;
+    case PR_RED_PROD: return 1.0f;
+    default: return 0.0f;
+    }
+}
+
+// One warp per output element.
+__global__ void k_reduce(const void *x, int xdt, void *y, int ydt, pr_cu_reduce r) {
+    int64_t o = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (o >= r.n_out) return;
+    int64_t base = 0, t = o;
+    for (int d = r.nk - 1; d >= 0; d--) {
+        base += (t % r.kdims[d]) * r.kst[d];
+        t /= r.kdims[d];
+    }
+    float mx = -INFINITY;
+    if (r.op == PR_RED_LOGSUMEXP) {
+        for (int64_t j = lane; j < r.n_red; j += 32) {
+            int64_t off = base, u = j;
+            for (int d = r.nr - 1; d >= 0; d--) {
+                off += (u % r.rdims[d]) * r.rst[d];
+                u /= r.rdims[d];
+            }
+            mx = fmaxf(mx, ldf(x, xdt, off));
+        }
+        mx = warp_max(mx);
+    }
+    float acc = red_init(r.op);
+    for (int64_t j = lane; j < r.n_red; j += 32) {
+        int64_t off = base, u = j;
+        for (int d = r.nr - 1; d >= 0; d--) {
+            off += (u % r.rdims[d]) * r.rst[d];
+            u /= r.rdims[d];
+        }
+        float v = ldf(x, xdt, off);
+        switch (r.op) {
+        case PR_RED_MAX: acc = fmaxf(acc, v); break;
+        case PR_RED_MIN: acc = fminf(acc, v); break;
+        case PR_RED_PROD: acc *= v; break;
+        case PR_RED_L1: acc += fabsf(v); break;
+        case PR_RED_L2: case PR_RED_SUMSQ: acc += v * v; break;
+        case PR_RED_LOGSUMEXP: acc += expf(v - mx); break;
+        default: acc += v; break;
+        }
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+        float w = __shfl_xor_sync(0xffffffffu, acc, s);
+        switch (r.op) {
+        case PR_RED_MAX: acc = fmaxf(acc, w); break;
+        case PR_RED_MIN: acc = fminf(acc, w); break;
+        case PR_RED_PROD: acc *= w; break;
+        default: acc += w; break;
+        }
+    }
+    if (lane) return;
+    switch (r.op) {
+    case PR_RED_MEAN: acc /= (float)r.n_red; break;
+    case PR_RED_L2: acc = sqrtf(acc); break;
+    case PR_RED_LOGSUM: acc = logf(acc); break;
+    case PR_RED_LOGSUMEXP: acc = mx + logf(acc); break;
+    default: break;
+    }
+    stf(y, ydt, o, acc);
+}
+
+extern "C" int pr_cu_reduce_run(void *stream, const void *x, int xdt, void *y, int ydt,
+                                const pr_cu_reduce *r) {
+    if (r->n_out <= 0) return 0;
+    k_reduce<<<(unsigned)((r->n_out + 7) / 8), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt,
+                                                                              *r);
+    return launch_result();
+}

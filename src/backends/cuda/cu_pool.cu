@@ -1,0 +1,228 @@
+// Spatial kernels on NCHW: max / average pooling, global pooling, Resize.
+#include "backends/cuda/cu_common.cuh"
+
+__global__ void k_pool2d(const void *x, int xdt, void *y, int ydt, pr_cu_pool p) {
+    int64_t n = p.N * p.C * p.OH * p.OW;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ow = i % p.OW, t = i / p.OW, oh = t % p.OH, plane = t / p.OH;
+        const int64_t base = plane * p.H * p.W;
+        int64_t h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
+        float acc = p.kind == 0 ? -INFINITY : 0.0f;
+        int cnt = 0;
+        for (int a = 0; a < p.kh; a++) {
+            int64_t h = h0 + (int64_t)a * p.dh;
+            if (h < 0 || h >= p.H) continue;
+            for (int b = 0; b < p.kw; b++) {
+                int64_t w = w0 + (int64_t)b * p.dw;
+                if (w < 0 || w >= p.W) continue;
+                float v = ldf(x, xdt, base + h * p.W + w);
+                if (p.kind == 0) acc = fmaxf(acc, v);
+                else acc += v;
+                cnt++;
+            }
+        }
+        if (p.kind == 1) {
+            int div = cnt;
+            if (p.count_include_pad) { // window positions inside the padded extent
+                int ch = 0, cw = 0;
+                for (int a = 0; a < p.kh; a++) {
+                    int64_t h = h0 + (int64_t)a * p.dh;
+                    ch += h >= -p.ph && h < p.H + p.ph1;
+                }
+                for (int b = 0; b < p.kw; b++) {
+                    int64_t w = w0 + (int64_t)b * p.dw;
+                    cw += w >= -p.pw && w < p.W + p.pw1;
+                }
+                div = ch * cw;
+            }
+            acc = div > 0 ? acc / (float)div : 0.0f;
+        }
+        stf(y, ydt, i, acc);
+    }
+}
+
+// Typed, 32- or 64-bit index (I), either layout: the fast path.
+template <typename T, bool NHWC, typename I>
+__global__ void k_pool2d_t(const T *__restrict__ x, T *__restrict__ y, pr_cu_pool p, I n) {
+    const I C = (I)p.C, H = (I)p.H, W = (I)p.W, OH = (I)p.OH, OW = (I)p.OW;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        I c, oh, ow, b, t;
+        if (NHWC) {
+            c = i % C;
+            t = i / C;
+            ow = t % OW;
+            t /= OW;
+            oh = t % OH;
+            b = t / OH;
+        } else {
+            ow = i % OW;
+            t = i / OW;
+            oh = t % OH;
+            t /= OH;
+            c = t % C;
+            b = t / C;
+        }
+        I h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
+        float acc = p.kind == 0 ? -INFINITY : 0.0f;
+        int cnt = 0, ch = 0, cw = 0;
+        for (int a = 0; a < p.kh; a++) {
+            I h = h0 + (I)a * p.dh;
+            ch += h >= -(I)p.ph && h < H + (I)p.ph1;
+            if (h < 0 || h >= H) continue;
+            for (int q = 0; q < p.kw; q++) {
+                I w = w0 + (I)q * p.dw;
+                if (w < 0 || w >= W) continue;
+                I src = NHWC ? ((b * H + h) * W + w) * C + c : ((b * C + c) * H + h) * W + w;
+                float v = tof(x[src]);
+                acc = p.kind == 0 ? fmaxf(acc, v) : acc + v;
+                cnt++;
+            }
+        }
+        if (p.kind == 1) {
+            if (p.count_include_pad) {
+                for (int q = 0; q < p.kw; q++) {
+                    I w = w0 + (I)q * p.dw;
+                    cw += w >= -(I)p.pw && w < W + (I)p.pw1;
+                }
+                cnt = ch * cw;
+            }
+            acc = cnt > 0 ? acc / (float)cnt : 0.0f;
+        }
+        y[i] = fromf<T>(acc);
+    }
+}
+
+template <typename T>
+static void pool_t(cudaStream_t s, const void *x, void *y, const pr_cu_pool *p, int64_t n) {
+    unsigned g = grid_for(n, 256);
+    const T *xx = (const T *)x;
+    T *yy = (T *)y;
+    bool small = p->N * p->C * p->H * p->W < ((int64_t)1 << 31) && n < ((int64_t)1 << 31);
+    if (p->nhwc && small) k_pool2d_t<T, true, int><<<g, 256, 0, s>>>(xx, yy, *p, (int)n);
+    else if (p->nhwc) k_pool2d_t<T, true, int64_t><<<g, 256, 0, s>>>(xx, yy, *p, n);
+    else if (small) k_pool2d_t<T, false, int><<<g, 256, 0, s>>>(xx, yy, *p, (int)n);
+    else k_pool2d_t<T, false, int64_t><<<g, 256, 0, s>>>(xx, yy, *p, n);
+}
+
+extern "C" int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int ydt,
+                            const pr_cu_pool *p) {
+    int64_t n = p->N * p->C * p->OH * p->OW;
+    if (n <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (xdt == ydt && xdt == DT_F16) pool_t<__half>(s, x, y, p, n);
+    else if (xdt == ydt && xdt == DT_BF16) pool_t<__nv_bfloat16>(s, x, y, p, n);
+    else if (xdt == ydt && xdt == DT_F32) pool_t<float>(s, x, y, p, n);
+    else if (!p->nhwc) k_pool2d<<<grid_for(n, 256), 256, 0, s>>>(x, xdt, y, ydt, *p);
+    else return (int)cudaErrorInvalidValue;
+    return launch_result();
+}
+
+// NHWC: one thread per (n, c), consecutive threads on consecutive channels.
+__global__ void k_global_pool_nhwc(const void *x, int xdt, void *y, int ydt, int64_t N,
+                                   int64_t C, int64_t hw, int max) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < N * C;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = i % C, b = i / C;
+        float acc = max ? -INFINITY : 0.0f;
+        for (int64_t q = 0; q < hw; q++) {
+            float v = ldf(x, xdt, (b * hw + q) * C + c);
+            acc = max ? fmaxf(acc, v) : acc + v;
+        }
+        stf(y, ydt, i, max ? acc : acc / (float)hw);
+    }
+}
+
+extern "C" int pr_cu_global_pool_nhwc(void *stream, const void *x, int xdt, void *y, int ydt,
+                                      int64_t N, int64_t C, int64_t hw, int max) {
+    if (N * C <= 0) return 0;
+    k_global_pool_nhwc<<<grid_for(N * C, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, N,
+                                                                               C, hw, max);
+    return launch_result();
+}
+
+// One warp per plane.
+__global__ void k_global_pool(const void *x, int xdt, void *y, int ydt, int64_t planes,
+                              int64_t hw, int max) {
+    int64_t pl = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (pl >= planes) return;
+    const int64_t b = pl * hw;
+    float acc = max ? -INFINITY : 0.0f;
+    for (int64_t j = lane; j < hw; j += 32) {
+        float v = ldf(x, xdt, b + j);
+        acc = max ? fmaxf(acc, v) : acc + v;
+    }
+    acc = max ? warp_max(acc) : warp_sum(acc) / (float)hw;
+    if (lane == 0) stf(y, ydt, pl, acc);
+}
+
+extern "C" int pr_cu_global_pool(void *stream, const void *x, int xdt, void *y, int ydt,
+                                 int64_t planes, int64_t hw, int max) {
+    if (planes <= 0) return 0;
+    k_global_pool<<<(unsigned)((planes + 7) / 8), 256, 0, (cudaStream_t)stream>>>(
+        x, xdt, y, ydt, planes, hw, max);
+    return launch_result();
+}
+
+// ------------------------------------------------------------------ resize
+
+// As backends/ref/ref_resize.c (pr_resize_coord, pr_resize_nearest).
+__device__ __forceinline__ float src_coord(int coord, float o, float scale, int64_t in) {
+    float len_in = (float)in, len_out = scale * len_in;
+    switch (coord) {
+    case 1: return o / scale;                                                      // asymmetric
+    case 2: return len_out == 1.0f ? 0.0f : o * (len_in - 1.0f) / (len_out - 1.0f); // align_corners
+    case 3: return len_out > 1.0f ? (o + 0.5f) / scale - 0.5f : 0.0f;              // pytorch_half_pixel
+    case 4: return (o + 0.5f) / scale;                                             // tf_half_pixel_for_nn
+    default: return (o + 0.5f) / scale - 0.5f;                                     // half_pixel
+    }
+}
+
+__device__ __forceinline__ int64_t nearest_idx(int mode, float x, float scale, int64_t in) {
+    float f = floorf(x), v;
+    switch (mode) {
+    case 0: v = x == f ? x : (x - f <= 0.5f ? f : f + 1.0f); break; // round_prefer_floor
+    case 1: v = x == f ? x : (x - f < 0.5f ? f : f + 1.0f); break;  // round_prefer_ceil
+    case 2: v = f; break;
+    case 3: v = ceilf(x); break;
+    default: v = scale < 1.0f ? ceilf(x) : f; break; // opset-10 "simple"
+    }
+    if (!(v > 0.0f)) return 0;
+    if (v >= (float)(in - 1)) return in - 1;
+    return (int64_t)v;
+}
+
+__global__ void k_resize(const void *x, int xdt, void *y, int ydt, pr_cu_resize r) {
+    int64_t n = r.planes * r.OH * r.OW;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ow = i % r.OW, t = i / r.OW, oh = t % r.OH, pl = t / r.OH;
+        const int64_t b = pl * r.H * r.W;
+        float ch = src_coord(r.coord, (float)oh, r.scale_h, r.H);
+        float cw = src_coord(r.coord, (float)ow, r.scale_w, r.W);
+        float v;
+        if (r.mode == 0) {
+            v = ldf(x, xdt, b + nearest_idx(r.nearest, ch, r.scale_h, r.H) * r.W +
+                                nearest_idx(r.nearest, cw, r.scale_w, r.W));
+        } else {
+            ch = fminf(fmaxf(ch, 0.0f), (float)(r.H - 1));
+            cw = fminf(fmaxf(cw, 0.0f), (float)(r.W - 1));
+            int64_t h0 = (int64_t)floorf(ch), w0 = (int64_t)floorf(cw);
+            int64_t h1 = h0 + 1 < r.H ? h0 + 1 : h0, w1 = w0 + 1 < r.W ? w0 + 1 : w0;
+            float fh = ch - (float)h0, fw = cw - (float)w0;
+            float a = ldf(x, xdt, b + h0 * r.W + w0), c = ldf(x, xdt, b + h0 * r.W + w1);
+            float d = ldf(x, xdt, b + h1 * r.W + w0), e = ldf(x, xdt, b + h1 * r.W + w1);
+            v = (a * (1.0f - fw) + c * fw) * (1.0f - fh) + (d * (1.0f - fw) + e * fw) * fh;
+        }
+        stf(y, ydt, i, v);
+    }
+}
+
+extern "C" int pr_cu_resize_run(void *stream, const void *x, int xdt, void *y, int ydt,
+                                const pr_cu_resize *r) {
+    int64_t n = r->planes * r->OH * r->OW;
+    if (n <= 0) return 0;
+    k_resize<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, *r);
+    return launch_result();
+}

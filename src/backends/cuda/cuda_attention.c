@@ -1,0 +1,351 @@
+/* Attention (ops.inc: Y = softmax(scale Q K' + M) V) on the GPU.
+ *
+ * Where Q, K and V are device activations of one float type whose batch
+ * dims flatten to one stride each (or broadcast whole) and whose rows are
+ * contiguous, it runs as three launches: the scores S = Q K' by a batched
+ * cuBLASLt GEMM into float32 scratch (Tensor Cores for fp16/bf16), a
+ * float32 softmax of scale * S + M written in the activation type, and
+ * Y = P V by a second batched GEMM. Any other geometry (broadcast heads, a
+ * float32 K / V beside fp16 Q, strided rows) runs our per-query-row kernel,
+ * which reads every operand through its broadcast strides. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impls.h"
+
+#define MAX_SHAPES 8
+#define MAX_SK_ROWKERNEL 12000
+
+typedef struct attn_geo { /* the batched-GEMM form */
+    int64_t nb, sq, sk, d, dv;
+    int64_t ldq, ldk, ldv, sbq, sbk, sbv;
+} attn_geo;
+
+typedef struct attn_plan {
+    attn_geo g;
+    cublasLtMatrixLayout_t lk, lq, ls, lv, lp, ly;
+    cublasLtMatmulAlgo_t a1, a2;
+} attn_plan;
+
+typedef struct attn_state {
+    pr_dtype dt;
+    bool kt;
+    cublasLtMatmulDesc_t d1, d2;
+    pthread_mutex_t mu;
+    attn_plan plans[MAX_SHAPES];
+    int n_plans;
+    char what[160];
+} attn_state;
+
+static bool attn_supports(const pr_graph *g, const pr_node *n) {
+    if (n->op != PR_OP_Attention || n->n_inputs < 3 || n->n_outputs != 1) return false;
+    pr_dtype yd = pr_cu_tdt(g, n->outputs[0]);
+    if (!pr_cu_float(yd) || pr_cu_tdt(g, n->inputs[0]) != yd) return false;
+    for (int i = 0; i < n->n_inputs && i < 4; i++)
+        if (n->inputs[i] >= 0 && !pr_cu_float(pr_cu_tdt(g, n->inputs[i]))) return false;
+    for (int i = 0; i < 3; i++)
+        if (n->inputs[i] < 0) return false;
+    return true;
+}
+
+/* Does operand o flatten its batch dims to one stride (*sb)? */
+static bool flat_batch(const pr_attn_geom *a, int o, int64_t *sb) {
+    int64_t s = -1, span = 1;
+    for (int d = a->nbd - 1; d >= 0; d--) {
+        if (a->bdims[d] == 1) continue;
+        int64_t st = a->bst[o][d];
+        if (s < 0) s = st; /* innermost batch dim: the stride per batch step */
+        else if (st != s * span) return false;
+        span *= a->bdims[d];
+    }
+    *sb = s < 0 ? 0 : s;
+    if (*sb == 0) /* broadcast over every batch dim, or over none */
+        for (int d = 0; d < a->nbd; d++)
+            if (a->bdims[d] > 1 && a->bst[o][d] != 0) return false;
+    return true;
+}
+
+/* Leading dimension of a rows x cols operand with strides rs, cs: cols must
+ * be contiguous (or 1 wide); 0 when it does not fit. */
+static int64_t ld_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    if (cols > 1 && cs != 1) return 0;
+    if (rows <= 1) return cols;
+    return rs >= cols ? rs : 0;
+}
+
+static bool gemm_form(const pr_attn_geom *a, bool acts_same, attn_geo *g) {
+    if (!acts_same) return false;
+    memset(g, 0, sizeof *g);
+    g->nb = a->nb;
+    g->sq = a->Sq;
+    g->sk = a->Sk;
+    g->d = a->D;
+    g->dv = a->Dv;
+    g->ldq = ld_of(a->Sq, a->D, a->rs[0], a->cs[0]);
+    g->ldk = a->kt ? ld_of(a->D, a->Sk, a->rs[1], a->cs[1]) : ld_of(a->Sk, a->D, a->rs[1], a->cs[1]);
+    g->ldv = ld_of(a->Sk, a->Dv, a->rs[2], a->cs[2]);
+    if (!g->ldq || !g->ldk || !g->ldv) return false;
+    if (a->Sq > 1 && a->rs[0] == 0) return false; /* one query row broadcast: row kernel */
+    return flat_batch(a, 0, &g->sbq) && flat_batch(a, 1, &g->sbk) && flat_batch(a, 2, &g->sbv);
+}
+
+static void plan_free(attn_plan *p) {
+    cublasLtMatrixLayout_t *l[6] = {&p->lk, &p->lq, &p->ls, &p->lv, &p->lp, &p->ly};
+    for (int i = 0; i < 6; i++)
+        if (*l[i]) cublasLtMatrixLayoutDestroy(*l[i]);
+}
+
+static void attn_destroy(void *p) {
+    attn_state *s = p;
+    if (!s) return;
+    for (int i = 0; i < s->n_plans; i++) plan_free(&s->plans[i]);
+    if (s->d1) cublasLtMatmulDescDestroy(s->d1);
+    if (s->d2) cublasLtMatmulDescDestroy(s->d2);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static cudaDataType_t cuda_dt(pr_dtype dt) {
+    return dt == PRECIS_FLOAT16 ? CUDA_R_16F : dt == PRECIS_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* Static shapes: which path runs (for describe). */
+static const char *static_path(const pr_graph *g, const pr_node *n, pr_err *e) {
+    pr_buf b[4], y;
+    const pr_buf *in[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < n->n_inputs && i < 4; i++) {
+        int t = n->inputs[i];
+        if (t < 0) continue;
+        const pr_tensor *x = &g->tensors[t];
+        if (pr_numel(x->rank, x->dims) < 0) return NULL;
+        memset(&b[i], 0, sizeof b[i]);
+        b[i].dtype = x->dtype;
+        b[i].rank = x->rank;
+        memcpy(b[i].dims, x->dims, sizeof b[i].dims);
+        in[i] = &b[i];
+    }
+    const pr_tensor *yt = &g->tensors[n->outputs[0]];
+    if (pr_numel(yt->rank, yt->dims) < 0) return NULL;
+    memset(&y, 0, sizeof y);
+    y.rank = yt->rank;
+    memcpy(y.dims, yt->dims, sizeof y.dims);
+    pr_buf *out[1] = {&y};
+    pr_kernel k = {g, n, n->n_inputs < 4 ? n->n_inputs : 4, in, 1, out, e, 1};
+    pr_attn_geom a;
+    pr_err quiet = {0};
+    k.err = &quiet;
+    if (pr_attn_geom_of(&k, &a)) return NULL;
+    bool same = true;
+    for (int i = 0; i < 3; i++)
+        same = same && g->tensors[n->inputs[i]].dtype == yt->dtype &&
+               !pr_cu_is_init(g, n->inputs[i]);
+    attn_geo gg;
+    return gemm_form(&a, same, &gg) ? "gemm" : "rows";
+}
+
+static precis_status attn_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
+                                  void **out, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    attn_state *s = calloc(1, sizeof *s);
+    if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    pthread_mutex_init(&s->mu, NULL);
+    s->dt = g->tensors[n->outputs[0]].dtype;
+    s->kt = pr_attr_int(n, "k_transposed", 0) != 0;
+    /* S^T = K'^T-as-stored x Q^T (column-major): op T on K unless k_transposed */
+    cublasOperation_t opk = s->kt ? CUBLAS_OP_N : CUBLAS_OP_T, opn = CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescCreate(&s->d1, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT_TRY(cublasLtMatmulDescSetAttribute(s->d1, CUBLASLT_MATMUL_DESC_TRANSA, &opk, sizeof opk));
+    LT_TRY(cublasLtMatmulDescSetAttribute(s->d1, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof opn));
+    LT_TRY(cublasLtMatmulDescCreate(&s->d2, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT_TRY(cublasLtMatmulDescSetAttribute(s->d2, CUBLASLT_MATMUL_DESC_TRANSA, &opn, sizeof opn));
+    LT_TRY(cublasLtMatmulDescSetAttribute(s->d2, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof opn));
+    const char *path = static_path(g, n, e);
+    const char *tn = s->dt == PRECIS_FLOAT16 ? "fp16" : s->dt == PRECIS_BFLOAT16 ? "bf16" : "fp32";
+    if (path && !strcmp(path, "gemm"))
+        snprintf(s->what, sizeof s->what,
+                 "cublasLt %s batched QK' -> fp32 scores, softmax kernel (fp32), cublasLt PV", tn);
+    else if (path)
+        snprintf(s->what, sizeof s->what, "cu.attention row kernel %s (fp32 softmax)", tn);
+    else
+        snprintf(s->what, sizeof s->what,
+                 "cublasLt %s batched QK', fp32 softmax, PV (row kernel where the geometry does "
+                 "not fit)", tn);
+    *out = s;
+    return PRECIS_OK;
+fail:
+    attn_destroy(s);
+    return st;
+}
+
+static const char *attn_describe(void *p) { return ((attn_state *)p)->what; }
+
+static precis_status layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows,
+                            int64_t cols, int64_t ld, int64_t batch, int64_t stride, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    LT_TRY(cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld));
+    int32_t bc = (int32_t)batch;
+    LT_TRY(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+    LT_TRY(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                            &stride, sizeof stride));
+    return PRECIS_OK;
+fail:
+    return st;
+}
+
+static precis_status heuristic(pr_cuda_exec *x, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
+                               cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                               cublasLtMatmulAlgo_t *algo, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    cublasLtMatmulPreference_t pref = NULL;
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
+    uint64_t wsb = x->ws_bytes;
+    LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &wsb, sizeof wsb));
+    cublasLtMatmulHeuristicResult_t h;
+    int nres = 0;
+    LT_TRY(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, d, a, b, c, c, pref, 1, &h,
+                                          &nres));
+    if (nres < 1) {
+        st = pr_errf(e, PRECIS_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for the attention GEMMs");
+        goto fail;
+    }
+    *algo = h.algo;
+fail:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    return st;
+}
+
+/* Called with s->mu held. */
+static precis_status get_plan(attn_state *s, pr_cuda_exec *x, const attn_geo *g, attn_plan **out,
+                              pr_err *e) {
+    precis_status st = PRECIS_OK;
+    for (int i = 0; i < s->n_plans; i++)
+        if (!memcmp(&s->plans[i].g, g, sizeof *g)) {
+            *out = &s->plans[i];
+            return PRECIS_OK;
+        }
+    if (x->capturing)
+        return pr_errf(e, PRECIS_ERR_INTERNAL, "attention: new shape during a graph capture");
+    attn_plan p;
+    memset(&p, 0, sizeof p);
+    p.g = *g;
+    cudaDataType_t t = cuda_dt(s->dt);
+    /* S^T [sk x sq] = K'^T [sk x d] x Q^T [d x sq] */
+    if (s->kt) st = layout(&p.lk, t, g->sk, g->d, g->ldk, g->nb, g->sbk, e);
+    else st = layout(&p.lk, t, g->d, g->sk, g->ldk, g->nb, g->sbk, e);
+    if (st || (st = layout(&p.lq, t, g->d, g->sq, g->ldq, g->nb, g->sbq, e)) ||
+        (st = layout(&p.ls, CUDA_R_32F, g->sk, g->sq, g->sk, g->nb, g->sk * g->sq, e)) ||
+        /* Y^T [dv x sq] = V^T [dv x sk] x P^T [sk x sq] */
+        (st = layout(&p.lv, t, g->dv, g->sk, g->ldv, g->nb, g->sbv, e)) ||
+        (st = layout(&p.lp, t, g->sk, g->sq, g->sk, g->nb, g->sk * g->sq, e)) ||
+        (st = layout(&p.ly, t, g->dv, g->sq, g->dv, g->nb, g->dv * g->sq, e)))
+        goto fail;
+    if ((st = heuristic(x, s->d1, p.lk, p.lq, p.ls, &p.a1, e)) ||
+        (st = heuristic(x, s->d2, p.lv, p.lp, p.ly, &p.a2, e)))
+        goto fail;
+    if (s->n_plans == MAX_SHAPES) {
+        plan_free(&s->plans[0]);
+        memmove(&s->plans[0], &s->plans[1], (MAX_SHAPES - 1) * sizeof s->plans[0]);
+        s->n_plans--;
+    }
+    s->plans[s->n_plans] = p;
+    *out = &s->plans[s->n_plans++];
+    return PRECIS_OK;
+fail:
+    plan_free(&p);
+    return st;
+}
+
+static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x) {
+    attn_state *s = sp;
+    pr_err *e = k->err;
+    precis_status st = PRECIS_OK;
+    pr_attn_geom a;
+    if ((st = pr_attn_geom_of(k, &a))) return st;
+    pr_buf *Y = k->out[0];
+    if (Y->numel == 0) return PRECIS_OK;
+    const pr_buf *M = pr_kin(k, 3);
+    bool same = true;
+    for (int i = 0; i < 3; i++)
+        same = same && k->in[i]->dtype == s->dt && !pr_cu_is_init(k->g, k->node->inputs[i]);
+    attn_geo g;
+    if (a.Sk > 0 && gemm_form(&a, same, &g)) {
+        size_t es = pr_dtype_size(s->dt), nsc = (size_t)(g.nb * g.sq * g.sk);
+        size_t off_p = (nsc * 4 + 255) & ~(size_t)255;
+        unsigned char *scr = pr_cuda_scratch(x, off_p + nsc * es, e);
+        if (!scr) return pr_err_prefix(e, "node '%s'", k->node->name);
+        attn_plan *pl = NULL;
+        pthread_mutex_lock(&s->mu);
+        st = get_plan(s, x, &g, &pl, e);
+        attn_plan p = pl ? *pl : (attn_plan){0};
+        pthread_mutex_unlock(&s->mu);
+        if (st) return pr_err_prefix(e, "node '%s'", k->node->name);
+        float one = 1.0f, zero = 0.0f;
+        cudaStream_t stream = (cudaStream_t)x->stream;
+        float *S = (float *)scr;
+        void *P = scr + off_p;
+        LT_TRY(cublasLtMatmul((cublasLtHandle_t)x->lt, s->d1, &one, k->in[1]->data, p.lk,
+                              k->in[0]->data, p.lq, &zero, S, p.ls, S, p.ls, &p.a1, x->ws,
+                              x->ws_bytes, stream));
+        pr_cu_mask m;
+        memset(&m, 0, sizeof m);
+        if (M) {
+            m.p = M->data;
+            m.dt = (int)M->dtype;
+            m.nbd = a.nbd;
+            for (int d = 0; d < a.nbd; d++) {
+                m.bdims[d] = a.bdims[d];
+                m.bst[d] = a.bst[3][d];
+            }
+            m.rs = a.rs[3];
+            m.cs = a.cs[3];
+        }
+        KL_TRY(pr_cu_attn_softmax(x->stream, S, P, (int)s->dt, g.nb, g.sq, g.sk, a.scale, &m));
+        LT_TRY(cublasLtMatmul((cublasLtHandle_t)x->lt, s->d2, &one, k->in[2]->data, p.lv, P, p.lp,
+                              &zero, Y->data, p.ly, Y->data, p.ly, &p.a2, x->ws, x->ws_bytes,
+                              stream));
+        return PRECIS_OK;
+    }
+    if (a.Sk > MAX_SK_ROWKERNEL)
+        return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "attention over %lld keys in this geometry",
+                          (long long)a.Sk);
+    pr_cu_attn c;
+    memset(&c, 0, sizeof c);
+    c.nbd = a.nbd;
+    memcpy(c.bdims, a.bdims, sizeof c.bdims);
+    c.nb = a.nb;
+    c.sq = a.Sq;
+    c.sk = a.Sk;
+    c.d = a.D;
+    c.dv = a.Dv;
+    c.scale = a.scale;
+    c.kt = a.kt;
+    c.has_mask = M != NULL;
+    for (int o = 0; o < 4; o++) {
+        const pr_buf *b = pr_kin(k, o);
+        c.op[o] = b ? b->data : NULL;
+        c.dt[o] = b ? (int)b->dtype : 0;
+        memcpy(c.bst[o], a.bst[o], sizeof c.bst[o]);
+        c.rs[o] = a.rs[o];
+        c.cs[o] = a.cs[o];
+    }
+    c.y = Y->data;
+    c.ydt = (int)Y->dtype;
+    KL_TRY(pr_cu_attention(x->stream, &c));
+    return PRECIS_OK;
+fail:
+    pr_err_prefix(e, "node '%s'", k->node->name);
+    return st;
+}
+
+const pr_cuda_impl pr_cuda_impl_attention = {
+    .name = "cu.attention",
+    .supports = attn_supports,
+    .prepare = attn_prepare,
+    .run = attn_run,
+    .describe = attn_describe,
+    .destroy = attn_destroy,
+};

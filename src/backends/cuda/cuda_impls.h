@@ -1,0 +1,18 @@
+/* The CUDA backend's impls (one per file family), for the registry. */
+#ifndef PR_BACKENDS_CUDA_CUDA_IMPLS_H
+#define PR_BACKENDS_CUDA_CUDA_IMPLS_H
+
+#include "backends/cuda/cuda_util.h"
+#include "ir/act.h"
+
+extern const pr_cuda_impl pr_cuda_impl_gemm;      /* cuda_gemm.c */
+extern const pr_cuda_impl pr_cuda_impl_attention; /* cuda_attention.c */
+extern const pr_cuda_impl pr_cuda_impl_conv;      /* cuda_conv.c */
+extern const pr_cuda_impl pr_cuda_impl_eltwise;   /* cuda_elem.c: unary, binary, Where, Cast */
+extern const pr_cuda_impl pr_cuda_impl_move;      /* cuda_move.c: reshapes, Transpose, Slice, ... */
+extern const pr_cuda_impl pr_cuda_impl_gather;    /* cuda_move.c */
+extern const pr_cuda_impl pr_cuda_impl_norm;      /* cuda_norm.c: Softmax, LayerNorm */
+extern const pr_cuda_impl pr_cuda_impl_reduce;    /* cuda_norm.c */
+extern const pr_cuda_impl pr_cuda_impl_pool;      /* cuda_pool.c: pools, Resize */
+
+#endif

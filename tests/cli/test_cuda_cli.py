@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""--device cuda from the command line (issue 8).
+
+usage: test_cuda_cli.py PATH/TO/precis PATH/TO/cuda_plan_stub
+
+Three situations, found out by a first build:
+  - precis built without CUDA: build --device cuda, and loading a cuda plan (run,
+    bench, inspect), fail with one line saying so, exit 5;
+  - built with CUDA on a machine without a GPU (CI): the same fail with one line
+    'no CUDA device: <the CUDA error string>', exit 5; int8 on cuda is refused
+    first with its own line;
+  - with a GPU: the build succeeds, inspect names GPU kernels, and `precis run`
+    agrees with the ref backend.
+The cuda plan for the loading checks is a CPU plan whose metadata the helper
+rewrites (cuda_plan_stub), so no GPU is needed to make it.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from clicheck import check, expect_error, finish, run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MLP = os.path.join(HERE, "..", "data", "small_mlp.onnx")
+STUB = os.path.abspath(sys.argv[2])
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="precis-cuda-cli-")
+    plan = os.path.join(tmp, "mlp.plan")
+    rc, out, err = run("build", MLP, "-o", plan, "--device", "cuda", "--shapes", "x:2x5x32")
+    gpu = rc == 0
+    if not gpu:
+        no_cuda = "built without CUDA" in err
+        needle = "built without CUDA" if no_cuda else "no CUDA device: "
+        expect_error("build --device cuda without a GPU", 5,
+                     ["build", MLP, "-o", plan, "--device", "cuda"], needle)
+        check("no plan written", not os.path.exists(plan))
+        if not no_cuda:
+            expect_error("int8 on cuda is not yet", 5,
+                         ["build", MLP, "-o", plan, "--device", "cuda", "--precision", "int8"],
+                         "int8 on the cuda backend is not implemented yet")
+        cpu_plan = os.path.join(tmp, "cpu.plan")
+        rc, out, err = run("build", MLP, "-o", cpu_plan, "--shapes", "x:2x5x32")
+        check("cpu build", rc == 0, err)
+        p = subprocess.run([STUB, cpu_plan, plan], capture_output=True, text=True)
+        check("stub cuda plan written", p.returncode == 0, p.stderr)
+        x = os.path.join(tmp, "x.npy")
+        np.save(x, np.ones((2, 5, 32), np.float32))
+        load_needle = "built without CUDA" if no_cuda else "no CUDA device: "
+        expect_error("run a cuda plan without a GPU", 5, ["run", plan, "--input", "x=" + x],
+                     load_needle)
+        expect_error("bench a cuda plan without a GPU", 5, ["bench", plan, "--iterations", "1"],
+                     load_needle)
+        expect_error("inspect a cuda plan without a GPU", 5, ["inspect", plan], load_needle)
+        return finish("test_cuda_cli (no GPU): ")
+    check("build says cuda target", "target cuda:sm_" in out, out)
+    rc, out, err = run("inspect", plan)
+    check("inspect runs", rc == 0, err)
+    check("inspect names GPU kernels", "cublasLt" in out, out)
+    x = os.path.join(tmp, "x.npy")
+    np.save(x, np.random.default_rng(1).standard_normal((2, 5, 32)).astype(np.float32))
+    rc, _, err = run("run", plan, "--input", "x=" + x, "-o", os.path.join(tmp, "cuda"), "-q")
+    check("run on the GPU", rc == 0, err)
+    rc, _, err = run("run", MLP, "--input", "x=" + x, "-o", os.path.join(tmp, "ref"), "-q")
+    check("run on ref", rc == 0, err)
+    for f in os.listdir(os.path.join(tmp, "ref")):
+        r = np.load(os.path.join(tmp, "ref", f))
+        c = np.load(os.path.join(tmp, "cuda", f))
+        d = float(np.max(np.abs(r - c)) / (np.max(np.abs(r)) + 1e-30))
+        check(f"cuda {f} matches ref", r.shape == c.shape and d < 1e-4, f"rel err {d}")
+    # precision rules on the GPU: the same planner as the cpu backend
+    rplan = os.path.join(tmp, "rules.plan")
+    rc, out, err = run("build", MLP, "-o", rplan, "--device", "cuda", "--precision", "fp16",
+                       "--shapes", "x:2x5x32", "--layer-precision", "op:Softmax:fp32",
+                       "--layer-precision", "mm2:fp32", "--strict")
+    check("rules build on cuda", rc == 0, err)
+    check("rules met on cuda", "0 not met" in out, out)
+    rc, out, err = run("inspect", rplan)
+    check("inspect shows the fp32 softmax", rc == 0 and "softmax" in out, out[-2000:])
+    return finish("test_cuda_cli (GPU): ")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

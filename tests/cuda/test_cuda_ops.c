@@ -1,0 +1,398 @@
+/* Every CUDA impl against the ref backend on random inputs, in float32
+ * (tight tolerance), float16 and bfloat16 (loose): matrix products with
+ * each epilogue split, attention on both paths, convolutions (fused cuDNN
+ * and our epilogue), elementwise with broadcasting, data movement, Gather,
+ * Softmax, LayerNorm, reductions, pooling and Resize. Exits 77 (ctest skip)
+ * without a GPU. */
+#include "cuda_check.h"
+
+#include "backends/cuda/cuda_impls.h"
+#include "passes/pass.h"
+
+static const pr_dtype DTS[3] = {PRECIS_FLOAT32, PRECIS_FLOAT16, PRECIS_BFLOAT16};
+static const char *dtn(pr_dtype d) {
+    return d == PRECIS_FLOAT16 ? "fp16" : d == PRECIS_BFLOAT16 ? "bf16" : "fp32";
+}
+
+#define ALL_DT(call_with_d)                                                                        \
+    for (int di = 0; di < 3; di++) {                                                               \
+        pr_dtype D = DTS[di];                                                                      \
+        char label[128];                                                                           \
+        call_with_d;                                                                               \
+    }
+
+static void fused_node(tnode *t, pr_op op, const char *name) {
+    n_init(t, op, name, 1);
+    t->node.domain = PR_FUSED_DOMAIN;
+}
+
+static void test_gemm(void) {
+    printf("gemm\n");
+    tnode t;
+    /* bias + relu in cuBLASLt's epilogue; fp16 K large enough for tensor cores */
+    fused_node(&t, PR_OP_FusedMatMul, "FusedMatMul");
+    n_str(&t, "act", "Relu");
+    cc_input a[3] = {{.name = "a", .rank = 3, .dims = {2, 33, 64}}, {.name = "w", .rank = 2, .dims = {64, 48}, .init = true},
+                     {.name = "b", .rank = 1, .dims = {48}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "matmul bias+relu %s", dtn(D)),
+            cu_run(&t, 3, a, 1, D, &pr_cuda_impl_gemm, label)));
+    /* erf GELU: our epilogue kernel after cuBLASLt's bias */
+    fused_node(&t, PR_OP_FusedMatMul, "FusedMatMul");
+    n_str(&t, "act", "Gelu");
+    ALL_DT((snprintf(label, sizeof label, "matmul bias+gelu(erf) %s", dtn(D)),
+            cu_run(&t, 3, a, 1, D, &pr_cuda_impl_gemm, label)));
+    /* residual: C operand (no act before it) then relu; and act before Z */
+    fused_node(&t, PR_OP_FusedMatMul, "FusedMatMul");
+    n_str(&t, "act2", "Relu");
+    cc_input az[4] = {{.name = "a", .rank = 2, .dims = {17, 40}}, {.name = "w", .rank = 2, .dims = {24, 40}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {24}, .init = true}, {.name = "z", .rank = 2, .dims = {17, 24}}};
+    n_int(&t, "transB", 1);
+    ALL_DT((snprintf(label, sizeof label, "matmul transB bias+residual+relu %s", dtn(D)),
+            cu_run(&t, 4, az, 1, D, &pr_cuda_impl_gemm, label)));
+    fused_node(&t, PR_OP_FusedMatMul, "FusedMatMul");
+    n_str(&t, "act", "Sigmoid");
+    n_str(&t, "act2", "Tanh");
+    n_float(&t, "alpha", 0.5f);
+    n_int(&t, "transB", 1);
+    ALL_DT((snprintf(label, sizeof label, "matmul alpha sigmoid,+Z,tanh %s", dtn(D)),
+            cu_run(&t, 4, az, 1, D, &pr_cuda_impl_gemm, label)));
+    /* activation x activation, batched; and B broadcast over the batch */
+    n_init(&t, PR_OP_MatMul, "MatMul", 13);
+    cc_input bb[2] = {{.name = "a", .rank = 4, .dims = {2, 3, 5, 7}}, {.name = "b", .rank = 4, .dims = {2, 3, 7, 9}}};
+    ALL_DT((snprintf(label, sizeof label, "matmul batched act x act %s", dtn(D)),
+            cu_run(&t, 2, bb, 1, D, &pr_cuda_impl_gemm, label)));
+    cc_input bc[2] = {{.name = "a", .rank = 3, .dims = {4, 5, 7}}, {.name = "b", .rank = 3, .dims = {1, 7, 6}}};
+    ALL_DT((snprintf(label, sizeof label, "matmul B broadcast batch %s", dtn(D)),
+            cu_run(&t, 2, bc, 1, D, &pr_cuda_impl_gemm, label)));
+    /* Gemm transA with a C row */
+    n_init(&t, PR_OP_Gemm, "Gemm", 13);
+    n_int(&t, "transA", 1);
+    n_float(&t, "beta", 0.5f);
+    cc_input g[3] = {{.name = "a", .rank = 2, .dims = {30, 8}}, {.name = "w", .rank = 2, .dims = {30, 20}, .init = true},
+                     {.name = "c", .rank = 1, .dims = {20}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "gemm transA beta*C %s", dtn(D)),
+            cu_run(&t, 3, g, 1, D, &pr_cuda_impl_gemm, label)));
+}
+
+static void test_attention(void) {
+    printf("attention\n");
+    tnode t;
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.125f);
+    cc_input a[4] = {{.name = "q", .rank = 4, .dims = {2, 4, 16, 32}}, {.name = "k", .rank = 4, .dims = {2, 4, 24, 32}}, {.name = "v", .rank = 4, .dims = {2, 4, 24, 32}},
+                     {.name = "m", .rank = 4, .dims = {2, 1, 1, 24}, .init = true, .lo = -3, .hi = 0}};
+    ALL_DT((snprintf(label, sizeof label, "attention gemm path + mask %s", dtn(D)),
+            cu_run(&t, 4, a, 1, D, &pr_cuda_impl_attention, label)));
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.25f);
+    n_int(&t, "k_transposed", 1);
+    cc_input b[3] = {{.name = "q", .rank = 3, .dims = {3, 9, 16}}, {.name = "k", .rank = 3, .dims = {3, 16, 21}}, {.name = "v", .rank = 3, .dims = {3, 21, 8}}};
+    ALL_DT((snprintf(label, sizeof label, "attention k_transposed %s", dtn(D)),
+            cu_run(&t, 3, b, 1, D, &pr_cuda_impl_attention, label)));
+    /* K an initializer (float32 beside low Q): the row kernel */
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.25f);
+    cc_input c[3] = {{.name = "q", .rank = 3, .dims = {2, 9, 16}}, {.name = "k", .rank = 2, .dims = {21, 16}, .init = true},
+                     {.name = "v", .rank = 3, .dims = {2, 21, 24}}};
+    ALL_DT((snprintf(label, sizeof label, "attention K initializer (row kernel) %s", dtn(D)),
+            cu_run(&t, 3, c, 1, D, &pr_cuda_impl_attention, label)));
+}
+
+/* cuDNN rounds the convolution to the output type before its fused bias (and
+ * our epilogue reads it back the same way): two roundings, so two ulps. */
+static cc_tolerance conv_tol(pr_dtype d) {
+    return d == PRECIS_FLOAT16    ? (cc_tolerance){4e-3f, 8e-3f}
+           : d == PRECIS_BFLOAT16 ? (cc_tolerance){3.2e-2f, 6e-2f}
+                                  : cc_tol(d);
+}
+
+static void conv_node(tnode *t, bool fused, int stride, int group) {
+    if (fused) fused_node(t, PR_OP_FusedConv, "FusedConv");
+    else n_init(t, PR_OP_Conv, "Conv", 17);
+    n_ints(t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    n_ints(t, "strides", (int64_t[]){stride, stride}, 2);
+    n_ints(t, "kernel_shape", (int64_t[]){3, 3}, 2);
+    n_int(t, "group", group);
+}
+
+static void test_conv(void) {
+    printf("conv\n");
+    tnode t;
+    cc_input a[3] = {{.name = "x", .rank = 4, .dims = {2, 16, 13, 11}}, {.name = "w", .rank = 4, .dims = {32, 16, 3, 3}, .init = true},
+                     {.name = "b", .rank = 1, .dims = {32}, .init = true}};
+    conv_node(&t, true, 1, 1);
+    n_str(&t, "act", "Relu");
+    ALL_DT((snprintf(label, sizeof label, "conv3x3 bias+relu %s", dtn(D)),
+            cu_run_tol(&t, 3, a, 1, D, &pr_cuda_impl_conv, conv_tol(D), label)));
+    conv_node(&t, false, 2, 1);
+    ALL_DT((snprintf(label, sizeof label, "conv3x3 stride 2 bias %s", dtn(D)),
+            cu_run_tol(&t, 3, a, 1, D, &pr_cuda_impl_conv, conv_tol(D), label)));
+    conv_node(&t, true, 1, 1);
+    n_str(&t, "act2", "Relu");
+    cc_input z[4] = {a[0], a[1], a[2], {.name = "z", .rank = 4, .dims = {2, 32, 13, 11}}};
+    ALL_DT((snprintf(label, sizeof label, "conv3x3 bias+residual+relu %s", dtn(D)),
+            cu_run_tol(&t, 4, z, 1, D, &pr_cuda_impl_conv, conv_tol(D), label)));
+    fused_node(&t, PR_OP_FusedConv, "FusedConv");
+    n_ints(&t, "pads", (int64_t[]){0, 0, 1, 1}, 4);
+    n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+    n_int(&t, "group", 16);
+    n_str(&t, "act", "Relu");
+    cc_input as[3] = {{.name = "x", .rank = 4, .dims = {2, 16, 12, 10}},
+                      {.name = "w", .rank = 4, .dims = {16, 1, 3, 3}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "depthwise s2 asymmetric pads %s", dtn(D)),
+            cu_run_tol(&t, 3, as, 1, D, &pr_cuda_impl_conv, conv_tol(D), label)));
+    conv_node(&t, true, 1, 16);
+    n_str(&t, "act", "HardSwish");
+    cc_input dw[3] = {{.name = "x", .rank = 4, .dims = {2, 16, 13, 11}}, {.name = "w", .rank = 4, .dims = {16, 1, 3, 3}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "depthwise conv + hardswish %s", dtn(D)),
+            cu_run_tol(&t, 3, dw, 1, D, &pr_cuda_impl_conv, conv_tol(D), label)));
+}
+
+/* NHWC (fp16 / bf16: the layout the layout pass picks for convs on the GPU) */
+static void test_nhwc(void) {
+    printf("nhwc\n");
+    tnode t;
+    static const bool Y1[1] = {true};
+    /* batch 8: smaller batches stay NCHW (conv_nhwc_ok) */
+    cc_input a[4] = {{.name = "x", .rank = 4, .dims = {8, 16, 13, 11}, .nhwc = true},
+                     {.name = "w", .rank = 4, .dims = {32, 16, 3, 3}, .init = true},
+                     {.name = "b", .rank = 1, .dims = {32}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {8, 32, 13, 11}, .nhwc = true}};
+    for (int di = 1; di < 3; di++) {
+        pr_dtype D = DTS[di];
+        char label[128];
+        conv_node(&t, true, 1, 1);
+        n_str(&t, "act", "Relu");
+        snprintf(label, sizeof label, "nhwc conv3x3 bias+relu %s", dtn(D));
+        cu_run_lay(&t, 3, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        conv_node(&t, true, 1, 1);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "nhwc conv3x3 bias+residual+relu %s", dtn(D));
+        cu_run_lay(&t, 4, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        conv_node(&t, true, 2, 16);
+        n_str(&t, "act", "HardSwish");
+        cc_input dw[3] = {a[0], {.name = "w", .rank = 4, .dims = {16, 1, 3, 3}, .init = true},
+                          {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+        snprintf(label, sizeof label, "nhwc depthwise s2 + hardswish %s", dtn(D));
+        cu_run_lay(&t, 3, dw, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        fused_node(&t, PR_OP_FusedConv, "FusedConv");
+        n_ints(&t, "pads", (int64_t[]){0, 0, 1, 1}, 4);
+        n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+        n_int(&t, "group", 16);
+        snprintf(label, sizeof label, "nhwc depthwise s2 asymmetric pads %s", dtn(D));
+        cu_run_lay(&t, 3, dw, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        n_init(&t, PR_OP_MaxPool, "MaxPool", 12);
+        n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+        n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+        n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+        snprintf(label, sizeof label, "nhwc maxpool 3x3 s2 %s", dtn(D));
+        cu_run_lay(&t, 1, a, 1, Y1, D, &pr_cuda_impl_pool, cc_tol(D), label);
+        n_init(&t, PR_OP_GlobalAveragePool, "GlobalAveragePool", 1);
+        snprintf(label, sizeof label, "nhwc global average pool %s", dtn(D));
+        cu_run_lay(&t, 1, a, 1, Y1, D, &pr_cuda_impl_pool, cc_tol(D), label);
+        n_init(&t, PR_OP_Add, "Add", 14);
+        cc_input ad[2] = {a[3], a[3]};
+        ad[1].name = "z2";
+        snprintf(label, sizeof label, "nhwc add %s", dtn(D));
+        cu_run_lay(&t, 2, ad, 1, Y1, D, &pr_cuda_impl_eltwise, cc_tol(D), label);
+        /* Reorder both ways: ref is the identity on logical values */
+        n_init(&t, PR_OP_Reorder, "Reorder", 1);
+        t.node.domain = PR_FUSED_DOMAIN;
+        n_str(&t, "to", "nhwc");
+        cc_input pl[1] = {{.name = "x", .rank = 4, .dims = {2, 5, 7, 3}}};
+        snprintf(label, sizeof label, "reorder plain -> nhwc %s", dtn(D));
+        cu_run_lay(&t, 1, pl, 1, Y1, D, &pr_cuda_impl_move, cc_tol(D), label);
+        n_init(&t, PR_OP_Reorder, "Reorder", 1);
+        t.node.domain = PR_FUSED_DOMAIN;
+        n_str(&t, "to", "plain");
+        cc_input nh[1] = {{.name = "x", .rank = 4, .dims = {2, 5, 7, 3}, .nhwc = true}};
+        snprintf(label, sizeof label, "reorder nhwc -> plain %s", dtn(D));
+        cu_run_lay(&t, 1, nh, 1, NULL, D, &pr_cuda_impl_move, cc_tol(D), label);
+    }
+}
+
+static void test_eltwise(void) {
+    printf("eltwise\n");
+    tnode t;
+    n_init(&t, PR_OP_Add, "Add", 14);
+    cc_input ab[2] = {{.name = "a", .rank = 4, .dims = {2, 3, 4, 5}}, {.name = "b", .rank = 3, .dims = {3, 1, 5}}};
+    ALL_DT((snprintf(label, sizeof label, "add broadcast %s", dtn(D)),
+            cu_run(&t, 2, ab, 1, D, &pr_cuda_impl_eltwise, label)));
+    n_init(&t, PR_OP_Div, "Div", 14);
+    cc_input ad[2] = {{.name = "a", .rank = 3, .dims = {2, 7, 9}}, {.name = "b", .rank = 1, .dims = {9}, .init = true, .lo = 1, .hi = 2}};
+    ALL_DT((snprintf(label, sizeof label, "div by float32 initializer %s", dtn(D)),
+            cu_run(&t, 2, ad, 1, D, &pr_cuda_impl_eltwise, label)));
+    static const struct { pr_op op; const char *name; } un[] = {
+        {PR_OP_Sigmoid, "Sigmoid"}, {PR_OP_Tanh, "Tanh"}, {PR_OP_Erf, "Erf"},
+        {PR_OP_Gelu, "Gelu"}, {PR_OP_HardSwish, "HardSwish"}, {PR_OP_Exp, "Exp"},
+        {PR_OP_Softplus, "Softplus"}, {PR_OP_Neg, "Neg"},
+    };
+    cc_input u[1] = {{.name = "x", .rank = 3, .dims = {3, 5, 7}, .lo = -3, .hi = 3}};
+    for (size_t i = 0; i < sizeof un / sizeof un[0]; i++) {
+        n_init(&t, un[i].op, un[i].name, 20);
+        ALL_DT((snprintf(label, sizeof label, "%s %s", un[i].name, dtn(D)),
+                cu_run(&t, 1, u, 1, D, &pr_cuda_impl_eltwise, label)));
+    }
+    n_init(&t, PR_OP_Clip, "Clip", 6);
+    n_float(&t, "min", -0.5f);
+    n_float(&t, "max", 1.5f);
+    ALL_DT((snprintf(label, sizeof label, "clip %s", dtn(D)),
+            cu_run(&t, 1, u, 1, D, &pr_cuda_impl_eltwise, label)));
+    /* Cast float32 -> act and int64 -> act */
+    n_init(&t, PR_OP_Cast, "Cast", 13);
+    n_int(&t, "to", PRECIS_FLOAT32);
+    static const int64_t ids[6] = {0, 1, 1, 0, 1, 1};
+    cc_input ci[1] = {{.name = "m", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = ids}};
+    ALL_DT((snprintf(label, sizeof label, "cast int64 -> %s", dtn(D)),
+            cu_run(&t, 1, ci, 1, D, &pr_cuda_impl_eltwise, label)));
+    n_init(&t, PR_OP_Where, "Where", 16);
+    static const unsigned char cond[12] = {1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 1};
+    cc_input w[3] = {{.name = "c", .rank = 2, .dims = {3, 4}, .dtype = PRECIS_BOOL, .raw = cond}, {.name = "a", .rank = 2, .dims = {3, 4}},
+                     {.name = "b", .rank = 1, .dims = {4}}};
+    ALL_DT((snprintf(label, sizeof label, "where broadcast %s", dtn(D)),
+            cu_run(&t, 3, w, 1, D, &pr_cuda_impl_eltwise, label)));
+    n_init(&t, PR_OP_Greater, "Greater", 13);
+    cc_input gt[2] = {{.name = "a", .rank = 2, .dims = {4, 6}}, {.name = "b", .rank = 2, .dims = {1, 6}}};
+    ALL_DT((snprintf(label, sizeof label, "greater -> bool %s", dtn(D)),
+            cu_run(&t, 2, gt, 1, D, &pr_cuda_impl_eltwise, label)));
+}
+
+static void test_move(void) {
+    printf("move\n");
+    tnode t;
+    n_init(&t, PR_OP_Transpose, "Transpose", 13);
+    n_ints(&t, "perm", (int64_t[]){0, 2, 1, 3}, 4);
+    cc_input x[1] = {{.name = "x", .rank = 4, .dims = {2, 5, 3, 8}}};
+    ALL_DT((snprintf(label, sizeof label, "transpose 0213 %s", dtn(D)),
+            cu_run(&t, 1, x, 1, D, &pr_cuda_impl_move, label)));
+    n_init(&t, PR_OP_Concat, "Concat", 13);
+    n_int(&t, "axis", 1);
+    cc_input c[3] = {{.name = "a", .rank = 3, .dims = {2, 3, 5}}, {.name = "b", .rank = 3, .dims = {2, 1, 5}}, {.name = "c", .rank = 3, .dims = {2, 4, 5}}};
+    ALL_DT((snprintf(label, sizeof label, "concat axis 1 %s", dtn(D)),
+            cu_run(&t, 3, c, 1, D, &pr_cuda_impl_move, label)));
+    n_init(&t, PR_OP_Slice, "Slice", 13);
+    static const int64_t st[2] = {1, -1}, en[2] = {7, -100}, ax[2] = {1, 2}, sp[2] = {2, -2};
+    cc_input s[5] = {{.name = "x", .rank = 3, .dims = {2, 9, 7}},
+                     {.name = "s", .rank = 1, .dims = {2}, .init = true, .dtype = PRECIS_INT64, .raw = st},
+                     {.name = "e", .rank = 1, .dims = {2}, .init = true, .dtype = PRECIS_INT64, .raw = en},
+                     {.name = "a", .rank = 1, .dims = {2}, .init = true, .dtype = PRECIS_INT64, .raw = ax},
+                     {.name = "p", .rank = 1, .dims = {2}, .init = true, .dtype = PRECIS_INT64, .raw = sp}};
+    ALL_DT((snprintf(label, sizeof label, "slice steps 2, -2 %s", dtn(D)),
+            cu_run(&t, 5, s, 1, D, &pr_cuda_impl_move, label)));
+    n_init(&t, PR_OP_Expand, "Expand", 13);
+    static const int64_t shp[3] = {3, 4, 5};
+    cc_input e[2] = {{.name = "x", .rank = 2, .dims = {4, 1}},
+                     {.name = "s", .rank = 1, .dims = {3}, .init = true, .dtype = PRECIS_INT64, .raw = shp}};
+    ALL_DT((snprintf(label, sizeof label, "expand %s", dtn(D)),
+            cu_run(&t, 2, e, 1, D, &pr_cuda_impl_move, label)));
+    n_init(&t, PR_OP_Reshape, "Reshape", 14);
+    static const int64_t rs[2] = {6, -1};
+    cc_input r[2] = {{.name = "x", .rank = 3, .dims = {2, 3, 4}},
+                     {.name = "s", .rank = 1, .dims = {2}, .init = true, .dtype = PRECIS_INT64, .raw = rs}};
+    ALL_DT((snprintf(label, sizeof label, "reshape %s", dtn(D)),
+            cu_run(&t, 2, r, 1, D, &pr_cuda_impl_move, label)));
+    for (int crd = 0; crd < 2; crd++) {
+        n_init(&t, PR_OP_DepthToSpace, "DepthToSpace", 13);
+        n_int(&t, "blocksize", 2);
+        n_str(&t, "mode", crd ? "CRD" : "DCR");
+        cc_input ds[1] = {{.name = "x", .rank = 4, .dims = {2, 12, 3, 5}}};
+        ALL_DT((snprintf(label, sizeof label, "depthtospace %s %s", crd ? "CRD" : "DCR", dtn(D)),
+                cu_run(&t, 1, ds, 1, D, &pr_cuda_impl_move, label)));
+    }
+    n_init(&t, PR_OP_Gather, "Gather", 13);
+    static const int64_t gi[6] = {3, 0, 99, -1, 42, 7};
+    cc_input g[2] = {{.name = "tab", .rank = 2, .dims = {100, 16}, .init = true},
+                     {.name = "i", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = gi}};
+    ALL_DT((snprintf(label, sizeof label, "gather embedding %s", dtn(D)),
+            cu_run(&t, 2, g, 1, D, &pr_cuda_impl_gather, label)));
+}
+
+static void test_rows(void) {
+    printf("rows\n");
+    tnode t;
+    n_init(&t, PR_OP_Softmax, "Softmax", 13);
+    cc_input x[1] = {{.name = "x", .rank = 3, .dims = {4, 7, 130}, .lo = -5, .hi = 5}};
+    ALL_DT((snprintf(label, sizeof label, "softmax last axis %s", dtn(D)),
+            cu_run(&t, 1, x, 1, D, &pr_cuda_impl_norm, label)));
+    n_init(&t, PR_OP_Softmax, "Softmax", 13);
+    n_int(&t, "axis", 1);
+    ALL_DT((snprintf(label, sizeof label, "softmax axis 1 %s", dtn(D)),
+            cu_run(&t, 1, x, 1, D, &pr_cuda_impl_norm, label)));
+    n_init(&t, PR_OP_LogSoftmax, "LogSoftmax", 11);
+    ALL_DT((snprintf(label, sizeof label, "logsoftmax opset 11 %s", dtn(D)),
+            cu_run(&t, 1, x, 1, D, &pr_cuda_impl_norm, label)));
+    n_init(&t, PR_OP_LayerNormalization, "LayerNormalization", 17);
+    n_float(&t, "epsilon", 1e-5f);
+    cc_input l[3] = {{.name = "x", .rank = 3, .dims = {3, 5, 96}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {96}, .init = true},
+                     {.name = "b", .rank = 1, .dims = {96}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm %s", dtn(D)),
+            cu_run(&t, 3, l, 1, D, &pr_cuda_impl_norm, label)));
+    n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
+    n_ints(&t, "axes", (int64_t[]){2, 3}, 2);
+    cc_input r[1] = {{.name = "x", .rank = 4, .dims = {2, 3, 5, 6}}};
+    ALL_DT((snprintf(label, sizeof label, "reducemean axes 2,3 %s", dtn(D)),
+            cu_run(&t, 1, r, 1, D, &pr_cuda_impl_reduce, label)));
+    n_init(&t, PR_OP_ReduceSum, "ReduceSum", 13);
+    n_int(&t, "keepdims", 0);
+    static const int64_t ax[1] = {1};
+    cc_input rs[2] = {{.name = "x", .rank = 3, .dims = {2, 37, 6}},
+                      {.name = "a", .rank = 1, .dims = {1}, .init = true, .dtype = PRECIS_INT64, .raw = ax}};
+    ALL_DT((snprintf(label, sizeof label, "reducesum axes input %s", dtn(D)),
+            cu_run(&t, 2, rs, 1, D, &pr_cuda_impl_reduce, label)));
+    n_init(&t, PR_OP_ReduceL2, "ReduceL2", 13);
+    n_ints(&t, "axes", (int64_t[]){-1}, 1);
+    ALL_DT((snprintf(label, sizeof label, "reducel2 %s", dtn(D)),
+            cu_run(&t, 1, r, 1, D, &pr_cuda_impl_reduce, label)));
+}
+
+static void test_spatial(void) {
+    printf("spatial\n");
+    tnode t;
+    cc_input x[1] = {{.name = "x", .rank = 4, .dims = {2, 3, 15, 14}}};
+    n_init(&t, PR_OP_MaxPool, "MaxPool", 12);
+    n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+    n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+    n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ALL_DT((snprintf(label, sizeof label, "maxpool 3x3 s2 p1 %s", dtn(D)),
+            cu_run(&t, 1, x, 1, D, &pr_cuda_impl_pool, label)));
+    n_init(&t, PR_OP_AveragePool, "AveragePool", 19);
+    n_ints(&t, "kernel_shape", (int64_t[]){3, 2}, 2);
+    n_ints(&t, "pads", (int64_t[]){1, 0, 1, 1}, 4);
+    n_int(&t, "count_include_pad", 1);
+    n_int(&t, "ceil_mode", 1);
+    n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+    ALL_DT((snprintf(label, sizeof label, "avgpool count_include_pad ceil %s", dtn(D)),
+            cu_run(&t, 1, x, 1, D, &pr_cuda_impl_pool, label)));
+    n_init(&t, PR_OP_GlobalAveragePool, "GlobalAveragePool", 1);
+    ALL_DT((snprintf(label, sizeof label, "global average pool %s", dtn(D)),
+            cu_run(&t, 1, x, 1, D, &pr_cuda_impl_pool, label)));
+    static const float sc[4] = {1, 1, 2, 1.5f};
+    cc_input r[3] = {{.name = "x", .rank = 4, .dims = {2, 3, 7, 6}}, {.name = "roi", .rank = 1, .dims = {0}, .init = true},
+                     {.name = "s", .rank = 1, .dims = {4}, .init = true, .data = sc}};
+    n_init(&t, PR_OP_Resize, "Resize", 13);
+    n_str(&t, "mode", "nearest");
+    ALL_DT((snprintf(label, sizeof label, "resize nearest %s", dtn(D)),
+            cu_run(&t, 3, r, 1, D, &pr_cuda_impl_pool, label)));
+    n_init(&t, PR_OP_Resize, "Resize", 13);
+    n_str(&t, "mode", "linear");
+    n_str(&t, "coordinate_transformation_mode", "align_corners");
+    ALL_DT((snprintf(label, sizeof label, "resize linear align_corners %s", dtn(D)),
+            cu_run(&t, 3, r, 1, D, &pr_cuda_impl_pool, label)));
+}
+
+int main(void) {
+    int rc = cu_setup();
+    if (rc) return rc;
+    test_gemm();
+    test_attention();
+    test_conv();
+    test_nhwc();
+    test_eltwise();
+    test_move();
+    test_rows();
+    test_spatial();
+    cu_teardown();
+    return check_report("test_cuda_ops");
+}
