@@ -331,11 +331,7 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
             if (t >= 0) in[j] = &c->vals[t];
             pr_tinfo_from_buf(&tin[j], in[j]);
         }
-        pr_harmonize_inputs(g, n, tin);
-        memset(tout, 0, sizeof(pr_tinfo) * (size_t)n->n_outputs);
-        for (int j = 0; j < n->n_outputs; j++) tout[j].rank = -1;
-        pr_infer ic = {g, n, n->n_inputs, tin, n->n_outputs, tout, err};
-        if ((st = pr_infer_table[n->op](&ic))) goto fail;
+        if ((st = pr_infer_step_outputs(g, n, tin, tout, err))) goto fail;
         for (int j = 0; j < n->n_outputs; j++) {
             int t = n->outputs[j];
             outp[j] = NULL;

@@ -77,6 +77,15 @@ fail:
     return st;
 }
 
+precis_status pr_infer_step_outputs(const pr_graph *g, const pr_node *n, pr_tinfo *tin,
+                                    pr_tinfo *tout, pr_err *e) {
+    pr_harmonize_inputs(g, n, tin);
+    memset(tout, 0, sizeof(pr_tinfo) * (size_t)n->n_outputs);
+    for (int j = 0; j < n->n_outputs; j++) tout[j].rank = -1;
+    pr_infer ic = {(pr_graph *)g, n, n->n_inputs, tin, n->n_outputs, tout, e};
+    return pr_infer_table[n->op](&ic);
+}
+
 void pr_harmonize_inputs(const pr_graph *g, const pr_node *n, pr_tinfo *tin) {
     switch (n->op) {
     case PR_OP_LayerNormalization: case PR_OP_InstanceNormalization:

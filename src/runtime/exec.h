@@ -35,4 +35,9 @@ precis_status pr_check_input(const pr_graph *g, const pr_tensor *decl, const pr_
  * executors call this on a node's input infos before inferring). */
 void pr_harmonize_inputs(const pr_graph *g, const pr_node *n, pr_tinfo *tin);
 
+/* An executor's shape inference for one step: harmonize tin, then infer
+ * every output of n into tout (cleared first; rank -1 where unknown). */
+precis_status pr_infer_step_outputs(const pr_graph *g, const pr_node *n, pr_tinfo *tin,
+                                    pr_tinfo *tout, pr_err *e);
+
 #endif

@@ -47,21 +47,7 @@ static inline float cu_run_lay(const tnode *t, int n_in, const cc_input *ins, in
     float worst = 0;
     float *plain[CC_MAX_IO] = {0};
     pr_dtype ref_dt[CC_MAX_IO], imp_dt[CC_MAX_IO];
-    for (int i = 0; i < n_in; i++) {
-        ref_dt[i] = imp_dt[i] = PRECIS_FLOAT32;
-        if (!ins[i].name) continue;
-        if (ins[i].dtype != PRECIS_UNDEFINED) {
-            ref_dt[i] = imp_dt[i] = ins[i].dtype;
-            continue;
-        }
-        if (!ins[i].init) imp_dt[i] = act_dt;
-        int64_t ne = pr_numel(ins[i].rank, ins[i].dims);
-        plain[i] = malloc((size_t)(ne ? ne : 1) * sizeof(float));
-        float lo = ins[i].lo, hi = ins[i].hi;
-        if (lo == 0 && hi == 0) lo = -1, hi = 1;
-        for (int64_t k = 0; k < ne; k++)
-            plain[i][k] = cc_round(ins[i].data ? ins[i].data[k] : cc_rand(lo, hi), imp_dt[i]);
-    }
+    cc_inputs_prepare(n_in, ins, act_dt, ref_dt, imp_dt, plain);
     pr_graph *gr = cc_graph(t, n_in, ins, ref_dt, plain, n_out, NULL, false);
     pr_graph *gi = cc_graph(t, n_in, ins, imp_dt, plain, n_out, out_nhwc, true);
     pr_err e = {0};

@@ -140,14 +140,12 @@ static inline pr_graph *cc_graph(const tnode *t, int n_in, const cc_input *ins,
     return g;
 }
 
-/* Runs the case; returns the largest |impl - ref| over all outputs (or
- * INFINITY when something failed; every failure is also a failed CHECK). */
-static inline float cc_run_tol(const tnode *t, int n_in, const cc_input *ins, int n_out,
-                               const bool *out_nhwc, pr_dtype act_dt, const pr_cpu_impl *impl,
-                               int threads, cc_tolerance tol, const char *label) {
-    float worst = 0;
-    float *plain[CC_MAX_IO] = {0};
-    pr_dtype ref_dt[CC_MAX_IO], imp_dt[CC_MAX_IO];
+/* The inputs' dtypes for ref and for the impl (activations in act_dt,
+ * initializers float32, typed inputs as given) and, for float inputs, their
+ * values (given or random in [lo, hi]) rounded to the impl's dtype so both
+ * sides see the same numbers; plain[i] malloc'd (NULL for typed inputs). */
+static inline void cc_inputs_prepare(int n_in, const cc_input *ins, pr_dtype act_dt,
+                                     pr_dtype *ref_dt, pr_dtype *imp_dt, float **plain) {
     for (int i = 0; i < n_in; i++) {
         ref_dt[i] = imp_dt[i] = PRECIS_FLOAT32;
         if (!ins[i].name) continue;
@@ -163,6 +161,17 @@ static inline float cc_run_tol(const tnode *t, int n_in, const cc_input *ins, in
         for (int64_t k = 0; k < ne; k++)
             plain[i][k] = cc_round(ins[i].data ? ins[i].data[k] : cc_rand(lo, hi), imp_dt[i]);
     }
+}
+
+/* Runs the case; returns the largest |impl - ref| over all outputs (or
+ * INFINITY when something failed; every failure is also a failed CHECK). */
+static inline float cc_run_tol(const tnode *t, int n_in, const cc_input *ins, int n_out,
+                               const bool *out_nhwc, pr_dtype act_dt, const pr_cpu_impl *impl,
+                               int threads, cc_tolerance tol, const char *label) {
+    float worst = 0;
+    float *plain[CC_MAX_IO] = {0};
+    pr_dtype ref_dt[CC_MAX_IO], imp_dt[CC_MAX_IO];
+    cc_inputs_prepare(n_in, ins, act_dt, ref_dt, imp_dt, plain);
     pr_graph *gr = cc_graph(t, n_in, ins, ref_dt, plain, n_out, out_nhwc, false);
     pr_graph *gi = cc_graph(t, n_in, ins, imp_dt, plain, n_out, out_nhwc, true);
     pr_err e = {0};

@@ -349,11 +349,7 @@ static precis_status device_step(pr_cuda_ctx *c, const pr_step *s, bool planning
         pr_tinfo_from_buf(&tin[j], in[j]);
         tin[j].value = c->hs[t] ? c->hv[t].data : NULL;
     }
-    pr_harmonize_inputs(g, n, tin);
-    memset(tout, 0, sizeof(pr_tinfo) * (size_t)n->n_outputs);
-    for (int j = 0; j < n->n_outputs; j++) tout[j].rank = -1;
-    pr_infer ic = {(pr_graph *)g, n, n->n_inputs, tin, n->n_outputs, tout, e};
-    if ((st = pr_infer_table[n->op](&ic))) return st;
+    if ((st = pr_infer_step_outputs(g, n, tin, tout, e))) return st;
     for (int j = 0; j < n->n_outputs; j++) {
         int t = n->outputs[j];
         outp[j] = NULL;
@@ -393,11 +389,7 @@ static precis_status host_step(pr_cuda_ctx *c, const pr_step *s, pr_err *e) {
         }
         pr_tinfo_from_buf(&tin[j], in[j]);
     }
-    pr_harmonize_inputs(g, n, tin);
-    memset(tout, 0, sizeof(pr_tinfo) * (size_t)n->n_outputs);
-    for (int j = 0; j < n->n_outputs; j++) tout[j].rank = -1;
-    pr_infer ic = {(pr_graph *)g, n, n->n_inputs, tin, n->n_outputs, tout, e};
-    if ((st = pr_infer_table[n->op](&ic))) return st;
+    if ((st = pr_infer_step_outputs(g, n, tin, tout, e))) return st;
     for (int j = 0; j < n->n_outputs; j++) {
         int t = n->outputs[j];
         outp[j] = NULL;
