@@ -917,6 +917,52 @@ static void test_threads(void) {
     prep_free(&p);
 }
 
+/* The Winograd path (dnnl_wino.h), forced: float32 3x3 convs with channels
+ * a multiple of 16, plain and nhwc, with relu and with a residual (sum
+ * post-op, reordered into the staged output); a second shape gets a direct
+ * primitive made from the weights the state keeps. */
+static void test_winograd(void) {
+    setenv("PRECIS_WINOGRAD", "force", 1);
+    static const conv_case c = {"wino", 1, 32, 12, 10, 48, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1},
+                                NULL, true};
+    static const int64_t shapes[3][CC_MAX_IO][PR_MAX_RANK] = {
+        {{1, 32, 12, 10}, {0}, {0}, {1, 48, 12, 10}},
+        {{2, 32, 7, 9}, {0}, {0}, {2, 48, 7, 9}},
+        {{1, 32, 12, 10}, {0}, {0}, {1, 48, 12, 10}}};
+    int wino = 0;
+    for (int z = 0; z < 2; z++) {
+        for (int l = 0; l < 2; l++) {
+            tnode t;
+            prepared p;
+            conv_node(&t, &c, true);
+            n_str(&t, "act", "Relu");
+            if (z) n_str(&t, "act2", "Relu");
+            cc_input gin[4] = {
+                {.name = "x", .rank = 4, .dims = {1, 32, 12, 10}, .nhwc = l == 1},
+                {.name = "w", .rank = 4, .dims = {48, 32, 3, 3}, .init = true},
+                {.name = "b", .rank = 1, .dims = {48}, .init = true},
+                {.name = "z", .rank = 4, .dims = {1, 48, 12, 10}, .nhwc = l == 1}};
+            red_len = 32 * 9;
+            if (prep_make(&p, &pr_cpu_impl_dnnl_conv, &t, z ? 4 : 3, gin, PRECIS_FLOAT32, l == 1,
+                          1 + l)) {
+                const char *impl = p.impl->describe(p.state);
+                wino += strstr(impl, "wino") != NULL;
+                char what[64];
+                snprintf(what, sizeof what, "winograd %s%s", l ? "nhwc" : "plain",
+                         z ? " residual" : "");
+                check_shapes(&p, 3, shapes, 1 + l, what);
+                printf("dnnl.conv %s: %s\n", what, impl);
+            }
+            prep_free(&p);
+            red_len = 0;
+        }
+    }
+    /* oneDNN 2.6 has the kernels wherever AVX-512 is (the CPU backend's
+     * floor for dnnl.conv f32 speed); elsewhere the direct path ran */
+    if (pr_cpu_features_get()->avx512f) CHECK(wino == 4);
+    unsetenv("PRECIS_WINOGRAD");
+}
+
 int main(int argc, char **argv) {
     pr_err e = {0};
     void *s = pr_dnnl_stream_create(&e);
@@ -953,6 +999,7 @@ int main(int argc, char **argv) {
         test_matmul();
         test_symbolic();
         test_inplace();
+        test_winograd();
     }
     test_threads();
     return check_report("test_cpu_dnnl");

@@ -548,6 +548,7 @@ void pr_dnnl_entry_free(pr_dnnl_entry *ent) {
     if (!ent) return;
     if (ent->prim) dnnl_primitive_destroy(ent->prim);
     if (ent->own_wei) free(ent->wei);
+    for (int i = 0; i < 3; i++) pr_dnnl_entry_free(ent->stage[i]);
     free(ent);
 }
 

@@ -185,7 +185,14 @@ typedef struct pr_dnnl_entry {
     void *wei;                     /* weights in the layout this primitive wants */
     bool own_wei;                  /* wei is this entry's (else the state's shared copy) */
     int64_t out_dims[PR_MAX_RANK]; /* output dims the primitive computes */
-    char impl[64];                 /* oneDNN implementation name */
+    char impl[96];                 /* oneDNN implementation name */
+    /* staged execution (the Winograd path of dnnl_wino.c): stage[0] reorders
+     * the input into a staging buffer, stage[1] (or NULL) the residual into
+     * the staged output, prim runs on the staging buffers, stage[2] reorders
+     * the output back. stage_bytes: staged input, staged output; the buffers
+     * come from pr_dnnl_scratch_after(). */
+    struct pr_dnnl_entry *stage[3];
+    size_t stage_bytes[2];
     struct pr_dnnl_entry *next;
 } pr_dnnl_entry;
 

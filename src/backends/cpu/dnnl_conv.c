@@ -16,6 +16,7 @@
 
 #ifdef PRECIS_HAVE_DNNL
 
+#include "backends/cpu/dnnl_wino.h"
 #include "ir/infer_conv.h"
 
 typedef struct conv_state {
@@ -24,6 +25,8 @@ typedef struct conv_state {
     int src_layout, dst_layout, z_layout;
     int64_t G, IC, OC, KH, KW;
     float *bias; /* OC floats, or NULL */
+    float *user_copy; /* the graph's weights, kept when a Winograd primitive
+                       * holds its own: other shapes' primitives start from it */
     bool has_z;
     pr_act act, act2;
     pr_dnnl_weights w;
@@ -34,6 +37,8 @@ typedef struct conv_state {
 typedef struct conv_ctx {
     conv_state *s;
     const pr_node *node;
+    bool prime;     /* creating the graph's own shape in prepare (Winograd may be timed) */
+    bool wino_used; /* set when that primitive is the Winograd one */
 } conv_ctx;
 
 /* key: N, H, W, threads */
@@ -115,6 +120,13 @@ static dnnl_status_t user_wei_md(const conv_state *s, dnnl_memory_desc_t *md) {
     return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, s->deconv ? dnnl_iohw : dnnl_oihw);
 }
 
+/* Shapes oneDNN 2.6 has float32 Winograd kernels for (see dnnl_wino.h). */
+static bool wino_shape(const conv_state *s, const pr_conv_geom *geo) {
+    return !s->deconv && s->dt == PRECIS_FLOAT32 && s->G == 1 && s->KH == 3 && s->KW == 3 &&
+           s->IC % 16 == 0 && s->OC % 16 == 0 && geo->stride[0] == 1 && geo->stride[1] == 1 &&
+           geo->dil[0] == 1 && geo->dil[1] == 1;
+}
+
 static precis_status conv_create(void *vctx, const int64_t *key, int nkey, pr_dnnl_entry *ent,
                                  pr_err *e) {
     conv_ctx *c = vctx;
@@ -189,6 +201,22 @@ static precis_status conv_create(void *vctx, const int64_t *key, int nkey, pr_dn
     st = eng ? pr_dnnl_check(dnnl_primitive_desc_create(&pd, &od, attr, eng, NULL), e,
                              s->deconv ? "deconvolution" : "convolution")
              : e->status;
+    if (!st && c->prime && wino_shape(s, &geo) && s->w.user && pr_dnnl_wino_mode() != 0) {
+        dnnl_dims_t wd = {s->OC, s->IC, s->KH, s->KW};
+        dnnl_memory_desc_t uw;
+        pr_wino_req wr = {.src = &smd, .dst = &dmd, .bias = s->bias ? &bmd : NULL,
+                          .user_wei = &uw, .user = s->w.user, .pad_l = &pl, .pad_r = &pr,
+                          .attr = attr, .has_z = s->has_z, .threads = (int)key[K_THREADS]};
+        bool won = false;
+        st = pr_dnnl_check(dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, dnnl_oihw), e,
+                           "weights desc");
+        if (!st) st = pr_dnnl_wino_try(&wr, pd, ent, &won, e);
+        if (!st && won) {
+            c->wino_used = true;
+            pr_dnnl_threads_restore(saved);
+            goto fail; /* done: ent holds the Winograd path */
+        }
+    }
     if (!st)
         st = pr_dnnl_weights_for(&s->w, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
                                  ent, e);
@@ -213,6 +241,7 @@ static void conv_destroy(void *state) {
     pr_dnnl_cache_destroy(&s->cache);
     pr_dnnl_weights_free(&s->w);
     free(s->bias);
+    free(s->user_copy);
     free(s);
 }
 
@@ -265,14 +294,23 @@ static precis_status prepare_common(const pr_graph *g, const pr_node *n, const p
     if (key[K_N] == 0) key[K_N] = 1;
     if (key[K_H] == 0) key[K_H] = 32;
     if (key[K_W] == 0) key[K_W] = 32;
-    conv_ctx c = {s, n};
+    conv_ctx c = {s, n, .prime = pr_dim_known(X->dims[0]) && pr_dim_known(X->dims[2]) &&
+                                 pr_dim_known(X->dims[3])};
     st = pr_dnnl_cache_prime(&s->cache, key, K_COUNT, conv_create, &c, e);
-    if (!st && !s->w.data) {
+    if (!st && c.wino_used) {
+        /* the Winograd primitive has its own weights; primitives for other
+         * shapes are made from a copy of the graph's */
+        size_t wb = (size_t)(s->OC * s->IC * s->KH * s->KW) * sizeof(float);
+        s->user_copy = malloc(wb);
+        if (!s->user_copy) st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        else memcpy(s->user_copy, W->data, wb);
+    }
+    if (!st && !s->w.data && !c.wino_used) {
         /* a degenerate representative shape made no primitive: the weights
          * stay plain (the first real primitive reorders them) */
         st = pr_errf(e, PRECIS_ERR_UNSUPPORTED, "no primitive for the graph's shape");
     }
-    s->w.user = NULL;
+    s->w.user = s->user_copy;
     if (st) goto fail;
     snprintf(s->desc, sizeof s->desc, "%s", s->cache.primary->impl);
     *state = s;
@@ -292,6 +330,29 @@ static precis_status deconv_prepare(const pr_graph *g, const pr_node *n, const p
     return prepare_common(g, n, cfg, state, e, true);
 }
 
+/* The Winograd path: input (and residual) into the staging buffers, the
+ * primitive, the output back (dnnl_wino.h). */
+static precis_status run_staged(const conv_state *s, const pr_dnnl_entry *ent, const pr_buf *X,
+                                const pr_buf *Z, pr_buf *Y, pr_cpu_exec *x, pr_err *e) {
+    size_t off = (ent->stage_bytes[0] + 63) & ~(size_t)63;
+    char *stage = pr_dnnl_scratch_after(ent, x, off + ent->stage_bytes[1]);
+    if (!stage) return pr_errf(e, PRECIS_ERR_OOM, "out of memory (Winograd staging)");
+    void *bx = stage, *by = stage + off;
+    precis_status st = pr_dnnl_execute(ent->stage[0], (void *[]){X->data, bx}, x, e);
+    if (!st && Z) st = pr_dnnl_execute(ent->stage[1], (void *[]){Z->data, by}, x, e);
+    if (!st) {
+        void *ptrs[4];
+        int np = 0;
+        ptrs[np++] = bx;
+        ptrs[np++] = ent->wei;
+        if (s->bias) ptrs[np++] = s->bias;
+        ptrs[np++] = by;
+        st = pr_dnnl_execute(ent, ptrs, x, e);
+    }
+    if (!st) st = pr_dnnl_execute(ent->stage[2], (void *[]){by, Y->data}, x, e);
+    return st;
+}
+
 static precis_status conv_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
     conv_state *s = state;
     const pr_buf *X = k->in[0], *Z = s->has_z ? pr_kin(k, 3) : NULL;
@@ -307,7 +368,7 @@ static precis_status conv_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
                             x->num_threads > 0 ? x->num_threads : 1};
     pr_dnnl_entry *ent;
     bool temp;
-    conv_ctx c = {s, k->node};
+    conv_ctx c = {s, k->node, false, false};
     precis_status st =
         pr_dnnl_cache_get(&s->cache, key, K_COUNT, conv_create, &c, &ent, &temp, k->err);
     if (st) return pr_err_prefix(k->err, "node '%s' (%s)", k->node->name, k->node->op_type);
@@ -318,6 +379,10 @@ static precis_status conv_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
         goto done;
     }
     if (!ent->prim) goto done; /* empty output */
+    if (ent->stage[0]) {
+        st = run_staged(s, ent, X, Z, Y, x, k->err);
+        goto done;
+    }
     if (Z && Z->data != Y->data) memcpy(Y->data, Z->data, Y->nbytes);
     void *ptrs[4];
     int np = 0;
