@@ -427,6 +427,25 @@ int cmd_bench(int argc, char **argv) {
     char tmpdir[] = "/tmp/precis-bench-XXXXXX";
     int have_tmp = 0, rc = 0;
     precis_status st;
+    /* an ONNX model benchmarked at fixed --shape dims is built for exactly
+     * those (min = opt = max), as a user would build it for that shape:
+     * kernels are then chosen and timed for it at build time */
+    char fixed[2048] = "";
+    if (!a.shapes && n_shape > 0 && !is_plan_file(a.model)) {
+        size_t used = 0;
+        for (int j = 0; j < n_shape; j++) {
+            const char *eq = strchr(shape_spec[j], '=');
+            if (!eq) continue;
+            int w = snprintf(fixed + used, sizeof fixed - used, "%s%.*s:%s/%s/%s", used ? "," : "",
+                             (int)(eq - shape_spec[j]), shape_spec[j], eq + 1, eq + 1, eq + 1);
+            if (w < 0 || (size_t)w >= sizeof fixed - used) {
+                fixed[0] = 0;
+                break;
+            }
+            used += (size_t)w;
+        }
+        if (fixed[0]) a.shapes = fixed;
+    }
     double tb = now_ms();
     if ((st = open_engine(ctx, &a, &e))) goto error;
     double build_ms = now_ms() - tb;
