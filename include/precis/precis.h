@@ -345,6 +345,17 @@ int precis_context_used_cuda_graph(const precis_context *c);
  * framework timing a model on GPU-resident tensors measures); 0 for other
  * backends. */
 double precis_context_device_ms(const precis_context *c);
+/* Batch splitting (CPU): when every step of the plan keeps the samples of a
+ * batch apart (checked per input-shape signature) and the batch is at least
+ * the thread count, a run executes its samples one by one on that many
+ * workers of one thread each (activations of one sample stay in cache). The
+ * number of workers of the last run, 0 when it ran whole.
+ * PRECIS_BATCH_SPLIT=0 in the environment turns it off. */
+int precis_context_split_workers(const precis_context *c);
+/* Why the last run was not split ("" when it was, or was never considered:
+ * batch 1, splitting off), e.g. "output 'r' of 'reshape_3' (Reshape) does
+ * not carry the batch in dim 0". */
+const char *precis_context_split_note(const precis_context *c);
 
 /* ------------------------------------------------------------ sensitivity */
 

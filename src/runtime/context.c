@@ -5,12 +5,14 @@
  * planned offset (a tensor whose size still differs falls back to the heap). */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ir/infer.h"
+#include "runtime/batch_split.h"
 #include "runtime/engine.h"
 #include "runtime/exec.h"
 #include "runtime/mem_plan.h"
@@ -44,6 +46,18 @@ struct precis_context {
     void *observe_user;
     /* backend "cuda": the executor that runs the steps (cuda_context.c) */
     pr_cuda_ctx *cuda;
+    /* threads of this context's kernels (the engine's; 1 in a worker) */
+    int threads;
+    /* batch splitting (batch_split.h): a worker context runs one sample of
+     * its parent's batch (inputs are not checked against the built range);
+     * the parent keeps one worker per thread and its verdict for the
+     * input-shape signature it last saw */
+    bool is_worker;
+    precis_context **workers;
+    int n_workers, split_used;
+    int64_t *split_sig;
+    int split_sig_len, split_state; /* 1 split, -1 not, 0 unknown */
+    pr_split_info split;
 };
 
 void pr_context_observe(precis_context *c, pr_observe_fn fn, void *user) {
@@ -73,6 +87,7 @@ precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
         return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     }
     c->x.num_threads = e->num_threads;
+    c->threads = e->num_threads;
 #ifdef PRECIS_HAVE_CUDA
     if (e->cuda) {
         precis_status st = pr_cuda_ctx_create(e, &c->cuda, &ctx->err);
@@ -101,6 +116,10 @@ void precis_context_destroy(precis_context *c) {
     pr_cuda_ctx_destroy(c->cuda);
 #endif
     if (c->x.dnnl_stream) pr_dnnl_stream_destroy(c->x.dnnl_stream);
+    for (int i = 0; i < c->n_workers; i++) precis_context_destroy(c->workers[i]);
+    free(c->workers);
+    free(c->split_sig);
+    pr_split_info_free(&c->split);
     free(c->x.scratch);
     free(c->vals);
     free(c->state);
@@ -138,6 +157,11 @@ size_t precis_context_arena_bytes(const precis_context *c) {
 #ifdef PRECIS_HAVE_CUDA
     if (c && c->cuda) return pr_cuda_ctx_arena_bytes(c->cuda);
 #endif
+    if (c && c->split_used) { /* the workers' arenas */
+        size_t sum = 0;
+        for (int w = 0; w < c->n_workers; w++) sum += c->workers[w]->arena_bytes;
+        return sum;
+    }
     return c ? c->arena_bytes : 0;
 }
 double precis_context_device_ms(const precis_context *c) {
@@ -159,8 +183,8 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Does the input-shape signature match the planned one? Stores it if not. */
-static bool same_signature(precis_context *c, const pr_graph *g) {
+/* Does the input-shape signature match *sig? Stores it there if not. */
+static bool same_signature(precis_context *c, const pr_graph *g, int64_t **sig, int *sig_len) {
     int len = 0;
     for (int k = 0; k < g->n_inputs; k++) len += 1 + c->vals[g->inputs[k]].rank;
     int64_t tmp[1024];
@@ -171,12 +195,11 @@ static bool same_signature(precis_context *c, const pr_graph *g) {
         tmp[p++] = b->rank;
         for (int d = 0; d < b->rank; d++) tmp[p++] = b->dims[d];
     }
-    if (c->sig && c->sig_len == len && memcmp(c->sig, tmp, (size_t)len * sizeof *tmp) == 0)
-        return true;
-    free(c->sig);
-    c->sig = malloc((size_t)(len ? len : 1) * sizeof *tmp);
-    c->sig_len = c->sig ? len : 0;
-    if (c->sig) memcpy(c->sig, tmp, (size_t)len * sizeof *tmp);
+    if (*sig && *sig_len == len && memcmp(*sig, tmp, (size_t)len * sizeof *tmp) == 0) return true;
+    free(*sig);
+    *sig = malloc((size_t)(len ? len : 1) * sizeof *tmp);
+    *sig_len = *sig ? len : 0;
+    if (*sig) memcpy(*sig, tmp, (size_t)len * sizeof *tmp);
     return false;
 }
 
@@ -239,6 +262,127 @@ static void release(precis_context *c, int t) {
     c->state[t] = V_NONE;
 }
 
+/* ------------------------------------------------------ batch splitting */
+
+static bool split_enabled(void) {
+    const char *v = getenv("PRECIS_BATCH_SPLIT");
+    return !(v && v[0] == '0');
+}
+
+int precis_context_split_workers(const precis_context *c) { return c ? c->split_used : 0; }
+
+const char *precis_context_split_note(const precis_context *c) {
+    if (!c || c->split_used || c->split_state == 0) return "";
+    if (c->split_state > 0) return "batch smaller than the thread count";
+    return c->split.why;
+}
+
+/* One worker's share: samples w, w + T, ... of the batch in c->vals, each
+ * run on its own context, outputs copied into their slice of out. */
+static precis_status split_worker(precis_context *c, precis_context *wk, precis_ctx *wctx, int w,
+                                  int T, precis_tensor **out) {
+    const pr_graph *g = c->e->g;
+    const pr_split_info *si = &c->split;
+    precis_tensor views[MAX_IO];
+    const precis_tensor *vin[MAX_IO];
+    const char *names[MAX_IO];
+    precis_tensor *res[MAX_IO] = {0};
+    for (int64_t smp = w; smp < si->n; smp += T) {
+        for (int k = 0; k < g->n_inputs; k++) {
+            const pr_buf *b = &c->vals[g->inputs[k]];
+            size_t slice = b->nbytes / (size_t)si->n;
+            views[k].b = *b;
+            views[k].b.dims[0] = 1;
+            views[k].b.numel = b->numel / si->n;
+            views[k].b.nbytes = slice;
+            views[k].b.data = (char *)b->data + (size_t)smp * slice;
+            vin[k] = &views[k];
+            names[k] = g->tensors[g->inputs[k]].name;
+        }
+        precis_status st = precis_context_run(wctx, wk, g->n_inputs, names, vin, res);
+        for (int k = 0; !st && k < g->n_outputs; k++) {
+            const pr_buf *r = &res[k]->b;
+            size_t slice = out[k]->b.nbytes / (size_t)si->n;
+            bool same = r->dtype == out[k]->b.dtype && r->rank == out[k]->b.rank &&
+                        r->nbytes == slice && r->dims[0] == 1 &&
+                        !memcmp(r->dims + 1, out[k]->b.dims + 1,
+                                (size_t)(r->rank - 1) * sizeof(int64_t));
+            if (!same)
+                st = pr_errf(&wctx->err, PRECIS_ERR_INTERNAL,
+                             "batch split: output '%s' of one sample has another shape",
+                             g->tensors[g->outputs[k]].name);
+            else if (slice)
+                memcpy((char *)out[k]->b.data + (size_t)smp * slice, r->data, slice);
+        }
+        for (int k = 0; k < g->n_outputs; k++) precis_tensor_destroy(res[k]), res[k] = NULL;
+        if (st) return st;
+    }
+    return PRECIS_OK;
+}
+
+/* Runs the batch split per sample when batch_split.h allows it: the status,
+ * or -1 when the run is not split (the caller runs it whole). A split run
+ * that fails is not an error: the signature is marked unsplittable and the
+ * caller runs the batch whole. */
+static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs) {
+    const precis_engine *e = c->e;
+    const pr_graph *g = e->g;
+    int T = c->threads;
+    if (!split_enabled() || c->cuda || T < 1 || g->n_inputs > MAX_IO || g->n_outputs > MAX_IO)
+        return -1;
+    if (!same_signature(c, g, &c->split_sig, &c->split_sig_len) || !c->split_state) {
+        const pr_buf *in[MAX_IO];
+        for (int k = 0; k < g->n_inputs; k++) in[k] = &c->vals[g->inputs[k]];
+        pr_split_info_free(&c->split);
+        c->split_state = pr_batch_split_check(e, in, &c->split) ? 1 : -1;
+    }
+    if (c->split_state < 0 || c->split.n < T) return -1;
+    if (c->n_workers < T) {
+        precis_context **nw = realloc(c->workers, (size_t)T * sizeof *nw);
+        if (!nw) return -1;
+        c->workers = nw;
+        for (; c->n_workers < T; c->n_workers++) {
+            if (precis_context_create(ctx, e, &nw[c->n_workers])) return -1;
+            nw[c->n_workers]->is_worker = true;
+            nw[c->n_workers]->threads = 1;
+            nw[c->n_workers]->x.num_threads = 1;
+        }
+    }
+    precis_ctx *wctx[64];
+    precis_status wst[64] = {0};
+    if (T > 64) return -1;
+    int made = 0;
+    for (; made < T; made++)
+        if (!(wctx[made] = precis_ctx_create())) break;
+    precis_status st = made < T ? PRECIS_ERR_OOM : PRECIS_OK;
+    for (int k = 0; !st && k < g->n_outputs; k++)
+        st = pr_tensor_new(c->split.out_dtype[k], c->split.out_rank[k], c->split.out_dims[k],
+                           g->tensors[g->outputs[k]].name, &outputs[k], &ctx->err);
+    for (int w = 0; w < T; w++) {
+        precis_context_set_profiling(c->workers[w], c->profiling);
+    }
+    if (!st) {
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+        for (int w = 0; w < T; w++) wst[w] = split_worker(c, c->workers[w], wctx[w], w, T, outputs);
+        for (int w = 0; w < T && !st; w++) st = wst[w];
+    }
+    for (int w = 0; w < made; w++) precis_ctx_destroy(wctx[w]);
+    if (st) {
+        for (int k = 0; k < g->n_outputs; k++) precis_tensor_destroy(outputs[k]), outputs[k] = NULL;
+        pr_err_clear(&ctx->err);
+        c->split_state = -1;
+        snprintf(c->split.why, sizeof c->split.why, "a per-sample run failed");
+        return -1;
+    }
+    if (c->profiling) { /* worker step times, averaged over the parallel workers */
+        for (int w = 0; w < T; w++)
+            for (int k = 0; k < e->n_steps; k++) c->prof[k] += c->workers[w]->prof[k] / T;
+        c->prof_runs++;
+    }
+    c->split_used = T;
+    return PRECIS_OK;
+}
+
 precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_inputs,
                                  const char *const *names, const precis_tensor *const *inputs,
                                  precis_tensor **outputs) {
@@ -279,8 +423,10 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
             st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "input '%s' is NULL", names[i]);
             goto fail;
         }
-        if ((st = pr_check_input(g, &g->tensors[t], &inputs[i]->b, c->sym, err))) goto fail;
-        if ((st = check_profile(e, &inputs[i]->b, t, err))) goto fail;
+        if (!c->is_worker) { /* a worker's sample comes from a checked batch */
+            if ((st = pr_check_input(g, &g->tensors[t], &inputs[i]->b, c->sym, err))) goto fail;
+            if ((st = check_profile(e, &inputs[i]->b, t, err))) goto fail;
+        }
         c->vals[t] = inputs[i]->b;
         c->state[t] = V_VIEW;
     }
@@ -297,16 +443,24 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
         return st;
     }
 #endif
+    c->split_used = 0;
+    if (!c->is_worker && !c->observe) {
+        int r = run_split(ctx, c, outputs);
+        if (r >= 0) {
+            memset(c->state, 0, (size_t)g->n_tensors);
+            return (precis_status)r;
+        }
+    }
     for (int k = 0; c->observe && k < g->n_inputs; k++)
         if ((st = c->observe(c->observe_user, g, g->inputs[k], &c->vals[g->inputs[k]], err)))
             goto fail;
-    bool planning = !same_signature(c, g) || !c->planned;
+    bool planning = !same_signature(c, g, &c->sig, &c->sig_len) || !c->planned;
     if (planning) {
         c->planned = false;
         memset(c->size, 0, (size_t)g->n_tensors * sizeof *c->size);
     }
-    omp_set_num_threads(e->num_threads);
-    c->x.num_threads = e->num_threads;
+    omp_set_num_threads(c->threads);
+    c->x.num_threads = c->threads;
 
     for (int k = 0; k < e->n_steps; k++) {
         const pr_step *s = &e->steps[k];
@@ -366,7 +520,7 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
             outp[j] = b;
         }
         double t0 = c->profiling ? now() : 0;
-        pr_kernel kk = {g, n, n->n_inputs, in, n->n_outputs, outp, err, e->num_threads};
+        pr_kernel kk = {g, n, n->n_inputs, in, n->n_outputs, outp, err, c->threads};
         st = s->impl ? s->impl->run(s->state, &kk, &c->x) : pr_ref_table[n->op](&kk);
         if (st) goto fail;
         if (c->profiling) c->prof[k] += now() - t0;

@@ -17,6 +17,11 @@
                    FPN-style Add of a nearest Resize with Relu after it, a Sub of
                    a per-channel constant, a 3x3 AveragePool; input
                    [batch, 8, 12, 12].
+  batch_softmax.onnx  MatMul then a Softmax over axis 0, the batch: a model whose
+                   samples are not independent (batch splitting must refuse it);
+                   input [batch, 8].
+  batch_transpose.onnx  Transpose moving the batch axis, Relu, Transpose back;
+                   input [batch, 4, 6].
 """
 import os
 
@@ -156,8 +161,26 @@ def se_cnn():
                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 12, 12])], inits)
 
 
+def batch_softmax():
+    rng = np.random.default_rng(5)
+    w = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Softmax", ["h"], ["y"], name="softmax_batch", axis=0)]
+    return helper.make_graph(nodes, "batch_softmax", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])], [w])
+
+
+def batch_transpose():
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], name="t1", perm=[1, 0, 2]),
+             helper.make_node("Relu", ["t"], ["r"], name="relu"),
+             helper.make_node("Transpose", ["r"], ["y"], name="t2", perm=[1, 0, 2])]
+    return helper.make_graph(nodes, "batch_transpose", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 6])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6])], [])
+
+
 for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13),
-                       ("se_cnn", se_cnn(), 13)]:
+                       ("se_cnn", se_cnn(), 13), ("batch_softmax", batch_softmax(), 13),
+                       ("batch_transpose", batch_transpose(), 13)]:
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="precis tests")
     m.ir_version = 8
     onnx.checker.check_model(m)

@@ -208,6 +208,71 @@ static void test_concurrent(void) {
     precis_ctx_destroy(ctx);
 }
 
+/* ---- batch splitting: per-sample runs agree with whole ones; models that
+ * mix samples are never split */
+static void split_case(const char *path, const char *input, int rank, const int64_t *dims,
+                       int threads, int want_workers) {
+    precis_ctx *ctx = precis_ctx_create();
+    precis_engine *e = NULL;
+    precis_context *c = NULL;
+    precis_tensor *x = rand_input(ctx, rank, dims, 11), *whole[4] = {0}, *split[4] = {0};
+    const char *names[] = {input};
+    const precis_tensor *in[] = {x};
+    precis_build_options o = {.precision = "fp32", .backend = "cpu", .num_threads = threads};
+    CHECK(precis_build(ctx, path, &o, &e) == PRECIS_OK);
+    if (!e) {
+        fprintf(stderr, "%s: %s\n", path, precis_last_error(ctx));
+        goto done;
+    }
+    CHECK(precis_context_create(ctx, e, &c) == PRECIS_OK);
+    int nout = precis_engine_num_outputs(e);
+    setenv("PRECIS_BATCH_SPLIT", "0", 1);
+    CHECK(precis_context_run(ctx, c, 1, names, in, whole) == PRECIS_OK);
+    CHECK(precis_context_split_workers(c) == 0);
+    unsetenv("PRECIS_BATCH_SPLIT");
+    for (int rep = 0; rep < 3; rep++) { /* the workers' planning run, then arena runs */
+        for (int k = 0; k < nout; k++) precis_tensor_destroy(split[k]), split[k] = NULL;
+        precis_status st = precis_context_run(ctx, c, 1, names, in, split);
+        CHECK(st == PRECIS_OK);
+        if (st) {
+            fprintf(stderr, "%s split run: %s\n", path, precis_last_error(ctx));
+            break;
+        }
+        CHECK(precis_context_split_workers(c) == want_workers);
+        if (precis_context_split_workers(c) != want_workers)
+            fprintf(stderr, "%s: %d workers, want %d\n", path, precis_context_split_workers(c),
+                    want_workers);
+        for (int k = 0; k < nout; k++) {
+            CHECK(precis_tensor_rank(split[k]) == precis_tensor_rank(whole[k]));
+            for (int d = 0; d < precis_tensor_rank(whole[k]); d++)
+                CHECK(precis_tensor_dims(split[k])[d] == precis_tensor_dims(whole[k])[d]);
+            double err = max_rel(split[k], whole[k]);
+            CHECK(err <= 1e-5);
+            if (!(err <= 1e-5)) fprintf(stderr, "%s output %d: split vs whole %g\n", path, k, err);
+        }
+    }
+    if (want_workers) CHECK(precis_context_arena_bytes(c) > 0);
+done:
+    for (int k = 0; k < 4; k++) precis_tensor_destroy(whole[k]), precis_tensor_destroy(split[k]);
+    precis_tensor_destroy(x);
+    precis_context_destroy(c);
+    precis_engine_destroy(e);
+    precis_ctx_destroy(ctx);
+}
+
+static void test_batch_split(void) {
+    int64_t cnn4[] = {4, 3, 16, 16}, cnn3[] = {3, 3, 16, 16}, cnn1[] = {1, 3, 16, 16};
+    int64_t mlp[] = {3, 5, 32}, sm[] = {4, 8}, tr[] = {3, 4, 6};
+    split_case("data/small_cnn.onnx", "input", 4, cnn4, 2, 2);
+    split_case("data/small_cnn.onnx", "input", 4, cnn3, 2, 2); /* 2 + 1 samples */
+    split_case("data/small_cnn.onnx", "input", 4, cnn3, 1, 1);
+    split_case("data/small_cnn.onnx", "input", 4, cnn1, 2, 0); /* batch 1: nothing to split */
+    split_case("data/se_cnn.onnx", "input", 4, (int64_t[]){2, 8, 12, 12}, 2, 2);
+    split_case("data/small_mlp.onnx", "x", 3, mlp, 2, 2);
+    split_case("data/batch_softmax.onnx", "x", 2, sm, 2, 0);   /* Softmax over the batch */
+    split_case("data/batch_transpose.onnx", "x", 3, tr, 2, 0); /* the batch moves */
+}
+
 static void test_bad_options(void) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
@@ -237,5 +302,6 @@ int main(int argc, char **argv) {
     check_model("data/small_mlp.onnx", "x", 3, mlp, "bf16", 3e-2);
     check_model("data/small_mlp.onnx", "x", 3, mlp, "fp16", 5e-3);
     test_concurrent();
+    test_batch_split();
     return check_report("test_engine");
 }

@@ -584,12 +584,13 @@ int cmd_bench(int argc, char **argv) {
                "\"iterations\": %d,\n \"latency_ms\": {\"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, "
                "\"min\": %.4f},\n \"throughput_per_s\": %.3f, \"arena_bytes\": %zu, "
                "\"peak_rss_bytes\": %lld, \"build_or_load_ms\": %.1f, \"cuda_graph\": %d,\n"
-               " \"device_ms_p50\": %.4f, \"device_throughput_per_s\": %.3f",
+               " \"device_ms_p50\": %.4f, \"device_throughput_per_s\": %.3f, "
+               "\"batch_split_workers\": %d",
                precis_engine_precision(e), precis_engine_num_threads(e), (long long)batch, warmup,
                iters, p50, p90, p99, lat[0], 1e3 * (double)batch / p50,
                precis_context_arena_bytes(c), (long long)ru.ru_maxrss * 1024, build_ms,
                precis_context_used_cuda_graph(c), dev50,
-               dev50 > 0 ? 1e3 * (double)batch / dev50 : 0.0);
+               dev50 > 0 ? 1e3 * (double)batch / dev50 : 0.0, precis_context_split_workers(c));
         if (vs_ort) {
             if (ort_p50 > 0)
                 printf(",\n \"ort\": {\"version\": \"%s\", \"latency_ms_p50\": %.4f, \"ratio\": %.4f}",
@@ -608,6 +609,12 @@ int cmd_bench(int argc, char **argv) {
         printf("throughput   %.1f items/s\n", 1e3 * (double)batch / p50);
         printf("memory       activation arena %.2f MB, peak RSS %.1f MB\n",
                (double)precis_context_arena_bytes(c) / 1e6, (double)ru.ru_maxrss / 1024.0);
+        if (precis_context_split_workers(c))
+            printf("batch split  %lld samples run one by one on %d workers of 1 thread "
+                   "(PRECIS_BATCH_SPLIT=0: whole)\n",
+                   (long long)batch, precis_context_split_workers(c));
+        else if (precis_context_split_note(c)[0])
+            printf("batch split  no: %s\n", precis_context_split_note(c));
         if (dev50 > 0)
             printf("gpu time     p50 %.3f ms between input upload and output download "
                    "(%.1f items/s)%s\n",

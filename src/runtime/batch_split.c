@@ -1,0 +1,260 @@
+/* Batch splitting: the proof that a run may be split per sample (see
+ * batch_split.h). */
+#include "runtime/batch_split.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/exec.h"
+
+static bool no(pr_split_info *info, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool no(pr_split_info *info, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(info->why, sizeof info->why, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static bool is_init(const pr_graph *g, int t) { return t >= 0 && (g->tensors[t].flags & PR_T_INIT); }
+
+/* axis normalised against rank; rank if out of range */
+static int64_t norm_axis(int64_t a, int rank) {
+    if (a < 0) a += rank;
+    return a < 0 || a >= rank ? rank : a;
+}
+
+/* Ops that treat dim 0 as independent samples whenever every activation
+ * they touch carries the batch in dim 0 (the dims check proves that). */
+static bool per_sample_op(pr_op op) {
+    switch (op) {
+    case PR_OP_Conv: case PR_OP_ConvTranspose: case PR_OP_ConvInteger: case PR_OP_QLinearConv:
+    case PR_OP_MaxPool: case PR_OP_AveragePool: case PR_OP_GlobalAveragePool:
+    case PR_OP_GlobalMaxPool: case PR_OP_LpPool: case PR_OP_GlobalLpPool:
+    case PR_OP_BatchNormalization: case PR_OP_InstanceNormalization: case PR_OP_LRN:
+    case PR_OP_Add: case PR_OP_Sub: case PR_OP_Mul: case PR_OP_Div: case PR_OP_Pow:
+    case PR_OP_Mod: case PR_OP_Sqrt: case PR_OP_Exp: case PR_OP_Log: case PR_OP_Neg:
+    case PR_OP_Abs: case PR_OP_Reciprocal: case PR_OP_Floor: case PR_OP_Ceil: case PR_OP_Round:
+    case PR_OP_Sign: case PR_OP_Erf: case PR_OP_Sin: case PR_OP_Cos: case PR_OP_Tan:
+    case PR_OP_Asin: case PR_OP_Acos: case PR_OP_Atan: case PR_OP_Sinh: case PR_OP_Cosh:
+    case PR_OP_Asinh: case PR_OP_Acosh: case PR_OP_Atanh: case PR_OP_Tanh: case PR_OP_Sigmoid:
+    case PR_OP_Relu: case PR_OP_LeakyRelu: case PR_OP_PRelu: case PR_OP_Elu: case PR_OP_Selu:
+    case PR_OP_Celu: case PR_OP_Softplus: case PR_OP_Softsign: case PR_OP_ThresholdedRelu:
+    case PR_OP_Shrink: case PR_OP_Mish: case PR_OP_Clip: case PR_OP_HardSigmoid:
+    case PR_OP_HardSwish: case PR_OP_Gelu: case PR_OP_Min: case PR_OP_Max: case PR_OP_Sum:
+    case PR_OP_Mean: case PR_OP_Equal: case PR_OP_Less: case PR_OP_LessOrEqual:
+    case PR_OP_Greater: case PR_OP_GreaterOrEqual: case PR_OP_Not: case PR_OP_And: case PR_OP_Or:
+    case PR_OP_Xor: case PR_OP_IsNaN: case PR_OP_IsInf: case PR_OP_BitShift: case PR_OP_Where:
+    case PR_OP_Cast: case PR_OP_CastLike: case PR_OP_Identity: case PR_OP_Dropout:
+    case PR_OP_MatMul: case PR_OP_MatMulInteger: case PR_OP_QLinearMatMul:
+    case PR_OP_Reshape: case PR_OP_Flatten: case PR_OP_Squeeze: case PR_OP_Unsqueeze:
+    case PR_OP_Concat: case PR_OP_Split: case PR_OP_Slice: case PR_OP_Expand: case PR_OP_Tile:
+    case PR_OP_Pad: case PR_OP_Resize: case PR_OP_Upsample: case PR_OP_DepthToSpace:
+    case PR_OP_SpaceToDepth: case PR_OP_FusedConv: case PR_OP_Attention: case PR_OP_Reorder:
+    case PR_OP_QConv: case PR_OP_QBinary: case PR_OP_QPool:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The reduction axes of a Reduce* node: attribute, or input 1 (opset 18);
+ * false when they are all axes (absent) or not known. */
+static bool reduce_axes(const pr_graph *g, const pr_node *n, const int64_t **ax, int *nax) {
+    *nax = pr_attr_ints(n, "axes", ax);
+    if (*nax > 0) return true;
+    int t = n->n_inputs > 1 ? n->inputs[1] : -1;
+    if (!is_init(g, t) || g->tensors[t].dtype != PRECIS_INT64 || !g->tensors[t].data) return false;
+    *ax = g->tensors[t].data;
+    *nax = (int)pr_numel(g->tensors[t].rank, g->tensors[t].dims);
+    return *nax > 0;
+}
+
+/* Ops with an axis or other attribute that may mix samples: false with why. */
+static bool op_ok(const pr_graph *g, const pr_node *n, int rank0, pr_split_info *info) {
+    const int64_t *v;
+    int nv;
+    switch (n->op) {
+    case PR_OP_Softmax: case PR_OP_LogSoftmax: case PR_OP_Hardmax:
+    case PR_OP_LayerNormalization: case PR_OP_LpNormalization: case PR_OP_ArgMax:
+    case PR_OP_ArgMin: case PR_OP_TopK: case PR_OP_GatherElements: {
+        int64_t def = 0; /* ArgMax, ArgMin, GatherElements */
+        if (n->op == PR_OP_Softmax || n->op == PR_OP_LogSoftmax || n->op == PR_OP_Hardmax)
+            def = n->opset >= 13 ? -1 : 1;
+        else if (n->op == PR_OP_LayerNormalization || n->op == PR_OP_LpNormalization ||
+                 n->op == PR_OP_TopK)
+            def = -1;
+        if (norm_axis(pr_attr_int(n, "axis", def), rank0) == 0)
+            return no(info, "node '%s' (%s) works along the batch axis", n->name, n->op_type);
+        return true;
+    }
+    case PR_OP_Gather:
+        if (!is_init(g, n->inputs[0]) && norm_axis(pr_attr_int(n, "axis", 0), rank0) == 0)
+            return no(info, "node '%s' (Gather) gathers along the batch axis", n->name);
+        return true;
+    case PR_OP_Transpose:
+        if (pr_attr_ints(n, "perm", &v) < 1 || v[0] != 0)
+            return no(info, "node '%s' (Transpose) moves the batch axis", n->name);
+        return true;
+    case PR_OP_CumSum: {
+        int t = n->n_inputs > 1 ? n->inputs[1] : -1;
+        if (!is_init(g, t) || pr_numel(g->tensors[t].rank, g->tensors[t].dims) != 1 ||
+            norm_axis((int64_t)pr_load_f64(g->tensors[t].data, g->tensors[t].dtype, 0), rank0) ==
+                0)
+            return no(info, "node '%s' (CumSum) sums along the batch axis", n->name);
+        return true;
+    }
+    case PR_OP_ReduceMean: case PR_OP_ReduceSum: case PR_OP_ReduceMax: case PR_OP_ReduceMin:
+    case PR_OP_ReduceProd: case PR_OP_ReduceL1: case PR_OP_ReduceL2: case PR_OP_ReduceLogSum:
+    case PR_OP_ReduceLogSumExp: case PR_OP_ReduceSumSquare:
+        if (!reduce_axes(g, n, &v, &nv))
+            return no(info, "node '%s' (%s) reduces over every axis", n->name, n->op_type);
+        for (int i = 0; i < nv; i++)
+            if (norm_axis(v[i], rank0) == 0)
+                return no(info, "node '%s' (%s) reduces over the batch axis", n->name,
+                          n->op_type);
+        return true;
+    case PR_OP_QuantizeLinear: case PR_OP_DequantizeLinear: {
+        int t = n->n_inputs > 1 ? n->inputs[1] : -1;
+        if (t >= 0 && pr_numel(g->tensors[t].rank, g->tensors[t].dims) > 1 &&
+            norm_axis(pr_attr_int(n, "axis", 1), rank0) == 0)
+            return no(info, "node '%s' (%s) scales per batch item", n->name, n->op_type);
+        return true;
+    }
+    case PR_OP_Gemm: case PR_OP_FusedMatMul: case PR_OP_QMatMul:
+        if (pr_attr_int(n, "transA", 0) != 0)
+            return no(info, "node '%s' (%s) transposes its activation", n->name, n->op_type);
+        return true;
+    default:
+        if (per_sample_op(n->op)) return true;
+        return no(info, "node '%s' (%s) is not known to keep samples apart", n->name, n->op_type);
+    }
+}
+
+/* An activation at batch N and at batch 1: dim 0 N and 1, the rest equal. */
+static bool scales(const pr_tinfo *a, const pr_tinfo *b, int64_t n) {
+    if (a->rank < 1 || a->rank != b->rank || a->dims[0] != n || b->dims[0] != 1) return false;
+    for (int d = 1; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d] || a->dims[d] < 0) return false;
+    return true;
+}
+
+bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_split_info *info) {
+    memset(info, 0, sizeof *info);
+    const pr_graph *g = e->g;
+    if (g->n_inputs < 1) return no(info, "no inputs");
+    int64_t n = -1;
+    for (int k = 0; k < g->n_inputs; k++) {
+        if (in[k]->rank < 1) return no(info, "input '%s' has no batch axis", g->tensors[g->inputs[k]].name);
+        if (n < 0) n = in[k]->dims[0];
+        if (in[k]->dims[0] != n)
+            return no(info, "inputs differ in dim 0");
+    }
+    if (n < 2) return no(info, "%s", ""); /* nothing to split: no note */
+    info->n = n;
+    size_t nt = (size_t)g->n_tensors + 1;
+    pr_tinfo *tn = calloc(nt, sizeof *tn), *t1 = calloc(nt, sizeof *t1);
+    bool ok = tn && t1;
+    if (!ok) no(info, "out of memory");
+    for (int t = 0; ok && t < g->n_tensors; t++) {
+        tn[t].rank = t1[t].rank = -1;
+        if (!is_init(g, t)) continue;
+        const pr_tensor *x = &g->tensors[t];
+        tn[t].dtype = x->dtype;
+        tn[t].rank = x->rank;
+        memcpy(tn[t].dims, x->dims, sizeof tn[t].dims);
+        tn[t].value = x->data;
+        t1[t] = tn[t];
+    }
+    for (int k = 0; ok && k < g->n_inputs; k++) {
+        int t = g->inputs[k];
+        pr_tinfo_from_buf(&tn[t], in[k]);
+        tn[t].value = NULL; /* values of activations are not used */
+        t1[t] = tn[t];
+        t1[t].dims[0] = 1;
+    }
+    pr_err err = {0};
+    for (int s = 0; ok && s < e->n_steps; s++) {
+        const pr_node *nd = &g->nodes[e->steps[s].node];
+        pr_tinfo inn[64], in1[64], outn[64], out1[64];
+        if (nd->n_inputs > 64 || nd->n_outputs > 64) {
+            ok = no(info, "node '%s' has too many inputs", nd->name);
+            break;
+        }
+        int rank0 = -1;
+        for (int i = 0; i < nd->n_inputs; i++) {
+            int t = nd->inputs[i];
+            if (t < 0) {
+                inn[i] = in1[i] = (pr_tinfo){.dtype = PRECIS_UNDEFINED, .rank = -1};
+                continue;
+            }
+            inn[i] = tn[t];
+            in1[i] = t1[t];
+            if (is_init(g, t)) continue;
+            if (!scales(&tn[t], &t1[t], n)) {
+                ok = no(info, "tensor '%s' (input of '%s') does not carry the batch in dim 0",
+                        g->tensors[t].name, nd->name);
+                break;
+            }
+            if (rank0 < 0) rank0 = tn[t].rank;
+        }
+        if (!ok) break;
+        if (rank0 < 0) {
+            ok = no(info, "node '%s' reads no activation", nd->name);
+            break;
+        }
+        if (!(ok = op_ok(g, nd, rank0, info))) break;
+        if (pr_infer_step_outputs(g, nd, inn, outn, &err) ||
+            pr_infer_step_outputs(g, nd, in1, out1, &err)) {
+            ok = no(info, "node '%s' (%s) at batch 1: %s", nd->name, nd->op_type, err.msg);
+            break;
+        }
+        for (int j = 0; j < nd->n_outputs; j++) {
+            int t = nd->outputs[j];
+            if (t < 0) continue;
+            if (!scales(&outn[j], &out1[j], n)) {
+                ok = no(info, "output '%s' of '%s' (%s) does not carry the batch in dim 0",
+                        g->tensors[t].name, nd->name, nd->op_type);
+                break;
+            }
+            tn[t] = outn[j];
+            t1[t] = out1[j];
+            tn[t].value = t1[t].value = NULL;
+        }
+    }
+    if (ok) {
+        info->n_outputs = g->n_outputs;
+        size_t no_ = (size_t)(g->n_outputs ? g->n_outputs : 1);
+        info->out_dtype = malloc(no_ * sizeof *info->out_dtype);
+        info->out_rank = malloc(no_ * sizeof *info->out_rank);
+        info->out_dims = malloc(no_ * sizeof *info->out_dims);
+        if (!info->out_dtype || !info->out_rank || !info->out_dims) ok = no(info, "out of memory");
+        for (int k = 0; ok && k < g->n_outputs; k++) {
+            int t = g->outputs[k];
+            if (is_init(g, t) || g->tensors[t].producer < 0 || tn[t].rank < 1 ||
+                tn[t].dims[0] != n) {
+                ok = no(info, "output '%s' does not carry the batch", g->tensors[t].name);
+                break;
+            }
+            info->out_dtype[k] = tn[t].dtype;
+            info->out_rank[k] = tn[t].rank;
+            memcpy(info->out_dims[k], tn[t].dims, sizeof info->out_dims[k]);
+        }
+    }
+    free(tn);
+    free(t1);
+    if (!ok) pr_split_info_free(info);
+    return ok;
+}
+
+void pr_split_info_free(pr_split_info *info) {
+    free(info->out_dtype);
+    free(info->out_rank);
+    free(info->out_dims);
+    info->out_dtype = NULL;
+    info->out_rank = NULL;
+    info->out_dims = NULL;
+    info->n_outputs = 0;
+}
