@@ -141,6 +141,44 @@ static bool scales(const pr_tinfo *a, const pr_tinfo *b, int64_t n) {
     return true;
 }
 
+/* Reshape shape constants folded at batch n (see batch_split.h): a copy
+ * with [0] = 1 for the workers, set as t1[t]'s value for the check. Only
+ * constants read by nothing but Reshapes' shape inputs. */
+static bool find_patches(const precis_engine *e, int64_t n, pr_tinfo *t1, pr_split_info *info) {
+    const pr_graph *g = e->g;
+    for (int s = 0; s < e->n_steps; s++) {
+        const pr_node *nd = &g->nodes[e->steps[s].node];
+        if (nd->op != PR_OP_Reshape || nd->n_inputs < 2) continue;
+        int t = nd->inputs[1];
+        const pr_tensor *x = &g->tensors[t];
+        if (!is_init(g, t) || x->dtype != PRECIS_INT64 || x->rank != 1 || x->dims[0] < 1 ||
+            !x->data || ((const int64_t *)x->data)[0] != n)
+            continue;
+        bool only_shape = true, seen = false;
+        for (int s2 = 0; s2 < e->n_steps; s2++) {
+            const pr_node *o = &g->nodes[e->steps[s2].node];
+            for (int i = 0; i < o->n_inputs; i++)
+                if (o->inputs[i] == t) only_shape &= o->op == PR_OP_Reshape && i == 1;
+        }
+        for (int i = 0; i < info->n_patches; i++) seen |= info->patch_tensor[i] == t;
+        if (!only_shape || seen) continue;
+        int k = info->n_patches;
+        int *nt = realloc(info->patch_tensor, (size_t)(k + 1) * sizeof *nt);
+        if (nt) info->patch_tensor = nt;
+        int64_t **nv = realloc(info->patch_value, (size_t)(k + 1) * sizeof *nv);
+        if (nv) info->patch_value = nv;
+        int64_t *v = nt && nv ? malloc((size_t)x->dims[0] * sizeof *v) : NULL;
+        if (!v) return no(info, "out of memory");
+        memcpy(v, x->data, (size_t)x->dims[0] * sizeof *v);
+        v[0] = 1;
+        info->patch_tensor[k] = t;
+        info->patch_value[k] = v;
+        info->n_patches = k + 1;
+        t1[t].value = v;
+    }
+    return true;
+}
+
 bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_split_info *info) {
     memset(info, 0, sizeof *info);
     const pr_graph *g = e->g;
@@ -175,6 +213,7 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
         t1[t] = tn[t];
         t1[t].dims[0] = 1;
     }
+    if (ok) ok = find_patches(e, n, t1, info);
     pr_err err = {0};
     for (int s = 0; ok && s < e->n_steps; s++) {
         const pr_node *nd = &g->nodes[e->steps[s].node];
@@ -250,6 +289,12 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
 }
 
 void pr_split_info_free(pr_split_info *info) {
+    for (int i = 0; i < info->n_patches; i++) free(info->patch_value[i]);
+    free(info->patch_tensor);
+    free(info->patch_value);
+    info->patch_tensor = NULL;
+    info->patch_value = NULL;
+    info->n_patches = 0;
     free(info->out_dtype);
     free(info->out_rank);
     free(info->out_dims);

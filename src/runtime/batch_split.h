@@ -15,7 +15,12 @@
  * Concat/Split/Slice/Pad/Tile along it, reductions over it...), and every
  * step is an op known to treat dim 0 as independent samples, with its axis
  * not 0 where it has one (Softmax, LayerNorm, Transpose, Gather, ArgMax,
- * TopK, CumSum, reductions, per-axis quantization). Anything else: no. */
+ * TopK, CumSum, reductions, per-axis quantization). Anything else: no.
+ *
+ * A Reshape whose shape constant was folded at batch N (shape[0] == N, the
+ * data's dim 0 N) is accepted with that constant patched to 1 in the
+ * workers, when nothing else reads the constant and the dims check holds
+ * with the patch. */
 #ifndef PR_RUNTIME_BATCH_SPLIT_H
 #define PR_RUNTIME_BATCH_SPLIT_H
 
@@ -28,6 +33,9 @@ typedef struct pr_split_info {
     int *out_rank;
     int64_t (*out_dims)[PR_MAX_RANK];
     char why[160];          /* when not splittable: the first reason */
+    int n_patches;          /* Reshape shape constants the workers read with [0] = 1 */
+    int *patch_tensor;
+    int64_t **patch_value;
 } pr_split_info;
 
 /* in: the values of the graph inputs (g->inputs order). Returns true and

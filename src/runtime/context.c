@@ -53,6 +53,7 @@ struct precis_context {
      * the parent keeps one worker per thread and its verdict for the
      * input-shape signature it last saw */
     bool is_worker;
+    const pr_split_info *patches; /* a worker's: its parent's split */
     precis_context **workers;
     int n_workers, split_used;
     int64_t *split_sig;
@@ -360,6 +361,7 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
                            g->tensors[g->outputs[k]].name, &outputs[k], &ctx->err);
     for (int w = 0; w < T; w++) {
         precis_context_set_profiling(c->workers[w], c->profiling);
+        c->workers[w]->patches = &c->split;
     }
     if (!st) {
 #pragma omp parallel for num_threads(T) schedule(static, 1)
@@ -408,6 +410,9 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
         b->nbytes = x->nbytes;
         c->state[t] = V_VIEW;
     }
+    if (c->is_worker && c->patches) /* shape constants folded at the parent's batch */
+        for (int i = 0; i < c->patches->n_patches; i++)
+            c->vals[c->patches->patch_tensor[i]].data = c->patches->patch_value[i];
     for (int i = 0; i < n_inputs; i++) {
         int t = pr_graph_find_tensor(g, names[i] ? names[i] : "");
         if (t < 0 || !(g->tensors[t].flags & PR_T_INPUT)) {
