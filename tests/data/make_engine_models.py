@@ -22,6 +22,9 @@
                    input [batch, 8].
   batch_transpose.onnx  Transpose moving the batch axis, Relu, Transpose back;
                    input [batch, 4, 6].
+  batch_reshape.onnx  Reshape to [batch, 24] through Shape/Slice/Concat (folded
+                   to a constant holding the batch when built for fixed shapes),
+                   Relu; input [batch, 4, 6].
 """
 import os
 
@@ -178,9 +181,21 @@ def batch_transpose():
                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6])], [])
 
 
+def batch_reshape():
+    i64 = lambda a, n: numpy_helper.from_array(np.asarray(a, np.int64), n)
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Slice", ["s", "z", "o"], ["b"], name="batch"),
+             helper.make_node("Concat", ["b", "f"], ["ns"], name="newshape", axis=0),
+             helper.make_node("Reshape", ["x", "ns"], ["r"], name="reshape"),
+             helper.make_node("Relu", ["r"], ["y"], name="relu")]
+    return helper.make_graph(nodes, "batch_reshape", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 6])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 24])],
+                             [i64([0], "z"), i64([1], "o"), i64([24], "f")])
+
+
 for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13),
                        ("se_cnn", se_cnn(), 13), ("batch_softmax", batch_softmax(), 13),
-                       ("batch_transpose", batch_transpose(), 13)]:
+                       ("batch_transpose", batch_transpose(), 13), ("batch_reshape", batch_reshape(), 13)]:
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="precis tests")
     m.ir_version = 8
     onnx.checker.check_model(m)

@@ -211,14 +211,15 @@ static void test_concurrent(void) {
 /* ---- batch splitting: per-sample runs agree with whole ones; models that
  * mix samples are never split */
 static void split_case(const char *path, const char *input, int rank, const int64_t *dims,
-                       int threads, int want_workers) {
+                       int threads, const char *shapes, int want_workers) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
     precis_context *c = NULL;
     precis_tensor *x = rand_input(ctx, rank, dims, 11), *whole[4] = {0}, *split[4] = {0};
     const char *names[] = {input};
     const precis_tensor *in[] = {x};
-    precis_build_options o = {.precision = "fp32", .backend = "cpu", .num_threads = threads};
+    precis_build_options o = {.precision = "fp32", .backend = "cpu", .num_threads = threads,
+                              .shapes = shapes};
     CHECK(precis_build(ctx, path, &o, &e) == PRECIS_OK);
     if (!e) {
         fprintf(stderr, "%s: %s\n", path, precis_last_error(ctx));
@@ -263,14 +264,20 @@ done:
 static void test_batch_split(void) {
     int64_t cnn4[] = {4, 3, 16, 16}, cnn3[] = {3, 3, 16, 16}, cnn1[] = {1, 3, 16, 16};
     int64_t mlp[] = {3, 5, 32}, sm[] = {4, 8}, tr[] = {3, 4, 6};
-    split_case("data/small_cnn.onnx", "input", 4, cnn4, 2, 2);
-    split_case("data/small_cnn.onnx", "input", 4, cnn3, 2, 2); /* 2 + 1 samples */
-    split_case("data/small_cnn.onnx", "input", 4, cnn3, 1, 1);
-    split_case("data/small_cnn.onnx", "input", 4, cnn1, 2, 0); /* batch 1: nothing to split */
-    split_case("data/se_cnn.onnx", "input", 4, (int64_t[]){2, 8, 12, 12}, 2, 2);
-    split_case("data/small_mlp.onnx", "x", 3, mlp, 2, 2);
-    split_case("data/batch_softmax.onnx", "x", 2, sm, 2, 0);   /* Softmax over the batch */
-    split_case("data/batch_transpose.onnx", "x", 3, tr, 2, 0); /* the batch moves */
+    split_case("data/small_cnn.onnx", "input", 4, cnn4, 2, NULL, 2);
+    split_case("data/small_cnn.onnx", "input", 4, cnn3, 2, NULL, 2); /* 2 + 1 samples */
+    split_case("data/small_cnn.onnx", "input", 4, cnn3, 1, NULL, 1);
+    split_case("data/small_cnn.onnx", "input", 4, cnn1, 2, NULL, 0); /* batch 1: nothing to split */
+    split_case("data/small_cnn.onnx", "input", 4, cnn4, 2, "input:4x3x16x16/4x3x16x16/4x3x16x16",
+               2);
+    split_case("data/se_cnn.onnx", "input", 4, (int64_t[]){2, 8, 12, 12}, 2, NULL, 2);
+    split_case("data/small_mlp.onnx", "x", 3, mlp, 2, NULL, 2);
+    split_case("data/batch_softmax.onnx", "x", 2, sm, 2, NULL, 0);   /* Softmax over the batch */
+    split_case("data/batch_transpose.onnx", "x", 3, tr, 2, NULL, 0); /* the batch moves */
+    /* the reshape's shape is computed at run time (Shape), or folded to a
+     * constant holding the batch (fixed shapes): patched in the workers */
+    split_case("data/batch_reshape.onnx", "x", 3, tr, 2, NULL, 0);
+    split_case("data/batch_reshape.onnx", "x", 3, tr, 2, "x:3x4x6/3x4x6/3x4x6", 2);
 }
 
 static void test_bad_options(void) {
