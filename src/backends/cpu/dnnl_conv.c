@@ -37,7 +37,7 @@ typedef struct conv_state {
 typedef struct conv_ctx {
     conv_state *s;
     const pr_node *node;
-    bool prime;     /* creating the graph's own shape in prepare (Winograd may be timed) */
+    bool representative; /* prepare with unknown dims: a stand-in shape (no Winograd trial) */
     bool wino_used; /* set when that primitive is the Winograd one */
 } conv_ctx;
 
@@ -201,16 +201,28 @@ static precis_status conv_create(void *vctx, const int64_t *key, int nkey, pr_dn
     st = eng ? pr_dnnl_check(dnnl_primitive_desc_create(&pd, &od, attr, eng, NULL), e,
                              s->deconv ? "deconvolution" : "convolution")
              : e->status;
-    if (!st && c->prime && wino_shape(s, &geo) && s->w.user && pr_dnnl_wino_mode() != 0) {
+    if (!st && !c->representative && wino_shape(s, &geo) && (s->w.user || s->w.data) &&
+        pr_dnnl_wino_mode() != 0) {
         dnnl_dims_t wd = {s->OC, s->IC, s->KH, s->KW};
         dnnl_memory_desc_t uw;
-        pr_wino_req wr = {.src = &smd, .dst = &dmd, .bias = s->bias ? &bmd : NULL,
-                          .user_wei = &uw, .user = s->w.user, .pad_l = &pl, .pad_r = &pr,
-                          .attr = attr, .has_z = s->has_z, .threads = (int)key[K_THREADS]};
         bool won = false;
         st = pr_dnnl_check(dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, dnnl_oihw), e,
                            "weights desc");
+        /* plain weights: the graph's (prepare, or the kept copy), else back
+         * from the shared blocked copy for the time of the trial */
+        float *plain = NULL;
+        const void *user = s->w.user;
+        if (!st && !user) {
+            plain = pr_dnnl_alloc((size_t)(s->OC * s->IC * s->KH * s->KW) * sizeof(float));
+            st = plain ? pr_dnnl_reorder(&s->w.md, s->w.data, &uw, plain, e)
+                       : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            user = plain;
+        }
+        pr_wino_req wr = {.src = &smd, .dst = &dmd, .bias = s->bias ? &bmd : NULL,
+                          .user_wei = &uw, .user = user, .pad_l = &pl, .pad_r = &pr,
+                          .attr = attr, .has_z = s->has_z, .threads = (int)key[K_THREADS]};
         if (!st) st = pr_dnnl_wino_try(&wr, pd, ent, &won, e);
+        free(plain);
         if (!st && won) {
             c->wino_used = true;
             pr_dnnl_threads_restore(saved);
@@ -294,12 +306,13 @@ static precis_status prepare_common(const pr_graph *g, const pr_node *n, const p
     if (key[K_N] == 0) key[K_N] = 1;
     if (key[K_H] == 0) key[K_H] = 32;
     if (key[K_W] == 0) key[K_W] = 32;
-    conv_ctx c = {s, n, .prime = pr_dim_known(X->dims[0]) && pr_dim_known(X->dims[2]) &&
-                                 pr_dim_known(X->dims[3])};
+    conv_ctx c = {s, n, .representative = !pr_dim_known(X->dims[0]) ||
+                                          !pr_dim_known(X->dims[2]) || !pr_dim_known(X->dims[3])};
     st = pr_dnnl_cache_prime(&s->cache, key, K_COUNT, conv_create, &c, e);
     if (!st && c.wino_used) {
         /* the Winograd primitive has its own weights; primitives for other
-         * shapes are made from a copy of the graph's */
+         * shapes are made from a copy of the graph's (no shared blocked copy
+         * exists to make them from) */
         size_t wb = (size_t)(s->OC * s->IC * s->KH * s->KW) * sizeof(float);
         s->user_copy = malloc(wb);
         if (!s->user_copy) st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
