@@ -84,6 +84,44 @@ static void progress(int done, int total, double t0) {
 }
 
 /* Run every batch of src through an FP32 engine of the same model. */
+/* The batch every input of g is built for when it is one known size for
+ * all (dim 0), else 0. */
+static int64_t fixed_batch(const pr_graph *g) {
+    int64_t b = 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        const pr_tensor *x = &g->tensors[g->inputs[k]];
+        if (x->rank < 1 || !pr_dim_known(x->dims[0])) return 0;
+        if (b && x->dims[0] != b) return 0;
+        b = x->dims[0];
+    }
+    return b;
+}
+
+/* Copies sample i (of nb) of every input into row `row` of acc[k] (made
+ * on first use: dims of the sample with batch `fixed`). */
+static precis_status gather_sample(precis_tensor **in, int ni, int64_t i, int64_t nb,
+                                   precis_tensor **acc, int64_t fixed, int64_t row, pr_err *err) {
+    for (int k = 0; k < ni; k++) {
+        const pr_buf *b = &in[k]->b;
+        if (b->rank < 1 || b->dims[0] != nb)
+            return pr_errf(err, PRECIS_ERR_SHAPE, "inputs of one batch differ in dim 0");
+        size_t per = b->nbytes / (size_t)nb;
+        if (!acc[k]) {
+            int64_t d[PR_MAX_RANK];
+            memcpy(d, b->dims, sizeof d);
+            d[0] = fixed;
+            precis_status st = pr_tensor_new(b->dtype, b->rank, d, "calibration batch", &acc[k], err);
+            if (st) return st;
+        }
+        const pr_buf *a = &acc[k]->b;
+        if (a->dtype != b->dtype || a->rank != b->rank || a->nbytes / (size_t)fixed != per ||
+            memcmp(a->dims + 1, b->dims + 1, (size_t)(b->rank - 1) * sizeof(int64_t)))
+            return pr_errf(err, PRECIS_ERR_SHAPE, "samples of input %d differ in shape", k + 1);
+        memcpy((char *)a->data + (size_t)row * per, (const char *)b->data + (size_t)i * per, per);
+    }
+    return PRECIS_OK;
+}
+
 static precis_status calibrate(precis_ctx *ctx, const char *onnx_path,
                                const precis_build_options *o, const pr_graph *g,
                                pr_calib_source *src, int batches, pr_calib_stats *stats,
@@ -101,7 +139,7 @@ static precis_status calibrate(precis_ctx *ctx, const char *onnx_path,
     precis_engine *fe = NULL;
     precis_context *c = NULL;
     observer ob = {stats, g, NULL};
-    precis_tensor *in[PRECIS_MAX_RANK * 8] = {0}, *out[256] = {0};
+    precis_tensor *in[PRECIS_MAX_RANK * 8] = {0}, *out[256] = {0}, *acc[PRECIS_MAX_RANK * 8] = {0};
     const char *names[PRECIS_MAX_RANK * 8];
     precis_status st = pr_build_engine(ctx, onnx_path, &fo, true, &fe);
     if (st) return pr_err_prefix(err, "calibration engine");
@@ -119,19 +157,48 @@ static precis_status calibrate(precis_ctx *ctx, const char *onnx_path,
     for (int t = 0; t < fe->g->n_tensors; t++) ob.index[t] = -2;
     if ((st = precis_context_create(ctx, fe, &c))) goto done;
     pr_context_observe(c, observe, &ob);
+    /* a plan built for a fixed batch B > 1 calibrates on batches of B: smaller
+     * batches (single samples) are gathered B samples at a time; a last
+     * partial batch is left out */
+    int64_t fixed = fixed_batch(fe->g);
+    int64_t filled = 0, runs = 0, samples = 0;
     double t0 = now_s();
     for (int b = 0; b < batches; b++) {
         if ((st = pr_calib_source_load(src, b, in, err))) goto done;
-        st = precis_context_run(ctx, c, ni, names, (const precis_tensor *const *)in, out);
+        int64_t nb = precis_tensor_rank(in[0]) > 0 ? precis_tensor_dims(in[0])[0] : 1;
+        samples += nb;
+        if (fixed > 1 && nb != fixed) {
+            for (int64_t i = 0; !st && i < nb; i++) {
+                if ((st = gather_sample(in, ni, i, nb, acc, fixed, filled, err))) break;
+                if (++filled < fixed) continue;
+                filled = 0;
+                runs++;
+                st = precis_context_run(ctx, c, ni, names, (const precis_tensor *const *)acc, out);
+                for (int k = 0; k < no; k++) precis_tensor_destroy(out[k]), out[k] = NULL;
+            }
+        } else {
+            runs++;
+            st = precis_context_run(ctx, c, ni, names, (const precis_tensor *const *)in, out);
+            for (int k = 0; k < no; k++) precis_tensor_destroy(out[k]), out[k] = NULL;
+        }
         for (int k = 0; k < ni; k++) precis_tensor_destroy(in[k]), in[k] = NULL;
-        for (int k = 0; k < no; k++) precis_tensor_destroy(out[k]), out[k] = NULL;
         if (st) {
             pr_err_prefix(err, "calibration batch %d", b + 1);
             goto done;
         }
         if (o->progress) progress(b + 1, batches, t0);
     }
+    if (!runs)
+        st = pr_errf(err, PRECIS_ERR_INVALID_ARG,
+                     "calibration: the model is built for batch %lld and the data holds %lld "
+                     "sample%s: give at least %lld",
+                     (long long)fixed, (long long)samples, samples == 1 ? "" : "s",
+                     (long long)fixed);
+    else if (filled && (o->verbose || o->progress))
+        fprintf(stderr, "precis: int8: calibration left out the last %lld sample%s (batches of "
+                "%lld)\n", (long long)filled, filled == 1 ? "" : "s", (long long)fixed);
 done:
+    for (int k = 0; k < ni; k++) precis_tensor_destroy(acc[k]);
     precis_context_destroy(c);
     precis_engine_destroy(fe);
     free(ob.index);
@@ -195,6 +262,7 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
             ins[k].rank = x->rank;
             for (int d = 0; d < x->rank && d < PRECIS_MAX_RANK; d++)
                 ins[k].dims[d] = pr_dim_known(x->dims[d]) ? x->dims[d] : -1;
+            if (x->rank > 0) ins[k].dims[0] = -1; /* any batch: calibrate() gathers them */
         }
         st = pr_calib_source_open(o->calib_data, o->calib_preprocess, ins, g->n_inputs, &src, err);
         free(ins);

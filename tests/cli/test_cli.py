@@ -187,6 +187,39 @@ def svg_checks(d):
     check("svg: needs a file", rc == 1 and "needs a file" in err, err)
 
 
+def conv_model(d):
+    rng = np.random.default_rng(3)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, 8, 8])
+    w = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+             helper.make_node("Relu", ["c"], ["y"])]
+    g = helper.make_graph(nodes, "conv", [x], [y], [w])
+    return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/conv.onnx")
+
+
+def fixed_batch_checks(d):
+    """INT8 built for a fixed batch calibrates on single samples gathered into batches;
+    the plan runs its batch split per sample (bench says so)."""
+    conv = conv_model(d)
+    cal = f"{d}/cal"
+    os.makedirs(cal)
+    rng = np.random.default_rng(4)
+    for i in range(5):
+        np.save(f"{cal}/{i}.npy", rng.random((1, 3, 8, 8), dtype=np.float32))
+    plan = f"{d}/conv_b2.plan"
+    rc, _, err = run("build", conv, "-o", plan, "--precision", "int8", "--calib-data", cal,
+                     "--shapes", "x:2x3x8x8/2x3x8x8/2x3x8x8", "--threads", "2", "-v")
+    check("int8 fixed batch from single samples", rc == 0, err)
+    check("left-out sample said", "left out the last 1 sample" in err, err)
+    rc, out, err = run("bench", plan, "--iterations", "2", "--warmup", "1")
+    check("batch split reported", rc == 0 and "2 samples run one by one on 2 workers" in out, out + err)
+    expect_error("fixed batch larger than the data", 2,
+                 ["build", conv, "-o", f"{d}/conv_b8.plan", "--precision", "int8", "--calib-data", cal,
+                  "--shapes", "x:8x3x8x8/8x3x8x8/8x3x8x8"], "built for batch 8", "5 samples",
+                 "at least 8")
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         add = add_model(d)
@@ -271,6 +304,7 @@ def main():
 
         profile_checks(d, add, mul)
         svg_checks(d)
+        fixed_batch_checks(d)
 
     return finish()
 
