@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/exec.h"
+#include "runtime/tensor.h"
 
 static bool no(pr_split_info *info, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool no(pr_split_info *info, const char *fmt, ...) {
@@ -179,6 +180,97 @@ static bool find_patches(const precis_engine *e, int64_t n, pr_tinfo *t1, pr_spl
     return true;
 }
 
+/* Inputs of per-sample ops that a shape value may feed: the target shape,
+ * slice bounds, pads, axes, sizes, repeats, split sizes, k. */
+static bool shape_input(pr_op op, int i) {
+    switch (op) {
+    case PR_OP_Reshape: case PR_OP_Expand: case PR_OP_Tile: case PR_OP_Unsqueeze:
+    case PR_OP_Squeeze: case PR_OP_Split: case PR_OP_TopK: case PR_OP_Upsample:
+        return i == 1;
+    case PR_OP_Slice: return i >= 1 && i <= 4;
+    case PR_OP_Resize: case PR_OP_Pad: return i >= 1 && i <= 3;
+    default: return false;
+    }
+}
+
+#define META_MAX (1 << 20) /* elements of a value computed from shapes and constants */
+
+/* A value computed from shapes that is the same at N and at 1 (e.g. anchors
+ * or position ids made from H, W, or the sequence length): a constant. */
+static bool invariant(const pr_buf *a, const pr_buf *b) {
+    return a->dtype == b->dtype && a->rank == b->rank &&
+           !memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int64_t)) &&
+           a->nbytes == b->nbytes && (!a->nbytes || !memcmp(a->data, b->data, a->nbytes));
+}
+
+/* The value of a Shape/Size of an activation, or of a meta op on shape
+ * values and constants, at N (vn) and at 1 (v1); its tinfos. */
+static bool meta_step(const pr_graph *g, const pr_node *nd, pr_tinfo *tn, pr_tinfo *t1,
+                      bool *meta, pr_buf *vn, pr_buf *v1, pr_split_info *info) {
+    pr_err err = {0};
+    int t0 = nd->n_inputs > 0 ? nd->inputs[0] : -1;
+    if (nd->n_outputs != 1 || nd->outputs[0] < 0) return no(info, "node '%s' (%s): outputs", nd->name, nd->op_type);
+    int to = nd->outputs[0];
+    if ((nd->op == PR_OP_Shape || nd->op == PR_OP_Size) && t0 >= 0 && !is_init(g, t0) &&
+        !meta[t0]) {
+        for (int v = 0; v < 2; v++) {
+            const pr_tinfo *x = v ? &t1[t0] : &tn[t0];
+            pr_buf *b = v ? &v1[to] : &vn[to];
+            int64_t r = x->rank, s0 = 0, e0 = r;
+            if (nd->op == PR_OP_Shape && nd->opset >= 15) {
+                s0 = pr_attr_int(nd, "start", 0);
+                e0 = pr_attr_int(nd, "end", r);
+            }
+            if (s0 < 0) s0 += r;
+            if (e0 < 0) e0 += r;
+            s0 = s0 < 0 ? 0 : s0 > r ? r : s0;
+            e0 = e0 < 0 ? 0 : e0 > r ? r : e0;
+            int64_t len = e0 > s0 ? e0 - s0 : 0;
+            if (pr_buf_alloc(b, PRECIS_INT64, nd->op == PR_OP_Shape ? 1 : 0, &len, "shape", &err))
+                return no(info, "out of memory");
+            int64_t *p = b->data;
+            if (nd->op == PR_OP_Size)
+                p[0] = pr_numel(x->rank, x->dims);
+            else
+                for (int64_t d = 0; d < len; d++) p[d] = x->dims[s0 + d];
+        }
+    } else {
+        if (!pr_exec_supported_op(nd))
+            return no(info, "node '%s' (%s) reads no activation", nd->name, nd->op_type);
+        const pr_buf *inN[64], *in1[64];
+        pr_buf views[2][64];
+        for (int i = 0; i < nd->n_inputs; i++) {
+            int t = nd->inputs[i];
+            inN[i] = in1[i] = NULL;
+            if (t < 0) continue;
+            if (meta[t]) {
+                inN[i] = &vn[t];
+                in1[i] = &v1[t];
+                continue;
+            }
+            if (!is_init(g, t))
+                return no(info, "node '%s' (%s) mixes shape values and activations", nd->name,
+                          nd->op_type);
+            const pr_tensor *x = &g->tensors[t];
+            pr_buf *b = &views[0][i];
+            *b = (pr_buf){x->dtype, x->rank, {0}, pr_numel(x->rank, x->dims), x->data, x->nbytes};
+            memcpy(b->dims, x->dims, sizeof b->dims);
+            views[1][i] = *b;
+            inN[i] = &views[0][i];
+            in1[i] = &views[1][i];
+        }
+        if (pr_exec_node((pr_graph *)g, nd, inN, &vn[to], 1, &err) ||
+            pr_exec_node((pr_graph *)g, nd, in1, &v1[to], 1, &err))
+            return no(info, "node '%s' (%s) on shape values: %s", nd->name, nd->op_type, err.msg);
+    }
+    if (vn[to].numel > META_MAX || v1[to].numel > META_MAX)
+        return no(info, "node '%s' (%s) makes a large tensor from shapes", nd->name, nd->op_type);
+    meta[to] = true;
+    pr_tinfo_from_buf(&tn[to], &vn[to]);
+    pr_tinfo_from_buf(&t1[to], &v1[to]);
+    return true;
+}
+
 bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_split_info *info) {
     memset(info, 0, sizeof *info);
     const pr_graph *g = e->g;
@@ -214,6 +306,12 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
         t1[t].dims[0] = 1;
     }
     if (ok) ok = find_patches(e, n, t1, info);
+    /* shape values (Shape of an activation and small integer arithmetic on
+     * it): computed at N and at 1 with the ref kernels; they may only feed
+     * shape inputs of per-sample steps */
+    bool *meta = calloc(nt, sizeof *meta);
+    pr_buf *vn = calloc(nt, sizeof *vn), *v1 = calloc(nt, sizeof *v1);
+    if (ok && (!meta || !vn || !v1)) ok = no(info, "out of memory");
     pr_err err = {0};
     for (int s = 0; ok && s < e->n_steps; s++) {
         const pr_node *nd = &g->nodes[e->steps[s].node];
@@ -222,7 +320,7 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
             ok = no(info, "node '%s' has too many inputs", nd->name);
             break;
         }
-        int rank0 = -1;
+        int rank0 = -1, n_meta = 0;
         for (int i = 0; i < nd->n_inputs; i++) {
             int t = nd->inputs[i];
             if (t < 0) {
@@ -232,6 +330,10 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
             inn[i] = tn[t];
             in1[i] = t1[t];
             if (is_init(g, t)) continue;
+            if (meta[t]) {
+                n_meta++;
+                continue;
+            }
             if (!scales(&tn[t], &t1[t], n)) {
                 ok = no(info, "tensor '%s' (input of '%s') does not carry the batch in dim 0",
                         g->tensors[t].name, nd->name);
@@ -240,11 +342,19 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
             if (rank0 < 0) rank0 = tn[t].rank;
         }
         if (!ok) break;
-        if (rank0 < 0) {
-            ok = no(info, "node '%s' reads no activation", nd->name);
-            break;
+        if (rank0 < 0 || nd->op == PR_OP_Shape || nd->op == PR_OP_Size) {
+            /* a shape value: from shape values and constants only, or the
+             * dims of an activation */
+            ok = meta_step(g, nd, tn, t1, meta, vn, v1, info);
+            continue;
         }
-        if (!(ok = op_ok(g, nd, rank0, info))) break;
+        for (int i = 0; i < nd->n_inputs && ok; i++) {
+            int t = nd->inputs[i];
+            if (t >= 0 && meta[t] && !shape_input(nd->op, i) && !invariant(&vn[t], &v1[t]))
+                ok = no(info, "node '%s' (%s) uses a value computed from the batch size as data",
+                        nd->name, nd->op_type);
+        }
+        if (!ok || !(ok = op_ok(g, nd, rank0, info))) break;
         if (pr_infer_step_outputs(g, nd, inn, outn, &err) ||
             pr_infer_step_outputs(g, nd, in1, out1, &err)) {
             ok = no(info, "node '%s' (%s) at batch 1: %s", nd->name, nd->op_type, err.msg);
@@ -263,6 +373,16 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
             tn[t].value = t1[t].value = NULL;
         }
     }
+    for (int k = 0; ok && k < g->n_outputs; k++)
+        if (meta[g->outputs[k]])
+            ok = no(info, "output '%s' is a shape value", g->tensors[g->outputs[k]].name);
+    for (size_t t = 0; vn && v1 && t < nt; t++) {
+        pr_buf_free(&vn[t]);
+        pr_buf_free(&v1[t]);
+    }
+    free(vn);
+    free(v1);
+    free(meta);
     if (ok) {
         info->n_outputs = g->n_outputs;
         size_t no_ = (size_t)(g->n_outputs ? g->n_outputs : 1);

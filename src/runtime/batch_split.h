@@ -17,6 +17,11 @@
  * not 0 where it has one (Softmax, LayerNorm, Transpose, Gather, ArgMax,
  * TopK, CumSum, reductions, per-axis quantization). Anything else: no.
  *
+ * Values computed from the dims of activations (Shape, Size) and constants
+ * are evaluated with the ref kernels at N and at 1: they may feed the shape
+ * inputs of per-sample steps (Reshape, Expand, Slice, Resize, ...), and any
+ * input where they are equal at N and at 1 (anchors, position ids).
+ *
  * A Reshape whose shape constant was folded at batch N (shape[0] == N, the
  * data's dim 0 N) is accepted with that constant patched to 1 in the
  * workers, when nothing else reads the constant and the dims check holds

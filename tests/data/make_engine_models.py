@@ -25,6 +25,9 @@
   batch_reshape.onnx  Reshape to [batch, 24] through Shape/Slice/Concat (folded
                    to a constant holding the batch when built for fixed shapes),
                    Relu; input [batch, 4, 6].
+  batch_count.onnx  adds the batch size (Shape, Gather, Cast) to every element: a
+                   value computed from the batch used as data (not splittable);
+                   input [batch, 4, 6].
 """
 import os
 
@@ -193,9 +196,20 @@ def batch_reshape():
                              [i64([0], "z"), i64([1], "o"), i64([24], "f")])
 
 
+def batch_count():
+    i64 = lambda a, n: numpy_helper.from_array(np.asarray(a, np.int64), n)
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["b"], name="batch", axis=0),
+             helper.make_node("Cast", ["b"], ["bf"], name="cast", to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "bf"], ["y"], name="add_batch")]
+    return helper.make_graph(nodes, "batch_count", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 6])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6])], [i64(0, "zero")])
+
+
 for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13),
                        ("se_cnn", se_cnn(), 13), ("batch_softmax", batch_softmax(), 13),
-                       ("batch_transpose", batch_transpose(), 13), ("batch_reshape", batch_reshape(), 13)]:
+                       ("batch_transpose", batch_transpose(), 13), ("batch_reshape", batch_reshape(), 13),
+                       ("batch_count", batch_count(), 13)]:
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="precis tests")
     m.ir_version = 8
     onnx.checker.check_model(m)

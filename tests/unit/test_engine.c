@@ -274,10 +274,13 @@ static void test_batch_split(void) {
     split_case("data/small_mlp.onnx", "x", 3, mlp, 2, NULL, 2);
     split_case("data/batch_softmax.onnx", "x", 2, sm, 2, NULL, 0);   /* Softmax over the batch */
     split_case("data/batch_transpose.onnx", "x", 3, tr, 2, NULL, 0); /* the batch moves */
-    /* the reshape's shape is computed at run time (Shape), or folded to a
-     * constant holding the batch (fixed shapes): patched in the workers */
-    split_case("data/batch_reshape.onnx", "x", 3, tr, 2, NULL, 0);
+    /* the reshape's shape is computed at run time (Shape: each worker
+     * computes its own), or folded to a constant holding the batch (fixed
+     * shapes: patched in the workers) */
+    split_case("data/batch_reshape.onnx", "x", 3, tr, 2, NULL, 2);
     split_case("data/batch_reshape.onnx", "x", 3, tr, 2, "x:3x4x6/3x4x6/3x4x6", 2);
+    /* the batch size itself used as data: a worker would see 1 */
+    split_case("data/batch_count.onnx", "x", 3, tr, 2, NULL, 0);
 }
 
 static void test_bad_options(void) {
