@@ -349,12 +349,15 @@ double precis_context_device_ms(const precis_context *c);
  * batch apart (checked per input-shape signature) and the batch is at least
  * the thread count, a run executes its samples one by one on that many
  * workers of one thread each (activations of one sample stay in cache). The
- * number of workers of the last run, 0 when it ran whole.
- * PRECIS_BATCH_SPLIT=0 in the environment turns it off. */
+ * number of workers of the last run, 0 when it ran whole. By default the
+ * first runs of each input-shape signature time both ways (runs 1-2 whole,
+ * 3-4 split) and keep the faster; PRECIS_BATCH_SPLIT=1 in the environment
+ * always splits where allowed, PRECIS_BATCH_SPLIT=0 never. */
 int precis_context_split_workers(const precis_context *c);
 /* Why the last run was not split ("" when it was, or was never considered:
- * batch 1, splitting off), e.g. "output 'r' of 'reshape_3' (Reshape) does
- * not carry the batch in dim 0". */
+ * batch 1, splitting off, the timed choice still running), e.g. "output 'r'
+ * of 'reshape_3' (Reshape) does not carry the batch in dim 0" or "whole was
+ * faster here (...)". */
 const char *precis_context_split_note(const precis_context *c);
 
 /* ------------------------------------------------------------ sensitivity */

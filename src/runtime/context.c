@@ -57,8 +57,15 @@ struct precis_context {
     precis_context **workers;
     int n_workers, split_used;
     int64_t *split_sig;
-    int split_sig_len, split_state; /* 1 split, -1 not, 0 unknown */
+    int split_sig_len, split_state; /* 1 splittable, -1 not, 0 unknown */
     pr_split_info split;
+    /* auto mode: the first runs of a signature time the batch whole (runs
+     * 1-2, the second timed) and split (runs 3-4, the fourth timed); the
+     * faster way is kept */
+    int split_trial, split_pick; /* pick: 1 split, -1 whole, 0 undecided */
+    bool time_whole;
+    double split_ms[2]; /* whole, split */
+    double run_t0;
 };
 
 void pr_context_observe(precis_context *c, pr_observe_fn fn, void *user) {
@@ -265,16 +272,18 @@ static void release(precis_context *c, int t) {
 
 /* ------------------------------------------------------ batch splitting */
 
-static bool split_enabled(void) {
+/* PRECIS_BATCH_SPLIT: 0 off, 1 always where allowed, unset: timed choice. */
+static int split_mode(void) {
     const char *v = getenv("PRECIS_BATCH_SPLIT");
-    return !(v && v[0] == '0');
+    return v && v[0] == '0' ? 0 : v && v[0] == '1' ? 1 : 2;
 }
 
 int precis_context_split_workers(const precis_context *c) { return c ? c->split_used : 0; }
 
 const char *precis_context_split_note(const precis_context *c) {
     if (!c || c->split_used || c->split_state == 0) return "";
-    if (c->split_state > 0) return "batch smaller than the thread count";
+    if (c->split_state > 0 && c->split_pick < 0) return c->split.why; /* timed: whole won */
+    if (c->split_state > 0) return "";
     return c->split.why;
 }
 
@@ -329,15 +338,32 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
     const precis_engine *e = c->e;
     const pr_graph *g = e->g;
     int T = c->threads;
-    if (!split_enabled() || c->cuda || T < 1 || g->n_inputs > MAX_IO || g->n_outputs > MAX_IO)
-        return -1;
+    int mode = split_mode();
+    if (!mode || c->cuda || T < 1 || g->n_inputs > MAX_IO || g->n_outputs > MAX_IO) return -1;
     if (!same_signature(c, g, &c->split_sig, &c->split_sig_len) || !c->split_state) {
         const pr_buf *in[MAX_IO];
         for (int k = 0; k < g->n_inputs; k++) in[k] = &c->vals[g->inputs[k]];
         pr_split_info_free(&c->split);
         c->split_state = pr_batch_split_check(e, in, &c->split) ? 1 : -1;
+        c->split_trial = c->split_pick = 0;
+        if (c->split_state > 0 && c->split.n < T) {
+            c->split_state = -1;
+            snprintf(c->split.why, sizeof c->split.why, "batch %lld is below the %d threads",
+                     (long long)c->split.n, T);
+        }
     }
-    if (c->split_state < 0 || c->split.n < T) return -1;
+    if (c->split_state < 0) return -1;
+    bool timed = false;
+    if (mode == 2 && !c->split_pick) {
+        int r = c->split_trial++;
+        if (r < 2) {
+            c->time_whole = r == 1;
+            return -1;
+        }
+        timed = r == 3;
+    }
+    if (mode == 2 && c->split_pick < 0) return -1;
+    double t0 = now();
     if (c->n_workers < T) {
         precis_context **nw = realloc(c->workers, (size_t)T * sizeof *nw);
         if (!nw) return -1;
@@ -382,6 +408,14 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
         c->prof_runs++;
     }
     c->split_used = T;
+    if (timed) {
+        c->split_ms[1] = 1e3 * (now() - t0);
+        c->split_pick = c->split_ms[1] < c->split_ms[0] ? 1 : -1;
+        if (c->split_pick < 0)
+            snprintf(c->split.why, sizeof c->split.why,
+                     "whole was faster here (%.3f ms vs %.3f ms split, timed on the first runs)",
+                     c->split_ms[0], c->split_ms[1]);
+    }
     return PRECIS_OK;
 }
 
@@ -449,6 +483,7 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
     }
 #endif
     c->split_used = 0;
+    c->run_t0 = now();
     if (!c->is_worker && !c->observe) {
         int r = run_split(ctx, c, outputs);
         if (r >= 0) {
@@ -554,6 +589,10 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
     if (c->profiling) c->prof_runs++;
     for (int t = 0; t < g->n_tensors; t++) release(c, t);
     if (planning) make_plan(c);
+    if (c->time_whole) { /* batch split's timed choice */
+        c->split_ms[0] = 1e3 * (now() - c->run_t0);
+        c->time_whole = false;
+    }
     return PRECIS_OK;
 fail:
     for (int t = 0; t < g->n_tensors; t++) release(c, t);

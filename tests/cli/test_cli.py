@@ -212,7 +212,9 @@ def fixed_batch_checks(d):
                      "--shapes", "x:2x3x8x8/2x3x8x8/2x3x8x8", "--threads", "2", "-v")
     check("int8 fixed batch from single samples", rc == 0, err)
     check("left-out sample said", "left out the last 1 sample" in err, err)
+    os.environ["PRECIS_BATCH_SPLIT"] = "1"  # always (not the timed choice)
     rc, out, err = run("bench", plan, "--iterations", "2", "--warmup", "1")
+    del os.environ["PRECIS_BATCH_SPLIT"]
     check("batch split reported", rc == 0 and "2 samples run one by one on 2 workers" in out, out + err)
     expect_error("fixed batch larger than the data", 2,
                  ["build", conv, "-o", f"{d}/conv_b8.plan", "--precision", "int8", "--calib-data", cal,

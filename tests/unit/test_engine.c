@@ -230,7 +230,7 @@ static void split_case(const char *path, const char *input, int rank, const int6
     setenv("PRECIS_BATCH_SPLIT", "0", 1);
     CHECK(precis_context_run(ctx, c, 1, names, in, whole) == PRECIS_OK);
     CHECK(precis_context_split_workers(c) == 0);
-    unsetenv("PRECIS_BATCH_SPLIT");
+    setenv("PRECIS_BATCH_SPLIT", "1", 1); /* always where allowed (no timed choice) */
     for (int rep = 0; rep < 3; rep++) { /* the workers' planning run, then arena runs */
         for (int k = 0; k < nout; k++) precis_tensor_destroy(split[k]), split[k] = NULL;
         precis_status st = precis_context_run(ctx, c, 1, names, in, split);
@@ -253,8 +253,40 @@ static void split_case(const char *path, const char *input, int rank, const int6
         }
     }
     if (want_workers) CHECK(precis_context_arena_bytes(c) > 0);
+    if (!want_workers && dims[0] > 1) CHECK(precis_context_split_note(c)[0] != 0);
 done:
+    unsetenv("PRECIS_BATCH_SPLIT");
     for (int k = 0; k < 4; k++) precis_tensor_destroy(whole[k]), precis_tensor_destroy(split[k]);
+    precis_tensor_destroy(x);
+    precis_context_destroy(c);
+    precis_engine_destroy(e);
+    precis_ctx_destroy(ctx);
+}
+
+/* The default (timed) mode: runs 1-2 whole, 3-4 split, then the faster. */
+static void test_split_auto(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    precis_engine *e = NULL;
+    precis_context *c = NULL;
+    int64_t dims[] = {4, 3, 16, 16};
+    precis_tensor *x = rand_input(ctx, 4, dims, 5), *out[2] = {0};
+    const char *names[] = {"input"};
+    const precis_tensor *in[] = {x};
+    precis_build_options o = {.precision = "fp32", .backend = "cpu", .num_threads = 2};
+    unsetenv("PRECIS_BATCH_SPLIT");
+    CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_OK);
+    if (e) CHECK(precis_context_create(ctx, e, &c) == PRECIS_OK);
+    int workers[6] = {0};
+    for (int r = 0; c && r < 6; r++) {
+        CHECK(precis_context_run(ctx, c, 1, names, in, out) == PRECIS_OK);
+        workers[r] = precis_context_split_workers(c);
+        for (int k = 0; k < 2; k++) precis_tensor_destroy(out[k]), out[k] = NULL;
+    }
+    CHECK(workers[0] == 0 && workers[1] == 0 && workers[2] == 2 && workers[3] == 2);
+    CHECK(workers[4] == workers[5] && (workers[4] == 2 || workers[4] == 0));
+    if (c && workers[5] == 0) CHECK(strstr(precis_context_split_note(c), "faster") != NULL);
+    printf("batch split, timed choice on small_cnn b4: %s\n",
+           workers[5] ? "split" : precis_context_split_note(c));
     precis_tensor_destroy(x);
     precis_context_destroy(c);
     precis_engine_destroy(e);
@@ -313,5 +345,6 @@ int main(int argc, char **argv) {
     check_model("data/small_mlp.onnx", "x", 3, mlp, "fp16", 5e-3);
     test_concurrent();
     test_batch_split();
+    test_split_auto();
     return check_report("test_engine");
 }

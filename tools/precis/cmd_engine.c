@@ -611,7 +611,7 @@ int cmd_bench(int argc, char **argv) {
                (double)precis_context_arena_bytes(c) / 1e6, (double)ru.ru_maxrss / 1024.0);
         if (precis_context_split_workers(c))
             printf("batch split  %lld samples run one by one on %d workers of 1 thread "
-                   "(PRECIS_BATCH_SPLIT=0: whole)\n",
+                   "(PRECIS_BATCH_SPLIT=0: never)\n",
                    (long long)batch, precis_context_split_workers(c));
         else if (precis_context_split_note(c)[0])
             printf("batch split  no: %s\n", precis_context_split_note(c));
