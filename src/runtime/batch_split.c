@@ -27,14 +27,29 @@ static int64_t norm_axis(int64_t a, int rank) {
     return a < 0 || a >= rank ? rank : a;
 }
 
-/* Ops that treat dim 0 as independent samples whenever every activation
- * they touch carries the batch in dim 0 (the dims check proves that). */
-static bool per_sample_op(pr_op op) {
+/* Ops that read dim 0 as the batch (images, sequences): their batched
+ * activations must carry the batch there. */
+static bool dim0_op(pr_op op) {
     switch (op) {
     case PR_OP_Conv: case PR_OP_ConvTranspose: case PR_OP_ConvInteger: case PR_OP_QLinearConv:
     case PR_OP_MaxPool: case PR_OP_AveragePool: case PR_OP_GlobalAveragePool:
     case PR_OP_GlobalMaxPool: case PR_OP_LpPool: case PR_OP_GlobalLpPool:
     case PR_OP_BatchNormalization: case PR_OP_InstanceNormalization: case PR_OP_LRN:
+    case PR_OP_DepthToSpace: case PR_OP_SpaceToDepth: case PR_OP_FusedConv: case PR_OP_Attention:
+    case PR_OP_Reorder: case PR_OP_QConv: case PR_OP_QPool: case PR_OP_Reshape:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Ops that keep samples apart whatever axis holds the batch, when every
+ * activation's dims scale with it in one axis (the dims check) — the
+ * element-wise ones, moves (Transpose moves the batch axis, the dims check
+ * follows it), and dim0_op(). */
+static bool per_sample_op(pr_op op) {
+    if (dim0_op(op)) return true;
+    switch (op) {
     case PR_OP_Add: case PR_OP_Sub: case PR_OP_Mul: case PR_OP_Div: case PR_OP_Pow:
     case PR_OP_Mod: case PR_OP_Sqrt: case PR_OP_Exp: case PR_OP_Log: case PR_OP_Neg:
     case PR_OP_Abs: case PR_OP_Reciprocal: case PR_OP_Floor: case PR_OP_Ceil: case PR_OP_Round:
@@ -49,12 +64,9 @@ static bool per_sample_op(pr_op op) {
     case PR_OP_Greater: case PR_OP_GreaterOrEqual: case PR_OP_Not: case PR_OP_And: case PR_OP_Or:
     case PR_OP_Xor: case PR_OP_IsNaN: case PR_OP_IsInf: case PR_OP_BitShift: case PR_OP_Where:
     case PR_OP_Cast: case PR_OP_CastLike: case PR_OP_Identity: case PR_OP_Dropout:
-    case PR_OP_MatMul: case PR_OP_MatMulInteger: case PR_OP_QLinearMatMul:
-    case PR_OP_Reshape: case PR_OP_Flatten: case PR_OP_Squeeze: case PR_OP_Unsqueeze:
+    case PR_OP_Flatten: case PR_OP_Squeeze: case PR_OP_Unsqueeze: case PR_OP_Transpose:
     case PR_OP_Concat: case PR_OP_Split: case PR_OP_Slice: case PR_OP_Expand: case PR_OP_Tile:
-    case PR_OP_Pad: case PR_OP_Resize: case PR_OP_Upsample: case PR_OP_DepthToSpace:
-    case PR_OP_SpaceToDepth: case PR_OP_FusedConv: case PR_OP_Attention: case PR_OP_Reorder:
-    case PR_OP_QConv: case PR_OP_QBinary: case PR_OP_QPool:
+    case PR_OP_Pad: case PR_OP_Resize: case PR_OP_Upsample: case PR_OP_QBinary:
         return true;
     default:
         return false;
@@ -73,8 +85,11 @@ static bool reduce_axes(const pr_graph *g, const pr_node *n, const int64_t **ax,
     return *nax > 0;
 }
 
-/* Ops with an axis or other attribute that may mix samples: false with why. */
-static bool op_ok(const pr_graph *g, const pr_node *n, int rank0, pr_split_info *info) {
+/* Ops with an axis or other attribute that may mix samples: false with why.
+ * rank0, ba0: rank and batch axis of the first batched input; ba[i]: each
+ * input's batch axis (-1: not batched). */
+static bool op_ok(const pr_graph *g, const pr_node *n, int rank0, int ba0, const int *ba,
+                  pr_split_info *info) {
     const int64_t *v;
     int nv;
     switch (n->op) {
@@ -87,23 +102,25 @@ static bool op_ok(const pr_graph *g, const pr_node *n, int rank0, pr_split_info 
         else if (n->op == PR_OP_LayerNormalization || n->op == PR_OP_LpNormalization ||
                  n->op == PR_OP_TopK)
             def = -1;
-        if (norm_axis(pr_attr_int(n, "axis", def), rank0) == 0)
+        int64_t ax = norm_axis(pr_attr_int(n, "axis", def), rank0);
+        /* LayerNorm normalises the axes from `axis` on, old Softmax the
+         * flattened ones from `axis` on */
+        bool from = n->op == PR_OP_LayerNormalization ||
+                    (n->opset < 13 && (n->op == PR_OP_Softmax || n->op == PR_OP_LogSoftmax ||
+                                       n->op == PR_OP_Hardmax));
+        if (from ? ax <= ba0 : ax == ba0)
             return no(info, "node '%s' (%s) works along the batch axis", n->name, n->op_type);
         return true;
     }
     case PR_OP_Gather:
-        if (!is_init(g, n->inputs[0]) && norm_axis(pr_attr_int(n, "axis", 0), rank0) == 0)
+        if (ba[0] >= 0 && norm_axis(pr_attr_int(n, "axis", 0), rank0) == ba[0])
             return no(info, "node '%s' (Gather) gathers along the batch axis", n->name);
-        return true;
-    case PR_OP_Transpose:
-        if (pr_attr_ints(n, "perm", &v) < 1 || v[0] != 0)
-            return no(info, "node '%s' (Transpose) moves the batch axis", n->name);
         return true;
     case PR_OP_CumSum: {
         int t = n->n_inputs > 1 ? n->inputs[1] : -1;
         if (!is_init(g, t) || pr_numel(g->tensors[t].rank, g->tensors[t].dims) != 1 ||
             norm_axis((int64_t)pr_load_f64(g->tensors[t].data, g->tensors[t].dtype, 0), rank0) ==
-                0)
+                ba0)
             return no(info, "node '%s' (CumSum) sums along the batch axis", n->name);
         return true;
     }
@@ -113,33 +130,56 @@ static bool op_ok(const pr_graph *g, const pr_node *n, int rank0, pr_split_info 
         if (!reduce_axes(g, n, &v, &nv))
             return no(info, "node '%s' (%s) reduces over every axis", n->name, n->op_type);
         for (int i = 0; i < nv; i++)
-            if (norm_axis(v[i], rank0) == 0)
+            if (norm_axis(v[i], rank0) == ba0)
                 return no(info, "node '%s' (%s) reduces over the batch axis", n->name,
                           n->op_type);
         return true;
     case PR_OP_QuantizeLinear: case PR_OP_DequantizeLinear: {
         int t = n->n_inputs > 1 ? n->inputs[1] : -1;
         if (t >= 0 && pr_numel(g->tensors[t].rank, g->tensors[t].dims) > 1 &&
-            norm_axis(pr_attr_int(n, "axis", 1), rank0) == 0)
+            norm_axis(pr_attr_int(n, "axis", 1), rank0) == ba0)
             return no(info, "node '%s' (%s) scales per batch item", n->name, n->op_type);
         return true;
     }
-    case PR_OP_Gemm: case PR_OP_FusedMatMul: case PR_OP_QMatMul:
-        if (pr_attr_int(n, "transA", 0) != 0)
-            return no(info, "node '%s' (%s) transposes its activation", n->name, n->op_type);
+    case PR_OP_Gemm: case PR_OP_FusedMatMul: case PR_OP_QMatMul: case PR_OP_MatMul:
+    case PR_OP_MatMulInteger: case PR_OP_QLinearMatMul: {
+        /* A [.., M, K] may carry the batch in M or a batch dim, B [.., K, N]
+         * only in a batch dim; a transposed operand must not carry it */
+        int b = n->op == PR_OP_QLinearMatMul ? 3 : 1;
+        if ((ba[0] >= 0 && pr_attr_int(n, "transA", 0) != 0) ||
+            (ba[b] >= 0 && pr_attr_int(n, "transB", 0) != 0))
+            return no(info, "node '%s' (%s) transposes a batched operand", n->name, n->op_type);
+        const pr_tensor *A = pr_node_tin(g, n, 0), *B = pr_node_tin(g, n, b);
+        if ((ba[0] >= 0 && A && ba[0] > A->rank - 2) || (ba[b] >= 0 && B && ba[b] > B->rank - 3))
+            return no(info, "node '%s' (%s) multiplies along the batch axis", n->name,
+                      n->op_type);
         return true;
+    }
     default:
+        if (dim0_op(n->op)) {
+            for (int i = 0; i < n->n_inputs; i++)
+                if (ba[i] > 0)
+                    return no(info, "node '%s' (%s) reads the batch in dim %d, not 0", n->name,
+                              n->op_type, ba[i]);
+            return true;
+        }
         if (per_sample_op(n->op)) return true;
         return no(info, "node '%s' (%s) is not known to keep samples apart", n->name, n->op_type);
     }
 }
 
-/* An activation at batch N and at batch 1: dim 0 N and 1, the rest equal. */
-static bool scales(const pr_tinfo *a, const pr_tinfo *b, int64_t n) {
-    if (a->rank < 1 || a->rank != b->rank || a->dims[0] != n || b->dims[0] != 1) return false;
-    for (int d = 1; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d] || a->dims[d] < 0) return false;
-    return true;
+/* An activation at batch N (a) and at batch 1 (b): the one axis holding N
+ * and 1, every other dim equal and known; -1 when there is no such axis. */
+static int batch_axis(const pr_tinfo *a, const pr_tinfo *b, int64_t n) {
+    if (a->rank < 1 || a->rank != b->rank) return -1;
+    int ax = -1;
+    for (int d = 0; d < a->rank; d++) {
+        if (a->dims[d] < 0 || b->dims[d] < 0) return -1;
+        if (a->dims[d] == b->dims[d]) continue;
+        if (ax >= 0 || a->dims[d] != n || b->dims[d] != 1) return -1;
+        ax = d;
+    }
+    return ax;
 }
 
 /* Reshape shape constants folded at batch n (see batch_split.h): a copy
@@ -306,9 +346,9 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
         t1[t].dims[0] = 1;
     }
     if (ok) ok = find_patches(e, n, t1, info);
-    /* shape values (Shape of an activation and small integer arithmetic on
-     * it): computed at N and at 1 with the ref kernels; they may only feed
-     * shape inputs of per-sample steps */
+    /* values computed from shapes (Shape/Size of an activation) and
+     * constants: computed at N and at 1 with the ref kernels; they may feed
+     * shape inputs of per-sample steps, and any input when equal at N and 1 */
     bool *meta = calloc(nt, sizeof *meta);
     pr_buf *vn = calloc(nt, sizeof *vn), *v1 = calloc(nt, sizeof *v1);
     if (ok && (!meta || !vn || !v1)) ok = no(info, "out of memory");
@@ -320,9 +360,10 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
             ok = no(info, "node '%s' has too many inputs", nd->name);
             break;
         }
-        int rank0 = -1, n_meta = 0;
+        int rank0 = -1, ba0 = -1, ba[64];
         for (int i = 0; i < nd->n_inputs; i++) {
             int t = nd->inputs[i];
+            ba[i] = -1;
             if (t < 0) {
                 inn[i] = in1[i] = (pr_tinfo){.dtype = PRECIS_UNDEFINED, .rank = -1};
                 continue;
@@ -330,16 +371,13 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
             inn[i] = tn[t];
             in1[i] = t1[t];
             if (is_init(g, t)) continue;
-            if (meta[t]) {
-                n_meta++;
-                continue;
-            }
-            if (!scales(&tn[t], &t1[t], n)) {
-                ok = no(info, "tensor '%s' (input of '%s') does not carry the batch in dim 0",
+            if (meta[t]) continue;
+            if ((ba[i] = batch_axis(&tn[t], &t1[t], n)) < 0) {
+                ok = no(info, "tensor '%s' (input of '%s') does not carry the batch in one axis",
                         g->tensors[t].name, nd->name);
                 break;
             }
-            if (rank0 < 0) rank0 = tn[t].rank;
+            if (rank0 < 0) rank0 = tn[t].rank, ba0 = ba[i];
         }
         if (!ok) break;
         if (rank0 < 0 || nd->op == PR_OP_Shape || nd->op == PR_OP_Size) {
@@ -354,7 +392,7 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
                 ok = no(info, "node '%s' (%s) uses a value computed from the batch size as data",
                         nd->name, nd->op_type);
         }
-        if (!ok || !(ok = op_ok(g, nd, rank0, info))) break;
+        if (!ok || !(ok = op_ok(g, nd, rank0, ba0, ba, info))) break;
         if (pr_infer_step_outputs(g, nd, inn, outn, &err) ||
             pr_infer_step_outputs(g, nd, in1, out1, &err)) {
             ok = no(info, "node '%s' (%s) at batch 1: %s", nd->name, nd->op_type, err.msg);
@@ -363,9 +401,10 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
         for (int j = 0; j < nd->n_outputs; j++) {
             int t = nd->outputs[j];
             if (t < 0) continue;
-            if (!scales(&outn[j], &out1[j], n)) {
-                ok = no(info, "output '%s' of '%s' (%s) does not carry the batch in dim 0",
-                        g->tensors[t].name, nd->name, nd->op_type);
+            int bo = batch_axis(&outn[j], &out1[j], n);
+            if (bo < 0 || (bo > 0 && dim0_op(nd->op))) {
+                ok = no(info, "output '%s' of '%s' (%s) does not carry the batch in %s",
+                        g->tensors[t].name, nd->name, nd->op_type, bo < 0 ? "one axis" : "dim 0");
                 break;
             }
             tn[t] = outn[j];
@@ -392,8 +431,7 @@ bool pr_batch_split_check(const precis_engine *e, const pr_buf *const *in, pr_sp
         if (!info->out_dtype || !info->out_rank || !info->out_dims) ok = no(info, "out of memory");
         for (int k = 0; ok && k < g->n_outputs; k++) {
             int t = g->outputs[k];
-            if (is_init(g, t) || g->tensors[t].producer < 0 || tn[t].rank < 1 ||
-                tn[t].dims[0] != n) {
+            if (is_init(g, t) || g->tensors[t].producer < 0 || batch_axis(&tn[t], &t1[t], n) != 0) {
                 ok = no(info, "output '%s' does not carry the batch", g->tensors[t].name);
                 break;
             }

@@ -20,7 +20,11 @@
   batch_softmax.onnx  MatMul then a Softmax over axis 0, the batch: a model whose
                    samples are not independent (batch splitting must refuse it);
                    input [batch, 8].
-  batch_transpose.onnx  Transpose moving the batch axis, Relu, Transpose back;
+  batch_transpose.onnx  Transpose moving the batch to axis 1, a Softmax over
+                   axis 1 (over the batch: not splittable), Transpose back;
+                   input [batch, 4, 6].
+  batch_move.onnx  Transpose moving the batch to axis 1, Softmax over the last
+                   axis, Transpose back (splittable: the batch axis is tracked);
                    input [batch, 4, 6].
   batch_reshape.onnx  Reshape to [batch, 24] through Shape/Slice/Concat (folded
                    to a constant holding the batch when built for fixed shapes),
@@ -176,11 +180,11 @@ def batch_softmax():
                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])], [w])
 
 
-def batch_transpose():
+def batch_transpose(axis=1, name="batch_transpose"):
     nodes = [helper.make_node("Transpose", ["x"], ["t"], name="t1", perm=[1, 0, 2]),
-             helper.make_node("Relu", ["t"], ["r"], name="relu"),
+             helper.make_node("Softmax", ["t"], ["r"], name="softmax", axis=axis),
              helper.make_node("Transpose", ["r"], ["y"], name="t2", perm=[1, 0, 2])]
-    return helper.make_graph(nodes, "batch_transpose", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 6])],
+    return helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 6])],
                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6])], [])
 
 
@@ -209,7 +213,7 @@ def batch_count():
 for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13),
                        ("se_cnn", se_cnn(), 13), ("batch_softmax", batch_softmax(), 13),
                        ("batch_transpose", batch_transpose(), 13), ("batch_reshape", batch_reshape(), 13),
-                       ("batch_count", batch_count(), 13)]:
+                       ("batch_count", batch_count(), 13), ("batch_move", batch_transpose(-1, "batch_move"), 13)]:
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="precis tests")
     m.ir_version = 8
     onnx.checker.check_model(m)

@@ -305,7 +305,8 @@ static void test_batch_split(void) {
     split_case("data/se_cnn.onnx", "input", 4, (int64_t[]){2, 8, 12, 12}, 2, NULL, 2);
     split_case("data/small_mlp.onnx", "x", 3, mlp, 2, NULL, 2);
     split_case("data/batch_softmax.onnx", "x", 2, sm, 2, NULL, 0);   /* Softmax over the batch */
-    split_case("data/batch_transpose.onnx", "x", 3, tr, 2, NULL, 0); /* the batch moves */
+    split_case("data/batch_transpose.onnx", "x", 3, tr, 2, NULL, 0); /* moved, then mixed */
+    split_case("data/batch_move.onnx", "x", 3, tr, 2, NULL, 2);      /* moved and back */
     /* the reshape's shape is computed at run time (Shape: each worker
      * computes its own), or folded to a constant holding the batch (fixed
      * shapes: patched in the workers) */
