@@ -66,6 +66,12 @@ struct precis_context {
     bool time_whole;
     double split_ms[2]; /* whole, split */
     double run_t0;
+    /* output shapes of every step for the planned signature, when no output
+     * shape depends on a value computed at run time (shapes_static()): the
+     * runs after the planning one skip shape inference */
+    pr_tinfo *tcache;
+    bool tcache_ok;
+    int shapes_static; /* 1 yes, -1 no, 0 not known yet */
 };
 
 void pr_context_observe(precis_context *c, pr_observe_fn fn, void *user) {
@@ -90,7 +96,8 @@ precis_status precis_context_create(precis_ctx *ctx, const precis_engine *e,
     c->size = calloc(nt, sizeof *c->size);
     c->offset = calloc(nt, sizeof *c->offset);
     c->prof = calloc((size_t)e->n_steps + 1, sizeof *c->prof);
-    if (!c->vals || !c->state || !c->sym || !c->size || !c->offset || !c->prof) {
+    c->tcache = calloc(nt, sizeof *c->tcache);
+    if (!c->vals || !c->state || !c->sym || !c->size || !c->offset || !c->prof || !c->tcache) {
         precis_context_destroy(c);
         return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     }
@@ -137,6 +144,7 @@ void precis_context_destroy(precis_context *c) {
     free(c->offset);
     free(c->arena);
     free(c->prof);
+    free(c->tcache);
     free(c);
 }
 
@@ -268,6 +276,36 @@ static precis_status check_profile(const precis_engine *e, const pr_buf *b, int 
 static void release(precis_context *c, int t) {
     if (c->state[t] == V_HEAP) pr_buf_free(&c->vals[t]);
     c->state[t] = V_NONE;
+}
+
+/* Whether every step's output shapes follow from its input shapes and the
+ * graph's constants alone: no input that sets an output shape by its values
+ * (Reshape's shape, Slice's bounds, Expand, Tile, Pad, Resize, Range, TopK's
+ * k, ...) is computed at run time, and no op sizes its output by the data
+ * (NonZero). Then one signature always gives the same shapes. */
+static bool shapes_static(const precis_engine *e) {
+    const pr_graph *g = e->g;
+    for (int k = 0; k < e->n_steps; k++) {
+        const pr_node *n = &g->nodes[e->steps[k].node];
+        int lo = 1, hi = 0; /* the inputs whose values set shapes */
+        switch (n->op) {
+        case PR_OP_NonZero: return false;
+        case PR_OP_ConstantOfShape: case PR_OP_Range: lo = 0, hi = n->n_inputs - 1; break;
+        case PR_OP_Reshape: case PR_OP_Expand: case PR_OP_Tile: case PR_OP_TopK:
+        case PR_OP_Upsample: case PR_OP_OneHot: case PR_OP_Split: case PR_OP_Squeeze:
+        case PR_OP_Unsqueeze: case PR_OP_ReduceMean: case PR_OP_ReduceSum: case PR_OP_ReduceMax:
+        case PR_OP_ReduceMin: case PR_OP_ReduceProd: case PR_OP_ReduceL1: case PR_OP_ReduceL2:
+        case PR_OP_ReduceLogSum: case PR_OP_ReduceLogSumExp: case PR_OP_ReduceSumSquare:
+            hi = 1;
+            break;
+        case PR_OP_Slice: hi = 4; break;
+        case PR_OP_Resize: case PR_OP_Pad: hi = 3; break;
+        default: break;
+        }
+        for (int i = lo; i <= hi && i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0 && !(g->tensors[n->inputs[i]].flags & PR_T_INIT)) return false;
+    }
+    return true;
 }
 
 /* ------------------------------------------------------ batch splitting */
@@ -497,8 +535,11 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
     bool planning = !same_signature(c, g, &c->sig, &c->sig_len) || !c->planned;
     if (planning) {
         c->planned = false;
+        c->tcache_ok = false;
         memset(c->size, 0, (size_t)g->n_tensors * sizeof *c->size);
     }
+    if (!c->shapes_static) c->shapes_static = shapes_static(e) ? 1 : -1;
+    bool cached = c->tcache_ok;
     omp_set_num_threads(c->threads);
     c->x.num_threads = c->threads;
 
@@ -523,9 +564,19 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
                 goto fail;
             }
             if (t >= 0) in[j] = &c->vals[t];
-            pr_tinfo_from_buf(&tin[j], in[j]);
+            if (!cached) pr_tinfo_from_buf(&tin[j], in[j]);
         }
-        if ((st = pr_infer_step_outputs(g, n, tin, tout, err))) goto fail;
+        if (cached) {
+            for (int j = 0; j < n->n_outputs; j++)
+                tout[j] = n->outputs[j] >= 0 ? c->tcache[n->outputs[j]] : (pr_tinfo){.rank = -1};
+        } else {
+            if ((st = pr_infer_step_outputs(g, n, tin, tout, err))) goto fail;
+            for (int j = 0; planning && j < n->n_outputs; j++)
+                if (n->outputs[j] >= 0) {
+                    c->tcache[n->outputs[j]] = tout[j];
+                    c->tcache[n->outputs[j]].value = NULL;
+                }
+        }
         for (int j = 0; j < n->n_outputs; j++) {
             int t = n->outputs[j];
             outp[j] = NULL;
@@ -589,6 +640,7 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
     if (c->profiling) c->prof_runs++;
     for (int t = 0; t < g->n_tensors; t++) release(c, t);
     if (planning) make_plan(c);
+    if (planning && c->planned && c->shapes_static > 0) c->tcache_ok = true;
     if (c->time_whole) { /* batch split's timed choice */
         c->split_ms[0] = 1e3 * (now() - c->run_t0);
         c->time_whole = false;
