@@ -48,6 +48,9 @@ typedef struct pr_quant_opts {
     const pr_calib_stats *stats;
     pr_calib_cfg cfg;
     int verbose;
+    /* every activation int8 (scale amax / 127), none uint8: the CUDA backend's
+     * IMMA GEMMs take signed operands only */
+    bool signed_only;
 } pr_quant_opts;
 
 /* Summary of what was quantized. */

@@ -379,9 +379,6 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
                            "this precis was built without CUDA: the cuda backend is not available");
 #endif
-    if (cuda && int8)
-        return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
-                           "int8 on the cuda backend is not implemented yet (fp32, fp16 or bf16)");
     if (int8 && o->no_optimize)
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "int8 needs the graph passes");
     if (strcmp(backend, "ref") == 0 && strcmp(prec, "fp32") != 0 && !int8)
@@ -425,7 +422,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         goto fail;
     }
     if (int8) {
-        if ((st = pr_build_int8(ctx, onnx_path, o, e->g, cpu, err))) goto fail;
+        if ((st = pr_build_int8(ctx, onnx_path, o, e->g, cpu || cuda, cuda, err))) goto fail;
         drop_unused_inits(e->g);
     }
     precis_dtype low = precision_dtype(prec);

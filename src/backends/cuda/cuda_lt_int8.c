@@ -1,0 +1,138 @@
+/* cuBLASLt int8 GEMMs (see cuda_lt_int8.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <string.h>
+
+#include "backends/cuda/cuda_lt_int8.h"
+
+#define MAX_CAND 8
+
+precis_status pr_lt_i8_init(pr_lt_i8 *l, int64_t N, int64_t K, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    memset(l, 0, sizeof *l);
+    l->N = N;
+    l->K = K;
+    l->mu_ok = pthread_mutex_init(&l->mu, NULL) == 0;
+    if (!l->mu_ok) return pr_errf(e, PRECIS_ERR_INTERNAL, "pthread_mutex_init failed");
+    LT_TRY(cublasLtMatmulDescCreate(&l->desc, CUBLAS_COMPUTE_32I, CUDA_R_32I));
+    cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+    LT_TRY(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn));
+    return PRECIS_OK;
+fail:
+    return st;
+}
+
+static void plan_free(pr_lt_i8_plan *p) {
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+}
+
+void pr_lt_i8_fini(pr_lt_i8 *l) {
+    for (int i = 0; i < l->n_plans; i++) plan_free(&l->plans[i]);
+    l->n_plans = 0;
+    if (l->desc) cublasLtMatmulDescDestroy(l->desc);
+    l->desc = NULL;
+    if (l->mu_ok) pthread_mutex_destroy(&l->mu);
+    l->mu_ok = false;
+}
+
+static cublasStatus_t call(const pr_lt_i8 *l, pr_cuda_exec *x, const pr_lt_i8_plan *p,
+                           const cublasLtMatmulAlgo_t *algo, const void *w, const void *a,
+                           int32_t *d) {
+    int32_t one = 1, zero = 0;
+    return cublasLtMatmul((cublasLtHandle_t)x->lt, l->desc, &one, w, p->la, a, p->lb, &zero, d,
+                          p->lc, d, p->lc, algo, x->ws, x->ws_bytes, (cudaStream_t)x->stream);
+}
+
+/* Median of 3 timed calls in ms, < 0 on failure. */
+static float time_algo(const pr_lt_i8 *l, pr_cuda_exec *x, const pr_lt_i8_plan *p,
+                       const cublasLtMatmulAlgo_t *algo, const void *w, const void *a,
+                       int32_t *d) {
+    cudaStream_t s = (cudaStream_t)x->stream;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float t[3] = {0, 0, 0};
+    bool bad = cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess;
+    for (int i = -1; i < 3 && !bad; i++) {
+        bad |= cudaEventRecord(e0, s) != cudaSuccess;
+        bad |= call(l, x, p, algo, w, a, d) != CUBLAS_STATUS_SUCCESS;
+        bad |= cudaEventRecord(e1, s) != cudaSuccess;
+        bad |= cudaEventSynchronize(e1) != cudaSuccess;
+        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], e0, e1) != cudaSuccess;
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaGetLastError();
+    if (bad) return -1;
+    float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+}
+
+static precis_status make_plan(pr_lt_i8 *l, pr_cuda_exec *x, int64_t M, const void *w,
+                               const void *a, int32_t *d, pr_lt_i8_plan *np, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    cublasLtMatmulPreference_t pref = NULL;
+    memset(np, 0, sizeof *np);
+    np->m = M;
+    LT_TRY(cublasLtMatrixLayoutCreate(&np->la, CUDA_R_8I, (uint64_t)l->K, (uint64_t)l->N, l->K));
+    LT_TRY(cublasLtMatrixLayoutCreate(&np->lb, CUDA_R_8I, (uint64_t)l->K, (uint64_t)M, l->K));
+    LT_TRY(cublasLtMatrixLayoutCreate(&np->lc, CUDA_R_32I, (uint64_t)l->N, (uint64_t)M, l->N));
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
+    uint64_t wsb = x->ws_bytes;
+    LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &wsb, sizeof wsb));
+    cublasLtMatmulHeuristicResult_t h[MAX_CAND];
+    int nres = 0;
+    LT_TRY(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, l->desc, np->la, np->lb,
+                                          np->lc, np->lc, pref, MAX_CAND, h, &nres));
+    if (nres < 1) {
+        st = pr_errf(e, PRECIS_ERR_UNSUPPORTED,
+                     "cuBLASLt has no int8 algorithm for m=%lld n=%lld k=%lld", (long long)M,
+                     (long long)l->N, (long long)l->K);
+        goto fail;
+    }
+    np->algo = h[0].algo;
+    float best = -1;
+    for (int i = 0; nres > 1 && i < nres; i++) {
+        if (h[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        float t = time_algo(l, x, np, &h[i].algo, w, a, d);
+        if (t >= 0 && (best < 0 || t < best)) {
+            best = t;
+            np->algo = h[i].algo;
+        }
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    return PRECIS_OK;
+fail:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    plan_free(np);
+    return st;
+}
+
+precis_status pr_lt_i8_run(pr_lt_i8 *l, pr_cuda_exec *x, int64_t M, const void *w, const void *a,
+                           int32_t *d, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    pr_lt_i8_plan plan;
+    bool found = false;
+    pthread_mutex_lock(&l->mu);
+    for (int i = 0; i < l->n_plans && !found; i++)
+        if (l->plans[i].m == M) {
+            plan = l->plans[i];
+            found = true;
+        }
+    if (!found && x->capturing)
+        st = pr_errf(e, PRECIS_ERR_INTERNAL, "cuBLASLt int8: new shape during a graph capture");
+    if (!found && !st && !(st = make_plan(l, x, M, w, a, d, &plan, e))) {
+        if (l->n_plans == PR_LT_I8_SHAPES) { /* full: recycle the oldest */
+            plan_free(&l->plans[0]);
+            memmove(&l->plans[0], &l->plans[1], (PR_LT_I8_SHAPES - 1) * sizeof l->plans[0]);
+            l->n_plans--;
+        }
+        l->plans[l->n_plans++] = plan;
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (st) return st;
+    cublasStatus_t r = call(l, x, &plan, &plan.algo, w, a, d);
+    if (r != CUBLAS_STATUS_SUCCESS) return pr_lt_fail(e, r, "cublasLtMatmul (int8)");
+    return PRECIS_OK;
+}
