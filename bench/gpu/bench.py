@@ -237,7 +237,7 @@ def calib_args(name, names, shapes, work, prec):
             for n, x in zip(names, xs):
                 sub = os.path.join(d, n) if len(names) > 1 else d
                 os.makedirs(sub, exist_ok=True)
-                np.save(os.path.join(sub, f"{i:02d}.npy"), x.numpy())
+                np.save(os.path.join(sub, f"{i:02d}.npy"), x.numpy()[0])  # no batch dim
     return ["--calib-data", d, "--calib-cache", os.path.join(work, f"{name}.calib")]
 
 

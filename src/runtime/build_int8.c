@@ -264,7 +264,7 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
                 pr_calibrator_name(cfg.method), rep.compute_nodes, rep.float_nodes,
                 rep.elem_nodes, rep.tensors, rep.weights);
     if (o->qdq_path && (st = pr_onnx_save(g, o->qdq_path, err))) goto done;
-    if (lower) st = pr_quantize_lower(g, o->verbose, err);
+    if (lower) st = pr_quantize_lower(g, o->verbose, cuda, err);
 done:
     pr_calib_destroy(old);
     pr_calib_destroy(stats);

@@ -122,7 +122,7 @@ static inline float cu_run_lay(const tnode *t, int n_in, const cc_input *ins, in
         worst = INFINITY;
         goto done;
     }
-    pr_cuda_cfg cfg = {pr_cuda_dev_exec(cu_dev)};
+    pr_cuda_cfg cfg = {pr_cuda_dev_exec(cu_dev), NULL};
     st = impl->prepare(gi, &gi->nodes[0], &cfg, &state, &e);
     CHECK(st == PRECIS_OK);
     if (st) {

@@ -3,12 +3,14 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_lt_int8.h"
+#include "backends/cuda/cuda_tcache.h"
 
 #define MAX_CAND 8
 
-precis_status pr_lt_i8_init(pr_lt_i8 *l, int64_t N, int64_t K, pr_err *e) {
+precis_status pr_lt_i8_init(pr_lt_i8 *l, int64_t N, int64_t K, void *tc, pr_err *e) {
     precis_status st = PRECIS_OK;
     memset(l, 0, sizeof *l);
+    l->tc = tc;
     l->N = N;
     l->K = K;
     l->mu_ok = pthread_mutex_init(&l->mu, NULL) == 0;
@@ -77,6 +79,15 @@ static precis_status make_plan(pr_lt_i8 *l, pr_cuda_exec *x, int64_t M, const vo
     LT_TRY(cublasLtMatrixLayoutCreate(&np->la, CUDA_R_8I, (uint64_t)l->K, (uint64_t)l->N, l->K));
     LT_TRY(cublasLtMatrixLayoutCreate(&np->lb, CUDA_R_8I, (uint64_t)l->K, (uint64_t)M, l->K));
     LT_TRY(cublasLtMatrixLayoutCreate(&np->lc, CUDA_R_32I, (uint64_t)l->N, (uint64_t)M, l->N));
+    char key[128];
+    snprintf(key, sizeof key, "cublaslt.int8 m=%lld n=%lld k=%lld", (long long)M, (long long)l->N,
+             (long long)l->K);
+    cublasLtMatmulHeuristicResult_t chk;
+    if (pr_cuda_tcache_get(l->tc, key, &np->algo, sizeof np->algo) &&
+        cublasLtMatmulAlgoCheck((cublasLtHandle_t)x->lt, l->desc, np->la, np->lb, np->lc, np->lc,
+                                &np->algo, &chk) == CUBLAS_STATUS_SUCCESS &&
+        chk.workspaceSize <= x->ws_bytes)
+        return PRECIS_OK; /* an earlier build's choice */
     LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
     uint64_t wsb = x->ws_bytes;
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -102,6 +113,7 @@ static precis_status make_plan(pr_lt_i8 *l, pr_cuda_exec *x, int64_t M, const vo
         }
     }
     cublasLtMatmulPreferenceDestroy(pref);
+    pr_cuda_tcache_put(l->tc, key, &np->algo, sizeof np->algo);
     return PRECIS_OK;
 fail:
     if (pref) cublasLtMatmulPreferenceDestroy(pref);

@@ -20,6 +20,7 @@ typedef struct pr_lt_i8_plan {
 
 typedef struct pr_lt_i8 {
     int64_t N, K;
+    void *tc; /* timing cache (pr_cuda_tcache) or NULL */
     cublasLtMatmulDesc_t desc;
     pthread_mutex_t mu;
     bool mu_ok;
@@ -27,7 +28,7 @@ typedef struct pr_lt_i8 {
     int n_plans;
 } pr_lt_i8;
 
-precis_status pr_lt_i8_init(pr_lt_i8 *l, int64_t N, int64_t K, pr_err *e);
+precis_status pr_lt_i8_init(pr_lt_i8 *l, int64_t N, int64_t K, void *tcache, pr_err *e);
 void pr_lt_i8_fini(pr_lt_i8 *l);
 /* d = a x w^T on x->stream (w: [N][K], a: [M][K] int8; d: [M][N] int32). */
 precis_status pr_lt_i8_run(pr_lt_i8 *l, pr_cuda_exec *x, int64_t M, const void *w, const void *a,

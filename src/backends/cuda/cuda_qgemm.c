@@ -187,7 +187,7 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     s->z_input = pr_node_in(n, 4) >= 0 ? 4 : -1;
     s->z_scale = pr_attr_float(n, "z_scale", 1.0f);
     s->y_inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);
-    if ((st = pr_lt_i8_init(&s->lt, s->N, s->Kp, e))) goto fail;
+    if ((st = pr_lt_i8_init(&s->lt, s->N, s->Kp, cfg->tcache, e))) goto fail;
     {
         pr_dtype yd = g->tensors[n->outputs[0]].dtype;
         const char *an = s->pre.kind ? pr_act_names[s->pre.kind] : "";
