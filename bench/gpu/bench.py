@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 INT8 = False  # --int8: int8 rows too
+PRECIS = "precis"
 RESULTS = {"meta": {}, "correctness": [], "speed": [], "profile": {}, "errors": []}
 
 
@@ -200,13 +201,17 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
     runs = [("ref", []), ("cuda fp32", ["--device", "cuda", "--precision", "fp32"]),
             ("cuda fp16", ["--device", "cuda", "--precision", "fp16"]),
             ("cuda bf16", ["--device", "cuda", "--precision", "bf16"])]
-    if INT8:
-        runs.append(("cuda int8", ["--device", "cuda", "--precision", "int8"]
-                     + calib_args(name, names, shapes, out_dir, "int8")))
+    if INT8:  # `precis run` takes no calibration options: run the plan the build wrote
+        calib_args(name, names, shapes, out_dir, "int8")
+        runs.append(("cuda int8", None))
     for label, extra in runs:
+        if extra is None:
+            path_or_plan, extra = os.path.join(out_dir, f"{name}.int8.plan"), []
+        else:
+            path_or_plan = path
         d = os.path.join(out_dir, f"{name}.{label.replace(' ', '_')}")
         t0 = time.time()
-        rc, o, e = run([precis, "run", path, *args, *extra, "-o", d, "-q"])
+        rc, o, e = run([precis, "run", path_or_plan, *args, *extra, "-o", d, "-q"])
         if rc:
             err(f"{name} correctness {label}", e.strip()[-600:])
             continue
@@ -238,7 +243,14 @@ def calib_args(name, names, shapes, work, prec):
                 sub = os.path.join(d, n) if len(names) > 1 else d
                 os.makedirs(sub, exist_ok=True)
                 np.save(os.path.join(sub, f"{i:02d}.npy"), x.numpy()[0])  # no batch dim
-    return ["--calib-data", d, "--calib-cache", os.path.join(work, f"{name}.calib")]
+    cache = os.path.join(work, f"{name}.calib")
+    if not os.path.exists(cache):  # calibrate once, batch dim free (any --shapes later)
+        rc, _, e = run([PRECIS, "build", os.path.join(work, f"{name}.onnx"), "-o",
+                        os.path.join(work, f"{name}.int8.plan"), "--device", "cuda",
+                        "--precision", "int8", "--calib-data", d, "--calib-cache", cache])
+        if rc:
+            err(f"{name} int8 calibration", e.strip()[-600:])
+    return ["--calib-data", d, "--calib-cache", cache]
 
 
 def precis_speed(name, precis, path, names, shapes, batch, prec, iters, work="/tmp"):
@@ -415,8 +427,9 @@ def main():
     ap.add_argument("--int8-gemm", action="store_true", help="int8 GEMM 8192^3 vs torch._int_mm")
     ap.add_argument("--build", default="", help="build folder holding tests/cuda/bench_imma")
     a = ap.parse_args()
-    global INT8
+    global INT8, PRECIS
     INT8 = a.int8
+    PRECIS = os.path.abspath(a.precis)
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.work, exist_ok=True)
     batches = {"resnet50": [1, 32, 256], "bert": [1, 64], "minilm": [1, 64]}
