@@ -24,7 +24,7 @@ static float timed(pr_lt_i8 *l, pr_cuda_exec *x, int64_t M, void *w, void *a, in
     float *t = calloc((size_t)it, sizeof *t), med = -1;
     for (int i = -3; i < it; i++) {
         cudaEventRecord(e0, (cudaStream_t)x->stream);
-        if (pr_lt_i8_run(l, x, M, w, a, d, e)) goto done;
+        if (pr_lt_i8_run(l, x, M, w, a, NULL, d, e)) goto done;
         if (q && pr_cu_qepilogue(x->stream, d, M, q)) goto done;
         cudaEventRecord(e1, (cudaStream_t)x->stream);
         cudaEventSynchronize(e1);

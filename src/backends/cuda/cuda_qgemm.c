@@ -32,7 +32,10 @@ typedef struct qgemm_state {
     int z_input;
     float z_scale, y_inv;
     pr_lt_i8 lt;
-    char what[160];
+    bool fused;         /* lt requantizes in cuBLASLt's epilogue (int8 out, no kernel after) */
+    float *alpha;       /* device [N]: a_scale * w_scale[n] / y_scale, when fused */
+    float *bias_q;      /* device [N]: bias / y_scale, when fused */
+    char what[200];
 } qgemm_state;
 
 static bool q8(pr_dtype d) { return d == PRECIS_INT8; }
@@ -79,6 +82,8 @@ static void qgemm_destroy(void *p) {
     if (s->w) cudaFree(s->w);
     if (s->w_scale) cudaFree(s->w_scale);
     if (s->bias) cudaFree(s->bias);
+    if (s->alpha) cudaFree(s->alpha);
+    if (s->bias_q) cudaFree(s->bias_q);
     free(s);
 }
 
@@ -116,6 +121,45 @@ static signed char *pack_weights(const pr_graph *g, const pr_node *n, qgemm_stat
     for (int64_t o = 0; o < s->N; o++)
         for (int64_t k = 0; k < s->K; k++) p[o * s->Kp + k] = tb ? w[o * s->K + k] : w[k * s->N + o];
     return p;
+}
+
+/* The fused form: int8 out (NHWC or a matmul), act ReLU or none, and a
+ * residual (int8, same layout) only with no activation before it. Chosen
+ * when cuBLASLt has an algorithm for it; else the int32 + kernel form. */
+static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
+                               qgemm_state *s, const float *ws, const float *bias, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    int y = n->outputs[0], z = pr_node_in(n, 4);
+    bool relu_pre = s->pre.kind == PR_ACT_RELU, relu_post = s->post.kind == PR_ACT_RELU;
+    if (g->tensors[y].dtype != PRECIS_INT8) return PRECIS_OK;
+    if (s->conv && g->tensors[y].layout != PR_LAYOUT_NHWC) return PRECIS_OK;
+    if ((s->pre.kind && !relu_pre) || (s->post.kind && !relu_post)) return PRECIS_OK;
+    if (z >= 0 && (s->pre.kind || g->tensors[z].dtype != PRECIS_INT8 ||
+                   g->tensors[z].layout != g->tensors[y].layout))
+        return PRECIS_OK;
+    if (z < 0 && relu_pre && relu_post) return PRECIS_OK; /* relu twice: fine, but rare */
+    float *al = malloc((size_t)s->N * sizeof *al), *bq = malloc((size_t)s->N * sizeof *bq);
+    if (!al || !bq) {
+        st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        goto done;
+    }
+    for (int64_t j = 0; j < s->N; j++) {
+        al[j] = s->a_scale * ws[s->n_wscale > 1 ? j : 0] * s->y_inv;
+        bq[j] = bias ? bias[j] * s->y_inv : 0.0f;
+    }
+    cudaStream_t stream = (cudaStream_t)cfg->x->stream;
+    if ((st = upload(al, (size_t)s->N * sizeof *al, (void **)&s->alpha, stream, e))) goto done;
+    if (bias && (st = upload(bq, (size_t)s->N * sizeof *bq, (void **)&s->bias_q, stream, e)))
+        goto done;
+    if ((st = pr_lt_i8_init_fused(&s->lt, s->N, s->Kp, cfg->tcache, s->alpha, s->bias_q,
+                                  relu_pre || relu_post, z >= 0, s->z_scale * s->y_inv, e)))
+        goto done;
+    s->fused = pr_lt_i8_probe(&s->lt, cfg->x);
+    if (!s->fused) pr_lt_i8_fini(&s->lt);
+done:
+    free(al);
+    free(bq);
+    return st;
 }
 
 static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
@@ -187,8 +231,15 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     s->z_input = pr_node_in(n, 4) >= 0 ? 4 : -1;
     s->z_scale = pr_attr_float(n, "z_scale", 1.0f);
     s->y_inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);
-    if ((st = pr_lt_i8_init(&s->lt, s->N, s->Kp, cfg->tcache, e))) goto fail;
-    {
+    if ((st = try_fused(g, n, cfg, s, sf, bf, e))) goto fail;
+    if (!s->fused && (st = pr_lt_i8_init(&s->lt, s->N, s->Kp, cfg->tcache, e))) goto fail;
+    if (s->fused) {
+        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s -> int8, requantized in its "
+                 "epilogue (scale vector%s%s%s)",
+                 s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "", s->bias ? "+bias" : "",
+                 s->z_input >= 0 ? "+residual" : "",
+                 s->pre.kind || s->post.kind ? "+Relu" : "");
+    } else {
         pr_dtype yd = g->tensors[n->outputs[0]].dtype;
         const char *an = s->pre.kind ? pr_act_names[s->pre.kind] : "";
         const char *a2 = s->post.kind ? pr_act_names[s->post.kind] : "";
@@ -245,7 +296,7 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     }
     bool col = s->conv && !s->direct;
     size_t col_bytes = col ? (size_t)up(M * s->Kp, 256) : 0;
-    size_t acc_bytes = (size_t)(M * s->N) * sizeof(int32_t);
+    size_t acc_bytes = s->fused ? 0 : (size_t)(M * s->N) * sizeof(int32_t);
     char *scr = pr_cuda_scratch(x, col_bytes + acc_bytes, e);
     if (!scr) return pr_err_prefix(e, "node '%s'", k->node->name);
     const void *a = X->data;
@@ -253,9 +304,13 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
         KL_TRY(pr_cu_im2col_s8(x->stream, X->data, scr, &ic));
         a = scr;
     }
-    int32_t *acc = (int32_t *)(scr + col_bytes);
-    if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, acc, e))) goto fail;
     const pr_buf *Z = s->z_input >= 0 ? pr_kin(k, s->z_input) : NULL;
+    if (s->fused) {
+        if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, Z ? Z->data : NULL, Y->data, e))) goto fail;
+        return PRECIS_OK;
+    }
+    int32_t *acc = (int32_t *)(scr + col_bytes);
+    if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, NULL, acc, e))) goto fail;
     pr_cu_qepi q = {s->N, s->conv && !y_nhwc ? Y->dims[2] * Y->dims[3] : 0, s->a_scale,
                     s->w_scale, s->n_wscale, s->bias, s->pre, s->post,
                     Z ? Z->data : NULL, Z ? (int)Z->dtype : 0,
