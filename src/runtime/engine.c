@@ -432,8 +432,6 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         drop_unused_inits(e->g);
     }
     precis_dtype low = precision_dtype(prec);
-    if (cuda && int8) /* the float remainder of a GPU int8 plan runs in fp16 (Tensor Cores) */
-        low = PRECIS_FLOAT16;
     if ((cpu || cuda) && !calibration && (low != PRECIS_FLOAT32 || pr_prec_any(e->g)) &&
         (st = pr_plan_precision_backend(e->g, low, cuda, err)))
         goto fail;

@@ -42,8 +42,9 @@ precis_status pr_lt_i8_init_fused(pr_lt_i8 *l, int64_t N, int64_t K, void *tc,
     cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
     LT_TRY(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
     LT_TRY(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn));
-    cublasLtPointerMode_t pm = has_c ? CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST
-                                     : CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO;
+    /* BETA_HOST with beta 0 also without C: cuBLASLt offers no int8-out algorithm
+     * for BETA_ZERO here (measured on an H100, cuBLASLt 13.0) */
+    cublasLtPointerMode_t pm = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
     LT_TRY(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm,
                                           sizeof pm));
     cublasLtEpilogue_t epi = relu ? (bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
