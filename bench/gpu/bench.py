@@ -201,8 +201,13 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
     runs = [("ref", []), ("cuda fp32", ["--device", "cuda", "--precision", "fp32"]),
             ("cuda fp16", ["--device", "cuda", "--precision", "fp16"]),
             ("cuda bf16", ["--device", "cuda", "--precision", "bf16"])]
-    if INT8:  # `precis run` takes no calibration options: run the plan the build wrote
-        calib_args(name, names, shapes, out_dir, "int8")
+    if INT8:  # `precis run` takes no calibration options: build a batch-1 plan and run it
+        ca = calib_args(name, names, shapes, out_dir, "int8")
+        spec = ",".join(f"{n}:{'x'.join(str(d) for d in (1,) + tuple(shapes[n]))}" for n in names)
+        rc, _, e = run([precis, "build", path, "-o", os.path.join(out_dir, f"{name}.int8.plan"),
+                        "--device", "cuda", "--precision", "int8", "--shapes", spec, *ca])
+        if rc:
+            err(f"{name} int8 plan", e.strip()[-600:])
         runs.append(("cuda int8", None))
     for label, extra in runs:
         if extra is None:
@@ -246,7 +251,7 @@ def calib_args(name, names, shapes, work, prec):
     cache = os.path.join(work, f"{name}.calib")
     if not os.path.exists(cache):  # calibrate once, batch dim free (any --shapes later)
         rc, _, e = run([PRECIS, "build", os.path.join(work, f"{name}.onnx"), "-o",
-                        os.path.join(work, f"{name}.int8.plan"), "--device", "cuda",
+                        os.path.join(work, f"{name}.int8-dyn.plan"), "--device", "cuda",
                         "--precision", "int8", "--calib-data", d, "--calib-cache", cache])
         if rc:
             err(f"{name} int8 calibration", e.strip()[-600:])
