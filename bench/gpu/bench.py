@@ -17,6 +17,11 @@ on this machine (so both run the same weights), then
                torch.compile and torch.compile(mode="reduce-overhead") on GPU-resident
                inputs (CUDA events, median of rounds), and eager with host copies
                (end-to-end, like precis's API).
+  --int8       int8 rows too (precis only; calibrated on 8 random samples drawn like the
+               timing inputs, one batch-free calibration cache per model) and an int8
+               correctness row (a batch-1 int8 plan vs PyTorch fp32 and ref);
+  --int8-gemm  precis's int8 GEMM path at 8192^3 (tests/cuda/bench_imma) vs torch._int_mm;
+  --profile MODEL=BATCH[:PRECISION]  per-step GPU times (a synchronize around each step).
 Writes DIR/gpu_bench.json and a table DIR/gpu_bench.md; prints the table last.
 """
 import argparse
