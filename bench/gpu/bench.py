@@ -17,6 +17,11 @@ on this machine (so both run the same weights), then
                torch.compile and torch.compile(mode="reduce-overhead") on GPU-resident
                inputs (CUDA events, median of rounds), and eager with host copies
                (end-to-end, like precis's API).
+  --int8       int8 rows too (precis only; calibrated on 8 random samples drawn like the
+               timing inputs, one batch-free calibration cache per model) and an int8
+               correctness row (a batch-1 int8 plan vs PyTorch fp32 and ref);
+  --int8-gemm  precis's int8 GEMM path at 8192^3 (tests/cuda/bench_imma) vs torch._int_mm;
+  --profile MODEL=BATCH[:PRECISION]  per-step GPU times (a synchronize around each step).
 Writes DIR/gpu_bench.json and a table DIR/gpu_bench.md; prints the table last.
 """
 import argparse
@@ -32,6 +37,8 @@ import traceback
 import numpy as np
 import torch
 
+INT8 = False  # --int8: int8 rows too
+PRECIS = "precis"
 RESULTS = {"meta": {}, "correctness": [], "speed": [], "profile": {}, "errors": []}
 
 
@@ -196,12 +203,25 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
         np.save(p, x.cpu().numpy())
         args += ["--input", f"{n}={p}"]
     outs = {}
-    for label, extra in (("ref", []), ("cuda fp32", ["--device", "cuda", "--precision", "fp32"]),
-                         ("cuda fp16", ["--device", "cuda", "--precision", "fp16"]),
-                         ("cuda bf16", ["--device", "cuda", "--precision", "bf16"])):
+    runs = [("ref", []), ("cuda fp32", ["--device", "cuda", "--precision", "fp32"]),
+            ("cuda fp16", ["--device", "cuda", "--precision", "fp16"]),
+            ("cuda bf16", ["--device", "cuda", "--precision", "bf16"])]
+    if INT8:  # `precis run` takes no calibration options: build a batch-1 plan and run it
+        ca = calib_args(name, names, shapes, out_dir, "int8")
+        spec = ",".join(f"{n}:{'x'.join(str(d) for d in (1,) + tuple(shapes[n]))}" for n in names)
+        rc, _, e = run([precis, "build", path, "-o", os.path.join(out_dir, f"{name}.int8.plan"),
+                        "--device", "cuda", "--precision", "int8", "--shapes", spec, *ca])
+        if rc:
+            err(f"{name} int8 plan", e.strip()[-600:])
+        runs.append(("cuda int8", None))
+    for label, extra in runs:
+        if extra is None:
+            path_or_plan, extra = os.path.join(out_dir, f"{name}.int8.plan"), []
+        else:
+            path_or_plan = path
         d = os.path.join(out_dir, f"{name}.{label.replace(' ', '_')}")
         t0 = time.time()
-        rc, o, e = run([precis, "run", path, *args, *extra, "-o", d, "-q"])
+        rc, o, e = run([precis, "run", path_or_plan, *args, *extra, "-o", d, "-q"])
         if rc:
             err(f"{name} correctness {label}", e.strip()[-600:])
             continue
@@ -220,12 +240,36 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
                  if "vs_ref" in row else ""))
 
 
-def precis_speed(name, precis, path, names, shapes, batch, prec, iters):
+def calib_args(name, names, shapes, work, prec):
+    """int8: --calib-data (8 random samples like the timing inputs, written once) and a
+    calibration cache shared by every build of the model."""
+    if prec != "int8":
+        return []
+    d = os.path.join(work, f"calib-{name}")
+    if not os.path.isdir(d):
+        for i in range(8):
+            xs = torch_inputs(name, names, shapes, 1, "cpu", seed=100 + i)
+            for n, x in zip(names, xs):
+                sub = os.path.join(d, n) if len(names) > 1 else d
+                os.makedirs(sub, exist_ok=True)
+                np.save(os.path.join(sub, f"{i:02d}.npy"), x.numpy()[0])  # no batch dim
+    cache = os.path.join(work, f"{name}.calib")
+    if not os.path.exists(cache):  # calibrate once, batch dim free (any --shapes later)
+        rc, _, e = run([PRECIS, "build", os.path.join(work, f"{name}.onnx"), "-o",
+                        os.path.join(work, f"{name}.int8-dyn.plan"), "--device", "cuda",
+                        "--precision", "int8", "--calib-data", d, "--calib-cache", cache])
+        if rc:
+            err(f"{name} int8 calibration", e.strip()[-600:])
+    return ["--calib-data", d, "--calib-cache", cache]
+
+
+def precis_speed(name, precis, path, names, shapes, batch, prec, iters, work="/tmp"):
     spec = ",".join(f"{n}:{'x'.join(str(d) for d in (batch,) + tuple(shapes[n]))}" for n in names)
     variants = [("1", ""), ("0", "")] + ([("1", "nchw")] if name == "resnet50" and prec == "fp16" else [])
     for graphs, layout in variants:
         cmd = [precis, "bench", path, "--device", "cuda", "--precision", prec, "--shapes", spec,
                "--warmup", "10", "--iterations", str(iters), "--json"]
+        cmd += calib_args(name, names, shapes, work, prec)
         env = {"PRECIS_CUDA_GRAPHS": graphs}
         if layout:
             env["PRECIS_CUDA_LAYOUT"] = layout
@@ -248,11 +292,12 @@ def precis_speed(name, precis, path, names, shapes, batch, prec, iters):
             f"({row['gpu_items_per_s']:.0f}/s), e2e {row['e2e_ms']:.3f} ms")
 
 
-def precis_profile(name, precis, path, names, shapes, batch, prec):
+def precis_profile(name, precis, path, names, shapes, batch, prec, work="/tmp"):
     """Per-step GPU time (a synchronize around every step), grouped by op and kernel."""
     spec = ",".join(f"{n}:{'x'.join(str(d) for d in (batch,) + tuple(shapes[n]))}" for n in names)
     cmd = [precis, "bench", path, "--device", "cuda", "--precision", prec, "--shapes", spec,
            "--warmup", "3", "--iterations", "10", "--profile", "--json"]
+    cmd += calib_args(name, names, shapes, work, prec)
     rc, o, e = run(cmd)
     if rc:
         err(f"{name} profile b{batch}", e.strip()[-600:])
@@ -353,6 +398,28 @@ def table():
     return "\n".join(lines)
 
 
+def int8_gemm(build, n=8192):
+    """precis's int8 GEMM path (tests/cuda/bench_imma: the pr_lt_i8 call QMatMul makes, and
+    with the requantizing epilogue) vs torch._int_mm, n^3, in the same run."""
+    exe = os.path.join(build, "tests", "cuda", "bench_imma")
+    rc, o, e = run([exe, str(n), str(n), str(n), "20"])
+    if rc:
+        err("bench_imma", (o + e).strip()[-600:])
+        return
+    row = json.loads(o.strip().splitlines()[-1])
+    a = torch.randint(-128, 127, (n, n), dtype=torch.int8, device="cuda")
+    b = torch.randint(-128, 127, (n, n), dtype=torch.int8, device="cuda").t()  # K-major B
+    ms, _ = time_cuda(lambda: torch._int_mm(a, b), 20)
+    row["torch_int_mm_ms"] = ms
+    row["torch_int_mm_tops"] = 2.0 * n ** 3 / (ms * 1e9)
+    row["ratio_gemm"] = row["gemm_tops"] / row["torch_int_mm_tops"]
+    row["ratio_gemm_requant"] = row["gemm_requant_tops"] / row["torch_int_mm_tops"]
+    RESULTS["int8_gemm"] = row
+    log(f"  int8 gemm {n}^3: precis {row['gemm_tops']:.0f} TOPS ({row['gemm_ms']:.3f} ms), "
+        f"with requant {row['gemm_requant_tops']:.0f}; torch._int_mm {row['torch_int_mm_tops']:.0f} "
+        f"TOPS ({ms:.3f} ms): {100 * row['ratio_gemm']:.0f}%")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--precis", required=True)
@@ -364,8 +431,15 @@ def main():
     ap.add_argument("--no-correctness", action="store_true")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--fp32-speed", action="store_true", help="also time precis fp32")
-    ap.add_argument("--profile", nargs="*", default=[], help="MODEL=BATCH: per-step profile")
+    ap.add_argument("--profile", nargs="*", default=[],
+                    help="MODEL=BATCH[:PRECISION]: per-step profile (default fp16)")
+    ap.add_argument("--int8", action="store_true", help="also time precis int8 (random calibration)")
+    ap.add_argument("--int8-gemm", action="store_true", help="int8 GEMM 8192^3 vs torch._int_mm")
+    ap.add_argument("--build", default="", help="build folder holding tests/cuda/bench_imma")
     a = ap.parse_args()
+    global INT8, PRECIS
+    INT8 = a.int8
+    PRECIS = os.path.abspath(a.precis)
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.work, exist_ok=True)
     batches = {"resnet50": [1, 32, 256], "bert": [1, 64], "minilm": [1, 64]}
@@ -383,7 +457,12 @@ def main():
     except Exception:  # noqa: BLE001
         pass
     precis = os.path.abspath(a.precis)
-    for name in a.models.split(","):
+    if a.int8_gemm:
+        try:
+            int8_gemm(a.build or os.path.dirname(precis))
+        except Exception:  # noqa: BLE001
+            err("int8 gemm", traceback.format_exc()[-800:])
+    for name in [m for m in a.models.split(",") if m]:
         log(f"== {name}")
         try:
             path, names, shapes, onames = export(name, a.work)
@@ -397,9 +476,11 @@ def main():
                 err(f"correctness {name}", traceback.format_exc()[-800:])
         for pspec in a.profile:
             pm, pb = pspec.split("=")
+            pb, _, pp = pb.partition(":")
             if pm == name:
                 try:
-                    precis_profile(name, precis, path, names, shapes, int(pb), "fp16")
+                    precis_profile(name, precis, path, names, shapes, int(pb), pp or "fp16",
+                                   a.work)
                 except Exception:  # noqa: BLE001
                     err(f"profile {name}", traceback.format_exc()[-800:])
         if a.no_speed:
@@ -407,9 +488,10 @@ def main():
         for batch in batches[name]:
             iters = 200 if batch == 1 else 50 if batch <= 64 else 20
             ends = batch in (batches[name][0], batches[name][-1])
-            for prec in ["fp16"] + (["fp32"] if a.fp32_speed and ends else []):
+            precs = ["fp16"] + (["int8"] if a.int8 else []) + (["fp32"] if a.fp32_speed and ends else [])
+            for prec in precs:
                 try:
-                    precis_speed(name, precis, path, names, shapes, batch, prec, iters)
+                    precis_speed(name, precis, path, names, shapes, batch, prec, iters, a.work)
                 except Exception:  # noqa: BLE001
                     err(f"precis speed {name} b{batch}", traceback.format_exc()[-800:])
             modes = [] if a.no_compile else ([None] if batch > 1 else []) + (

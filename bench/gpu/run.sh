@@ -5,8 +5,8 @@
 #   bench/gpu/run.sh [tests] [bench] [zoo] [-- BENCH.PY OPTIONS]  (default: tests bench)
 #
 # Environment:
-#   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops and
-#                 tests/cli/cuda_plan_stub (default: build-gpu; built here with
+#   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops,
+#                 tests/cuda/bench_imma and tests/cli/cuda_plan_stub (default: build-gpu; built here with
 #                 cmake + ninja when missing)
 #   PRECIS_LIBS   extra shared libraries (a folder) the carried binaries need
 #   OUT           where results go (default: out/gpu); gpu_bench.json there is
@@ -46,7 +46,7 @@ export LD_LIBRARY_PATH="${libdirs#:}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 if [ ! -x "$BUILD/precis" ]; then
   echo "== building in $BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPRECIS_WITH_DNNL=OFF \
-    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops cuda_plan_stub || exit 1
+    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops cuda_plan_stub bench_imma || exit 1
 fi
 PRECIS=$BUILD/precis
 echo "== machine"
@@ -65,6 +65,10 @@ for ph in "${phases[@]}"; do
     echo "== cuda.models: build --device cuda vs ref"
     python3 "$ROOT/tests/cuda/check_models.py" "$PRECIS" --out /tmp/precis-gpu-models \
       --json "$OUT/check_models.json" 2>&1 | tee "$OUT/check_models.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    echo "== cli.precision.cuda: the precision rules' numeric checks on the GPU"
+    (cd "$ROOT/tests/cli" && python3 test_precision.py "$PRECIS" --device cuda) 2>&1 \
+      | tee "$OUT/test_precision_cuda.log" | tail -n 40
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     echo "== cli.cuda"
     (cd "$ROOT/tests/cli" && python3 test_cuda_cli.py "$PRECIS" "$BUILD/tests/cli/cuda_plan_stub") \

@@ -249,6 +249,11 @@ typedef struct precis_build_options {
     int n_layer_output_type;
     const char *rules_file;
     int strict;
+    /* CUDA: a timing cache file. The algorithm choices timed on the GPU
+     * (cuBLASLt, cuDNN, int8 GEMMs) are looked up there and new ones written
+     * to it (created when missing); a file made for another GPU or other
+     * CUDA/cuBLASLt/cuDNN versions fails the build. NULL: none. */
+    const char *timing_cache;
 } precis_build_options;
 
 /* Build an engine from an ONNX file. */

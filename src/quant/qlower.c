@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cuda/cuda.h"
 #include "passes/graph_edit.h"
 #include "passes/prec_req.h"
 #include "quant/quantize.h"
@@ -332,7 +333,7 @@ static precis_status unlower(pr_graph *g, int ni, pr_err *e) {
     return PRECIS_OK;
 }
 
-precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e) {
+precis_status pr_quantize_lower(pr_graph *g, int verbose, bool cuda, pr_err *e) {
     pr_uses u;
     precis_status st = pr_uses_build(g, &u, e);
     if (st) return st;
@@ -370,16 +371,20 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e) {
             again = true;
         }
     }
-    /* int8 nodes the CPU backend cannot run go back to float */
+    /* int8 nodes the backend cannot run go back to float */
     int n_back = 0;
     for (int i = 0, nn = g->n_nodes; i < nn && !st; i++) {
         pr_node *n = &g->nodes[i];
-        if (pr_node_dead(n) || (n->op != PR_OP_QConv && n->op != PR_OP_QMatMul) ||
-            pr_cpu_find_impl(g, n))
-            continue;
+        if (pr_node_dead(n) || (n->op != PR_OP_QConv && n->op != PR_OP_QMatMul)) continue;
+        bool runs = false;
+#ifdef PRECIS_HAVE_CUDA
+        if (cuda) runs = pr_cuda_find_impl(g, n) != NULL;
+#endif
+        if (!cuda) runs = pr_cpu_find_impl(g, n) != NULL;
+        if (runs) continue;
         if (verbose)
-            fprintf(stderr, "precis: int8: node '%s' (%s) has no int8 CPU kernel: stays float\n",
-                    n->name, n->op_type);
+            fprintf(stderr, "precis: int8: node '%s' (%s) has no int8 %s kernel: stays float\n",
+                    n->name, n->op_type, cuda ? "CUDA" : "CPU");
         st = unlower(g, i, e);
         n_back++;
     }

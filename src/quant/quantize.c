@@ -435,7 +435,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     for (int t = 0; t < nt; t++) {
         if (!want[t]) continue;
         int root = uf_find(uf, t);
-        pr_dtype dt = gneg[root] ? PRECIS_INT8 : PRECIS_UINT8;
+        pr_dtype dt = gneg[root] || o->signed_only ? PRECIS_INT8 : PRECIS_UINT8;
         float amax = gmax[root];
         float s = amax > 0.0f && isfinite(amax) ? amax / (dt == PRECIS_INT8 ? 127.0f : 255.0f)
                                                 : 1.0f;

@@ -29,11 +29,12 @@
  *      consumers of a quantized graph output read its QDQ copy);
  *    Node names of the inserted nodes derive from the tensor they quantize.
  *
- * 2. pr_quantize_lower (qlower.c), for the CPU backend: DequantizeLinear ->
+ * 2. pr_quantize_lower (qlower.c), for the CPU and CUDA backends: DequantizeLinear ->
  *    op -> QuantizeLinear patterns become the int8 ops (ops.inc: QConv,
  *    QMatMul, QBinary, QPool; pass-through ops on int8 tensors); Q/DQ nodes
- *    left over run as standalone conversions. The ref backend runs either
- *    form.
+ *    left over run as standalone conversions; a QConv/QMatMul the backend
+ *    (cuda: its CUDA impls, else the CPU's) cannot run goes back to float.
+ *    The ref backend runs either form.
  */
 #ifndef PR_QUANT_QUANTIZE_H
 #define PR_QUANT_QUANTIZE_H
@@ -48,6 +49,9 @@ typedef struct pr_quant_opts {
     const pr_calib_stats *stats;
     pr_calib_cfg cfg;
     int verbose;
+    /* every activation int8 (scale amax / 127), none uint8: the CUDA backend's
+     * IMMA GEMMs take signed operands only */
+    bool signed_only;
 } pr_quant_opts;
 
 /* Summary of what was quantized. */
@@ -62,7 +66,7 @@ typedef struct pr_quant_report {
 
 precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_report *rep,
                                  pr_err *e);
-precis_status pr_quantize_lower(pr_graph *g, int verbose, pr_err *e);
+precis_status pr_quantize_lower(pr_graph *g, int verbose, bool cuda, pr_err *e);
 
 /* Is node n a pass-through op that can run on int8 data unchanged
  * (pass-through of its data inputs: *data_inputs gets how many leading

@@ -228,7 +228,7 @@ static bool file_exists(const char *p) {
 }
 
 precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
-                            pr_graph *g, bool lower, pr_err *err) {
+                            pr_graph *g, bool lower, bool cuda, pr_err *err) {
     /* default percentile 99.99: entropy (TensorRT's default) collapses PP-OCRv4 rec
      * (CER 100%) and loses to percentile/minmax/mse on the other zoo models (NOTES.md) */
     pr_calib_cfg cfg = {PR_CALIB_PERCENTILE, o->percentile};
@@ -323,7 +323,7 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
         if (o->calib_cache && (st = pr_calib_cache_save(stats, &key, o->calib_cache, err)))
             goto done;
     }
-    pr_quant_opts qo = {stats, cfg, o->verbose};
+    pr_quant_opts qo = {stats, cfg, o->verbose, cuda};
     pr_quant_report rep;
     if ((st = pr_quantize_insert(g, &qo, &rep, err))) goto done;
     if (o->verbose)
@@ -332,7 +332,7 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
                 pr_calibrator_name(cfg.method), rep.compute_nodes, rep.float_nodes,
                 rep.elem_nodes, rep.tensors, rep.weights);
     if (o->qdq_path && (st = pr_onnx_save(g, o->qdq_path, err))) goto done;
-    if (lower) st = pr_quantize_lower(g, o->verbose, err);
+    if (lower) st = pr_quantize_lower(g, o->verbose, cuda, err);
 done:
     pr_calib_destroy(old);
     pr_calib_destroy(stats);

@@ -205,7 +205,8 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
     bool cpu = strcmp(e->backend, "cpu") == 0, cuda = strcmp(e->backend, "cuda") == 0;
     pr_cpu_cfg cfg = {e->num_threads};
 #ifdef PRECIS_HAVE_CUDA
-    pr_cuda_cfg ccfg = {cuda ? pr_cuda_dev_exec(e->cuda) : NULL};
+    pr_cuda_cfg ccfg = {cuda ? pr_cuda_dev_exec(e->cuda) : NULL,
+                        cuda ? pr_cuda_dev_tcache(e->cuda) : NULL};
 #endif
     for (int i = 0; i < g->n_nodes; i++) {
         const pr_node *n = &g->nodes[i];
@@ -379,9 +380,6 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
                            "this precis was built without CUDA: the cuda backend is not available");
 #endif
-    if (cuda && int8)
-        return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
-                           "int8 on the cuda backend is not implemented yet (fp32, fp16 or bf16)");
     if (int8 && o->no_optimize)
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "int8 needs the graph passes");
     if (strcmp(backend, "ref") == 0 && strcmp(prec, "fp32") != 0 && !int8)
@@ -403,8 +401,13 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         pr_rules_free(&rules);
         return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     }
+    if (o->timing_cache && !cuda) {
+        st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "--timing-cache is for the cuda backend");
+        goto fail;
+    }
 #ifdef PRECIS_HAVE_CUDA
     if (cuda && (st = pr_cuda_dev_open(&e->cuda, err))) goto fail;
+    if (cuda && (st = pr_cuda_dev_open_tcache(e->cuda, o->timing_cache, err))) goto fail;
 #endif
     st = pr_onnx_load_file(onnx_path, &e->g, err);
     if (st) goto fail;
@@ -425,7 +428,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         goto fail;
     }
     if (int8) {
-        if ((st = pr_build_int8(ctx, onnx_path, o, e->g, cpu, err))) goto fail;
+        if ((st = pr_build_int8(ctx, onnx_path, o, e->g, cpu || cuda, cuda, err))) goto fail;
         drop_unused_inits(e->g);
     }
     precis_dtype low = precision_dtype(prec);
@@ -465,6 +468,15 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     e->target = meta_get(e->g, "precis.target");
     e->requires = meta_get(e->g, "precis.requires");
     if ((st = engine_init(e, err))) goto fail;
+#ifdef PRECIS_HAVE_CUDA
+    if (cuda && o->timing_cache) {
+        int hits = 0, added = 0;
+        if ((st = pr_cuda_dev_save_tcache(e->cuda, &hits, &added, err))) goto fail;
+        if (o->verbose)
+            fprintf(stderr, "precis: timing cache '%s': %d choices reused, %d new\n",
+                    o->timing_cache, hits, added);
+    }
+#endif
     if ((st = pr_prec_report_build(e, o->strict && !calibration, err))) goto fail;
     if (o->verbose)
         for (int k = 0; k < e->n_steps; k++)

@@ -40,6 +40,18 @@ static inline void cu_teardown(void) {
     pr_cuda_dev_close(cu_dev);
 }
 
+/* N,C,H,W -> N,H,W,C of elements of esz bytes (raw, non-float inputs). */
+static inline void cu_bytes_to_nhwc(const void *src, void *dst, const int64_t *dm, size_t esz) {
+    const char *s = src;
+    char *d = dst;
+    int64_t N = dm[0], C = dm[1], HW = dm[2] * dm[3];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t p = 0; p < HW; p++)
+                memcpy(d + (size_t)((n * HW + p) * C + c) * esz,
+                       s + (size_t)((n * C + c) * HW + p) * esz, esz);
+}
+
 /* out_nhwc (may be NULL): outputs stored N,H,W,C; inputs say so with .nhwc. */
 static inline float cu_run_lay(const tnode *t, int n_in, const cc_input *ins, int n_out,
                                const bool *out_nhwc, pr_dtype act_dt, const pr_cuda_impl *impl,
@@ -78,6 +90,8 @@ static inline float cu_run_lay(const tnode *t, int n_in, const cc_input *ins, in
             if (tmp && ins[i].nhwc && !ins[i].init) cc_nchw_to_nhwc(plain[i], tmp, ins[i].dims);
             else if (tmp) memcpy(tmp, plain[i], rin[i].nbytes);
             if (plain[i]) pr_ref_from_f32(tmp, rin[i].numel, imp_dt[i], h);
+            else if (ins[i].nhwc && !ins[i].init) cu_bytes_to_nhwc(ins[i].raw, h, ins[i].dims,
+                                                                   pr_dtype_size(imp_dt[i]));
             else memcpy(h, ins[i].raw, iin[i].nbytes);
             free(tmp);
             cudaMalloc(&iin[i].data, iin[i].nbytes ? iin[i].nbytes : 1);
@@ -108,7 +122,7 @@ static inline float cu_run_lay(const tnode *t, int n_in, const cc_input *ins, in
         worst = INFINITY;
         goto done;
     }
-    pr_cuda_cfg cfg = {pr_cuda_dev_exec(cu_dev)};
+    pr_cuda_cfg cfg = {pr_cuda_dev_exec(cu_dev), NULL};
     st = impl->prepare(gi, &gi->nodes[0], &cfg, &state, &e);
     CHECK(st == PRECIS_OK);
     if (st) {

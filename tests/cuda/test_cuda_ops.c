@@ -382,6 +382,154 @@ static void test_spatial(void) {
             cu_run(&t, 3, r, 1, D, &pr_cuda_impl_pool, label)));
 }
 
+/* ------------------------------------------------------------------ INT8 */
+
+/* n random int8 values in [lo, hi] (static storage, one pool per call site). */
+static int8_t *rand_i8(int8_t *buf, int64_t n, int lo, int hi) {
+    for (int64_t i = 0; i < n; i++) buf[i] = (int8_t)(lo + (int)cc_rand(0.0f, (float)(hi - lo + 1)));
+    return buf;
+}
+
+/* Requantized outputs may land one unit off (int32 sums vs ref's float32
+ * sums of dequantized products); float outputs agree to float rounding. */
+static const cc_tolerance Q_TOL = {1.0f, 0.0f}, QF_TOL = {2e-3f, 1e-4f};
+
+static void qconv_node(tnode *t, int k, int stride, int pad, float ys) {
+    fused_node(t, PR_OP_QConv, "QConv");
+    n_ints(t, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+    n_ints(t, "strides", (int64_t[]){stride, stride}, 2);
+    n_ints(t, "kernel_shape", (int64_t[]){k, k}, 2);
+    n_float(t, "x_scale", 0.02f);
+    if (ys > 0) {
+        n_int(t, "y_type", 3);
+        n_float(t, "y_scale", ys);
+    }
+}
+
+static void test_int8(void) {
+    printf("int8\n");
+    static int8_t xb[8 * 32 * 13 * 11], wb[64 * 32 * 7 * 7], zb[8 * 64 * 13 * 11], b2[8 * 64 * 13 * 11];
+    tnode t;
+    static const bool Y1[1] = {true};
+    const pr_dtype I8 = PRECIS_INT8;
+    /* QConv 3x3 NCHW: im2col, int8 out with relu */
+    cc_input a[5] = {{.name = "x", .rank = 4, .dims = {2, 16, 13, 11}, .dtype = I8,
+                      .raw = rand_i8(xb, 2 * 16 * 13 * 11, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {32, 16, 3, 3}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, 32 * 16 * 9, -127, 127)},
+                     {.name = "ws", .rank = 1, .dims = {32}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                     {.name = "b", .rank = 1, .dims = {32}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {2, 32, 13, 11}, .dtype = I8,
+                      .raw = rand_i8(zb, 2 * 32 * 13 * 11, -128, 127)}};
+    qconv_node(&t, 3, 1, 1, 0.05f);
+    n_str(&t, "act", "Relu");
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, "qconv3x3 relu -> int8");
+    qconv_node(&t, 3, 2, 1, 0);
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, "qconv3x3 s2 -> float");
+    qconv_node(&t, 3, 1, 1, 0.05f);
+    n_float(&t, "z_scale", 0.03f);
+    n_str(&t, "act2", "Relu");
+    cu_run_tol(&t, 5, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "qconv3x3 +int8 residual+relu -> int8");
+    /* NHWC: the 16-channel im2col and the direct 1x1 */
+    cc_input h[5] = {a[0], a[1], a[2], a[3], a[4]};
+    h[0].nhwc = h[4].nhwc = true;
+    h[0].dims[0] = h[4].dims[0] = 8;
+    h[0].raw = rand_i8(xb, 8 * 16 * 13 * 11, -128, 127);
+    h[4].raw = rand_i8(zb, 8 * 32 * 13 * 11, -128, 127);
+    qconv_node(&t, 3, 1, 1, 0.05f);
+    n_float(&t, "z_scale", 0.03f);
+    n_str(&t, "act2", "Relu");
+    cu_run_lay(&t, 5, h, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "nhwc qconv3x3 +residual+relu -> int8");
+    cc_input p1[4] = {h[0], a[1], a[2], a[3]};
+    p1[1].dims[1] = 16;
+    p1[1].dims[2] = p1[1].dims[3] = 1;
+    p1[1].dims[0] = 64;
+    p1[2].dims[0] = p1[3].dims[0] = 64;
+    qconv_node(&t, 1, 1, 0, 0.04f);
+    cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "nhwc qconv1x1 direct -> int8");
+    /* the stem: 7x7 s2 over 3 channels (K = 147 padded to 160) */
+    cc_input st[4] = {{.name = "x", .rank = 4, .dims = {2, 3, 21, 19}, .dtype = I8,
+                       .raw = rand_i8(xb, 2 * 3 * 21 * 19, -128, 127)},
+                      {.name = "w", .rank = 4, .dims = {16, 3, 7, 7}, .init = true, .dtype = I8,
+                       .raw = rand_i8(wb, 16 * 3 * 49, -127, 127)},
+                      {.name = "ws", .rank = 1, .dims = {16}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                      {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+    qconv_node(&t, 7, 2, 3, 0.05f);
+    n_str(&t, "act", "Relu");
+    cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "qconv7x7 s2 stem nchw -> nhwc int8");
+    /* QMatMul */
+    cc_input m[4] = {{.name = "a", .rank = 3, .dims = {4, 8, 64}, .dtype = I8,
+                      .raw = rand_i8(xb, 4 * 8 * 64, -128, 127)},
+                     {.name = "b", .rank = 2, .dims = {64, 48}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, 64 * 48, -127, 127)},
+                     {.name = "bs", .rank = 1, .dims = {48}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                     {.name = "bias", .rank = 1, .dims = {48}, .init = true}};
+    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.03f);
+    n_int(&t, "y_type", 3);
+    n_float(&t, "y_scale", 0.04f);
+    n_str(&t, "act", "Relu");
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, "qmatmul bias+relu -> int8");
+    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.03f);
+    n_int(&t, "transB", 1);
+    cc_input mt[4] = {m[0], m[1], m[2], m[3]};
+    mt[1].dims[0] = 48;
+    mt[1].dims[1] = 64;
+    cu_run_tol(&t, 4, mt, 1, PRECIS_FLOAT16, &pr_cuda_impl_qgemm, (cc_tolerance){4e-3f, 4e-3f},
+               "qmatmul transB -> fp16");
+    /* Quantize / Dequantize, QBinary, QPool, int8 MaxPool */
+    static const float qs[1] = {0.02f};
+    static const int8_t zp[1] = {0};
+    cc_input q[3] = {{.name = "x", .rank = 4, .dims = {2, 8, 5, 7}, .lo = -3, .hi = 3},
+                     {.name = "s", .rank = 0, .init = true, .data = qs},
+                     {.name = "zp", .rank = 0, .init = true, .dtype = I8, .raw = zp}};
+    n_init(&t, PR_OP_QuantizeLinear, "QuantizeLinear", 13);
+    cu_run_tol(&t, 3, q, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+               "quantize fp32 -> int8");
+    cc_input dq[3] = {{.name = "x", .rank = 4, .dims = {2, 8, 5, 7}, .dtype = I8,
+                       .raw = rand_i8(xb, 560, -128, 127)}, q[1], q[2]};
+    n_init(&t, PR_OP_DequantizeLinear, "DequantizeLinear", 13);
+    cu_run_tol(&t, 3, dq, 1, PRECIS_FLOAT16, &pr_cuda_impl_qelem, cc_tol(PRECIS_FLOAT16),
+               "dequantize int8 -> fp16");
+    cc_input bi[2] = {{.name = "a", .rank = 4, .dims = {8, 64, 13, 11}, .dtype = I8, .nhwc = true,
+                       .raw = rand_i8(zb, 8 * 64 * 13 * 11, -128, 127)},
+                      {.name = "b", .rank = 4, .dims = {8, 64, 13, 11}, .dtype = I8, .nhwc = true,
+                       .raw = rand_i8(b2, 8 * 64 * 13 * 11, -128, 127)}};
+    fused_node(&t, PR_OP_QBinary, "QBinary");
+    n_str(&t, "kind", "Add");
+    n_str(&t, "act", "Relu");
+    n_float(&t, "a_scale", 0.02f);
+    n_float(&t, "b_scale", 0.03f);
+    n_int(&t, "y_type", 3);
+    n_float(&t, "y_scale", 0.04f);
+    cu_run_lay(&t, 2, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+               "nhwc qbinary add+relu -> int8");
+    cc_input bb[2] = {dq[0], {.name = "b", .rank = 4, .dims = {1, 8, 1, 1}, .lo = -1, .hi = 1}};
+    fused_node(&t, PR_OP_QBinary, "QBinary");
+    n_str(&t, "kind", "Mul");
+    n_float(&t, "a_scale", 0.02f);
+    cu_run_tol(&t, 2, bb, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, QF_TOL,
+               "qbinary mul int8 x float broadcast -> float");
+    fused_node(&t, PR_OP_QPool, "QPool");
+    n_str(&t, "kind", "GlobalAveragePool");
+    n_float(&t, "x_scale", 0.02f);
+    n_int(&t, "y_type", 3);
+    n_float(&t, "y_scale", 0.01f);
+    cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+               "nhwc qpool global average -> int8");
+    n_init(&t, PR_OP_MaxPool, "MaxPool", 12);
+    n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+    n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+    n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_pool, (cc_tolerance){0, 0},
+               "nhwc maxpool int8");
+}
+
 int main(void) {
     int rc = cu_setup();
     if (rc) return rc;
@@ -393,6 +541,7 @@ int main(void) {
     test_move();
     test_rows();
     test_spatial();
+    test_int8();
     cu_teardown();
     return check_report("test_cuda_ops");
 }

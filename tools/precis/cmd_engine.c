@@ -22,13 +22,15 @@ void usage_build(FILE *f) {
             "                    [--calibrator percentile|entropy|minmax|mse] [--percentile P]\n"
             "                    [--calib-cache FILE] [--calib-batches N]\n"
             "                    [--layer-precision SEL:TYPE]... [--layer-output-type SEL:TYPE]...\n"
-            "                    [--rules FILE.json] [--strict]\n\n"
+            "                    [--rules FILE.json] [--strict] [--timing-cache FILE]\n\n"
             "Optimizes MODEL (constant folding, BatchNorm folding, Conv/MatMul fusion with\n"
             "bias, activation and residual add, LayerNorm/GELU recognition), chooses the\n"
             "precision and layout of every tensor and a CPU kernel for every node, and\n"
             "writes the engine plan. --device cuda builds for the NVIDIA GPU of this machine\n"
-            "(cuBLASLt, cuDNN and precis's kernels; fp32, fp16, bf16); nodes with no GPU\n"
-            "kernel run on the host (\"ref(host)\" in inspect). --shapes gives the range of dynamic input dims\n"
+            "(cuBLASLt, cuDNN and precis's kernels; fp32, fp16, bf16, int8); nodes with no GPU\n"
+            "kernel run on the host (\"ref(host)\" in inspect). --timing-cache FILE keeps the\n"
+            "GPU algorithm choices timed during the build and reuses them in later builds on\n"
+            "the same GPU and CUDA/cuBLASLt/cuDNN versions (another GPU or version: refused). --shapes gives the range of dynamic input dims\n"
             "(dims as 1x3x224x224; one shape fixes them); runs outside it are refused.\n"
             "--threads is the thread count the plan runs with (default: all cores).\n\n"
             "int8 calibrates on --calib-data: a folder of .npy files (one subfolder per\n"
@@ -79,7 +81,7 @@ typedef struct engine_args {
     const char *model, *precision, *backend, *shapes;
     int threads, verbose, no_optimize;
     /* int8 calibration */
-    const char *calib_data, *calib_preprocess, *calibrator, *calib_cache;
+    const char *calib_data, *calib_preprocess, *calibrator, *calib_cache, *timing_cache;
     double percentile;
     int calib_batches;
     /* precision rules */
@@ -99,6 +101,7 @@ static precis_build_options build_opts(const engine_args *a) {
     o.calib_preprocess = a->calib_preprocess;
     o.calibrator = a->calibrator;
     o.calib_cache = a->calib_cache;
+    o.timing_cache = a->timing_cache;
     o.percentile = a->percentile;
     o.calib_batches = a->calib_batches;
     o.progress = isatty(2);
@@ -124,6 +127,7 @@ static int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usag
                        : !strcmp(o, "--calib-preprocess") ? &a->calib_preprocess
                        : !strcmp(o, "--calibrator") ? &a->calibrator
                        : !strcmp(o, "--calib-cache") ? &a->calib_cache
+                       : !strcmp(o, "--timing-cache") ? &a->timing_cache
                        : !strcmp(o, "--rules") ? &a->rules
                                                  : NULL;
     if (dst) {

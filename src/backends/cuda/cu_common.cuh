@@ -77,11 +77,17 @@ __device__ __forceinline__ void std_(void *p, int dt, int64_t i, double v) {
 __device__ __forceinline__ float tof(float v) { return v; }
 __device__ __forceinline__ float tof(__half v) { return __half2float(v); }
 __device__ __forceinline__ float tof(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float tof(signed char v) { return (float)v; }
 template <typename T> __device__ __forceinline__ T fromf(float v);
 template <> __device__ __forceinline__ float fromf<float>(float v) { return v; }
 template <> __device__ __forceinline__ __half fromf<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 fromf<__nv_bfloat16>(float v) {
     return __float2bfloat16_rn(v);
+}
+// int8 (max pooling moves values: exact; anything else rounds and saturates)
+template <> __device__ __forceinline__ signed char fromf<signed char>(float v) {
+    v = rintf(v);
+    return (signed char)(v < -128.0f ? -128.0f : v > 127.0f ? 127.0f : v);
 }
 
 __device__ __forceinline__ float act_apply(const pr_cu_act &a, float x) {

@@ -153,6 +153,49 @@ int pr_cu_resize_run(void *stream, const void *x, int xdt, void *y, int ydt,
 /* Fill n elements of dt with value v. */
 int pr_cu_fill(void *stream, void *y, int dt, int64_t n, float v);
 
+/* ------------------------------------------------------------------ INT8
+ * (cu_int8.cu; requantization as ref's: sat(round_half_even(r * y_inv))) */
+
+/* im2col of an int8 activation (element strides sN, sC, sH, sW: NCHW or
+ * NHWC) into col [N*OH*OW, Kp]: k = (r, s, c), channel fastest; zeros in
+ * the padding and for k >= kh*kw*C. */
+typedef struct pr_cu_im2col {
+    int64_t N, C, H, W, OH, OW, sN, sC, sH, sW, Kp;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+} pr_cu_im2col;
+int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_cu_im2col *p);
+
+/* After an int8 GEMM with int32 result acc [M, N]: r = acc * a_scale *
+ * w_scale[n] + bias[n]; r = pre(r); r += Z (int8/uint8 times z_scale when
+ * z_int, else float); r = post(r); y = r quantized (int8/uint8 y) or r.
+ * nchw_hw > 0: y (and Z) are NCHW with m = (b, p), p < nchw_hw. */
+typedef struct pr_cu_qepi {
+    int64_t N, nchw_hw;
+    float a_scale;
+    const float *w_scale; /* device, n_wscale entries (1: one for all) */
+    int64_t n_wscale;
+    const float *bias;    /* device float32 [N] or NULL */
+    pr_cu_act pre, post;
+    const void *z;
+    int zdt, z_int;
+    float z_scale;
+    void *y;
+    int ydt;
+    float y_inv;
+} pr_cu_qepi;
+int pr_cu_qepilogue(void *stream, const int *acc, int64_t M, const pr_cu_qepi *q);
+
+/* quant: y = sat(round(x / scale)) into int8/uint8; else y = x * scale. */
+int pr_cu_quantize(void *stream, const void *x, int xdt, void *y, int ydt, int64_t n, float scale,
+                   int quant);
+/* QBinary over a walk set up by pr_cu_ew_setup (op PR_EW_ADD/SUB/MUL, act):
+ * int8/uint8 operands scaled by a_scale / b_scale; y quantized by y_inv
+ * when it is int8/uint8. */
+int pr_cu_qbinary(void *stream, const pr_cu_ew *w, float a_scale, float b_scale, float y_inv);
+/* Global average pool of int8/uint8 x ([N, C, hw] or NHWC [N, hw, C]). */
+int pr_cu_qgap(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N, int64_t C,
+               int64_t hw, int nhwc, float x_scale, float y_inv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -113,6 +113,7 @@ extern "C" int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int y
     if (xdt == ydt && xdt == DT_F16) pool_t<__half>(s, x, y, p, n);
     else if (xdt == ydt && xdt == DT_BF16) pool_t<__nv_bfloat16>(s, x, y, p, n);
     else if (xdt == ydt && xdt == DT_F32) pool_t<float>(s, x, y, p, n);
+    else if (xdt == ydt && xdt == DT_I8 && p->kind == 0) pool_t<signed char>(s, x, y, p, n);
     else if (!p->nhwc) k_pool2d<<<grid_for(n, 256), 256, 0, s>>>(x, xdt, y, ydt, *p);
     else return (int)cudaErrorInvalidValue;
     return launch_result();

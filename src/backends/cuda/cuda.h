@@ -64,6 +64,10 @@ precis_status pr_cuda_workspace(pr_cuda_exec *x, size_t bytes, pr_err *e);
 /* Build-time settings every impl sees. */
 typedef struct pr_cuda_cfg {
     pr_cuda_exec *x; /* the engine's own exec, for uploads and timing at prepare */
+    /* the timing cache (pr_cuda_tcache, cuda_tcache.h) or NULL: algorithm
+     * choices are looked up there before timing and recorded after; an impl
+     * keeps the pointer for the choices it makes at first run */
+    void *tcache;
 } pr_cuda_cfg;
 
 typedef struct pr_cuda_impl {
@@ -103,6 +107,15 @@ void pr_cuda_dev_close(pr_cuda_dev *d);
 const char *pr_cuda_dev_arch(const pr_cuda_dev *d);
 const char *pr_cuda_dev_name(const pr_cuda_dev *d);
 pr_cuda_exec *pr_cuda_dev_exec(pr_cuda_dev *d);
+/* The timing cache file (precis_build_options.timing_cache) the device's
+ * builds use: opened (refused when made for another GPU or other library
+ * versions) and owned by d, saved by pr_cuda_dev_save_tcache and, for the
+ * choices made at first runs, when d closes. NULL path: none. */
+precis_status pr_cuda_dev_open_tcache(pr_cuda_dev *d, const char *path, pr_err *e);
+void *pr_cuda_dev_tcache(const pr_cuda_dev *d);
+/* Writes the cache when it grew; *hits / *added (may be NULL) count the
+ * choices reused and the new ones. */
+precis_status pr_cuda_dev_save_tcache(pr_cuda_dev *d, int *hits, int *added, pr_err *e);
 /* Upload every initializer of g with need[t] set (as stored: model dtype)
  * into one device block; pr_cuda_dev_init_ptr gives its device address
  * (NULL for tensors not uploaded). */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impls.h"
+#include "backends/cuda/cuda_tcache.h"
 #include "backends/ref/ref_conv.h"
 
 #define MAX_SHAPES 8
@@ -46,6 +47,7 @@ typedef struct conv_state {
     cudnnFilterDescriptor_t wd;
     cudnnTensorDescriptor_t bd;
     cudnnActivationDescriptor_t ad;
+    void *tc; /* timing cache (pr_cuda_tcache) or NULL */
     pthread_mutex_t mu;
     conv_shape shapes[MAX_SHAPES];
     int n_shapes;
@@ -213,6 +215,23 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
                      oc, ohh, oww, (long long)s->K, (long long)oh, (long long)ow);
         goto fail;
     }
+    /* the timing cache: the choice made for this problem by an earlier build */
+    char key[256];
+    snprintf(key, sizeof key, "cudnn.conv dt=%d fmt=%d n=%lld c=%lld h=%lld w=%lld k=%lld "
+             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d",
+             (int)s->dt, (int)s->fmt, (long long)n, (long long)s->C, (long long)h, (long long)w,
+             (long long)s->K, (long long)s->kh, (long long)s->kw, s->ph, s->pw, s->sh, s->sw,
+             s->dh, s->dw, s->group, (int)s->fusable, (int)s->has_z, s->a1.kind, s->a2.kind);
+    struct { int32_t algo, math, fused, pad; uint64_t ws; } cached;
+    if (pr_cuda_tcache_get(s->tc, key, &cached, sizeof cached)) {
+        c.algo = (cudnnConvolutionFwdAlgo_t)cached.algo;
+        c.ws = (size_t)cached.ws;
+        c.fused = cached.fused != 0;
+        DNN_TRY(cudnnSetConvolutionMathType(c.cd, (cudnnMathType_t)cached.math));
+        if (c.ws > x->ws_bytes && (st = pr_cuda_workspace(x, c.ws, e))) goto fail;
+        *out = c;
+        return PRECIS_OK;
+    }
     if ((st = pr_cuda_workspace(x, FIND_WS, e))) goto fail;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int got = 0;
@@ -259,6 +278,12 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
         cudaGetLastError();
     }
     CU_TRY(cudaStreamSynchronize((cudaStream_t)x->stream));
+    memset(&cached, 0, sizeof cached);
+    cached.algo = (int32_t)c.algo;
+    cached.math = (int32_t)perf[best].mathType;
+    cached.fused = c.fused;
+    cached.ws = c.ws;
+    pr_cuda_tcache_put(s->tc, key, &cached, sizeof cached);
     *out = c;
     return PRECIS_OK;
 fail:
@@ -274,6 +299,7 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
     void *tx = NULL, *ty = NULL, *tz = NULL;
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     pthread_mutex_init(&s->mu, NULL);
+    s->tc = cfg->tcache;
     cudaStream_t stream = (cudaStream_t)cfg->x->stream;
     const pr_tensor *X = &g->tensors[n->inputs[0]], *W = &g->tensors[n->inputs[1]];
     const pr_tensor *Y = &g->tensors[n->outputs[0]];

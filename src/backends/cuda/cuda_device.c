@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_util.h"
+#include "backends/cuda/cuda_tcache.h"
 #include "ir/act.h"
 
 #define WS_DEFAULT ((size_t)32 << 20)
@@ -116,6 +117,7 @@ struct pr_cuda_dev {
     void *init_block;
     void **init_ptr; /* per tensor */
     int n_tensors;
+    pr_cuda_tcache *tc;
 };
 
 precis_status pr_cuda_dev_open(pr_cuda_dev **out, pr_err *e) {
@@ -152,6 +154,11 @@ fail:
 
 void pr_cuda_dev_close(pr_cuda_dev *d) {
     if (!d) return;
+    if (d->tc) { /* best effort: choices made at first runs; the build saved the rest */
+        pr_err ignore = {0};
+        pr_cuda_tcache_save(d->tc, &ignore);
+        pr_cuda_tcache_close(d->tc);
+    }
     pr_cuda_exec_fini(&d->x);
     if (d->init_block) cudaFree(d->init_block);
     free(d->init_ptr);
@@ -161,6 +168,23 @@ void pr_cuda_dev_close(pr_cuda_dev *d) {
 const char *pr_cuda_dev_arch(const pr_cuda_dev *d) { return d->arch; }
 const char *pr_cuda_dev_name(const pr_cuda_dev *d) { return d->name; }
 pr_cuda_exec *pr_cuda_dev_exec(pr_cuda_dev *d) { return &d->x; }
+
+precis_status pr_cuda_dev_open_tcache(pr_cuda_dev *d, const char *path, pr_err *e) {
+    if (!path) return PRECIS_OK;
+    if (d->tc) pr_cuda_tcache_close(d->tc);
+    d->tc = NULL;
+    return pr_cuda_tcache_open(path, d->name, d->arch, &d->tc, e);
+}
+
+void *pr_cuda_dev_tcache(const pr_cuda_dev *d) { return d->tc; }
+
+precis_status pr_cuda_dev_save_tcache(pr_cuda_dev *d, int *hits, int *added, pr_err *e) {
+    int h = 0, a = 0;
+    pr_cuda_tcache_counts(d->tc, &h, &a);
+    if (hits) *hits = h;
+    if (added) *added = a;
+    return pr_cuda_tcache_save(d->tc, e);
+}
 
 void *pr_cuda_dev_init_ptr(const pr_cuda_dev *d, int t) {
     return d->init_ptr && t >= 0 && t < d->n_tensors ? d->init_ptr[t] : NULL;

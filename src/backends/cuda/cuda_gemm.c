@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impls.h"
+#include "backends/cuda/cuda_tcache.h"
 
 #define MAX_SHAPES 16
 
@@ -36,6 +37,7 @@ typedef struct gemm_state {
     pr_cu_act pre, post;
     bool own_z;         /* it adds Z */
     int z_input;        /* input index of Z, or -1 */
+    void *tc; /* timing cache (pr_cuda_tcache) or NULL */
     pthread_mutex_t mu;
     shape_plan plans[MAX_SHAPES];
     int n_plans;
@@ -118,6 +120,7 @@ static precis_status gemm_prepare(const pr_graph *g, const pr_node *n, const pr_
     float *wf = NULL, *bf = NULL;
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     pthread_mutex_init(&s->mu, NULL);
+    s->tc = cfg->tcache;
     cudaStream_t stream = (cudaStream_t)cfg->x->stream;
     s->dt = g->tensors[n->outputs[0]].dtype;
     s->cdt = cuda_dt(s->dt);
@@ -304,6 +307,17 @@ static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t
                           s->trans_a ? m : K, batch, sa, e)))
         goto fail;
     if ((st = make_layout(&np.lc, s->cdt, N, m, N, batch, N * m, e))) goto fail;
+    char key[256];
+    snprintf(key, sizeof key, "cublaslt dt=%d ta=%d tb=%d epi=%d bias=%d c=%d m=%lld k=%lld "
+             "n=%lld batch=%lld sa=%lld sb=%lld", (int)s->dt, (int)s->trans_a, (int)s->trans_b,
+             (int)s->epi, s->bias != NULL, (int)s->use_c, (long long)m, (long long)K, (long long)N,
+             (long long)batch, (long long)sa, (long long)sb);
+    cublasLtMatmulHeuristicResult_t chk;
+    if (g && pr_cuda_tcache_get(s->tc, key, &np.algo, sizeof np.algo) &&
+        cublasLtMatmulAlgoCheck((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb, np.lc, np.lc,
+                                &np.algo, &chk) == CUBLAS_STATUS_SUCCESS &&
+        chk.workspaceSize <= x->ws_bytes)
+        goto store; /* an earlier build's choice */
     LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
     uint64_t wsb = x->ws_bytes;
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -329,6 +343,9 @@ static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t
         }
     }
     cublasLtMatmulPreferenceDestroy(pref);
+    pref = NULL;
+    if (g) pr_cuda_tcache_put(s->tc, key, &np.algo, sizeof np.algo);
+store:
     if (s->n_plans == MAX_SHAPES) { /* full: recycle the oldest */
         cublasLtMatrixLayoutDestroy(s->plans[0].la);
         cublasLtMatrixLayoutDestroy(s->plans[0].lb);

@@ -29,7 +29,10 @@ static bool resize_ok(const pr_graph *g, const pr_node *n) {
 static bool pool_supports(const pr_graph *g, const pr_node *n) {
     int x = pr_node_in(n, 0), y = pr_node_out(n, 0);
     if (x < 0 || y < 0 || n->n_outputs != 1) return false;
-    if (!pr_cu_float(pr_cu_tdt(g, x)) || pr_cu_tdt(g, y) != pr_cu_tdt(g, x)) return false;
+    if (pr_cu_tdt(g, y) != pr_cu_tdt(g, x)) return false;
+    if (!pr_cu_float(pr_cu_tdt(g, x))) /* int8: max pooling (values move unchanged) */
+        return pr_cu_tdt(g, x) == PRECIS_INT8 && n->op == PR_OP_MaxPool &&
+               g->tensors[x].rank == 4;
     switch (n->op) {
     case PR_OP_GlobalAveragePool: case PR_OP_GlobalMaxPool:
         return g->tensors[x].rank >= 3;

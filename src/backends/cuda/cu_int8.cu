@@ -1,0 +1,221 @@
+// INT8 kernels: im2col of int8 activations for the IMMA GEMMs, the
+// dequantize-bias-activation-requantize epilogue after them, Quantize /
+// DequantizeLinear, QBinary and the int8 global average pool.
+//
+// Requantization mirrors the ref backend (backends/ref/ref_fused.c q_run):
+// the real result r (float32) is multiplied by 1 / y_scale, rounded half to
+// even (rintf) and saturated. The GEMM sums exactly in int32 where ref sums
+// dequantized float32 products, so the float r may differ in its last bits
+// and a value on a rounding boundary may land one unit away.
+#include "backends/cuda/cu_common.cuh"
+
+__device__ __forceinline__ float sat_q(float v, int ydt) {
+    v = rintf(v);
+    float lo = ydt == DT_U8 ? 0.0f : -128.0f, hi = ydt == DT_U8 ? 255.0f : 127.0f;
+    if (v != v) return 0.0f;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+// Store r: quantized (r * yinv) for int8/uint8 outputs, else as is.
+__device__ __forceinline__ void st_q(void *y, int ydt, int64_t i, float r, float yinv) {
+    if (ydt == DT_I8) ((signed char *)y)[i] = (signed char)sat_q(r * yinv, ydt);
+    else if (ydt == DT_U8) ((unsigned char *)y)[i] = (unsigned char)sat_q(r * yinv, ydt);
+    else stf(y, ydt, i, r);
+}
+
+// ------------------------------------------------------------------ im2col
+
+// col[m, k] for m = (b, oh, ow), k = (r, s, c) (channel fastest), zeros for
+// taps in the padding and for k in [K, Kp).
+__global__ void k_im2col(const signed char *__restrict__ x, signed char *__restrict__ col,
+                         pr_cu_im2col p, int64_t n) {
+    int64_t K = (int64_t)p.kh * p.kw * p.C;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = i / p.Kp, k = i - m * p.Kp;
+        signed char v = 0;
+        if (k < K) {
+            int64_t c = k % p.C, t = k / p.C;
+            int s = (int)(t % p.kw), r = (int)(t / p.kw);
+            int64_t ow = m % p.OW, t2 = m / p.OW, oh = t2 % p.OH, b = t2 / p.OH;
+            int64_t h = oh * p.sh - p.ph + (int64_t)r * p.dh, w = ow * p.sw - p.pw + (int64_t)s * p.dw;
+            if (h >= 0 && h < p.H && w >= 0 && w < p.W)
+                v = x[b * p.sN + c * p.sC + h * p.sH + w * p.sW];
+        }
+        col[i] = v;
+    }
+}
+
+// NHWC with C % 16 == 0: 16 channels (one uint4) a thread.
+__global__ void k_im2col_v16(const uint4 *__restrict__ x, uint4 *__restrict__ col,
+                             pr_cu_im2col p, int64_t n) {
+    int64_t C16 = p.C / 16, K16 = (int64_t)p.kh * p.kw * C16, Kp16 = p.Kp / 16;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = i / Kp16, k = i - m * Kp16;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (k < K16) {
+            int64_t c = k % C16, t = k / C16;
+            int s = (int)(t % p.kw), r = (int)(t / p.kw);
+            int64_t ow = m % p.OW, t2 = m / p.OW, oh = t2 % p.OH, b = t2 / p.OH;
+            int64_t h = oh * p.sh - p.ph + (int64_t)r * p.dh, w = ow * p.sw - p.pw + (int64_t)s * p.dw;
+            if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.H + h) * p.W + w) * C16 + c];
+        }
+        col[i] = v;
+    }
+}
+
+extern "C" int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_cu_im2col *p) {
+    int64_t M = p->N * p->OH * p->OW;
+    if (M <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    bool nhwc = p->sC == 1 && p->sW == p->C && p->sH == p->W * p->C && p->sN == p->H * p->sH;
+    if (nhwc && p->C % 16 == 0 && p->Kp % 16 == 0 && ((uintptr_t)x & 15) == 0 &&
+        ((uintptr_t)col & 15) == 0) {
+        int64_t n = M * (p->Kp / 16);
+        k_im2col_v16<<<grid_for(n, 256), 256, 0, s>>>((const uint4 *)x, (uint4 *)col, *p, n);
+    } else {
+        int64_t n = M * p->Kp;
+        k_im2col<<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, (signed char *)col, *p,
+                                                    n);
+    }
+    return launch_result();
+}
+
+// ---------------------------------------------------------------- epilogue
+
+__device__ __forceinline__ float qepi_one(const pr_cu_qepi &q, int acc, int64_t n, int64_t yi) {
+    float r = (float)acc * (q.a_scale * q.w_scale[q.n_wscale > 1 ? n : 0]);
+    if (q.bias) r += q.bias[n];
+    r = act_apply(q.pre, r);
+    if (q.z) r += q.z_int ? ldf(q.z, q.zdt, yi) * q.z_scale : ldf(q.z, q.zdt, yi);
+    return act_apply(q.post, r);
+}
+
+// Index of (m, n) in y: row-major [M, N], or NCHW with m = (b, p).
+__device__ __forceinline__ int64_t qepi_index(const pr_cu_qepi &q, int64_t m, int64_t n) {
+    if (!q.nchw_hw) return m * q.N + n;
+    int64_t b = m / q.nchw_hw, p = m - b * q.nchw_hw;
+    return (b * q.N + n) * q.nchw_hw + p;
+}
+
+__global__ void k_qepi(const int *__restrict__ acc, pr_cu_qepi q, int64_t total) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = i / q.N, n = i - m * q.N, yi = qepi_index(q, m, n);
+        st_q(q.y, q.ydt, yi, qepi_one(q, acc[i], n, yi), q.y_inv);
+    }
+}
+
+// Row-major int8 output, N % 4 == 0: four columns a thread (int4 in, char4 out).
+__global__ void k_qepi_v4(const int4 *__restrict__ acc, pr_cu_qepi q, int64_t total4) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total4;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int4 a = acc[i];
+        int64_t e = 4 * i, n = e % q.N;
+        char4 o;
+        o.x = (signed char)sat_q(qepi_one(q, a.x, n, e) * q.y_inv, DT_I8);
+        o.y = (signed char)sat_q(qepi_one(q, a.y, n + 1, e + 1) * q.y_inv, DT_I8);
+        o.z = (signed char)sat_q(qepi_one(q, a.z, n + 2, e + 2) * q.y_inv, DT_I8);
+        o.w = (signed char)sat_q(qepi_one(q, a.w, n + 3, e + 3) * q.y_inv, DT_I8);
+        ((char4 *)q.y)[i] = o;
+    }
+}
+
+extern "C" int pr_cu_qepilogue(void *stream, const int *acc, int64_t M, const pr_cu_qepi *q) {
+    int64_t total = M * q->N;
+    if (total <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (q->ydt == DT_I8 && !q->nchw_hw && q->N % 4 == 0 && ((uintptr_t)acc & 15) == 0 &&
+        ((uintptr_t)q->y & 3) == 0)
+        k_qepi_v4<<<grid_for(total / 4, 256), 256, 0, s>>>((const int4 *)acc, *q, total / 4);
+    else
+        k_qepi<<<grid_for(total, 256), 256, 0, s>>>(acc, *q, total);
+    return launch_result();
+}
+
+// ---------------------------------------------------- quantize / dequantize
+
+// QuantizeLinear: y = sat(round(x / scale)); DequantizeLinear: y = x * scale.
+__global__ void k_quant(const void *x, int xdt, void *y, int ydt, int64_t n, float scale,
+                        int quant) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float v = ldf(x, xdt, i);
+        if (quant) {
+            float q = sat_q(v / scale, ydt);
+            if (ydt == DT_I8) ((signed char *)y)[i] = (signed char)q;
+            else ((unsigned char *)y)[i] = (unsigned char)q;
+        } else {
+            stf(y, ydt, i, v * scale);
+        }
+    }
+}
+
+extern "C" int pr_cu_quantize(void *stream, const void *x, int xdt, void *y, int ydt, int64_t n,
+                              float scale, int quant) {
+    if (n <= 0) return 0;
+    k_quant<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, n, scale, quant);
+    return launch_result();
+}
+
+// ----------------------------------------------------------------- QBinary
+
+__device__ __forceinline__ float qld(const pr_cu_ew &w, int o, int64_t i, float s) {
+    int dt = w.dt[o];
+    float v = ldf(w.p[o], dt, i);
+    return dt == DT_I8 || dt == DT_U8 ? v * s : v;
+}
+
+__global__ void k_qbinary(pr_cu_ew w, float as, float bs, float yinv, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t o[3] = {w.off[0], w.off[1], w.off[2]}, r = i;
+        for (int d = w.rank - 1; d >= 0; d--) {
+            int64_t c = r % w.dims[d];
+            r /= w.dims[d];
+            o[0] += c * w.st[0][d];
+            o[1] += c * w.st[1][d];
+            o[2] += c * w.st[2][d];
+        }
+        float a = qld(w, 1, o[1], as), b = qld(w, 2, o[2], bs);
+        float v = w.op == PR_EW_ADD ? a + b : w.op == PR_EW_SUB ? a - b : a * b;
+        st_q(w.p[0], w.dt[0], o[0], act_apply(w.act, v), yinv);
+    }
+}
+
+extern "C" int pr_cu_qbinary(void *stream, const pr_cu_ew *w, float a_scale, float b_scale,
+                             float y_inv) {
+    int64_t n = 1;
+    for (int d = 0; d < w->rank; d++) n *= w->dims[d];
+    if (n <= 0) return 0;
+    k_qbinary<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(*w, a_scale, b_scale, y_inv, n);
+    return launch_result();
+}
+
+// ------------------------------------------------------------------- QPool
+
+// Global average of int8/uint8 planes: y[b, c] from x (NHWC: [b, p, c];
+// else [b, c, p]); the sum is exact in int32, then scaled and averaged.
+__global__ void k_qgap(const void *x, int xdt, void *y, int ydt, int64_t N, int64_t C,
+                       int64_t hw, int nhwc, float xs, float yinv) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < N * C;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / C, c = i - b * C;
+        long long sum = 0;
+        for (int64_t p = 0; p < hw; p++) {
+            int64_t j = nhwc ? (b * hw + p) * C + c : i * hw + p;
+            sum += xdt == DT_I8 ? (int)((const signed char *)x)[j]
+                                : (int)((const unsigned char *)x)[j];
+        }
+        st_q(y, ydt, i, hw ? (float)sum * xs / (float)hw : 0.0f, yinv);
+    }
+}
+
+extern "C" int pr_cu_qgap(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N,
+                          int64_t C, int64_t hw, int nhwc, float x_scale, float y_inv) {
+    if (N * C <= 0) return 0;
+    k_qgap<<<grid_for(N * C, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, N, C, hw, nhwc,
+                                                                   x_scale, y_inv);
+    return launch_result();
+}

@@ -1,0 +1,155 @@
+/* The INT8 plan's other ops on the GPU (kernels in cu_int8.cu):
+ * QuantizeLinear / DequantizeLinear with one scale and a zero (or absent)
+ * zero point, QBinary (Add, Sub, Mul with broadcast) and QPool's global
+ * average. Outputs are requantized as ref does (sat(round_half_even)). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impls.h"
+#include "passes/graph_edit.h"
+
+typedef struct qel_state {
+    float scale, a_scale, b_scale, y_inv;
+    int ew_op;
+    pr_cu_act act;
+    char what[96];
+} qel_state;
+
+static bool qint(pr_dtype d) { return d == PRECIS_INT8 || d == PRECIS_UINT8; }
+
+/* A per-tensor scale and a zero (or no) zero point. */
+static bool qdq_params(const pr_graph *g, const pr_node *n, float *s) {
+    float z = 0;
+    int zp = pr_node_in(n, 2);
+    if (!pr_const_scalar(g, pr_node_in(n, 1), s) || !(*s > 0.0f)) return false;
+    return zp < 0 || (pr_const_scalar(g, zp, &z) && z == 0.0f);
+}
+
+static bool qel_supports(const pr_graph *g, const pr_node *n) {
+    int x = pr_node_in(n, 0), y = pr_node_out(n, 0);
+    if (x < 0 || y < 0 || pr_cu_is_init(g, x)) return false;
+    pr_dtype xd = pr_cu_tdt(g, x), yd = pr_cu_tdt(g, y);
+    float s;
+    switch (n->op) {
+    case PR_OP_QuantizeLinear:
+        return pr_cu_float(xd) && qint(yd) && qdq_params(g, n, &s);
+    case PR_OP_DequantizeLinear:
+        return qint(xd) && pr_cu_float(yd) && qdq_params(g, n, &s);
+    case PR_OP_QBinary: {
+        const char *k = pr_attr_str(n, "kind", "");
+        int b = pr_node_in(n, 1);
+        pr_act a;
+        if (strcmp(k, "Add") && strcmp(k, "Sub") && strcmp(k, "Mul")) return false;
+        if (b < 0 || !pr_act_from_node(n, "act", &a)) return false;
+        pr_dtype bd = pr_cu_tdt(g, b);
+        return (qint(xd) || pr_cu_float(xd)) && (qint(bd) || pr_cu_float(bd)) &&
+               (qint(yd) || pr_cu_float(yd)) && g->tensors[y].rank <= PR_CU_MAXR;
+    }
+    case PR_OP_QPool:
+        return strcmp(pr_attr_str(n, "kind", ""), "GlobalAveragePool") == 0 && qint(xd) &&
+               (qint(yd) || pr_cu_float(yd)) && g->tensors[x].rank == 4;
+    default:
+        return false;
+    }
+}
+
+/* Elementwise in the same layout everywhere: rank-4 operands of Y's shape. */
+static bool qel_nhwc_ok(const pr_graph *g, const pr_node *n) {
+    if (!qel_supports(g, n)) return false;
+    if (n->op == PR_OP_QPool) return true;
+    const pr_tensor *Y = &g->tensors[n->outputs[0]];
+    int nin = n->op == PR_OP_QBinary ? 2 : 1;
+    for (int i = 0; i < nin; i++) {
+        const pr_tensor *X = &g->tensors[n->inputs[i]];
+        if (X->rank != 4 || Y->rank != 4) return false;
+        for (int d = 0; d < 4; d++)
+            if (X->dims[d] != Y->dims[d] || !pr_dim_known(X->dims[d])) return false;
+    }
+    return true;
+}
+
+static bool qel_packs(const pr_graph *g, const pr_node *n, int i) {
+    (void)g;
+    return (n->op == PR_OP_QuantizeLinear || n->op == PR_OP_DequantizeLinear) && i > 0;
+}
+
+static precis_status qel_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
+                                 void **out, pr_err *e) {
+    (void)cfg;
+    qel_state *s = calloc(1, sizeof *s);
+    if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    s->a_scale = pr_attr_float(n, "a_scale", 1.0f);
+    s->b_scale = pr_attr_float(n, "b_scale", 1.0f);
+    s->y_inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);
+    const char *yt = pr_dtype_name(g->tensors[n->outputs[0]].dtype);
+    switch (n->op) {
+    case PR_OP_QuantizeLinear: case PR_OP_DequantizeLinear:
+        qdq_params(g, n, &s->scale);
+        snprintf(s->what, sizeof s->what, "cu %s (-> %s)",
+                 n->op == PR_OP_QuantizeLinear ? "quantize" : "dequantize", yt);
+        break;
+    case PR_OP_QBinary: {
+        const char *k = pr_attr_str(n, "kind", "");
+        s->ew_op = !strcmp(k, "Add") ? PR_EW_ADD : !strcmp(k, "Sub") ? PR_EW_SUB : PR_EW_MUL;
+        s->act = pr_cu_act_of(n, "act");
+        snprintf(s->what, sizeof s->what, "cu int8 %s%s%s (-> %s)", k, s->act.kind ? "+" : "",
+                 s->act.kind ? pr_act_names[s->act.kind] : "", yt);
+        break;
+    }
+    default:
+        s->scale = pr_attr_float(n, "x_scale", 1.0f);
+        snprintf(s->what, sizeof s->what, "cu int8 global average pool (-> %s)", yt);
+        break;
+    }
+    *out = s;
+    return PRECIS_OK;
+}
+
+static const char *qel_describe(void *p) { return ((qel_state *)p)->what; }
+
+static precis_status qel_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
+    qel_state *s = p;
+    pr_err *e = k->err;
+    precis_status st = PRECIS_OK;
+    const pr_node *n = k->node;
+    const pr_buf *X = k->in[0];
+    pr_buf *Y = k->out[0];
+    if (Y->numel == 0) return PRECIS_OK;
+    switch (n->op) {
+    case PR_OP_QuantizeLinear: case PR_OP_DequantizeLinear:
+        KL_TRY(pr_cu_quantize(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, Y->numel,
+                              s->scale, n->op == PR_OP_QuantizeLinear));
+        break;
+    case PR_OP_QBinary: {
+        pr_cu_ew w;
+        memset(&w, 0, sizeof w);
+        const pr_buf *in[2] = {k->in[0], k->in[1]};
+        if ((st = pr_cu_ew_setup(&w, Y, 2, in))) return st;
+        w.op = s->ew_op;
+        w.act = s->act;
+        KL_TRY(pr_cu_qbinary(x->stream, &w, s->a_scale, s->b_scale, s->y_inv));
+        break;
+    }
+    default: {
+        bool nhwc = k->g->tensors[n->inputs[0]].layout == PR_LAYOUT_NHWC;
+        KL_TRY(pr_cu_qgap(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, X->dims[0],
+                          X->dims[1], X->dims[2] * X->dims[3], nhwc, s->scale, s->y_inv));
+        break;
+    }
+    }
+    return PRECIS_OK;
+fail:
+    pr_err_prefix(e, "node '%s'", n->name);
+    return st;
+}
+
+const pr_cuda_impl pr_cuda_impl_qelem = {
+    .name = "cu.int8",
+    .supports = qel_supports,
+    .nhwc_ok = qel_nhwc_ok,
+    .packs = qel_packs,
+    .prepare = qel_prepare,
+    .run = qel_run,
+    .describe = qel_describe,
+    .destroy = free,
+};

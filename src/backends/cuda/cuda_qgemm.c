@@ -1,0 +1,335 @@
+/* QMatMul and QConv (ir/ops.inc, INT8) on cuBLASLt's IMMA Tensor Core
+ * GEMMs: int8 x int8 -> int32, then one epilogue kernel (cu_int8.cu) that
+ * dequantizes with a_scale * w_scale[n], adds the bias, applies act, the
+ * residual Z and act2 and requantizes (or writes float).
+ *
+ * Row-major Y[M, N] = A[M, K] x W^T with both operands K-contiguous: in
+ * cuBLASLt's column-major terms D[N, M] = op_T(W [K, N]) x A [K, M], the
+ * "TN" form IMMA needs. W is packed at prepare as int8 [N][Kp] (Kp: K
+ * rounded up, zero-filled). QConv: a 1x1 stride-1 unpadded conv on NHWC
+ * with C % 4 == 0 reads X itself as A; every other conv (group 1) first
+ * writes an im2col copy of X (int8, k = (r, s, c)) into scratch. Operands
+ * must be int8 (the CUDA int8 build quantizes every activation signed). */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impls.h"
+#include "backends/cuda/cuda_lt_int8.h"
+#include "backends/ref/ref_conv.h"
+
+typedef struct qgemm_state {
+    bool conv, direct;   /* QConv; 1x1 NHWC conv reading X as A */
+    int64_t N, K, Kp;    /* output channels, true and padded reduction length */
+    int64_t kh, kw, C;
+    float a_scale;       /* x_scale (or a_scale * alpha) */
+    float *w_scale, *bias; /* device float32 */
+    int64_t n_wscale;
+    void *w;             /* device int8 [N][Kp] */
+    pr_cu_act pre, post;
+    int z_input;
+    float z_scale, y_inv;
+    pr_lt_i8 lt;
+    bool fused;         /* lt requantizes in cuBLASLt's epilogue (int8 out, no kernel after) */
+    float *alpha;       /* device [N]: a_scale * w_scale[n] / y_scale, when fused */
+    float *bias_q;      /* device [N]: bias / y_scale, when fused */
+    char what[200];
+} qgemm_state;
+
+static bool q8(pr_dtype d) { return d == PRECIS_INT8; }
+
+static bool qgemm_supports(const pr_graph *g, const pr_node *n) {
+    if (n->op != PR_OP_QConv && n->op != PR_OP_QMatMul) return false;
+    int x = pr_node_in(n, 0), w = pr_node_in(n, 1), ws = pr_node_in(n, 2), y = pr_node_out(n, 0);
+    if (x < 0 || w < 0 || ws < 0 || y < 0) return false;
+    if (!q8(pr_cu_tdt(g, x)) || !q8(pr_cu_tdt(g, w)) || !pr_cu_is_init(g, w) ||
+        !pr_cu_is_init(g, ws) || pr_cu_tdt(g, ws) != PRECIS_FLOAT32)
+        return false;
+    pr_dtype yd = pr_cu_tdt(g, y);
+    if (!q8(yd) && yd != PRECIS_UINT8 && !pr_cu_float(yd)) return false;
+    int b = pr_node_in(n, 3), z = pr_node_in(n, 4);
+    if (b >= 0 && (!pr_cu_is_init(g, b) || pr_cu_tdt(g, b) != PRECIS_FLOAT32)) return false;
+    if (z >= 0 && pr_cu_is_init(g, z)) return false;
+    pr_act a;
+    if (!pr_act_from_node(n, "act", &a) || !pr_act_from_node(n, "act2", &a)) return false;
+    const pr_tensor *X = &g->tensors[x], *W = &g->tensors[w];
+    if (n->op == PR_OP_QConv) {
+        if (X->rank != 4 || W->rank != 4 || pr_attr_int(n, "group", 1) != 1) return false;
+        return true;
+    }
+    /* QMatMul: A [..., K] row-major, W [K, N] (or [N, K] transB) */
+    if (pr_attr_int(n, "transA", 0) || X->rank < 2 || W->rank != 2) return false;
+    int64_t K = X->dims[X->rank - 1];
+    return pr_dim_known(K) && K % 4 == 0;
+}
+
+static bool qgemm_nhwc_ok(const pr_graph *g, const pr_node *n) {
+    return n->op == PR_OP_QConv && qgemm_supports(g, n);
+}
+
+static bool qgemm_packs(const pr_graph *g, const pr_node *n, int i) {
+    (void)g;
+    (void)n;
+    return i == 1 || i == 2 || i == 3;
+}
+
+static void qgemm_destroy(void *p) {
+    qgemm_state *s = p;
+    if (!s) return;
+    pr_lt_i8_fini(&s->lt);
+    if (s->w) cudaFree(s->w);
+    if (s->w_scale) cudaFree(s->w_scale);
+    if (s->bias) cudaFree(s->bias);
+    if (s->alpha) cudaFree(s->alpha);
+    if (s->bias_q) cudaFree(s->bias_q);
+    free(s);
+}
+
+static int64_t up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+static precis_status upload(const void *h, size_t bytes, void **d, cudaStream_t s, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    CU_TRY(cudaMalloc(d, bytes ? bytes : 1));
+    CU_TRY(cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, s));
+    CU_TRY(cudaStreamSynchronize(s));
+    return PRECIS_OK;
+fail:
+    return st;
+}
+
+/* W as int8 [N][Kp], k in Kp order (conv: (r, s, c); matmul: k). */
+static signed char *pack_weights(const pr_graph *g, const pr_node *n, qgemm_state *s) {
+    const pr_tensor *W = &g->tensors[n->inputs[1]];
+    const signed char *w = W->data;
+    signed char *p = calloc((size_t)(s->N * s->Kp), 1);
+    if (!p || !w) {
+        free(p);
+        return NULL;
+    }
+    if (s->conv) { /* W [N, C, kh, kw] */
+        for (int64_t o = 0; o < s->N; o++)
+            for (int64_t c = 0; c < s->C; c++)
+                for (int64_t r = 0; r < s->kh; r++)
+                    for (int64_t q = 0; q < s->kw; q++)
+                        p[o * s->Kp + (r * s->kw + q) * s->C + c] =
+                            w[((o * s->C + c) * s->kh + r) * s->kw + q];
+        return p;
+    }
+    bool tb = pr_attr_int(n, "transB", 0) != 0;
+    for (int64_t o = 0; o < s->N; o++)
+        for (int64_t k = 0; k < s->K; k++) p[o * s->Kp + k] = tb ? w[o * s->K + k] : w[k * s->N + o];
+    return p;
+}
+
+/* The fused form: int8 out (NHWC or a matmul), act ReLU or none, and a
+ * residual (int8, same layout) only with no activation before it. Chosen
+ * when cuBLASLt has an algorithm for it; else the int32 + kernel form. */
+static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
+                               qgemm_state *s, const float *ws, const float *bias, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    int y = n->outputs[0], z = pr_node_in(n, 4);
+    bool relu_pre = s->pre.kind == PR_ACT_RELU, relu_post = s->post.kind == PR_ACT_RELU;
+    if (g->tensors[y].dtype != PRECIS_INT8) return PRECIS_OK;
+    if (s->conv && g->tensors[y].layout != PR_LAYOUT_NHWC) return PRECIS_OK;
+    if ((s->pre.kind && !relu_pre) || (s->post.kind && !relu_post)) return PRECIS_OK;
+    if (z >= 0 && (s->pre.kind || g->tensors[z].dtype != PRECIS_INT8 ||
+                   g->tensors[z].layout != g->tensors[y].layout))
+        return PRECIS_OK;
+    if (z < 0 && relu_pre && relu_post) return PRECIS_OK; /* relu twice: fine, but rare */
+    float *al = malloc((size_t)s->N * sizeof *al), *bq = malloc((size_t)s->N * sizeof *bq);
+    if (!al || !bq) {
+        st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        goto done;
+    }
+    for (int64_t j = 0; j < s->N; j++) {
+        al[j] = s->a_scale * ws[s->n_wscale > 1 ? j : 0] * s->y_inv;
+        bq[j] = bias ? bias[j] * s->y_inv : 0.0f;
+    }
+    cudaStream_t stream = (cudaStream_t)cfg->x->stream;
+    if ((st = upload(al, (size_t)s->N * sizeof *al, (void **)&s->alpha, stream, e))) goto done;
+    if (bias && (st = upload(bq, (size_t)s->N * sizeof *bq, (void **)&s->bias_q, stream, e)))
+        goto done;
+    if ((st = pr_lt_i8_init_fused(&s->lt, s->N, s->Kp, cfg->tcache, s->alpha, s->bias_q,
+                                  relu_pre || relu_post, z >= 0, s->z_scale * s->y_inv, e)))
+        goto done;
+    s->fused = pr_lt_i8_probe(&s->lt, cfg->x);
+    if (!s->fused) pr_lt_i8_fini(&s->lt);
+done:
+    free(al);
+    free(bq);
+    return st;
+}
+
+static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
+                                   void **out, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    qgemm_state *s = calloc(1, sizeof *s);
+    signed char *wp = NULL;
+    float *bf = NULL, *sf = NULL;
+    if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    cudaStream_t stream = (cudaStream_t)cfg->x->stream;
+    const pr_tensor *X = &g->tensors[n->inputs[0]], *W = &g->tensors[n->inputs[1]];
+    s->conv = n->op == PR_OP_QConv;
+    if (s->conv) {
+        s->N = W->dims[0];
+        s->C = W->dims[1];
+        s->kh = W->dims[2];
+        s->kw = W->dims[3];
+        s->K = s->C * s->kh * s->kw;
+        const int64_t *v;
+        int ns = pr_attr_ints(n, "strides", &v);
+        bool s1 = true, p0 = true, d1 = true;
+        for (int i = 0; i < ns; i++) s1 &= v[i] == 1;
+        int np = pr_attr_ints(n, "pads", &v);
+        for (int i = 0; i < np; i++) p0 &= v[i] == 0;
+        int nd = pr_attr_ints(n, "dilations", &v);
+        for (int i = 0; i < nd; i++) d1 &= v[i] == 1;
+        const char *ap = pr_attr_str(n, "auto_pad", "NOTSET");
+        p0 &= strcmp(ap, "NOTSET") == 0 || strcmp(ap, "VALID") == 0 || s->kh * s->kw == 1;
+        s->direct = s->kh == 1 && s->kw == 1 && s1 && p0 && d1 && s->C % 4 == 0 &&
+                    X->layout == PR_LAYOUT_NHWC;
+        s->Kp = s->direct ? s->K : up(s->K, 16);
+        s->a_scale = pr_attr_float(n, "x_scale", 1.0f);
+    } else {
+        bool tb = pr_attr_int(n, "transB", 0) != 0;
+        s->K = tb ? W->dims[1] : W->dims[0];
+        s->N = tb ? W->dims[0] : W->dims[1];
+        s->Kp = s->K;
+        s->a_scale = pr_attr_float(n, "a_scale", 1.0f) * pr_attr_float(n, "alpha", 1.0f);
+    }
+    if (!(wp = pack_weights(g, n, s))) {
+        st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        goto fail;
+    }
+    if ((st = upload(wp, (size_t)(s->N * s->Kp), &s->w, stream, e))) goto fail;
+    int64_t nb;
+    if (!(sf = pr_cu_init_f32(g, n->inputs[2], &s->n_wscale))) {
+        st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        goto fail;
+    }
+    if (s->n_wscale != 1 && s->n_wscale != s->N) {
+        st = pr_errf(e, PRECIS_ERR_SHAPE, "%lld weight scales for %lld outputs",
+                     (long long)s->n_wscale, (long long)s->N);
+        goto fail;
+    }
+    if ((st = upload(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream, e)))
+        goto fail;
+    int b = pr_node_in(n, 3);
+    if (b >= 0) {
+        if (!(bf = pr_cu_init_f32(g, b, &nb)) || nb != s->N) {
+            st = bf ? pr_errf(e, PRECIS_ERR_SHAPE, "bias of %lld for %lld outputs", (long long)nb,
+                              (long long)s->N)
+                    : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            goto fail;
+        }
+        if ((st = upload(bf, (size_t)nb * sizeof(float), (void **)&s->bias, stream, e))) goto fail;
+    }
+    s->pre = pr_cu_act_of(n, "act");
+    s->post = pr_cu_act_of(n, "act2");
+    s->z_input = pr_node_in(n, 4) >= 0 ? 4 : -1;
+    s->z_scale = pr_attr_float(n, "z_scale", 1.0f);
+    s->y_inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);
+    if ((st = try_fused(g, n, cfg, s, sf, bf, e))) goto fail;
+    if (!s->fused && (st = pr_lt_i8_init(&s->lt, s->N, s->Kp, cfg->tcache, e))) goto fail;
+    if (s->fused) {
+        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s -> int8, requantized in its "
+                 "epilogue (scale vector%s%s%s)",
+                 s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "", s->bias ? "+bias" : "",
+                 s->z_input >= 0 ? "+residual" : "",
+                 s->pre.kind || s->post.kind ? "+Relu" : "");
+    } else {
+        pr_dtype yd = g->tensors[n->outputs[0]].dtype;
+        const char *an = s->pre.kind ? pr_act_names[s->pre.kind] : "";
+        const char *a2 = s->post.kind ? pr_act_names[s->post.kind] : "";
+        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s -> int32, epilogue kernel "
+                 "(scale+bias%s%s%s%s%s -> %s)",
+                 s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "", *an ? "+" : "", an,
+                 s->z_input >= 0 ? "+residual" : "", *a2 ? "+" : "", a2, pr_dtype_name(yd));
+    }
+    free(wp);
+    free(sf);
+    free(bf);
+    *out = s;
+    return PRECIS_OK;
+fail:
+    free(wp);
+    free(sf);
+    free(bf);
+    qgemm_destroy(s);
+    return st;
+}
+
+static const char *qgemm_describe(void *p) { return ((qgemm_state *)p)->what; }
+
+static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
+    qgemm_state *s = p;
+    pr_err *e = k->err;
+    precis_status st = PRECIS_OK;
+    const pr_buf *X = k->in[0];
+    pr_buf *Y = k->out[0];
+    if (Y->numel == 0) return PRECIS_OK;
+    int64_t M;
+    pr_cu_im2col ic = {0};
+    bool x_nhwc = k->g->tensors[k->node->inputs[0]].layout == PR_LAYOUT_NHWC;
+    bool y_nhwc = k->g->tensors[k->node->outputs[0]].layout == PR_LAYOUT_NHWC;
+    if (s->conv) {
+        rc_geom3 gm;
+        int64_t kd[2] = {s->kh, s->kw};
+        if ((st = pr_refconv_geom(k, PR_CONV_KIND_CONV, X, kd, Y, &gm))) return st;
+        int64_t Nb = X->dims[0], C = X->dims[1], H = X->dims[2], W = X->dims[3];
+        if (C != s->C)
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "%lld input channels, weights for %lld",
+                              (long long)C, (long long)s->C);
+        ic = (pr_cu_im2col){Nb, C, H, W, Y->dims[2], Y->dims[3],
+                            x_nhwc ? H * W * C : C * H * W, x_nhwc ? 1 : H * W,
+                            x_nhwc ? W * C : W, x_nhwc ? C : 1, s->Kp,
+                            (int)s->kh, (int)s->kw, (int)gm.s[1], (int)gm.s[2], (int)gm.pb[1],
+                            (int)gm.pb[2], (int)gm.d[1], (int)gm.d[2]};
+        M = Nb * ic.OH * ic.OW;
+    } else {
+        if (X->dims[X->rank - 1] != s->K)
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "K %lld, weights for %lld",
+                              (long long)X->dims[X->rank - 1], (long long)s->K);
+        M = X->numel / s->K;
+    }
+    bool col = s->conv && !s->direct;
+    size_t col_bytes = col ? (size_t)up(M * s->Kp, 256) : 0;
+    size_t acc_bytes = s->fused ? 0 : (size_t)(M * s->N) * sizeof(int32_t);
+    char *scr = pr_cuda_scratch(x, col_bytes + acc_bytes, e);
+    if (!scr) return pr_err_prefix(e, "node '%s'", k->node->name);
+    const void *a = X->data;
+    if (col) {
+        KL_TRY(pr_cu_im2col_s8(x->stream, X->data, scr, &ic));
+        a = scr;
+    }
+    const pr_buf *Z = s->z_input >= 0 ? pr_kin(k, s->z_input) : NULL;
+    if (s->fused) {
+        if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, Z ? Z->data : NULL, Y->data, e))) goto fail;
+        return PRECIS_OK;
+    }
+    int32_t *acc = (int32_t *)(scr + col_bytes);
+    if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, NULL, acc, e))) goto fail;
+    pr_cu_qepi q = {s->N, s->conv && !y_nhwc ? Y->dims[2] * Y->dims[3] : 0, s->a_scale,
+                    s->w_scale, s->n_wscale, s->bias, s->pre, s->post,
+                    Z ? Z->data : NULL, Z ? (int)Z->dtype : 0,
+                    Z && (Z->dtype == PRECIS_INT8 || Z->dtype == PRECIS_UINT8), s->z_scale,
+                    Y->data, (int)Y->dtype, s->y_inv};
+    KL_TRY(pr_cu_qepilogue(x->stream, acc, M, &q));
+    return PRECIS_OK;
+fail:
+    pr_err_prefix(e, "node '%s'", k->node->name);
+    return st;
+}
+
+const pr_cuda_impl pr_cuda_impl_qgemm = {
+    .name = "cublaslt.int8",
+    .supports = qgemm_supports,
+    .nhwc_ok = qgemm_nhwc_ok,
+    .packs = qgemm_packs,
+    .prepare = qgemm_prepare,
+    .run = qgemm_run,
+    .describe = qgemm_describe,
+    .destroy = qgemm_destroy,
+};
