@@ -407,7 +407,10 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
         if (!nw) return -1;
         c->workers = nw;
         for (; c->n_workers < T; c->n_workers++) {
-            if (precis_context_create(ctx, e, &nw[c->n_workers])) return -1;
+            if (precis_context_create(ctx, e, &nw[c->n_workers])) {
+                pr_err_clear(&ctx->err); /* the batch runs whole */
+                return -1;
+            }
             nw[c->n_workers]->is_worker = true;
             nw[c->n_workers]->threads = 1;
             nw[c->n_workers]->x.num_threads = 1;
