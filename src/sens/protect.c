@@ -367,11 +367,12 @@ static precis_status cost_model(prot_run *r, precis_engine *e8) {
     return st;
 }
 
-/* Layers ranked: the most repair when kept float in all-int8 first (the
- * budget's score of "all int8 but this", then its SQNR), local SQNR (lower
- * first) breaking ties. */
+/* Layers ranked: by the sum of two positions, in the order of how much
+ * keeping the layer float repairs all-int8 ("all int8 but this": the
+ * budget's score, then SQNR) and in the order of local SQNR (worst first);
+ * ties by the first. */
 static const precis_protection *g_rank_p;
-static int rank_cmp(const void *a, const void *b) {
+static int by_all_but(const void *a, const void *b) {
     int i = *(const int *)a, j = *(const int *)b;
     precis_sens_layer x, y;
     precis_sens_layer_get(g_rank_p->sens, i, &x);
@@ -380,9 +381,42 @@ static int rank_cmp(const void *a, const void *b) {
                     vy = verdict(g_rank_p, &y.all_but, NAN);
     if (pr_prot_better(&vx, &vy)) return -1;
     if (pr_prot_better(&vy, &vx)) return 1;
+    return i - j;
+}
+static int by_local(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    precis_sens_layer x, y;
+    precis_sens_layer_get(g_rank_p->sens, i, &x);
+    precis_sens_layer_get(g_rank_p->sens, j, &y);
     double lx = isnan(x.local_sqnr_db) ? 1e9 : x.local_sqnr_db;
     double ly = isnan(y.local_sqnr_db) ? 1e9 : y.local_sqnr_db;
     return lx < ly ? -1 : lx > ly ? 1 : i - j;
+}
+static int *g_pos;
+static int by_sum(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b, n = g_rank_p->n;
+    int si = g_pos[i] + g_pos[n + i], sj = g_pos[j] + g_pos[n + j];
+    return si != sj ? si - sj : g_pos[i] - g_pos[j];
+}
+
+static precis_status rank_layers(precis_protection *p, int *rank, pr_err *err) {
+    int n = p->n;
+    int *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+    g_pos = malloc((size_t)(2 * n + 1) * sizeof *g_pos);
+    if (!tmp || !g_pos) {
+        free(tmp), free(g_pos), g_pos = NULL;
+        return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+    }
+    g_rank_p = p;
+    for (int m = 0; m < 2; m++) {
+        for (int i = 0; i < n; i++) tmp[i] = i;
+        qsort(tmp, (size_t)n, sizeof *tmp, m ? by_local : by_all_but);
+        for (int r = 0; r < n; r++) g_pos[m * n + tmp[r]] = r;
+    }
+    for (int i = 0; i < n; i++) rank[i] = i;
+    qsort(rank, (size_t)n, sizeof *rank, by_sum);
+    free(tmp), free(g_pos), g_pos = NULL;
+    return PRECIS_OK;
 }
 
 static precis_status resolve_budget(prot_run *r, const precis_sens_metrics *ref, double ref_user) {
@@ -551,9 +585,7 @@ static precis_status search(prot_run *r) {
     if ((st = build_set(r, in, &e8)) || (st = cost_model(r, e8))) goto done;
     p->c[0].cost_ms = 0;
     for (int i = 0; i < p->n; i++) p->c[0].cost_ms += r->cost[i];
-    for (int i = 0; i < p->n; i++) rank[i] = i;
-    g_rank_p = p;
-    qsort(rank, (size_t)p->n, sizeof *rank, rank_cmp);
+    if ((st = rank_layers(p, rank, &r->ctx->err))) goto done;
     int limit = po->allow_exceed ? p->n : p->max_layers;
     pr_prot_search s = {p->n, rank, r->cost, limit, 4};
     int met;

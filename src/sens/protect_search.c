@@ -34,14 +34,18 @@ static void by_cost(const pr_prot_search *s, const unsigned char *in, int *out, 
         }
 }
 
-/* Adds layers until the budget holds or the layer budget is spent. */
+/* Adds layers until the budget holds or the layer budget is spent: the next
+ * ranked layer when it closes at least its share of the gap (the gap over
+ * the layer slots left), else the best of it and the next probe-1 ranked
+ * layers by measured gain. */
 static precis_status grow(const pr_prot_search *s, const pr_prot_oracle *o, unsigned char *cur,
                           pr_prot_verdict *vc) {
     precis_status st;
     int probe = s->probe > 0 ? s->probe : 1;
     while (vc->score < 0 && count(cur, s->n) < s->max_layers) {
-        int best = -1, first = -1, tried = 0;
+        int best = -1, first = -1, tried = 0, left = s->max_layers - count(cur, s->n);
         pr_prot_verdict vb = *vc, vf = {0, 0};
+        double need = -vc->score / left;
         for (int r = 0; r < s->n && tried < probe; r++) {
             int k = s->rank[r];
             if (cur[k]) continue;
@@ -52,7 +56,8 @@ static precis_status grow(const pr_prot_search *s, const pr_prot_oracle *o, unsi
             if (st) return st;
             if (!tried++) first = k, vf = v;
             if (pr_prot_better(&v, &vb)) best = k, vb = v;
-            if (best == first && best >= 0) break; /* the ranking was right */
+            /* the ranking was right when the next layer closes its share of the gap */
+            if (best == first && v.score - vc->score >= need) break;
         }
         if (first < 0) break; /* every layer protected */
         if (best < 0) best = first, vb = vf; /* nothing helps alone: trust the ranking */

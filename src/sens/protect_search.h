@@ -33,7 +33,8 @@ typedef struct pr_prot_search {
 int pr_prot_better(const pr_prot_verdict *a, const pr_prot_verdict *b);
 
 /* Greedy in rank order (re-ranked by measured marginal gain when the next
- * ranked layer does not help) up to the layer budget, then, when the budget
+ * ranked layer does not close its share of the gap to the budget) up to the
+ * layer budget, then, when the budget
  * is met, dropping the layers not needed (costliest first) and swapping a
  * costly layer for a cheaper unchosen one where the budget still holds.
  * chosen[n] receives the final set; *met whether it meets the budget. */
