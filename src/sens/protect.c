@@ -10,42 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sens/protect_search.h"
+#include "sens/protect_impl.h"
 #include "sens/sens_run.h"
-
-typedef struct prot_cand {
-    char label[16];
-    int is_ref; /* the fp32 engine itself (not an int8 build) */
-    unsigned char *in; /* per layer */
-    int *layers, n_layers;
-    precis_sens_metrics m;
-    double user, latency_ms, cost_ms;
-    pr_prot_verdict v;
-} prot_cand;
-
-typedef struct prot_cond {
-    char metric[8];
-    int kind;          /* PRECIS_BUDGET_MIN or _MAX after resolving */
-    double threshold;  /* resolved */
-    double fp32, scale; /* the fp32 engine's value; the all-int8 distance to the threshold */
-} prot_cond;
-
-struct precis_protection {
-    precis_sens *sens;
-    int n; /* layers */
-    prot_cand *c;
-    int n_c, cap_c;
-    int pick[5];
-    int met, max_layers;
-    prot_cond cond[8];
-    int n_cond;
-    char *notes;
-    size_t notes_len;
-    double seconds;
-    char **rules; /* the chosen set's rules, "SEL:TYPE" */
-    int n_rules;
-    const char *protect_to;
-};
 
 /* Everything a verification needs. */
 typedef struct prot_run {
@@ -700,67 +666,3 @@ fail:
     return st;
 }
 
-/* ------------------------------------------------------------- accessors */
-
-void precis_protect_destroy(precis_protection *p) {
-    if (!p) return;
-    precis_sens_destroy(p->sens);
-    for (int i = 0; i < p->n_c; i++) free(p->c[i].in), free(p->c[i].layers);
-    free(p->c);
-    for (int i = 0; i < p->n_rules; i++) free(p->rules[i]);
-    free(p->rules);
-    free(p->notes);
-    free(p);
-}
-
-const precis_sens *precis_protect_sens(const precis_protection *p) { return p ? p->sens : NULL; }
-int precis_protect_num_candidates(const precis_protection *p) { return p ? p->n_c : 0; }
-int precis_protect_met(const precis_protection *p) { return p ? p->met : 0; }
-int precis_protect_max_layers(const precis_protection *p) { return p ? p->max_layers : 0; }
-int precis_protect_num_budget(const precis_protection *p) { return p ? p->n_cond : 0; }
-const char *precis_protect_notes(const precis_protection *p) {
-    return p && p->notes ? p->notes : "";
-}
-double precis_protect_seconds(const precis_protection *p) { return p ? p->seconds : 0; }
-int precis_protect_pick(const precis_protection *p, int which) {
-    return p && which >= 0 && which < 5 ? p->pick[which] : -1;
-}
-
-precis_status precis_protect_candidate_get(const precis_protection *p, int i,
-                                           precis_protect_candidate *out) {
-    if (!p || !out || i < 0 || i >= p->n_c) return PRECIS_ERR_INVALID_ARG;
-    const prot_cand *c = &p->c[i];
-    *out = (precis_protect_candidate){c->label, c->n_layers, c->layers, c->m, c->user,
-                                      c->v.score, c->v.score >= 0, c->latency_ms, c->cost_ms};
-    return PRECIS_OK;
-}
-
-precis_status precis_protect_budget(const precis_protection *p, int i, precis_budget *out,
-                                    double *fp32) {
-    if (!p || !out || i < 0 || i >= p->n_cond) return PRECIS_ERR_INVALID_ARG;
-    *out = (precis_budget){p->cond[i].metric, p->cond[i].kind, p->cond[i].threshold};
-    if (fp32) *fp32 = p->cond[i].fp32;
-    return PRECIS_OK;
-}
-
-precis_status precis_protect_write_rules(precis_ctx *ctx, const precis_protection *p,
-                                         const char *path) {
-    if (!ctx || !p || !path)
-        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_protect_write_rules: NULL argument");
-    FILE *f = fopen(path, "w");
-    if (!f) return pr_ctx_fail(ctx, PRECIS_ERR_IO, "cannot write the rules file '%s'", path);
-    fprintf(f, "{\"rules\": [");
-    for (int i = 0; i < p->n_rules; i++) {
-        const char *r = p->rules[i], *colon = strrchr(r, ':');
-        fprintf(f, "%s\n  {\"select\": \"", i ? "," : "");
-        for (const char *c = r; c < colon; c++) {
-            if (*c == '"' || *c == '\\') fputc('\\', f);
-            if ((unsigned char)*c < 0x20) fprintf(f, "\\u%04x", *c);
-            else fputc(*c, f);
-        }
-        fprintf(f, "\", \"precision\": \"%s\"}", colon + 1);
-    }
-    fprintf(f, "%s]}\n", p->n_rules ? "\n" : "");
-    if (fclose(f) != 0) return pr_ctx_fail(ctx, PRECIS_ERR_IO, "cannot write the rules file '%s'", path);
-    return PRECIS_OK;
-}

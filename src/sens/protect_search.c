@@ -127,7 +127,10 @@ precis_status pr_prot_block(int n, const pr_prot_oracle *o, int *lo, int *hi, in
 #define TRY_BLOCK(a, b)                                                                            \
     (memset(in, 0, (size_t)n), memset(in + (a), 1, (size_t)((b) - (a))),                          \
      st = verify(o, in, "block", &v))
-    *lo = 0, *hi = n, *met = 0;
+    *lo = *hi = 0, *met = 1;
+    if (TRY_BLOCK(0, 0)) goto done; /* nothing to protect */
+    if (v.score >= 0) goto done;
+    *hi = n, *met = 0;
     if (TRY_BLOCK(0, n)) goto done;
     if (v.score < 0) goto done;
     *met = 1;

@@ -43,8 +43,9 @@ precis_status pr_prot_greedy(const pr_prot_search *s, const pr_prot_oracle *o,
 
 /* Polygraphy-style: the smallest end hi such that protecting layers [0, hi)
  * meets the budget, then the largest start lo such that [lo, hi) still
- * does, both by bisection (assuming more protection never hurts). *met 0
- * when protecting every layer does not meet it ([0, n) then). */
+ * does, both by bisection (assuming more protection never hurts). An empty
+ * block when all-int8 meets it; *met 0 when protecting every layer does
+ * not ([0, n) then). */
 precis_status pr_prot_block(int n, const pr_prot_oracle *o, int *lo, int *hi, int *met);
 
 #endif
