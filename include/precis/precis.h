@@ -540,6 +540,8 @@ int precis_protect_num_budget(const precis_protection *p);
  * honour, what the op-type baseline could not protect. */
 const char *precis_protect_notes(const precis_protection *p);
 double precis_protect_seconds(const precis_protection *p);
+/* The user metric's name ("user" when it has none or there is none). */
+const char *precis_protect_user_name(const precis_protection *p);
 /* Writes the chosen set as a rules file ({"rules": [{"select": ..,
  * "precision": ..}]}, one rule per original node of each protected layer's
  * step) that precis_build reads as rules_file. */

@@ -616,6 +616,14 @@ precis_status precis_protect(precis_ctx *ctx, const char *onnx_path,
     if (!p) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     for (int k = 0; k < 5; k++) p->pick[k] = -1;
     p->protect_to = type;
+    if (po->user) {
+        const char *un = po->user->name ? po->user->name : "user";
+        if (!(p->user_name = malloc(strlen(un) + 1))) {
+            precis_protect_destroy(p);
+            return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
+        }
+        memcpy(p->user_name, un, strlen(un) + 1);
+    }
     if ((st = pr_sens_eval_open(&ev, ctx, onnx_path, o, eval_data, eval_batches))) goto fail;
     if (po->output) {
         for (int k = 0; k < ev.n_cmp; k++)

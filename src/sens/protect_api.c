@@ -15,6 +15,7 @@ void precis_protect_destroy(precis_protection *p) {
     for (int i = 0; i < p->n_rules; i++) free(p->rules[i]);
     free(p->rules);
     free(p->notes);
+    free(p->user_name);
     free(p);
 }
 
@@ -25,6 +26,9 @@ int precis_protect_max_layers(const precis_protection *p) { return p ? p->max_la
 int precis_protect_num_budget(const precis_protection *p) { return p ? p->n_cond : 0; }
 const char *precis_protect_notes(const precis_protection *p) {
     return p && p->notes ? p->notes : "";
+}
+const char *precis_protect_user_name(const precis_protection *p) {
+    return p && p->user_name ? p->user_name : "user";
 }
 double precis_protect_seconds(const precis_protection *p) { return p ? p->seconds : 0; }
 int precis_protect_pick(const precis_protection *p, int which) {

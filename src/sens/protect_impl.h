@@ -36,6 +36,7 @@ struct precis_protection {
     char **rules; /* the chosen set's rules, "SEL:TYPE" */
     int n_rules;
     const char *protect_to;
+    char *user_name; /* the user metric's name; NULL: none */
 };
 
 #endif

@@ -199,6 +199,24 @@ def main():
                   abs(j2["budget"][0]["threshold"] - 0.9999) < 1e-6, j2["budget"])
             check("user metric chooses the two layers", sorted(j2["chosen"]["layers"]) == SENSITIVE,
                   j2["chosen"])
+        # lower is better: 1 - the worst cosine, an absolute bound, a name for the report
+        with open(f"{d}/dist.py", "w") as f:
+            f.write(open(script).read().replace("print(min(cs))", "print(1 - min(cs))"))
+        rc, so, se = run(*base, "--metric-cmd", f"{sys.executable} {d}/dist.py {{dir}} {{ref}}",
+                         "--metric-goal", "min", "--max-metric", "0.0001", "--metric-name",
+                         "1-cos", "--max-protected", "2", "--protect-report", f"{d}/rep3",
+                         "-o", f"{d}/m3.plan")
+        check("--metric-goal min runs", rc == 0, se)
+        if rc == 0:
+            j3 = json.load(open(f"{d}/rep3/protect.json"))
+            check("min goal: the two layers", sorted(j3["chosen"]["layers"]) == SENSITIVE and
+                  j3["budget"][0]["kind"] == "max" and j3["budget"][0]["name"] == "1-cos", j3["budget"])
+            try:
+                ET.parse(f"{d}/rep3/protect.svg")
+                check("svg with a <= budget parses", True)
+            except ET.ParseError as e:
+                check("svg with a <= budget parses", False, str(e))
+            check("md names the metric", "| 1-cos |" in open(f"{d}/rep3/protect.md").read())
         bad = f"{d}/bad.py"
         with open(bad, "w") as f:
             f.write("import sys\nsys.stderr.write('no truth file\\n')\nsys.exit(3)\n")

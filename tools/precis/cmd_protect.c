@@ -20,7 +20,8 @@ void usage_protect(FILE *f) {
             "usage: precis build MODEL.onnx --precision int8 --calib-data D --eval-data E\n"
             "                    --protect auto (--min-cosine Y | --min-top1 P | --min-sqnr DB |\n"
             "                    --max-drop X | --metric-cmd CMD)... [--metric-goal max|min]\n"
-            "                    [--min-metric V | --max-metric V] [--metric-output NAME]\n"
+            "                    [--min-metric V | --max-metric V] [--metric-name NAME]\n"
+            "                    [--metric-output NAME]\n"
             "                    [--max-protected N|P%%] [--protect-to fp32|bf16|fp16]\n"
             "                    [--protect-report OUT/] [--allow-exceed] [--eval-batches N]\n"
             "                    [--latency-runs N] [--progress] [build options] -o OUT.plan\n\n"
@@ -38,7 +39,7 @@ void usage_protect(FILE *f) {
             "index, BATCH six digits), the fp32 engine's into {ref} the same way, runs the\n"
             "command (sh -c) and reads one number from the last line of its stdout; the fp32\n"
             "engine is scored first (with {dir} = {ref}). --metric-goal: whether higher\n"
-            "(max, default) or lower (min) is better.\n\n"
+            "(max, default) or lower (min) is better; --metric-name labels it in the report.\n\n"
             "Writes OUT.plan.rules.json (the chosen set as a --rules file: edit it and pass it\n"
             "back to precis build --rules) and with --protect-report OUT/: protect.json\n"
             "(every verified set with its metrics and latency, the baselines, the command),\n"
@@ -161,7 +162,7 @@ static int parse_share(const char *s, double *v) {
 }
 
 typedef struct prot_args {
-    const char *eval, *report, *metric_cmd, *output, *protect_to;
+    const char *eval, *report, *metric_cmd, *output, *protect_to, *metric_name;
     int eval_batches, max_count, allow_exceed, progress, runs, goal_min;
     double max_frac;
     precis_budget budget[8];
@@ -183,6 +184,7 @@ static int prot_opt(prot_args *p, int argc, char **argv, int *i) {
                        : !strcmp(o, "--metric-cmd")     ? &p->metric_cmd
                        : !strcmp(o, "--metric-output")  ? &p->output
                        : !strcmp(o, "--protect-to")     ? &p->protect_to
+                       : !strcmp(o, "--metric-name")    ? &p->metric_name
                                                         : NULL;
     if (!strcmp(o, "--allow-exceed")) return p->allow_exceed = 1, 1;
     if (!strcmp(o, "--progress")) return p->progress = 1, 1;
@@ -332,7 +334,7 @@ int cmd_build_protect(int argc, char **argv) {
         mkdir(em.dir, 0777);
         mkdir(em.ref, 0777);
         em.cmd = pa.metric_cmd;
-        um.name = pa.metric_cmd;
+        um.name = pa.metric_name ? pa.metric_name : "metric";
     }
     precis_build_options o = engine_build_opts(&a);
     o.progress = pa.progress;

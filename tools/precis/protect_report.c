@@ -18,6 +18,10 @@ double protect_value(const precis_budget *b, const precis_protect_candidate *c) 
     return c->user;
 }
 
+const char *protect_label(const precis_protection *p, const precis_budget *b) {
+    return strcmp(b->metric, "user") ? b->metric : precis_protect_user_name(p);
+}
+
 int protect_chosen_size(const precis_protection *p) {
     precis_protect_candidate c;
     if (precis_protect_candidate_get(p, precis_protect_pick(p, PRECIS_PROTECT_CHOSEN), &c)) return 0;
@@ -32,7 +36,7 @@ void protect_budget_text(const precis_protection *p, const precis_protect_candid
         precis_budget b;
         precis_protect_budget(p, i, &b, NULL);
         n += (size_t)snprintf(buf + n, cap - n, "%s%s %.6g (want %s %.6g)", i ? ", " : "",
-                              b.metric, protect_value(&b, c),
+                              protect_label(p, &b), protect_value(&b, c),
                               b.kind == PRECIS_BUDGET_MIN ? ">=" : "<=", b.threshold);
     }
 }
@@ -98,8 +102,9 @@ static int write_json(const precis_protection *p, const char *model, const char 
         precis_budget b;
         double fp32;
         precis_protect_budget(p, i, &b, &fp32);
-        fprintf(f, "%s{\"metric\": \"%s\", \"kind\": \"%s\", \"threshold\": ", i ? ", " : "",
-                b.metric, b.kind == PRECIS_BUDGET_MIN ? "min" : "max");
+        fprintf(f, "%s{\"metric\": \"%s\", \"name\": ", i ? ", " : "", b.metric);
+        json_fstr(f, protect_label(p, &b));
+        fprintf(f, ", \"kind\": \"%s\", \"threshold\": ", b.kind == PRECIS_BUDGET_MIN ? "min" : "max");
         num(f, b.threshold);
         fputs(", \"fp32\": ", f);
         num(f, fp32);
@@ -156,7 +161,7 @@ static int write_md(const precis_protection *p, const char *model, const char *c
         precis_budget b;
         precis_protect_budget(p, i, &b, NULL);
         bl += (size_t)snprintf(budget + bl, sizeof budget - bl, "%s%s %s %.6g", i ? ", " : "",
-                               b.metric, b.kind == PRECIS_BUDGET_MIN ? ">=" : "<=", b.threshold);
+                               protect_label(p, &b), b.kind == PRECIS_BUDGET_MIN ? ">=" : "<=", b.threshold);
     }
     fprintf(f, "# Automatic protection: %s\n\nBudget: %s; at most %d of %d layers protected. "
                "%s. %d sets verified in %.0f s (the sensitivity analysis included).\n\n"
@@ -168,7 +173,7 @@ static int write_md(const precis_protection *p, const char *model, const char *c
     for (int i = 0; i < nb; i++) {
         precis_budget b;
         precis_protect_budget(p, i, &b, NULL);
-        fprintf(f, "%s | ", b.metric);
+        fprintf(f, "%s | ", protect_label(p, &b));
     }
     fputs("latency ms | vs all-int8 |\n|---|---|---:|", f);
     for (int i = 0; i < nb + 2; i++) fputs("---:|", f);
@@ -215,7 +220,7 @@ static int write_md(const precis_protection *p, const char *model, const char *c
     for (int i = 0; i < nb; i++) {
         precis_budget b;
         precis_protect_budget(p, i, &b, NULL);
-        fprintf(f, " %s |", b.metric);
+        fprintf(f, " %s |", protect_label(p, &b));
     }
     fputs(" latency ms | cost model ms |\n|---:|---|---|---:|---|", f);
     for (int i = 0; i < nb + 2; i++) fputs("---:|", f);

@@ -23,6 +23,9 @@ void protect_budget_text(const precis_protection *p, const precis_protect_candid
 
 int protect_chosen_size(const precis_protection *p);
 
+/* The name to show for budget condition b (the user metric's name for "user"). */
+const char *protect_label(const precis_protection *p, const precis_budget *b);
+
 /* The value of budget condition b in candidate c. */
 double protect_value(const precis_budget *b, const precis_protect_candidate *c);
 

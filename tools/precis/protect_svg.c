@@ -92,7 +92,7 @@ int protect_svg_write(const precis_protection *p, const char *model, const char 
     xml_text(f, base, 50);
     fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" fill=\"#444\">%s (%s is better) against "
                "latency (median, first eval batch) for every verified set</text>\n",
-            L, b.metric, higher ? "higher" : "lower");
+            L, protect_label(p, &b), higher ? "higher" : "lower");
     /* axes and ticks */
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n"
                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n",
@@ -110,14 +110,14 @@ int protect_svg_write(const precis_protection *p, const char *model, const char 
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">latency ms</text>\n"
                "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">",
             (L + W - R) / 2, H - 18, (T + H - B) / 2, (T + H - B) / 2);
-    xml_text(f, b.metric, 40);
+    xml_text(f, protect_label(p, &b), 40);
     fputs("</text>\n", f);
     /* the budget */
     fprintf(f, "<line class=\"budget\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
                "stroke=\"#d62728\" stroke-dasharray=\"6 4\"/><text x=\"%d\" y=\"%.1f\" "
                "fill=\"#d62728\">budget %s %.6g</text>\n",
             L, py(b.threshold), W - R, py(b.threshold), W - R + 6, py(b.threshold) + 4,
-            higher ? ">=" : "<=", b.threshold);
+            higher ? "&gt;=" : "&lt;=", b.threshold);
     /* the Pareto front: sets no other set beats on both axes */
     qsort(v, (size_t)n, sizeof *v, cmp_pt);
     fputs("<polyline class=\"pareto\" fill=\"none\" stroke=\"#999\" points=\"", f);
@@ -152,7 +152,9 @@ int protect_svg_write(const precis_protection *p, const char *model, const char 
             xml_text(f, l.name, 60);
             if (k == c.num_layers - 1 || k == 15) fputs(c.num_layers > 16 ? ", ...)" : ")", f);
         }
-        fprintf(f, "\n%s %.6g, %.3f ms</title>", b.metric, v[i].y, v[i].x);
+        fputs("\n", f);
+        xml_text(f, protect_label(p, &b), 40);
+        fprintf(f, " %.6g, %.3f ms</title>", v[i].y, v[i].x);
         if (role < 0) marker(f, px(v[i].x), py(v[i].y), "circle", c.meets ? "#9ecae1" : "#ddd", 4);
         fputs("</g>\n", f);
     }
