@@ -443,8 +443,8 @@ double precis_sens_seconds(const precis_sens *s);
  * then drops the chosen layers not needed (costliest first) and tries
  * swapping a costly one for a cheaper one. Each layer's latency cost comes
  * from a per-step profile of the all-int8 and the protect_to build (the step
- * time saved by int8); the cheapest set meeting the budget within the layer
- * budget is chosen. Every verified set is recorded with its metrics and
+ * time int8 saves, 0 where it saves none); the cheapest set meeting the
+ * budget within the layer budget is chosen (fewer layers break ties). Every verified set is recorded with its metrics and
  * measured latency (median of latency_runs runs of the first eval batch).
  * Baselines run in the same call: protection by op type (the first and the
  * last layer; Softmax and LayerNorm already stay float in precis int8) and a

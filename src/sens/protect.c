@@ -325,7 +325,9 @@ static precis_status cost_model(prot_run *r, precis_engine *e8) {
         precis_sens_layer l;
         precis_sens_layer_get(r->p->sens, i, &l);
         int a = step_of(e8, l.name), b = step_of(eh, l.name);
-        r->cost[i] = a >= 0 && b >= 0 ? 1e3 * (th[b] - t8[a]) : 0;
+        /* a layer whose int8 step is no faster costs nothing (and protecting
+         * it buys nothing either: fewer layers win ties) */
+        r->cost[i] = a >= 0 && b >= 0 ? fmax(0, 1e3 * (th[b] - t8[a])) : 0;
     }
     if (!st && !r->cost) st = pr_errf(&r->ctx->err, PRECIS_ERR_OOM, "out of memory");
     free(t8), free(th);
