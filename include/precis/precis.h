@@ -441,7 +441,9 @@ double precis_sens_seconds(const precis_sens *s);
  * order verifying each set end to end (when the next ranked layer does not
  * help, the marginal gain of the next few is measured and the best taken),
  * then drops the chosen layers not needed (costliest first) and tries
- * swapping a costly one for a cheaper one. Each layer's latency cost comes
+ * swapping a costly one for a cheaper one. When that misses the budget, it
+ * starts again from the two edge layers of the contiguous block the
+ * bisection baseline found (each one needed by that block). Each layer's latency cost comes
  * from a per-step profile of the all-int8 and the protect_to build (the step
  * time int8 saves, 0 where it saves none); the cheapest set meeting the
  * budget within the layer budget is chosen (fewer layers break ties). Every verified set is recorded with its metrics and

@@ -557,6 +557,7 @@ static precis_status search(prot_run *r) {
     int limit = po->allow_exceed ? p->n : p->max_layers;
     pr_prot_search s = {p->n, rank, r->cost, limit, 4};
     int met;
+    memset(in, 0, (size_t)p->n);
     if ((st = pr_prot_greedy(&s, &orc, in, &met))) goto done;
     /* baselines: by op type (first and last layer), contiguous block */
     memset(in, 0, (size_t)p->n);
@@ -571,6 +572,13 @@ static precis_status search(prot_run *r) {
     memset(in + lo, 1, (size_t)(hi - lo));
     if ((st = verify(r, in, "block", &v))) goto done;
     p->pick[PRECIS_PROTECT_BLOCK] = find_cand(p, in);
+    if (!met && bmet && hi > lo) {
+        /* the ranking missed: the bisection's edge layers were each needed by
+         * the block: grow from them */
+        memset(in, 0, (size_t)p->n);
+        in[lo] = in[hi - 1] = 1;
+        if ((st = pr_prot_greedy(&s, &orc, in, &met))) goto done;
+    }
     int ch = choose(p, limit);
     p->pick[PRECIS_PROTECT_CHOSEN] = ch;
     p->met = ch >= 0 && p->c[ch].v.score >= 0;

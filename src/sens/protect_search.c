@@ -108,9 +108,8 @@ precis_status pr_prot_greedy(const pr_prot_search *s, const pr_prot_oracle *o,
                              unsigned char *chosen, int *met) {
     int *order = malloc((size_t)(s->n ? s->n : 1) * sizeof *order);
     if (!order) return PRECIS_ERR_OOM;
-    memset(chosen, 0, (size_t)s->n);
     pr_prot_verdict vc;
-    precis_status st = verify(o, chosen, "all-int8", &vc);
+    precis_status st = verify(o, chosen, count(chosen, s->n) ? "seed" : "all-int8", &vc);
     if (!st) st = grow(s, o, chosen, &vc);
     *met = !st && vc.score >= 0;
     if (!st && *met) st = prune(s, o, chosen, order);

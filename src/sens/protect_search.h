@@ -37,7 +37,8 @@ int pr_prot_better(const pr_prot_verdict *a, const pr_prot_verdict *b);
  * layer budget, then, when the budget
  * is met, dropping the layers not needed (costliest first) and swapping a
  * costly layer for a cheaper unchosen one where the budget still holds.
- * chosen[n] receives the final set; *met whether it meets the budget. */
+ * chosen[n]: the set to start from (all zero: all-int8), then the final
+ * set; *met whether it meets the budget. */
 precis_status pr_prot_greedy(const pr_prot_search *s, const pr_prot_oracle *o,
                              unsigned char *chosen, int *met);
 

@@ -40,7 +40,7 @@ static void test_greedy_ranked(void) {
     pr_prot_oracle o = {&f, verify};
     int rank[N] = {2, 5, 0, 1, 3, 4, 6, 7};
     pr_prot_search s = {N, rank, NULL, 2, 4};
-    unsigned char ch[N];
+    unsigned char ch[N] = {0};
     int met = 0;
     CHECK(pr_prot_greedy(&s, &o, ch, &met) == PRECIS_OK);
     CHECK(met && ch[2] && ch[5] && count(ch) == 2);
@@ -54,7 +54,7 @@ static void test_misleading_rank(void) {
     /* the ranking puts two useless layers first; the probe measures the next ones */
     int rank[N] = {0, 2, 1, 5, 3, 4, 6, 7};
     pr_prot_search s = {N, rank, NULL, 3, 4};
-    unsigned char ch[N];
+    unsigned char ch[N] = {0};
     int met = 0;
     CHECK(pr_prot_greedy(&s, &o, ch, &met) == PRECIS_OK);
     CHECK(met && ch[2] && ch[5] && count(ch) == 2);
@@ -66,12 +66,13 @@ static void test_prune_and_budget(void) {
     /* nothing but 2 and 5 helps much; useless layers may come along, prune drops them */
     int rank[N] = {0, 1, 3, 4, 6, 7, 2, 5};
     pr_prot_search s = {N, rank, NULL, N, 1};
-    unsigned char ch[N];
+    unsigned char ch[N] = {0};
     int met = 0;
     CHECK(pr_prot_greedy(&s, &o, ch, &met) == PRECIS_OK);
     CHECK(met && ch[2] && ch[5] && count(ch) == 2);
     /* a layer budget of 1 cannot meet it */
     pr_prot_search s1 = {N, rank, NULL, 1, 4};
+    memset(ch, 0, sizeof ch);
     CHECK(pr_prot_greedy(&s1, &o, ch, &met) == PRECIS_OK);
     CHECK(!met && count(ch) == 1);
 }
@@ -82,10 +83,25 @@ static void test_swap_cheaper(void) {
     int rank[N] = {2, 5, 7, 0, 1, 3, 4, 6};
     double cost[N] = {1, 1, 1, 1, 1, 5, 1, 0.5};
     pr_prot_search s = {N, rank, cost, 2, 4};
-    unsigned char ch[N];
+    unsigned char ch[N] = {0};
     int met = 0;
     CHECK(pr_prot_greedy(&s, &o, ch, &met) == PRECIS_OK);
     CHECK(met && ch[2] && ch[7] && !ch[5] && count(ch) == 2);
+}
+
+static void test_seeded(void) {
+    fake f = {0};
+    pr_prot_oracle o = {&f, verify};
+    /* a ranking that never finds 5 within the budget; seeded with the block's edges it does */
+    int rank[N] = {0, 1, 3, 4, 6, 7, 2, 5};
+    pr_prot_search s = {N, rank, NULL, 2, 1};
+    unsigned char ch[N] = {0};
+    int met = 0;
+    CHECK(pr_prot_greedy(&s, &o, ch, &met) == PRECIS_OK && !met);
+    memset(ch, 0, sizeof ch);
+    ch[2] = ch[5] = 1;
+    CHECK(pr_prot_greedy(&s, &o, ch, &met) == PRECIS_OK);
+    CHECK(met && ch[2] && ch[5] && count(ch) == 2 && !strcmp(f.last, "prune"));
 }
 
 static void test_block(void) {
@@ -102,6 +118,7 @@ int main(void) {
     test_misleading_rank();
     test_prune_and_budget();
     test_swap_cheaper();
+    test_seeded();
     test_block();
     return check_report("test_protect_search");
 }
