@@ -169,6 +169,14 @@ def main():
         else:
             check("precis run on the plans", False, e1 + e2 + e3)
 
+        # protect in bf16 (the CPU has bf16 kernels: honoured, no note)
+        rc, so, se = run(*base, "--min-cosine", "0.9999", "--max-protected", "2", "--protect-to",
+                         "bf16", "-o", f"{d}/bf.plan")
+        rb = json.load(open(f"{d}/bf.plan.rules.json"))["rules"] if rc == 0 else []
+        check("--protect-to bf16", rc == 0 and "note" not in se and
+              sorted(r["select"] for r in rb) == ["conv3", "conv6", "relu3", "relu6"] and
+              all(r["precision"] == "bf16" for r in rb), se + str(rb))
+
         # budget unreachable within the layer budget: one line, exit 9, no plan
         expect_error("budget unreachable", 9, base + ["--min-cosine", "0.9999", "--max-protected",
                                                        "1", "-o", f"{d}/no.plan"],
