@@ -449,6 +449,126 @@ int precis_sens_eval_batches(const precis_sens *s);
 int64_t precis_sens_eval_samples(const precis_sens *s);
 double precis_sens_seconds(const precis_sens *s);
 
+/* ------------------------------------------------------------- protection */
+
+/* Automatic protection: the smallest, cheapest set of layers (the layers of
+ * precis_sensitivity) to keep in higher precision in an int8 build so that
+ * the end-to-end metrics meet a budget. Runs the sensitivity analysis (one
+ * calibration cache, one set of fp32 reference outputs for everything),
+ * ranks the layers by how much keeping each one float repairs the all-int8
+ * build ("all int8 but this", local SQNR breaking ties), adds layers in rank
+ * order verifying each set end to end (when the next ranked layer does not
+ * help, the marginal gain of the next few is measured and the best taken),
+ * then drops the chosen layers not needed (costliest first) and tries
+ * swapping a costly one for a cheaper one. When that misses the budget, it
+ * starts again from the two edge layers of the contiguous block the
+ * bisection baseline found (each one needed by that block). Each layer's latency cost comes
+ * from a per-step profile of the all-int8 and the protect_to build (the step
+ * time int8 saves, 0 where it saves none); the cheapest set meeting the
+ * budget within the layer budget is chosen (fewer layers break ties). Every verified set is recorded with its metrics and
+ * measured latency (median of latency_runs runs of the first eval batch).
+ * Baselines run in the same call: protection by op type (the first and the
+ * last layer; Softmax and LayerNorm already stay float in precis int8) and a
+ * Polygraphy-style bisection for the smallest contiguous block of layers
+ * (in graph order) meeting the budget. The final latencies of all-int8,
+ * all-fp32, the chosen set and the baselines are measured interleaved. */
+typedef struct precis_protection precis_protection;
+
+/* A user metric: called with each eval batch's candidate outputs and the
+ * fp32 reference's (all model outputs, engine order; valid during the call);
+ * finish returns the score of the candidate over the eval set and starts
+ * over. The fp32 engine itself is scored first (cand == ref), for budgets
+ * relative to it. */
+typedef struct precis_user_metric {
+    precis_status (*batch)(void *user, int batch, int n_outputs,
+                           const precis_tensor *const *cand, const precis_tensor *const *ref);
+    precis_status (*finish)(void *user, double *score);
+    void *user;
+    /* the message of the last failure (NULL: a generic one) */
+    const char *(*error)(void *user);
+    int higher_better; /* 1: a higher score is better */
+    const char *name;  /* for the report ("user" when NULL) */
+} precis_user_metric;
+
+/* One condition of the budget. metric: "cosine", "top1", "sqnr" (worst over
+ * the compared outputs, precis_sens_metrics) or "user". */
+enum {
+    PRECIS_BUDGET_MIN = 0,      /* value >= threshold */
+    PRECIS_BUDGET_MAX = 1,      /* value <= threshold */
+    PRECIS_BUDGET_MAX_DROP = 2  /* at most threshold worse than the fp32 engine's own value */
+};
+typedef struct precis_budget {
+    const char *metric;
+    int kind;
+    double threshold;
+} precis_budget;
+
+typedef struct precis_protect_options {
+    const precis_budget *budget; /* every condition must hold */
+    int n_budget;
+    const precis_user_metric *user; /* needed by a "user" condition */
+    const char *output;          /* compare only this model output (NULL: all float ones) */
+    int max_protected;           /* layer budget as a count; 0: see max_fraction */
+    double max_fraction;         /* layer budget as a fraction of the layers; 0: 0.10 */
+    const char *protect_to;      /* "fp32" (NULL), "bf16" or "fp16" */
+    int allow_exceed;            /* 1: search past the layer budget when it is not enough */
+    int latency_runs;            /* runs per latency median; 0: 7 */
+    int progress;                /* > 0: progress bars on stderr */
+} precis_protect_options;
+
+/* opt, eval_data, eval_batches: as precis_sensitivity. The search finishing
+ * without meeting the budget is not an error: precis_protect_met says so. */
+precis_status precis_protect(precis_ctx *ctx, const char *onnx_path,
+                             const precis_build_options *opt, const char *eval_data,
+                             int eval_batches, const precis_protect_options *po,
+                             precis_protection **out);
+void precis_protect_destroy(precis_protection *p);
+
+/* The analysis the search ranked from (owned by p). */
+const precis_sens *precis_protect_sens(const precis_protection *p);
+
+/* A verified set of protected layers. */
+typedef struct precis_protect_candidate {
+    const char *label;        /* "all-int8", "all-fp32", "greedy", "probe", "prune", "swap",
+                               * "op-type", "block" */
+    int num_layers;
+    const int *layers;        /* indices of precis_sens layers, graph order */
+    precis_sens_metrics metrics; /* worst over the compared outputs */
+    double user;              /* the user metric's score; NAN: none */
+    double score;             /* >= 0: meets the budget; the smallest normalised margin */
+    int meets;
+    double latency_ms;        /* measured, median */
+    double cost_ms;           /* the cost model's estimate over all-int8 */
+} precis_protect_candidate;
+
+int precis_protect_num_candidates(const precis_protection *p);
+precis_status precis_protect_candidate_get(const precis_protection *p, int i,
+                                           precis_protect_candidate *out);
+/* Candidate indices: which 0 the chosen set (the best found when the budget
+ * is not met), 1 all-int8, 2 all-fp32, 3 the op-type baseline, 4 the block
+ * baseline; -1 when absent. */
+enum { PRECIS_PROTECT_CHOSEN, PRECIS_PROTECT_INT8, PRECIS_PROTECT_FP32, PRECIS_PROTECT_OPTYPE,
+       PRECIS_PROTECT_BLOCK };
+int precis_protect_pick(const precis_protection *p, int which);
+int precis_protect_met(const precis_protection *p);          /* the chosen set meets the budget */
+int precis_protect_max_layers(const precis_protection *p);   /* the layer budget as a count */
+/* Condition i with its threshold resolved against the fp32 engine (a
+ * MAX_DROP becomes MIN or MAX); the fp32 engine's own value in *fp32. */
+precis_status precis_protect_budget(const precis_protection *p, int i, precis_budget *out,
+                                    double *fp32);
+int precis_protect_num_budget(const precis_protection *p);
+/* Notes for the user, "\n"-separated ("" none): what protect_to could not
+ * honour, what the op-type baseline could not protect. */
+const char *precis_protect_notes(const precis_protection *p);
+double precis_protect_seconds(const precis_protection *p);
+/* The user metric's name ("user" when it has none or there is none). */
+const char *precis_protect_user_name(const precis_protection *p);
+/* Writes the chosen set as a rules file ({"rules": [{"select": ..,
+ * "precision": ..}]}, one rule per original node of each protected layer's
+ * step) that precis_build reads as rules_file. */
+precis_status precis_protect_write_rules(precis_ctx *ctx, const precis_protection *p,
+                                         const char *path);
+
 #ifdef __cplusplus
 }
 #endif

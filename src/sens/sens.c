@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "sens/sens_eval.h"
+#include "sens/sens_run.h"
 
 typedef struct sens_layer {
     char *name, *op;
@@ -71,7 +72,7 @@ static char *dup_s(const char *s) {
 
 /* "SEL:TYPE" selecting exactly the node `name` (a regex when the name would
  * read as a glob or a prefixed selector). */
-static char *exact_rule(const char *name, const char *type) {
+char *pr_sens_exact_rule(const char *name, const char *type) {
     bool plain = !strpbrk(name, "*?[") && strncmp(name, "re:", 3) && strncmp(name, "op:", 3);
     size_t n = strlen(name);
     char *r = malloc(2 * n + 16 + strlen(type));
@@ -115,7 +116,7 @@ static precis_status rules_make(rule_set *rs, const precis_build_options *o, con
     for (int i = 0; i < o->n_layer_precision; i++) rs->r[rs->n++] = o->layer_precision[i];
     if (all && !(rs->r[rs->n++] = dup_s(all))) return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
     for (int i = 0; i < l->n_fused; i++)
-        if (!(rs->r[rs->n++] = exact_rule(l->fused[i], type)))
+        if (!(rs->r[rs->n++] = pr_sens_exact_rule(l->fused[i], type)))
             return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
     return PRECIS_OK;
 }
@@ -273,6 +274,28 @@ done:
     return st;
 }
 
+precis_status pr_sens_check(precis_ctx *ctx, const precis_build_options *o,
+                            const char *eval_data, const char *what) {
+    if (o->precision && strcmp(o->precision, "int8"))
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
+                           "%s measures int8: precision '%s' does not apply", what, o->precision);
+    if (o->backend && strcmp(o->backend, "cpu"))
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
+                           "%s needs the cpu backend (precision rules)", what);
+    if (!eval_data)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
+                           "%s needs evaluation data (--eval-data)", what);
+    if (!o->calib_data && !o->calib_cache)
+        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
+                           "%s needs calibration data (--calib-data) or a calibration "
+                           "cache (--calib-cache)", what);
+    struct stat sb;
+    if (stat(eval_data, &sb) != 0)
+        return pr_ctx_fail(ctx, PRECIS_ERR_IO, "--eval-data '%s': no such file or folder",
+                           eval_data);
+    return PRECIS_OK;
+}
+
 precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
                                  const precis_build_options *opt, const char *eval_data,
                                  int eval_batches, precis_sens **out) {
@@ -283,35 +306,53 @@ precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
     pr_err *err = &ctx->err;
     precis_build_options def = {0};
     const precis_build_options *o = opt ? opt : &def;
-    if (o->precision && strcmp(o->precision, "int8"))
-        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
-                           "sensitivity measures int8: precision '%s' does not apply", o->precision);
-    if (o->backend && strcmp(o->backend, "cpu"))
-        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
-                           "sensitivity needs the cpu backend (precision rules)");
-    if (!eval_data)
-        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
-                           "sensitivity needs evaluation data (--eval-data)");
-    if (!o->calib_data && !o->calib_cache)
-        return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
-                           "sensitivity needs calibration data (--calib-data) or a calibration "
-                           "cache (--calib-cache)");
-    struct stat sb;
-    if (stat(eval_data, &sb) != 0)
-        return pr_ctx_fail(ctx, PRECIS_ERR_IO, "--eval-data '%s': no such file or folder",
-                           eval_data);
-    double t0 = now_s();
-    precis_sens *s = calloc(1, sizeof *s);
+    precis_status st = pr_sens_check(ctx, o, eval_data, "sensitivity");
+    if (st) return st;
     pr_sens_eval ev;
     memset(&ev, 0, sizeof ev);
-    precis_engine *e8 = NULL;
     char tmpdir[64] = "", cache_buf[128];
     const char *cache = o->calib_cache;
+    if ((st = pr_sens_eval_open(&ev, ctx, onnx_path, o, eval_data, eval_batches))) goto fail;
+    if (!cache) { /* calibrate once: a cache every candidate build reads */
+        if ((st = pr_sens_tmp_cache(tmpdir, sizeof tmpdir, cache_buf, sizeof cache_buf, err)))
+            goto fail;
+        cache = cache_buf;
+    }
+    st = pr_sens_analyse(ctx, onnx_path, o, &ev, cache, out);
+fail:
+    pr_sens_eval_close(&ev);
+    if (tmpdir[0]) {
+        unlink(cache);
+        rmdir(tmpdir);
+    }
+    return st;
+}
+
+precis_status pr_sens_tmp_cache(char *dir, size_t dir_cap, char *path, size_t path_cap,
+                                pr_err *err) {
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, dir_cap, "%s/precis-sens-XXXXXX", t && strlen(t) < 40 ? t : "/tmp");
+    if (!mkdtemp(dir)) {
+        dir[0] = 0;
+        return pr_errf(err, PRECIS_ERR_IO, "cannot create a temporary folder for the "
+                       "calibration cache (pass --calib-cache)");
+    }
+    snprintf(path, path_cap, "%s/calib.cache", dir);
+    return PRECIS_OK;
+}
+
+precis_status pr_sens_analyse(precis_ctx *ctx, const char *onnx_path,
+                              const precis_build_options *o, pr_sens_eval *evp, const char *cache,
+                              precis_sens **out) {
+    pr_err *err = &ctx->err;
+    double t0 = now_s();
+    precis_sens *s = calloc(1, sizeof *s);
+    precis_engine *e8 = NULL;
     bool bar = false;
     precis_status st;
-    if (!s) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
-    if ((st = pr_sens_eval_open(&ev, ctx, onnx_path, o, eval_data, eval_batches))) goto fail;
-    s->n_out = ev.n_cmp;
+    *out = NULL;
+    if (!s) return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+    s->n_out = evp->n_cmp;
     s->out_names = calloc((size_t)s->n_out, sizeof *s->out_names);
     s->base[0] = accs(s->n_out);
     s->base[1] = accs(s->n_out);
@@ -320,23 +361,11 @@ precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
         goto fail;
     }
     for (int k = 0; k < s->n_out; k++)
-        if (!(s->out_names[k] = dup_s(ev.ref->g->tensors[ev.ref->g->outputs[ev.cmp[k]]].name))) {
+        if (!(s->out_names[k] = dup_s(evp->ref->g->tensors[evp->ref->g->outputs[evp->cmp[k]]].name))) {
             st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
             goto fail;
         }
-    if ((st = pr_sens_eval_run(&ev, NULL, s->base[0], NULL, NULL, NULL))) goto fail;
-    if (!cache) { /* calibrate once: a cache every candidate build reads */
-        snprintf(tmpdir, sizeof tmpdir, "%s/precis-sens-XXXXXX",
-                 getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 40 ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(tmpdir)) {
-            tmpdir[0] = 0;
-            st = pr_errf(err, PRECIS_ERR_IO, "cannot create a temporary folder for the "
-                         "calibration cache (pass --calib-cache)");
-            goto fail;
-        }
-        snprintf(cache_buf, sizeof cache_buf, "%s/calib.cache", tmpdir);
-        cache = cache_buf;
-    }
+    if ((st = pr_sens_eval_run(evp, NULL, s->base[0], NULL, NULL, NULL))) goto fail;
     precis_build_options b8 = int8_opts(o, cache, NULL);
     b8.progress = o->progress;
     if ((st = pr_build_engine(ctx, onnx_path, &b8, false, &e8))) goto fail;
@@ -347,7 +376,7 @@ precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
                      "an int8 kernel): nothing to analyse", onnx_path);
         goto fail;
     }
-    if ((st = pr_sens_eval_run(&ev, e8, s->base[1], NULL, NULL, NULL))) goto fail;
+    if ((st = pr_sens_eval_run(evp, e8, s->base[1], NULL, NULL, NULL))) goto fail;
     precis_engine_destroy(e8);
     e8 = NULL;
     int total = 2 + 2 * s->n_layers, done = 2;
@@ -357,30 +386,20 @@ precis_status precis_sensitivity(precis_ctx *ctx, const char *onnx_path,
     for (int i = 0; i < s->n_layers; i++) {
         sens_layer *l = &s->L[i];
         double tl = now_s();
-        if ((st = run_only(s, l, &ev, onnx_path, o, cache))) goto fail;
+        if ((st = run_only(s, l, evp, onnx_path, o, cache))) goto fail;
         if (o->progress) progress(++done, total, t0, t_first);
-        if ((st = run_all_but(l, &ev, onnx_path, o, cache))) goto fail;
+        if ((st = run_all_but(l, evp, onnx_path, o, cache))) goto fail;
         if (o->progress) progress(++done, total, t0, t_first);
         l->seconds = now_s() - tl;
     }
-    s->batches = ev.batches;
-    s->samples = ev.samples;
-    pr_sens_eval_close(&ev);
-    if (tmpdir[0]) {
-        unlink(cache);
-        rmdir(tmpdir);
-    }
+    s->batches = evp->batches;
+    s->samples = evp->samples;
     s->seconds = now_s() - t0;
     *out = s;
     return PRECIS_OK;
 fail:
     if (bar) fputc('\n', stderr); /* the error on a line of its own */
     precis_engine_destroy(e8);
-    pr_sens_eval_close(&ev);
-    if (tmpdir[0]) {
-        unlink(cache);
-        rmdir(tmpdir);
-    }
     precis_sens_destroy(s);
     return st;
 }

@@ -91,7 +91,7 @@ static void decide(pr_sens_eval *ev, precis_tensor *const *ref) {
 }
 
 /* Inputs and reference outputs of batch b: *set has ni + no handles. */
-static precis_status batch_get(pr_sens_eval *ev, int b, precis_tensor ***set) {
+precis_status pr_sens_eval_batch(pr_sens_eval *ev, int b, precis_tensor ***set) {
     pr_err *err = &ev->ctx->err;
     if (ev->keep[b]) {
         *set = ev->keep[b];
@@ -134,7 +134,7 @@ precis_status pr_sens_eval_run(pr_sens_eval *ev, precis_engine *e, pr_sens_acc *
     bool counting = !ev->counted;
     for (int b = 0; b < ev->batches; b++) {
         precis_tensor **set = NULL;
-        if ((st = batch_get(ev, b, &set))) goto done;
+        if ((st = pr_sens_eval_batch(ev, b, &set))) goto done;
         if (counting && ev->ni)
             ev->samples += precis_tensor_rank(set[0]) >= 1 ? precis_tensor_dims(set[0])[0] : 1;
         const precis_tensor *const *in = (const precis_tensor *const *)set;
@@ -169,6 +169,10 @@ precis_status pr_sens_eval_run(pr_sens_eval *ev, precis_engine *e, pr_sens_acc *
             pr_sens_acc_add(&acc[j], precis_tensor_data_const(r), precis_tensor_data_const(x),
                             rank, precis_tensor_dims(r), ev->kl[j], ev->top1[j]);
         }
+        if (ev->hook &&
+            (st = ev->hook(ev->hook_user, b, ev->no, (const precis_tensor *const *)got,
+                           (const precis_tensor *const *)(set + ev->ni))))
+            goto done;
         free_set(out, ev->no);
     }
     ev->counted = true;

@@ -31,6 +31,11 @@ typedef struct pr_sens_eval {
     precis_tensor ***keep;
     size_t kept_bytes;
     precis_tensor *tmp[2 * PR_SENS_MAX_IO]; /* the current batch when not kept */
+    /* when set, pr_sens_eval_run also hands every batch's candidate and
+     * reference outputs (all no of them, engine order) to hook */
+    precis_status (*hook)(void *user, int batch, int n, const precis_tensor *const *cand,
+                          const precis_tensor *const *ref);
+    void *hook_user;
 } pr_sens_eval;
 
 /* Builds the fp32 reference engine from o (precision fp32, no precision
@@ -39,6 +44,10 @@ precis_status pr_sens_eval_open(pr_sens_eval *ev, precis_ctx *ctx, const char *o
                                 const precis_build_options *o, const char *eval_data,
                                 int max_batches);
 void pr_sens_eval_close(pr_sens_eval *ev);
+
+/* Inputs and reference outputs of batch b: (*set)[0..ni) the inputs, then
+ * the no reference outputs; valid until the next call. */
+precis_status pr_sens_eval_batch(pr_sens_eval *ev, int b, precis_tensor ***set);
 
 /* One tensor to compare between two engines: `capture` copies it (as plain
  * float32: int8 dequantized, NHWC reordered) during a run of the first

@@ -22,13 +22,35 @@ double now_ms(void);
 void shape_str(int rank, const int64_t *dims, const char *const *names, char *buf, size_t cap);
 void safe_name(const char *in, char *out, size_t cap);
 int mkdir_p(const char *dir);
+/* prefix and argv as one shell-quoted string, for reports */
+void command_line(const char *prefix, int argc, char **argv, char *buf, size_t cap);
 void json_str(const char *s);
 void json_fstr(FILE *f, const char *s);
 void json_value_info(const precis_value_info *vi);
 /* "fp32", "fp16", "bf16", "int8", "uint8", "int32", else precis_dtype_name; "-" for none */
 const char *dtype_short(precis_dtype t);
 
+/* The options of the engine commands (cmd_engine.c). */
+typedef struct engine_args {
+    const char *model, *precision, *backend, *shapes;
+    int threads, verbose, no_optimize;
+    /* int8 calibration */
+    const char *calib_data, *calib_preprocess, *calibrator, *calib_cache, *timing_cache;
+    double percentile;
+    int calib_batches;
+    /* precision rules */
+    const char *layer_prec[256], *layer_out[256], *rules;
+    int n_layer_prec, n_layer_out, strict;
+} engine_args;
+/* Consumes one engine option at argv[*i]; 1 if taken, 0 if not ours, -1 on
+ * a usage error (message printed). */
+int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usage)(FILE *));
+precis_build_options engine_build_opts(const engine_args *a);
+
 int cmd_build(int argc, char **argv);
+/* precis build --protect auto (cmd_protect.c) */
+int cmd_build_protect(int argc, char **argv);
+void usage_protect(FILE *f);
 int cmd_export_qdq(int argc, char **argv);
 void usage_export_qdq(FILE *f);
 int cmd_bench(int argc, char **argv);

@@ -1,5 +1,6 @@
 /* Helpers shared by the CLI's commands. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,3 +114,22 @@ const char *dtype_short(precis_dtype t) {
     default: return precis_dtype_name(t);
     }
 }
+
+/* The command line as one shell-quoted string, for the report. */
+void command_line(const char *prefix, int argc, char **argv, char *buf, size_t cap) {
+    size_t n = (size_t)snprintf(buf, cap, "%s", prefix);
+    for (int i = 0; i < argc && n < cap; i++) {
+        bool plain = argv[i][0] && strspn(argv[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
+                                                   "WXYZ0123456789-_./=:,+@%") == strlen(argv[i]);
+        if (plain) {
+            n += (size_t)snprintf(buf + n, cap - n, " %s", argv[i]);
+            continue;
+        }
+        n += (size_t)snprintf(buf + n, cap - n, " '");
+        for (const char *c = argv[i]; *c && n + 5 < cap; c++)
+            n += (size_t)(*c == '\'' ? snprintf(buf + n, cap - n, "'\\''")
+                                     : snprintf(buf + n, cap - n, "%c", *c));
+        if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "'");
+    }
+}
+

@@ -22,7 +22,10 @@ void usage_build(FILE *f) {
             "                    [--calibrator percentile|entropy|minmax|mse] [--percentile P]\n"
             "                    [--calib-cache FILE] [--calib-batches N]\n"
             "                    [--layer-precision SEL:TYPE]... [--layer-output-type SEL:TYPE]...\n"
-            "                    [--rules FILE.json] [--strict] [--timing-cache FILE]\n\n"
+            "                    [--rules FILE.json] [--strict] [--timing-cache FILE]\n"
+            "       precis build MODEL.onnx --precision int8 --calib-data D --eval-data E\n"
+            "                    --protect auto BUDGET... -o OUT.plan  (precis build --protect\n"
+            "                    --help: automatic protection)\n\n"
             "Optimizes MODEL (constant folding, BatchNorm folding, Conv/MatMul fusion with\n"
             "bias, activation and residual add, LayerNorm/GELU recognition), chooses the\n"
             "precision and layout of every tensor and a CPU kernel for every node, and\n"
@@ -77,19 +80,8 @@ int is_plan_file(const char *path) {
     return n == 8 && memcmp(m, "PRECISPL", 8) == 0;
 }
 
-typedef struct engine_args {
-    const char *model, *precision, *backend, *shapes;
-    int threads, verbose, no_optimize;
-    /* int8 calibration */
-    const char *calib_data, *calib_preprocess, *calibrator, *calib_cache, *timing_cache;
-    double percentile;
-    int calib_batches;
-    /* precision rules */
-    const char *layer_prec[256], *layer_out[256], *rules;
-    int n_layer_prec, n_layer_out, strict;
-} engine_args;
 
-static precis_build_options build_opts(const engine_args *a) {
+precis_build_options engine_build_opts(const engine_args *a) {
     precis_build_options o = {0};
     o.precision = a->precision;
     o.backend = a->backend;
@@ -116,7 +108,7 @@ static precis_build_options build_opts(const engine_args *a) {
 
 /* Consumes one engine option at argv[*i]; 1 if taken, 0 if not ours, -1 on
  * a usage error (message printed). */
-static int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usage)(FILE *)) {
+int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usage)(FILE *)) {
     const char *o = argv[*i];
     int more = *i + 1 < argc;
     const char **dst = !strcmp(o, "--precision") ? &a->precision
@@ -175,7 +167,7 @@ static precis_status open_engine(precis_ctx *ctx, const engine_args *a, precis_e
                             "fixed at build time and ignored\n", a->model);
         return precis_engine_load(ctx, a->model, a->threads, e);
     }
-    precis_build_options o = build_opts(a);
+    precis_build_options o = engine_build_opts(a);
     return precis_build(ctx, a->model, &o, e);
 }
 
@@ -223,6 +215,8 @@ static void report_requests(const precis_engine *e) {
 
 static int build_or_export(int argc, char **argv, bool qdq) {
     void (*usage)(FILE *) = qdq ? usage_export_qdq : usage_build;
+    for (int i = 0; !qdq && i < argc; i++)
+        if (!strcmp(argv[i], "--protect")) return cmd_build_protect(argc, argv);
     engine_args a = {0};
     const char *out = NULL;
     if (qdq) a.precision = "int8";
@@ -253,7 +247,7 @@ static int build_or_export(int argc, char **argv, bool qdq) {
     if (!ctx) return PRECIS_ERR_OOM;
     precis_engine *e = NULL;
     double t0 = now_ms();
-    precis_build_options bo = build_opts(&a);
+    precis_build_options bo = engine_build_opts(&a);
     if (qdq) bo.qdq_path = out;
     precis_status st = precis_build(ctx, a.model, &bo, &e);
     double t1 = now_ms();

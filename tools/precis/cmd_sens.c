@@ -47,24 +47,6 @@ static int parse_int(const char *s, int *out) {
     return 0;
 }
 
-/* The command line as one shell-quoted string, for the report. */
-static void command_line(int argc, char **argv, char *buf, size_t cap) {
-    size_t n = (size_t)snprintf(buf, cap, "precis sensitivity");
-    for (int i = 0; i < argc && n < cap; i++) {
-        bool plain = argv[i][0] && strspn(argv[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
-                                                   "WXYZ0123456789-_./=:,+@%") == strlen(argv[i]);
-        if (plain) {
-            n += (size_t)snprintf(buf + n, cap - n, " %s", argv[i]);
-            continue;
-        }
-        n += (size_t)snprintf(buf + n, cap - n, " '");
-        for (const char *c = argv[i]; *c && n + 5 < cap; c++)
-            n += (size_t)(*c == '\'' ? snprintf(buf + n, cap - n, "'\\''")
-                                     : snprintf(buf + n, cap - n, "%c", *c));
-        if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "'");
-    }
-}
-
 int cmd_sensitivity(int argc, char **argv) {
     const char *model = NULL, *eval = NULL, *report = NULL, *metric_name = "sqnr";
     const char *rules[256];
@@ -163,8 +145,8 @@ int cmd_sensitivity(int argc, char **argv) {
         return rc;
     }
     static char cmd[16384];
-    command_line(argc, argv, cmd, sizeof cmd);
-    int rc = sens_report_write(s, model, cmd, metric, report);
+    command_line("precis sensitivity", argc, argv, cmd, sizeof cmd);
+    int rc = sens_report_write(s, model, cmd, metric, report, NULL);
     precis_sens_destroy(s);
     precis_ctx_destroy(ctx);
     return rc;

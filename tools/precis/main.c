@@ -19,7 +19,8 @@ const char k_exit_codes[] =
     "  5  unsupported (op, attribute or dtype precis cannot run yet)\n"
     "  6  inconsistent shapes or types in the model\n"
     "  7  out of memory or a size over precis's limits\n"
-    "  8  internal error (a bug in precis: please report it)\n";
+    "  8  internal error (a bug in precis: please report it)\n"
+    "  9  accuracy budget not met (build --protect auto)\n";
 
 static void usage_main(FILE *f) {
     fprintf(f,

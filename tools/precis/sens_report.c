@@ -227,7 +227,7 @@ static int write_md(const precis_sens *s, const char *model, const char *command
 }
 
 int sens_report_write(const precis_sens *s, const char *model, const char *command,
-                      sens_metric metric, const char *out_dir) {
+                      sens_metric metric, const char *out_dir, const unsigned char *mark) {
     int n = precis_sens_num_layers(s);
     if (!applies(s, metric)) {
         fprintf(stderr, "precis: note: --metric %s does not apply to this model's outputs: "
@@ -250,12 +250,16 @@ int sens_report_write(const precis_sens *s, const char *model, const char *comma
     }
     if (!bad) {
         snprintf(path, sizeof path, "%s/%s", out_dir, what = "sensitivity.svg");
-        bad = sens_svg_write(s, model, metric, order, path);
+        bad = sens_svg_write(s, model, metric, order, mark, path);
     }
     if (bad) {
         fprintf(stderr, "precis: error: cannot write '%s': %s\n", path, strerror(errno));
         free(order);
         return PRECIS_ERR_IO;
+    }
+    if (mark) {
+        free(order);
+        return 0;
     }
     precis_sens_metrics b8;
     precis_sens_baseline(s, 0, &b8);

@@ -8,6 +8,7 @@
  * fit in about 1,900 px. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,7 +66,7 @@ static void bar(FILE *f, const axis *a, double from, double v, int y, const char
 }
 
 int sens_svg_write(const precis_sens *s, const char *model, sens_metric metric,
-                   const int *order, const char *path) {
+                   const int *order, const unsigned char *mark, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     int n = precis_sens_num_layers(s);
@@ -94,7 +95,7 @@ int sens_svg_write(const precis_sens *s, const char *model, sens_metric metric,
     double bm = fmax(fabs(B.lo), fabs(B.hi));
     B.lo = -(bm > 0 ? bm : 1) * 1.05; /* symmetric around zero */
     B.hi = -B.lo;
-    int w = B.x + B_W + MARGIN + 10, h = HEADER + n * ROW + AXIS + MARGIN;
+    int w = B.x + B_W + MARGIN + 10, h = HEADER + n * ROW + AXIS + MARGIN + (mark ? 18 : 0);
     const char *base_name = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
@@ -132,7 +133,14 @@ int sens_svg_write(const precis_sens *s, const char *model, sens_metric metric,
         if (r % 2)
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f2f2f2\"/>\n",
                     MARGIN, y, w - 2 * MARGIN, ROW);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%d. ", A.x - 6, y + 13, r + 1);
+        bool chosen = mark && mark[order[r]];
+        if (chosen)
+            fprintf(f, "<rect class=\"protected\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                       "fill=\"none\" stroke=\"#2ca02c\" stroke-width=\"2\"/>\n",
+                    MARGIN, y + 1, w - 2 * MARGIN, ROW - 2);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\"%s>%s%d. ", A.x - 6, y + 13,
+                chosen ? " font-weight=\"bold\" fill=\"#2ca02c\"" : "", chosen ? "[protected] " : "",
+                r + 1);
         xml_text(f, l.name, 50);
         fputs("</text>\n", f);
         double a = sens_metric_value(&l.only, metric), b = sens_metric_value(&l.all_but, metric);
@@ -152,6 +160,10 @@ int sens_svg_write(const precis_sens *s, const char *model, sens_metric metric,
                 ax_x(&A, base), HEADER - 4, ax_x(&A, base), ya);
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n", ax_x(&B, 0),
             HEADER - 4, ax_x(&B, 0), ya);
+    if (mark)
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#2ca02c\">green outline: the layers "
+                   "automatic protection keeps in higher precision</text>\n",
+                MARGIN, ya + AXIS + 8);
     fputs("</svg>\n", f);
     return fclose(f) == 0 ? 0 : -1;
 }
