@@ -1,6 +1,7 @@
-"""Helpers the CLI tests share: the precis binary (argv[1]), running it, counting checks.
+"""Helpers the CLI tests share: the precis binary (argv[1]), running it, counting checks,
+random .npy sample folders.
 
-    from clicheck import PRECIS, run, check, expect_error, finish
+    from clicheck import PRECIS, run, check, expect_error, finish, samples
 """
 import os
 import subprocess
@@ -30,6 +31,16 @@ def expect_error(name, code, args, *needles):
     ok = rc == code and len(lines) == 1 and lines[0].startswith("precis: error:")
     ok = ok and all(n in lines[0] for n in needles)
     check(name, ok, f"rc={rc} (want {code}) stderr={err!r}")
+
+
+def samples(d, n, seed, shape=(1, 4, 8, 8)):
+    """A folder d of n float32 .npy samples (normal, seeded): calibration / eval data."""
+    import numpy as np
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        np.save(f"{d}/{i:03d}.npy", rng.normal(0, 1, shape).astype(np.float32))
+    return d
 
 
 def finish(prefix=""):

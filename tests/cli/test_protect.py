@@ -27,7 +27,7 @@ import onnx
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from clicheck import PRECIS, check, expect_error, finish, run
+from clicheck import PRECIS, check, expect_error, finish, run, samples
 
 SENSITIVE = ["conv3", "conv6"]
 OUTLIER = float(os.environ.get("OUTLIER", "1000"))
@@ -61,14 +61,6 @@ def model(path):
                           [helper.make_tensor_value_info("logits", TP.FLOAT, ["N", 10])], inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
     return path
-
-
-def samples(d, n, seed, shape=(1, 4, 8, 8)):
-    os.makedirs(d, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    for i in range(n):
-        np.save(f"{d}/{i:03d}.npy", rng.normal(0, 1, shape).astype(np.float32))
-    return d
 
 
 def run_plan(plan, ev, out):

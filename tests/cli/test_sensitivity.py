@@ -26,7 +26,7 @@ import onnx
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from clicheck import check, expect_error, finish, run
+from clicheck import check, expect_error, finish, run, samples
 
 
 def init(name, a):
@@ -69,14 +69,6 @@ def no_int8_model(path):
                           [helper.make_tensor_value_info("y", TP.FLOAT, [1, 4, 8, 8])])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
     return path
-
-
-def samples(d, n, seed, shape=(1, 4, 8, 8)):
-    os.makedirs(d, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    for i in range(n):
-        np.save(f"{d}/{i:03d}.npy", rng.normal(0, 1, shape).astype(np.float32))
-    return d
 
 
 def by_name(js, name):

@@ -149,6 +149,17 @@ static void md_value(FILE *f, const precis_budget *b, const precis_protect_candi
     else fprintf(f, " %.6g |", v);
 }
 
+/* " | LABEL | LABEL ... |": a Markdown header cell per budget (the cell
+ * before ends without its bar). */
+static void md_budget_heads(FILE *f, const precis_protection *p, int nb) {
+    fputs(" |", f);
+    for (int i = 0; i < nb; i++) {
+        precis_budget b;
+        precis_protect_budget(p, i, &b, NULL);
+        fprintf(f, " %s |", protect_label(p, &b));
+    }
+}
+
 static int write_md(const precis_protection *p, const char *model, const char *command,
                     const char *path) {
     FILE *f = fopen(path, "w");
@@ -169,13 +180,9 @@ static int write_md(const precis_protection *p, const char *model, const char *c
             model, budget, precis_protect_max_layers(p), n,
             precis_protect_met(p) ? "**Met**" : "**Not met** (the best set found is shown)",
             precis_protect_num_candidates(p), precis_protect_seconds(p), command);
-    fputs("| set | layers protected | % | ", f);
-    for (int i = 0; i < nb; i++) {
-        precis_budget b;
-        precis_protect_budget(p, i, &b, NULL);
-        fprintf(f, "%s | ", protect_label(p, &b));
-    }
-    fputs("latency ms | vs all-int8 |\n|---|---|---:|", f);
+    fputs("| set | layers protected | %", f);
+    md_budget_heads(f, p, nb);
+    fputs(" latency ms | vs all-int8 |\n|---|---|---:|", f);
     for (int i = 0; i < nb + 2; i++) fputs("---:|", f);
     fputs("\n", f);
     precis_protect_candidate c8;
@@ -216,12 +223,8 @@ static int write_md(const precis_protection *p, const char *model, const char *c
     }
     fputs("\n![accuracy vs latency](protect.svg)\n\nEvery verified set (label: why it was tried; "
           "cost model: the step time the cost model charges over all-int8):\n\n| # | label | "
-          "layers | score | meets |", f);
-    for (int i = 0; i < nb; i++) {
-        precis_budget b;
-        precis_protect_budget(p, i, &b, NULL);
-        fprintf(f, " %s |", protect_label(p, &b));
-    }
+          "layers | score | meets", f);
+    md_budget_heads(f, p, nb);
     fputs(" latency ms | cost model ms |\n|---:|---|---|---:|---|", f);
     for (int i = 0; i < nb + 2; i++) fputs("---:|", f);
     fputs("\n", f);
