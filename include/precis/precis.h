@@ -224,6 +224,12 @@ typedef struct precis_build_options {
     const char *calib_preprocess; /* preprocessing spec for images (resize=256,crop=224,...) */
     const char *calibrator;       /* "percentile" (default), "entropy", "minmax", "mse" */
     double percentile;            /* for "percentile"; 0: 99.99 */
+    /* Smoothing of linear layers' inputs (SmoothQuant): an activation read
+     * by MatMuls with constant weights whose per-channel ranges spread over
+     * more than 4x their median is quantized divided by per-channel factors
+     * s = max|x|^alpha / max|w|^(1-alpha) that multiply the weights instead.
+     * smooth is alpha in (0, 1); 0: the default 0.8; negative: off. */
+    double smooth;
     /* Calibration cache: when the file exists it must match the model (and
      * the data, when calib_data is given) and its statistics are used
      * without running the data; otherwise it is written after calibrating. */

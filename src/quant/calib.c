@@ -19,9 +19,10 @@
 #define MAX_THREADS 256
 
 typedef struct entry {
-    pr_calib_tensor v; /* the view handed out; v.name / v.hist point at name / hist */
+    pr_calib_tensor v; /* the view handed out; v.name / v.hist / v.chan_amax point at ours */
     char *name;
     uint64_t *hist;
+    float *chan; /* v.n_chan values, or NULL */
 } entry;
 
 struct pr_calib_stats {
@@ -50,6 +51,7 @@ void pr_calib_destroy(pr_calib_stats *s) {
     for (int i = 0; i < s->n; i++) {
         free(s->t[i].name);
         free(s->t[i].hist);
+        free(s->t[i].chan);
     }
     free(s->t);
     free(s->slot);
@@ -135,6 +137,43 @@ precis_status pr_calib_set(pr_calib_stats *s, int i, const pr_calib_tensor *v, p
     t->v.nonfinite = v->nonfinite;
     t->v.width = v->width;
     memcpy(t->hist, v->hist, NB * sizeof *t->hist);
+    free(t->chan);
+    t->chan = NULL;
+    t->v.n_chan = 0;
+    t->v.chan_amax = NULL;
+    if (v->n_chan > 0 && v->chan_amax) {
+        if (!(t->chan = malloc((size_t)v->n_chan * sizeof *t->chan)))
+            return pr_errf(e, PRECIS_ERR_OOM, "calibration statistics: out of memory");
+        memcpy(t->chan, v->chan_amax, (size_t)v->n_chan * sizeof *t->chan);
+        t->v.n_chan = v->n_chan;
+        t->v.chan_amax = t->chan;
+    }
+    return PRECIS_OK;
+}
+
+precis_status pr_calib_add_channels(pr_calib_stats *s, int i, const float *x, int64_t n, int64_t c,
+                                    pr_err *e) {
+    if (!s || i < 0 || i >= s->n || (n && !x) || c <= 0 || n % c)
+        return pr_errf(e, PRECIS_ERR_INVALID_ARG, "pr_calib_add_channels: bad argument");
+    entry *t = &s->t[i];
+    if (t->chan && t->v.n_chan != c)
+        return pr_errf(e, PRECIS_ERR_SHAPE,
+                       "calibration: tensor '%s' had %lld channels (last axis), now %lld",
+                       t->name, (long long)t->v.n_chan, (long long)c);
+    if (!t->chan) {
+        if (!(t->chan = calloc((size_t)c, sizeof *t->chan)))
+            return pr_errf(e, PRECIS_ERR_OOM, "calibration statistics: out of memory");
+        t->v.n_chan = c;
+        t->v.chan_amax = t->chan;
+    }
+    float *m = t->chan;
+    for (int64_t r = 0; r < n / c; r++) {
+        const float *row = x + r * c;
+        for (int64_t k = 0; k < c; k++) {
+            float a = fabsf(row[k]);
+            if (a > m[k] && isfinite(a)) m[k] = a;
+        }
+    }
     return PRECIS_OK;
 }
 

@@ -45,6 +45,7 @@
  *   preprocess "<string>"
  *   tensors <N>
  *   tensor "<name>" <min> <max> <count> <nonfinite> <width> <K> <bin>:<count> ...
+ *   channels <C> <amax> ...   (optional, after its tensor line: per-channel max |x|)
  *   end
  * Strings are %-escaped ('%', '"', space and bytes outside 0x21..0x7e as
  * %XX); doubles are written with %.17g (exact round trip); the K pairs are
@@ -74,6 +75,8 @@ typedef struct pr_calib_tensor {
     uint64_t nonfinite;    /* NaN / inf values skipped */
     double width;          /* bin width of hist (0 until a non-zero |x| is seen) */
     const uint64_t *hist;  /* PR_CALIB_BINS counts of |x| (all zeros: hist[0] counts them) */
+    int64_t n_chan;        /* channels in chan_amax (the last axis); 0: none gathered */
+    const float *chan_amax; /* max finite |x| per channel of the last axis (smoothing) */
 } pr_calib_tensor;
 
 pr_calib_stats *pr_calib_create(void);
@@ -90,6 +93,12 @@ const pr_calib_tensor *pr_calib_get(const pr_calib_stats *s, int i);
 /* Accumulate n float32 values into tensor i. May use OpenMP threads;
  * results do not depend on the thread count. */
 precis_status pr_calib_add(pr_calib_stats *s, int i, const float *x, int64_t n, pr_err *e);
+
+/* Accumulate the per-channel max |x| of n float32 values seen as rows of c
+ * channels (the last axis) into tensor i; a tensor keeps one channel count
+ * (another one is PRECIS_ERR_SHAPE). Non-finite values are skipped. */
+precis_status pr_calib_add_channels(pr_calib_stats *s, int i, const float *x, int64_t n, int64_t c,
+                                    pr_err *e);
 
 typedef enum pr_calibrator {
     PR_CALIB_MINMAX = 0,
@@ -139,7 +148,8 @@ precis_status pr_calib_cache_load(const char *path, const pr_calib_key *expect,
                                   pr_calib_stats **out, pr_calib_key *key_out, pr_err *e);
 
 /* For pr_calib_cache_load: replace tensor i's statistics with v's (v->name
- * is ignored, v->hist copied). No validation: the caller checked v. */
+ * is ignored, v->hist and v->chan_amax copied). No validation: the caller
+ * checked v. */
 precis_status pr_calib_set(pr_calib_stats *s, int i, const pr_calib_tensor *v, pr_err *e);
 /* A copy of str kept with the statistics (the cache's preprocessing string),
  * valid until pr_calib_destroy; NULL on OOM. pr_calib_preprocess gives it

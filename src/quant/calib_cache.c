@@ -10,6 +10,8 @@
  *   preprocess <string>            preprocessing spec
  *   tensors <N>                    number of tensor lines that follow
  *   tensor <name> <min> <max> <count> <nonfinite> <width> <K> <bin>:<n> ... (K pairs)
+ *   channels <C> <amax> ...        optional, right after its tensor line: the
+ *                                  per-channel max |x| of the last axis (C values)
  *   ...
  *   end
  *
@@ -68,6 +70,10 @@ static void put_tensor(FILE *f, const pr_calib_tensor *v) {
             v->nonfinite, v->width, k);
     for (int b = 0; b < PR_CALIB_BINS; b++)
         if (v->hist[b]) fprintf(f, " %d:%" PRIu64, b, v->hist[b]);
+    fputc('\n', f);
+    if (v->n_chan <= 0 || !v->chan_amax) return;
+    fprintf(f, "channels %" PRId64, v->n_chan);
+    for (int64_t c = 0; c < v->n_chan; c++) fprintf(f, " %.9g", (double)v->chan_amax[c]);
     fputc('\n', f);
 }
 
@@ -325,6 +331,41 @@ static precis_status parse_tensor(rd *r, pr_calib_tensor *v, uint64_t *hist, cha
     return PRECIS_OK;
 }
 
+/* An optional 'channels' line after a tensor line: parsed into *chan (C
+ * values, malloc'ed), else r is left before the next line. */
+static precis_status parse_channels(rd *r, float **chan, int64_t *c) {
+    *chan = NULL;
+    *c = 0;
+    rd save = *r;
+    if (!next_line(r) || !field_is(r, "channels")) {
+        *r = save;
+        return PRECIS_OK;
+    }
+    const char *t;
+    size_t n;
+    uint64_t k;
+    if (!field(r, &t, &n) || !parse_u64(t, n, &k) || k == 0 || k > (1u << 24))
+        return bad(r, "bad channel count");
+    if (!(*chan = malloc(k * sizeof **chan)))
+        return pr_errf(r->e, PRECIS_ERR_OOM, "calibration cache: out of memory");
+    for (uint64_t j = 0; j < k; j++) {
+        double v;
+        if (!field(r, &t, &n) || !parse_f64(t, n, &v) || v < 0) {
+            free(*chan);
+            *chan = NULL;
+            return bad(r, "bad channel max (C non-negative numbers expected)");
+        }
+        (*chan)[j] = (float)v;
+    }
+    if (!line_done(r)) {
+        free(*chan);
+        *chan = NULL;
+        return bad(r, "more channel values than announced");
+    }
+    *c = (int64_t)k;
+    return PRECIS_OK;
+}
+
 static void hexs(char *buf, uint64_t v) { snprintf(buf, 17, "%016" PRIx64, v); }
 
 /* printf at buf + *n (cap bytes in all), "; "-separated from what is there. */
@@ -454,15 +495,21 @@ precis_status pr_calib_cache_load(const char *path, const pr_calib_key *expect,
         }
         pr_calib_tensor v = {0};
         if ((st = parse_tensor(&r, &v, hist, &name))) goto fail;
+        float *chan = NULL;
+        if ((st = parse_channels(&r, &chan, &v.n_chan))) goto fail;
+        v.chan_amax = chan;
         if (pr_calib_find(s, name) >= 0) {
+            free(chan);
             st = bad(&r, "duplicate tensor name");
             goto fail;
         }
         int k = pr_calib_tensor_index(s, name, e);
         if (k < 0 || (st = pr_calib_set(s, k, &v, e))) {
             st = k < 0 ? PRECIS_ERR_OOM : st;
+            free(chan);
             goto fail;
         }
+        free(chan);
         free(name);
         name = NULL;
     }

@@ -7,9 +7,12 @@
  *   DQ(a_q) | float a, DQ(b_q) | float b -> Add/Sub/Mul [-> activation] [-> Q]
  *        => QBinary(a_q | a, b_q | b)                 (int8 out when a Q follows)
  *   DQ(x_q) -> GlobalAveragePool / AveragePool [-> Q] => QPool(x_q)
+ *   x -> Mul(1 / s, a smoothing vector over the last axis) -> Q(scale a)
+ *        => Q(x, scales a * s per channel of the last axis)   (CPU)
  * DequantizeLinear nodes nobody reads any more are dropped. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
@@ -333,6 +336,62 @@ static precis_status unlower(pr_graph *g, int ni, pr_err *e) {
     return PRECIS_OK;
 }
 
+/* The smoothing Mul before QuantizeLinear qi (quantize.h) folded into its
+ * scale: a per-channel QuantizeLinear over the last axis. */
+static precis_status lower_smooth_q(pr_graph *g, pr_uses *u, int qi, bool *done, pr_err *e) {
+    *done = false;
+    const pr_node *q = &g->nodes[qi];
+    if (q->op != PR_OP_QuantizeLinear || !pr_attr_int(q, "precis_inserted", 0)) return PRECIS_OK;
+    int ts = pr_node_in(q, 0), mi = ts >= 0 ? pr_producer(g, ts) : -1, y = pr_node_out(q, 0);
+    float a, z = 0;
+    if (mi < 0 || y < 0 || !pr_const_scalar(g, pr_node_in(q, 1), &a) || !(a > 0.0f)) return PRECIS_OK;
+    if (pr_node_in(q, 2) >= 0 && (!pr_const_scalar(g, pr_node_in(q, 2), &z) || z != 0.0f))
+        return PRECIS_OK;
+    const pr_node *m = &g->nodes[mi];
+    if (m->op != PR_OP_Mul || !pr_attr_int(m, "precis_inserted", 0) || pr_uses_of(u, ts) != 1 ||
+        pr_is_graph_output(g, ts))
+        return PRECIS_OK;
+    int x = pr_node_in(m, 0), c = pr_node_in(m, 1);
+    const pr_tensor *X = x >= 0 ? &g->tensors[x] : NULL, *Cv = c >= 0 ? &g->tensors[c] : NULL;
+    if (!X || !pr_is_init(g, c) || Cv->dtype != PRECIS_FLOAT32 || Cv->rank != 1 || X->rank < 1 ||
+        X->dims[X->rank - 1] != Cv->dims[0] || Cv->dims[0] < 2)
+        return PRECIS_OK;
+    int64_t C = Cv->dims[0];
+    float *sc = pr_edit_alloc((size_t)C * sizeof *sc);
+    void *zp = pr_edit_alloc((size_t)C);
+    if (!sc || !zp) {
+        free(sc);
+        free(zp);
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    }
+    memset(zp, 0, (size_t)C);
+    const float *inv = Cv->data;
+    bool ok = true;
+    for (int64_t k = 0; k < C; k++) {
+        sc[k] = a / inv[k];
+        ok &= isfinite(sc[k]) && sc[k] > 0.0f;
+    }
+    if (!ok) {
+        free(sc);
+        free(zp);
+        return PRECIS_OK;
+    }
+    char nm[600];
+    snprintf(nm, sizeof nm, "%s/channel_scale", q->name);
+    pr_dtype zdt = g->tensors[y].dtype;
+    int ts_ = pr_graph_add_init(g, nm, PRECIS_FLOAT32, 1, &C, sc, e);
+    snprintf(nm, sizeof nm, "%s/channel_zero_point", g->nodes[qi].name);
+    int tz = ts_ < 0 ? (free(zp), -1) : pr_graph_add_init(g, nm, zdt, 1, &C, zp, e);
+    if (tz < 0) return e->status;
+    if (pr_node_set_input(g, u, qi, 0, x, e) || pr_node_set_input(g, u, qi, 1, ts_, e) ||
+        pr_node_set_input(g, u, qi, 2, tz, e) ||
+        pr_node_set_int(g, qi, "axis", g->tensors[x].rank - 1, e))
+        return e->status;
+    pr_node_kill(g, u, mi);
+    *done = true;
+    return PRECIS_OK;
+}
+
 precis_status pr_quantize_lower(pr_graph *g, int verbose, bool cuda, pr_err *e) {
     pr_uses u;
     precis_status st = pr_uses_build(g, &u, e);
@@ -354,6 +413,9 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, bool cuda, pr_err *e) 
             continue;
         }
         if ((st = lower_elem(g, &u, i, &done, e))) goto out;
+        n_elem += done;
+        if (done || cuda) continue; /* the CUDA quantize kernel is per tensor */
+        if ((st = lower_smooth_q(g, &u, i, &done, e))) goto out;
         n_elem += done;
     }
     /* DequantizeLinear (and QuantizeLinear) nobody reads */

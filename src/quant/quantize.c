@@ -207,8 +207,13 @@ static int scalar_init(pr_graph *g, const char *base, pr_dtype dt, float v, pr_e
 }
 
 /* Quantize activation t with scale s as dt: t -> Q -> t_q -> DQ -> t_dq,
- * every consumer of t (but the new Q) reading t_dq. */
-static precis_status quantize_tensor(pr_graph *g, int t, float s, pr_dtype dt, pr_err *e) {
+ * every consumer of t (but the new Q) reading t_dq; with float_residual a
+ * conv/matmul reading t as its residual (input 3) keeps the float values:
+ * t's producer stays a float step, so they exist anyway, and a residual
+ * stream rounded to one per-tensor int8 scale loses the small channels
+ * beside outlier ones (BERT's LayerNorm outputs). */
+static precis_status quantize_tensor(pr_graph *g, int t, float s, pr_dtype dt, bool float_residual,
+                                     pr_err *e) {
     char base[520];
     snprintf(base, sizeof base, "%s", g->tensors[t].name);
     int64_t dims[PR_MAX_RANK];
@@ -227,8 +232,9 @@ static precis_status quantize_tensor(pr_graph *g, int t, float s, pr_dtype dt, p
     for (int i = 0; i < n_nodes; i++) {
         pr_node *n = &g->nodes[i];
         if (pr_node_dead(n)) continue;
+        bool fused = n->op == PR_OP_FusedMatMul || n->op == PR_OP_FusedConv;
         for (int j = 0; j < n->n_inputs; j++)
-            if (n->inputs[j] == t) n->inputs[j] = tdq;
+            if (n->inputs[j] == t && !(float_residual && fused && j == 3)) n->inputs[j] = tdq;
     }
     snprintf(nm, sizeof nm, "%s/QuantizeLinear", base);
     if (qdq_node(g, PR_OP_QuantizeLinear, nm, t, sc, zp, tq, -1, e) < 0) return e->status;
@@ -296,6 +302,160 @@ static precis_status quantize_weight(pr_graph *g, int ni, int slot, int w, int a
     return PRECIS_OK;
 }
 
+/* ------------------------------------------------------------ smoothing */
+
+typedef struct smoothed {
+    int t;      /* the new tensor x / s */
+    float amax; /* its max |value| */
+    pr_dtype dt;
+} smoothed;
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Is node i a linear layer reading t as its A operand (int8, constant rank-2
+ * weight with K == k rows in the channel axis)? */
+static bool linear_reader(const pr_graph *g, const bool *isq, const qcompute *qc, int i, int t,
+                          int64_t k) {
+    const pr_node *n = &g->nodes[i];
+    if (!isq[i] || qc[i].elem || qc[i].a != t || qc[i].b >= 0 || qc[i].w < 0) return false;
+    if (n->op != PR_OP_MatMul && n->op != PR_OP_FusedMatMul) return false;
+    const pr_tensor *W = &g->tensors[qc[i].w];
+    int64_t kw = pr_attr_int(n, "transB", 0) ? W->dims[1] : W->dims[0];
+    return W->rank == 2 && kw == k && pr_node_in(n, 0) == t;
+}
+
+/* Smooth activation t (quantize.h): the Mul, the scaled weights, *out.
+ * 1 done, 0 (nothing changed) when t does not qualify, -1 error (e set). */
+static int smooth_tensor(pr_graph *g, const pr_quant_opts *o, int t, int nn, const bool *isq,
+                          qcompute *qc, bool float_readers_ok, pr_dtype dt, smoothed *out,
+                          pr_err *e) {
+    const pr_calib_tensor *ct = pr_calib_get(o->stats, pr_calib_find(o->stats, g->tensors[t].name));
+    int64_t C = ct ? ct->n_chan : 0;
+    if (C <= 0 || C > (1 << 20) || g->tensors[t].rank < 2 || g->tensors[t].dims[g->tensors[t].rank - 1] != C)
+        return 0;
+    int lin = 0;
+    for (int i = 0; i < nn; i++) {
+        const pr_node *n = &g->nodes[i];
+        if (pr_node_dead(n)) continue;
+        for (int j = 0; j < n->n_inputs; j++) {
+            if (n->inputs[j] != t) continue;
+            /* other readers take the float t: a float node, or a residual input */
+            bool residual = j == 3 && (n->op == PR_OP_FusedMatMul || n->op == PR_OP_FusedConv);
+            if (j == 0 && linear_reader(g, isq, qc, i, t, C)) lin++;
+            else if (!float_readers_ok || (isq[i] && !residual) || pr_quant_passthrough(g, n, NULL))
+                return 0;
+        }
+    }
+    if (!lin) return 0;
+    float *med = malloc((size_t)C * sizeof *med), *wm = calloc((size_t)C, sizeof *wm);
+    bool ok = med && wm;
+    if (ok) {
+        memcpy(med, ct->chan_amax, (size_t)C * sizeof *med);
+        qsort(med, (size_t)C, sizeof *med, cmp_float);
+        float median = med[C / 2], top = med[C - 1];
+        ok = median > 0 && top > o->smooth_spread * median;
+    }
+    for (int i = 0; ok && i < nn; i++) {
+        if (pr_node_dead(&g->nodes[i]) || !linear_reader(g, isq, qc, i, t, C)) continue;
+        const pr_tensor *W = &g->tensors[qc[i].w];
+        bool tb = pr_attr_int(&g->nodes[i], "transB", 0) != 0;
+        int64_t N = tb ? W->dims[0] : W->dims[1];
+        const float *w = W->data;
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t k = 0; k < N; k++) {
+                float a = fabsf(tb ? w[k * C + c] : w[c * N + k]);
+                if (a > wm[c]) wm[c] = a;
+            }
+    }
+    if (!ok) {
+        free(med);
+        free(wm);
+        return 0;
+    }
+    /* s into med, 1 / s into wm; amax of x / s */
+    float amax = 0;
+    for (int64_t c = 0; c < C; c++) {
+        float xm = ct->chan_amax[c], f = 1.0f;
+        if (xm > 0 && wm[c] > 0) {
+            f = powf(xm, o->smooth_alpha) / powf(wm[c], 1.0f - o->smooth_alpha);
+            if (!(f > 1e-6f && f < 1e6f)) f = 1.0f;
+        }
+        med[c] = f;
+        wm[c] = 1.0f / f;
+        if (xm / f > amax) amax = xm / f;
+    }
+    char nm[640];
+    const char *base = g->tensors[t].name;
+    int64_t cd[1] = {C};
+    int tinv = pr_graph_add_init_f32(g, join(nm, sizeof nm, base, "/smooth_inv"), 1, cd, wm, e);
+    int64_t dims[PR_MAX_RANK];
+    memcpy(dims, g->tensors[t].dims, sizeof dims);
+    int ts = tinv < 0 ? -1
+                      : pr_graph_new_tensor(g, base, "/smoothed", PRECIS_FLOAT32,
+                                            g->tensors[t].rank, dims, e);
+    snprintf(nm, sizeof nm, "%s/Smooth", base);
+    int mi = ts < 0 ? -1 : pr_node_new(g, PR_OP_Mul, Q_OPSET, nm, 2, 1, e);
+    if (mi < 0 || pr_node_set_output(g, mi, 0, ts, e) ||
+        pr_node_set_int(g, mi, "precis_inserted", 1, e)) {
+        free(med);
+        free(wm);
+        return -1;
+    }
+    g->nodes[mi].inputs[0] = t;
+    g->nodes[mi].inputs[1] = tinv;
+    int rc = 1;
+    for (int i = 0; i < nn && rc > 0; i++) {
+        if (pr_node_dead(&g->nodes[i]) || !linear_reader(g, isq, qc, i, t, C)) continue;
+        const pr_tensor *W = &g->tensors[qc[i].w];
+        bool tb = pr_attr_int(&g->nodes[i], "transB", 0) != 0;
+        int64_t wd[2] = {W->dims[0], W->dims[1]}, N = tb ? wd[0] : wd[1];
+        float *ws = malloc((size_t)(C * N) * sizeof *ws);
+        if (!ws) {
+            pr_errf(e, PRECIS_ERR_OOM, "out of memory smoothing '%s'", base);
+            rc = -1;
+            break;
+        }
+        const float *w = W->data;
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t k = 0; k < N; k++) {
+                int64_t at = tb ? k * C + c : c * N + k;
+                ws[at] = w[at] * med[c];
+            }
+        snprintf(nm, sizeof nm, "%s/smoothed", W->name);
+        int wn = pr_graph_add_init_f32(g, nm, 2, wd, ws, e);
+        free(ws);
+        if (wn < 0) {
+            rc = -1;
+            break;
+        }
+        g->nodes[i].inputs[0] = ts;
+        g->nodes[i].inputs[1] = wn;
+        qc[i].a = ts;
+        qc[i].w = wn;
+    }
+    free(med);
+    free(wm);
+    out->t = ts;
+    out->amax = amax;
+    out->dt = dt;
+    return rc;
+}
+
+/* Do t's float values exist in the int8 graph (its producer stays a float
+ * step: not an int8 node nor an int8 pass-through)? */
+static bool float_source(const pr_graph *g, const bool *isq, const unsigned char *want, int t) {
+    int p = g->tensors[t].producer, nd = 0;
+    if (p < 0) return true;
+    if (isq[p]) return false;
+    if (pr_quant_passthrough(g, &g->nodes[p], &nd))
+        for (int j = 0; j < nd && j < g->nodes[p].n_inputs; j++)
+            if (g->nodes[p].inputs[j] >= 0 && want[g->nodes[p].inputs[j]]) return false;
+    return true;
+}
+
 precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_report *rep,
                                  pr_err *e) {
     pr_quant_report r = {0};
@@ -307,6 +467,8 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     float *gmax = malloc(((size_t)nt + 1) * sizeof *gmax);
     unsigned char *gneg = calloc((size_t)nt + 1, 1);
     pr_uses u = {0};
+    smoothed *sm = NULL;
+    int n_sm = 0;
     precis_status st = PRECIS_OK;
     if (!want || !uf || !qc || !isq || !gmax || !gneg) {
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
@@ -413,6 +575,31 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
      * matmul kernels take signed weights only) */
     for (int i = 0; i < nn; i++)
         if (isq[i] && !qc[i].elem && qc[i].b >= 0) gneg[uf_find(uf, qc[i].b)] = 1;
+    /* 3b. smoothing: tensors alone in their group (no pass-through shares the scale) */
+    if (o->smooth_alpha > 0) {
+        int *members = calloc((size_t)nt + 1, sizeof *members);
+        sm = calloc((size_t)nt + 1, sizeof *sm);
+        if (!members || !sm) {
+            free(members);
+            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            goto done;
+        }
+        for (int t = 0; t < nt; t++)
+            if (want[t]) members[uf_find(uf, t)]++;
+        for (int t = 0; t < nt; t++) {
+            if (!want[t] || members[uf_find(uf, t)] != 1) continue;
+            pr_dtype dt = gneg[uf_find(uf, t)] || o->signed_only ? PRECIS_INT8 : PRECIS_UINT8;
+            int rc = smooth_tensor(g, o, t, nn, isq, qc, float_source(g, isq, want, t), dt,
+                                   &sm[n_sm], e);
+            if (rc < 0) {
+                free(members);
+                st = e->status;
+                goto done;
+            }
+            if (rc > 0) want[t] = 0, n_sm++;
+        }
+        free(members);
+    }
     for (int t = 0; t < nt; t++) {
         if (!want[t]) continue;
         int root = uf_find(uf, t);
@@ -442,11 +629,24 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         if (o->verbose > 1)
             fprintf(stderr, "precis: int8: tensor '%s' %s scale %g (amax %g)\n",
                     g->tensors[t].name, pr_dtype_name(dt), (double)s, (double)amax);
-        if ((st = quantize_tensor(g, t, s, dt, e))) goto done;
+        /* an int8 producer's (or int8 pass-through's) float output vanishes */
+        if ((st = quantize_tensor(g, t, s, dt, float_source(g, isq, want, t), e))) goto done;
         r.tensors++;
+    }
+    for (int k = 0; k < n_sm; k++) {
+        pr_dtype dt = sm[k].dt;
+        float s = sm[k].amax > 0.0f && isfinite(sm[k].amax)
+                      ? sm[k].amax / (dt == PRECIS_INT8 ? 127.0f : 255.0f) : 1.0f;
+        if (o->verbose > 1)
+            fprintf(stderr, "precis: int8: tensor '%s' %s scale %g (amax %g, smoothed)\n",
+                    g->tensors[sm[k].t].name, pr_dtype_name(dt), (double)s, (double)sm[k].amax);
+        if ((st = quantize_tensor(g, sm[k].t, s, dt, false, e))) goto done;
+        r.tensors++;
+        r.smoothed++;
     }
     st = pr_graph_compact(g, e);
 done:
+    free(sm);
     free(want);
     free(uf);
     free(qc);

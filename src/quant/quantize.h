@@ -52,7 +52,22 @@ typedef struct pr_quant_opts {
     /* every activation int8 (scale amax / 127), none uint8: the CUDA backend's
      * IMMA GEMMs take signed operands only */
     bool signed_only;
+    /* SmoothQuant-style smoothing of linear-layer inputs (0: off): an
+     * activation x read only by MatMuls with constant rank-2 weights (and by
+     * float consumers), whose per-channel max |x| (calibration) spreads over
+     * more than smooth_spread times its median, is quantized as x / s with
+     * s[c] = max|x_c|^alpha / max|W_c.|^(1 - alpha) (W_c. the weights' row c,
+     * over every such consumer), the weights as s[c] * W_c.: the product is
+     * unchanged, the outlier channels' range moves into the weights. The
+     * scale of x / s is its max (from the per-channel maxima). In the QDQ
+     * graph: x -> Mul(1 / s) -> Q -> DQ -> MatMul(DQ(W'_q)). */
+    float smooth_alpha, smooth_spread;
 } pr_quant_opts;
+
+/* Defaults (precis build): alpha 0.8, spread 4 (MiniLM's FFN and QKV inputs
+ * spread 4.4-25, its attention-output inputs 2.3-4.8: NOTES.md). */
+#define PR_SMOOTH_ALPHA 0.8f
+#define PR_SMOOTH_SPREAD 4.0f
 
 /* Summary of what was quantized. */
 typedef struct pr_quant_report {
@@ -61,6 +76,7 @@ typedef struct pr_quant_report {
     int float_nodes;        /* compute nodes left in float (and why, with verbose); Attention
                              * always is one */
     int tensors;            /* activation tensors quantized */
+    int smoothed;           /* of which smoothed (per-channel factors moved into weights) */
     int weights;            /* weight initializers quantized */
 } pr_quant_report;
 

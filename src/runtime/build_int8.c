@@ -13,6 +13,7 @@
 
 #include "io/calib_data.h"
 #include "onnx/onnx_export.h"
+#include "passes/graph_edit.h"
 #include "quant/calib.h"
 #include "quant/quantize.h"
 #include "runtime/engine.h"
@@ -49,20 +50,42 @@ typedef struct observer {
     pr_calib_stats *stats;
     const pr_graph *target; /* names of the graph being quantized */
     int *index;             /* per engine tensor: stats index, -1 skip, -2 not looked up */
+    unsigned char *chan;    /* per engine tensor: also gather per-channel max |x| */
 } observer;
+
+/* Is target tensor t the A operand of a MatMul with a constant rank-2
+ * weight (a linear layer the quantizer may smooth: quantize.h)? */
+static bool linear_input(const pr_graph *g, int t) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pr_node *n = &g->nodes[i];
+        if ((n->op != PR_OP_MatMul && n->op != PR_OP_FusedMatMul) || pr_node_in(n, 0) != t ||
+            pr_attr_int(n, "transA", 0))
+            continue;
+        int w = pr_node_in(n, 1);
+        if (pr_is_init(g, w) && g->tensors[w].rank == 2) return true;
+    }
+    return false;
+}
 
 static precis_status observe(void *user, const pr_graph *g, int t, const pr_buf *v, pr_err *e) {
     observer *ob = user;
     if (ob->index[t] == -2) {
         ob->index[t] = -1;
         const pr_tensor *x = &g->tensors[t];
-        if (!(x->flags & PR_T_INIT) && pr_graph_find_tensor(ob->target, x->name) >= 0) {
+        int tt = (x->flags & PR_T_INIT) ? -1 : pr_graph_find_tensor(ob->target, x->name);
+        if (tt >= 0) {
             ob->index[t] = pr_calib_tensor_index(ob->stats, x->name, e);
             if (ob->index[t] < 0) return e->status;
+            ob->chan[t] = linear_input(ob->target, tt);
         }
     }
     if (ob->index[t] < 0 || v->dtype != PRECIS_FLOAT32) return PRECIS_OK;
-    return pr_calib_add(ob->stats, ob->index[t], v->data, v->numel, e);
+    precis_status st = pr_calib_add(ob->stats, ob->index[t], v->data, v->numel, e);
+    /* rank 2-3 only: those are plain in every engine layout (rank 4 may be NHWC) */
+    if (!st && ob->chan[t] && (v->rank == 2 || v->rank == 3) && v->dims[v->rank - 1] > 0)
+        st = pr_calib_add_channels(ob->stats, ob->index[t], v->data, v->numel,
+                                   v->dims[v->rank - 1], e);
+    return st;
 }
 
 static double now_s(void) {
@@ -138,7 +161,7 @@ static precis_status calibrate(precis_ctx *ctx, const char *onnx_path,
     fo.rules_file = o->rules_file;
     precis_engine *fe = NULL;
     precis_context *c = NULL;
-    observer ob = {stats, g, NULL};
+    observer ob = {stats, g, NULL, NULL};
     precis_tensor *in[PRECIS_MAX_RANK * 8] = {0}, *out[256] = {0}, *acc[PRECIS_MAX_RANK * 8] = {0};
     const char *names[PRECIS_MAX_RANK * 8];
     precis_status st = pr_build_engine(ctx, onnx_path, &fo, true, &fe);
@@ -150,7 +173,8 @@ static precis_status calibrate(precis_ctx *ctx, const char *onnx_path,
     }
     for (int k = 0; k < ni; k++) names[k] = fe->g->tensors[fe->g->inputs[k]].name;
     ob.index = malloc((size_t)(fe->g->n_tensors + 1) * sizeof *ob.index);
-    if (!ob.index) {
+    ob.chan = calloc((size_t)fe->g->n_tensors + 1, 1);
+    if (!ob.index || !ob.chan) {
         st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
         goto done;
     }
@@ -202,6 +226,7 @@ done:
     precis_context_destroy(c);
     precis_engine_destroy(fe);
     free(ob.index);
+    free(ob.chan);
     return st;
 }
 
@@ -236,6 +261,9 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
         return pr_errf(err, PRECIS_ERR_INVALID_ARG,
                        "unknown calibrator '%s' (minmax, entropy, percentile or mse)",
                        o->calibrator);
+    if (!(o->smooth < 1))
+        return pr_errf(err, PRECIS_ERR_INVALID_ARG, "smoothing alpha %g is not in (0, 1)",
+                       o->smooth);
     if (cfg.percentile != 0 && !(cfg.percentile > 0 && cfg.percentile <= 100))
         return pr_errf(err, PRECIS_ERR_INVALID_ARG, "percentile %g is not in (0, 100]",
                        cfg.percentile);
@@ -323,14 +351,16 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
         if (o->calib_cache && (st = pr_calib_cache_save(stats, &key, o->calib_cache, err)))
             goto done;
     }
-    pr_quant_opts qo = {stats, cfg, o->verbose, cuda};
+    pr_quant_opts qo = {stats, cfg, o->verbose, cuda,
+                        o->smooth < 0 ? 0.0f : o->smooth > 0 ? (float)o->smooth : PR_SMOOTH_ALPHA,
+                        PR_SMOOTH_SPREAD};
     pr_quant_report rep;
     if ((st = pr_quantize_insert(g, &qo, &rep, err))) goto done;
     if (o->verbose)
         fprintf(stderr, "precis: int8 (%s): %d compute nodes int8, %d float; %d elementwise/pool "
-                "nodes int8; %d activations, %d weights quantized\n",
+                "nodes int8; %d activations (%d smoothed), %d weights quantized\n",
                 pr_calibrator_name(cfg.method), rep.compute_nodes, rep.float_nodes,
-                rep.elem_nodes, rep.tensors, rep.weights);
+                rep.elem_nodes, rep.tensors, rep.smoothed, rep.weights);
     if (o->qdq_path && (st = pr_onnx_save(g, o->qdq_path, err))) goto done;
     if (lower) st = pr_quantize_lower(g, o->verbose, cuda, err);
 done:

@@ -363,7 +363,7 @@ static void test_entropy_oracle(void) {
     for (int b = 0; b < NB; b++)
       sum += h[b];
     /* width 1, max past the last edge: (i + 0.5) is not clamped */
-    pr_calib_tensor v = {"h", -1, NB + 1, sum, 0, 1.0, h};
+    pr_calib_tensor v = {.name = "h", .min = -1, .max = NB + 1, .count = sum, .width = 1.0, .hist = h};
     CHECK(pr_calib_set(s, i, &v, &e) == PRECIS_OK);
     double a = amax_of(s, i, PR_CALIB_ENTROPY, 0, k_oracle[c].levels);
     CHECK(a == k_oracle[c].thr);
@@ -616,6 +616,53 @@ static void test_cache(void) {
   unlink(path);
 }
 
+/* Per-channel max |x| (smoothing statistics): accumulation, NaN skipped, a
+ * channel count change refused, copied by pr_calib_set, cache round trip,
+ * a malformed channels line named. */
+static void test_channels(void) {
+  pr_err e = {0};
+  pr_calib_stats *s = pr_calib_create(), *l = NULL;
+  int i = pr_calib_tensor_index(s, "x", &e), j = pr_calib_tensor_index(s, "y", &e);
+  float a[6] = {1, -5, 0.5f, -2, 3, NAN}, b[3] = {0.25f, 4, -7};
+  CHECK(pr_calib_add(s, i, a, 6, &e) == PRECIS_OK);
+  CHECK(pr_calib_add_channels(s, i, a, 6, 3, &e) == PRECIS_OK);
+  CHECK(pr_calib_add_channels(s, i, b, 3, 3, &e) == PRECIS_OK);
+  const pr_calib_tensor *v = pr_calib_get(s, i);
+  CHECK(v->n_chan == 3 && v->chan_amax[0] == 2 && v->chan_amax[1] == 5 &&
+        v->chan_amax[2] == 7);
+  CHECK(pr_calib_add_channels(s, i, b, 3, 1, &e) == PRECIS_ERR_SHAPE &&
+        strstr(e.msg, "'x' had 3 channels"));
+  CHECK(pr_calib_add_channels(s, i, b, 3, 2, &e) == PRECIS_ERR_INVALID_ARG);
+  CHECK(pr_calib_get(s, j)->n_chan == 0 && !pr_calib_get(s, j)->chan_amax);
+  char path[] = "/tmp/precis_calib_ch_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd >= 0)
+    close(fd);
+  pr_calib_key key = {1, 2, 3, 4, ""};
+  CHECK(pr_calib_cache_save(s, &key, path, &e) == PRECIS_OK);
+  CHECK(pr_calib_cache_load(path, &key, &l, NULL, &e) == PRECIS_OK);
+  if (l) {
+    const pr_calib_tensor *w = pr_calib_get(l, pr_calib_find(l, "x"));
+    CHECK(w->n_chan == 3 && w->chan_amax[0] == 2 && w->chan_amax[1] == 5 &&
+          w->chan_amax[2] == 7);
+    CHECK(pr_calib_get(l, pr_calib_find(l, "y"))->n_chan == 0);
+    pr_calib_destroy(l);
+  }
+  FILE *f = fopen(path, "r");
+  char text[8192] = {0};
+  size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  if (f)
+    fclose(f);
+  CHECK(n > 0 && strstr(text, "\nchannels 3 2 5 7\n"));
+  CHECK(bad_edit(path, text, "channels 3 2 5 7", "channels 3 2 5", 9));
+  CHECK(bad_edit(path, text, "channels 3 2 5 7", "channels 3 2 5 -7", 9));
+  CHECK(bad_edit(path, text, "channels 3 2 5 7", "channels 3 2 5 7 1", 9));
+  CHECK(bad_edit(path, text, "channels 3 2 5 7", "channels 0", 9));
+  unlink(path);
+  pr_calib_destroy(s);
+}
+
 /* ---------------------------------------------------------------- speed */
 
 static double now(void) {
@@ -665,6 +712,7 @@ int main(int argc, char **argv) {
   test_calibrators();
   test_entropy_oracle();
   test_cache();
+  test_channels();
   if (argc > 1 && !strcmp(argv[1], "--bench"))
     bench_add();
   return check_report("test_calib");

@@ -613,6 +613,40 @@ static void test_quant(void) {
         qc_in pa[2] = {in[0], q_init("s", 1, (int64_t[]){19}, PRECIS_FLOAT32, s19)};
         CHECK(!qc_supports(&q.t, 2, pa, true, &pr_cpu_impl_quantize));
         free(pa[1].data);
+        /* per channel of the last axis of a plain tensor (smoothed activations): exact vs
+         * ref, int8 and uint8, C = 37 (a 16-lane tail) and 64, 1 and 2 threads */
+        for (int c = 0; c < 4; c++) {
+            int64_t C = c % 2 ? 64 : 37;
+            pr_dtype zdt = c < 2 ? PRECIS_INT8 : PRECIS_UINT8;
+            float *sv = malloc((size_t)C * sizeof *sv);
+            uint8_t *zv = calloc((size_t)C, 1);
+            for (int64_t i = 0; i < C; i++) sv[i] = 0.003f * (float)(1 + (i * 7) % 23);
+            qnode pq;
+            qn_init(&pq, PR_OP_QuantizeLinear, "QuantizeLinear", 13, false);
+            pr_attr *ax = qn_attr(&pq, "axis", PR_ATTR_INT);
+            ax->i = c == 3 ? -1 : 2;
+            qc_in pc[3] = {q_act("x", 3, (int64_t[]){2, 5, C}, PRECIS_FLOAT32, false),
+                           q_init("s", 1, (int64_t[]){C}, PRECIS_FLOAT32, sv),
+                           q_init("zp", 1, (int64_t[]){C}, zdt, zv)};
+            fill_special(PRECIS_FLOAT32, pc[0].data, 2 * 5 * C, 0.05f);
+            char label[64];
+            snprintf(label, sizeof label, "quantize per channel C=%lld %s", (long long)C,
+                     dn(zdt));
+            CHECK(qc_supports(&pq.t, 3, pc, false, &pr_cpu_impl_quantize));
+            qc_run(&pq.t, 3, pc, 1, false, &pr_cpu_impl_quantize, 1 + c % 2, 0, true, label);
+            /* declined: another axis, a non-zero zero point, a zero scale */
+            ax->i = 1;
+            CHECK(!qc_supports(&pq.t, 3, pc, false, &pr_cpu_impl_quantize));
+            ax->i = 2;
+            ((uint8_t *)pc[2].data)[3] = 1;
+            CHECK(!qc_supports(&pq.t, 3, pc, false, &pr_cpu_impl_quantize));
+            ((uint8_t *)pc[2].data)[3] = 0;
+            ((float *)pc[1].data)[5] = 0.0f;
+            CHECK(!qc_supports(&pq.t, 3, pc, false, &pr_cpu_impl_quantize));
+            qc_free(pc, 3);
+            free(sv);
+            free(zv);
+        }
         *(float *)in[1].data = 0.0f;
         CHECK(!qc_supports(&q.t, 2, in, true, &pr_cpu_impl_quantize));
         qc_free(in, 3);

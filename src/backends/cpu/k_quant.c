@@ -6,9 +6,11 @@
  *               as the ref does, so results agree bit for bit); y int8/uint8.
  *   dequantize  y = scale * (float)q; q int8/uint8; y float32, bfloat16 or
  *               float16 (rounded to nearest even).
- * The scale is a one-element float initializer; a zero point must be absent
- * or an all-zero initializer (precis' INT8 is symmetric), else the node is
- * declined and runs on ref. Elementwise, so layout-agnostic (input and
+ * The scale is a one-element float initializer, or for QuantizeLinear a
+ * vector over the last axis of a plain tensor (axis = rank - 1: the
+ * per-channel quantization of a smoothed activation, quantize.h); a zero
+ * point must be absent or an all-zero initializer (precis' INT8 is
+ * symmetric), else the node is declined and runs on ref. Elementwise, so layout-agnostic (input and
  * output share the layout). AVX-512 when allowed, portable C otherwise
  * (PRECIS_CPU_ISA=scalar); OpenMP over chunks of QCHUNK elements. */
 #include <math.h>
@@ -25,6 +27,8 @@ typedef struct qstate {
     bool quant; /* QuantizeLinear, else DequantizeLinear */
     bool avx512;
     float scale;
+    int64_t C;     /* > 0: per-channel scales over the last axis */
+    float *scales; /* C of them */
 } qstate;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -44,11 +48,34 @@ static bool scale_of(const pr_tensor *s, float *out) {
     return true;
 }
 
-/* Zero point absent, or an all-zero initializer of a 1-byte type. */
-static bool zp_ok(const pr_tensor *z) {
+/* Zero point absent, or an all-zero initializer of a 1-byte type with n
+ * values (1: per tensor). */
+static bool zp_ok_n(const pr_tensor *z, int64_t n) {
     if (!z) return true;
-    if (!is_init(z) || !q8(z->dtype) || pr_numel(z->rank, z->dims) != 1) return false;
-    return *(const uint8_t *)z->data == 0;
+    if (!is_init(z) || !q8(z->dtype) || pr_numel(z->rank, z->dims) != n) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (((const uint8_t *)z->data)[i]) return false;
+    return true;
+}
+
+static bool zp_ok(const pr_tensor *z) { return zp_ok_n(z, 1); }
+
+/* QuantizeLinear per channel of x's last axis (plain layout): the channel
+ * count, else 0. */
+static int64_t per_channel(const pr_graph *g, const pr_node *n, const pr_tensor *x) {
+    const pr_tensor *s = pr_node_tin(g, n, 1);
+    if (n->op != PR_OP_QuantizeLinear || !x || x->rank < 1 || !is_init(s) ||
+        s->dtype != PRECIS_FLOAT32 || s->rank != 1 || pr_cpu_layout_of(x) != PR_LAYOUT_PLAIN)
+        return 0;
+    int64_t ax = pr_attr_int(n, "axis", 1), C = x->dims[x->rank - 1];
+    if (ax < 0) ax += x->rank;
+    if (ax != x->rank - 1 || C <= 1 || s->dims[0] != C || !zp_ok_n(pr_node_tin(g, n, 2), C))
+        return 0;
+    for (int64_t c = 0; c < C; c++) {
+        float v = ((const float *)s->data)[c];
+        if (!isfinite(v) || v == 0.0f) return 0;
+    }
+    return C;
 }
 
 static bool default_domain(const pr_node *n) {
@@ -61,7 +88,9 @@ static bool q_common(const pr_graph *g, const pr_node *n, const pr_tensor **x,
     *x = pr_node_tin(g, n, 0);
     *y = pr_node_tout(g, n, 0);
     if (!default_domain(n) || !*x || !*y || n->n_inputs > 3 || n->n_outputs != 1) return false;
-    if (!scale_of(pr_node_tin(g, n, 1), &s) || !zp_ok(pr_node_tin(g, n, 2))) return false;
+    if ((!scale_of(pr_node_tin(g, n, 1), &s) || !zp_ok(pr_node_tin(g, n, 2))) &&
+        !per_channel(g, n, *x))
+        return false;
     if (pr_attr_int(n, "block_size", 0) != 0) return false; /* blocked quantization */
     if ((*x)->flags & PR_T_INIT) return false;
     return pr_cpu_layout_of(*x) == pr_cpu_layout_of(*y);
@@ -97,7 +126,15 @@ static precis_status q_prepare(const pr_graph *g, const pr_node *n, const pr_cpu
     qstate *s = calloc(1, sizeof *s);
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     s->quant = quant;
-    scale_of(pr_node_tin(g, n, 1), &s->scale);
+    if (!scale_of(pr_node_tin(g, n, 1), &s->scale)) {
+        const pr_tensor *sc = pr_node_tin(g, n, 1);
+        s->C = per_channel(g, n, pr_node_tin(g, n, 0));
+        if (!(s->scales = malloc((size_t)s->C * sizeof *s->scales))) {
+            free(s);
+            return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        }
+        memcpy(s->scales, sc->data, (size_t)s->C * sizeof *s->scales);
+    }
 #ifdef PR_CPU_X86
     s->avx512 = pr_cpu_use_avx512();
 #endif
@@ -161,6 +198,18 @@ static PR_AVX512 void quant_512(const void *x, pr_dtype xdt, float scale, void *
     }
 }
 
+static PR_AVX512 void quant_row_512(const void *x, pr_dtype xdt, const float *sc, void *y, bool u8,
+                                    int64_t i0, int64_t C) {
+    const __m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
+    int8_t *q = y;
+    for (int64_t c = 0; c < C; c += 16) {
+        __mmask16 m = C - c >= 16 ? (__mmask16)0xffff : pv_tail(C - c);
+        __m512 s = _mm512_maskz_loadu_ps(m, sc + c);
+        s = _mm512_mask_blend_ps(m, _mm512_set1_ps(1.0f), s);
+        pv_q8_store_m(q, i0 + c, quant16(pv_load_m(x, i0 + c, xdt, m), s, lo, hi), m);
+    }
+}
+
 PR_VINLINE __m512 dq16(__m128i b, bool u8, __m512 sc) {
     return _mm512_mul_ps(pv_q8_to_f32(b, u8), sc);
 }
@@ -210,6 +259,28 @@ static void quant_run(const void *x, pr_dtype xdt, float sc, void *y, bool u8, i
     }
 }
 
+/* Rows of C channels, each channel with its scale. */
+static void quant_rows(const void *x, pr_dtype xdt, const float *sc, int64_t C, void *y, bool u8,
+                       int64_t n, int nt, bool v512) {
+    int64_t rows = n / C, per = QCHUNK / C > 0 ? QCHUNK / C : 1;
+    int64_t chunks = (rows + per - 1) / per;
+    nt = threads_for(n, nt);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t ch = 0; ch < chunks; ch++) {
+        int64_t r1 = (ch + 1) * per < rows ? (ch + 1) * per : rows;
+        for (int64_t r = ch * per; r < r1; r++) {
+            int64_t i0 = r * C;
+#ifdef PR_CPU_X86
+            if (v512) {
+                quant_row_512(x, xdt, sc, y, u8, i0, C);
+                continue;
+            }
+#endif
+            for (int64_t c = 0; c < C; c++) quant_scalar(x, xdt, sc[c], y, u8, i0 + c, i0 + c + 1);
+        }
+    }
+}
+
 static void dequant_run(const void *q, bool u8, float sc, void *y, pr_dtype ydt, int64_t n, int nt,
                         bool v512) {
     int64_t chunks = (n + QCHUNK - 1) / QCHUNK;
@@ -249,7 +320,13 @@ static precis_status q_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
         if (!pr_cpu_float_dt(x->dtype) || !q8(y->dtype))
             return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "types %s -> %s",
                               pr_dtype_name(x->dtype), pr_dtype_name(y->dtype));
-        if (x->numel > 0)
+        if (s->C > 0 && (x->rank < 1 || x->dims[x->rank - 1] != s->C))
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "last axis %lld, %lld channel scales",
+                              (long long)(x->rank ? x->dims[x->rank - 1] : 0), (long long)s->C);
+        if (x->numel > 0 && s->C > 0)
+            quant_rows(x->data, x->dtype, s->scales, s->C, y->data, y->dtype == PRECIS_UINT8,
+                       x->numel, nt, s->avx512);
+        else if (x->numel > 0)
             quant_run(x->data, x->dtype, s->scale, y->data, y->dtype == PRECIS_UINT8, x->numel, nt,
                       s->avx512);
     } else {
@@ -264,14 +341,20 @@ static precis_status q_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
 }
 
 static const char *quant_describe(void *state) {
-    return ((const qstate *)state)->avx512 ? "quantize.avx512" : "quantize.scalar";
+    const qstate *s = state;
+    if (s->C > 0) return s->avx512 ? "quantize.channels.avx512" : "quantize.channels.scalar";
+    return s->avx512 ? "quantize.avx512" : "quantize.scalar";
 }
 
 static const char *dequant_describe(void *state) {
     return ((const qstate *)state)->avx512 ? "dequantize.avx512" : "dequantize.scalar";
 }
 
-static void q_destroy(void *state) { free(state); }
+static void q_destroy(void *state) {
+    qstate *s = state;
+    if (s) free(s->scales);
+    free(s);
+}
 
 const pr_cpu_impl pr_cpu_impl_quantize = {
     .name = "quantize",
