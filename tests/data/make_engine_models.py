@@ -29,6 +29,10 @@
   batch_reshape.onnx  Reshape to [batch, 24] through Shape/Slice/Concat (folded
                    to a constant holding the batch when built for fixed shapes),
                    Relu; input [batch, 4, 6].
+  outlier_mlp.onnx  a transformer FFN with BERT-like outlier channels: LayerNormalization
+                   (opset 17) whose gamma is 25x on 2 of 32 channels, MatMul+Add+GELU
+                   (erf form), MatMul+Add, residual Add of the LayerNorm output
+                   (int8 smoothing, quantize.h); input [batch, seq, 32].
   batch_count.onnx  adds the batch size (Shape, Gather, Cast) to every element: a
                    value computed from the batch used as data (not splittable);
                    input [batch, 4, 6].
@@ -210,7 +214,34 @@ def batch_count():
                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6])], [i64(0, "zero")])
 
 
-for name, g, opset in [("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13),
+def outlier_mlp():
+    rng = np.random.default_rng(5)
+    inits, nodes = [], []
+
+    def c(a, n):
+        inits.append(numpy_helper.from_array(np.asarray(a, np.float32), n))
+        return n
+
+    D, H = 32, 64
+    gamma = 1 + 0.1 * rng.standard_normal(D)
+    gamma[[3, 17]] = 25.0
+    nodes.append(helper.make_node("LayerNormalization", ["x", c(gamma, "gamma"), c(0.1 * rng.standard_normal(D), "beta")],
+                                  ["ln"], name="ln", axis=-1, epsilon=1e-5))
+    nodes.append(helper.make_node("MatMul", ["ln", c(rng.standard_normal((D, H)) * 0.2, "w1")], ["mm1"], name="mm1"))
+    nodes.append(helper.make_node("Add", ["mm1", c(rng.standard_normal(H) * 0.1, "b1")], ["h1"], name="bias1"))
+    nodes.append(helper.make_node("Div", ["h1", c(np.sqrt(2.0), "sqrt2")], ["g_div"], name="gelu_div"))
+    nodes.append(helper.make_node("Erf", ["g_div"], ["g_erf"], name="gelu_erf"))
+    nodes.append(helper.make_node("Add", ["g_erf", c(1.0, "one")], ["g_add"], name="gelu_add"))
+    nodes.append(helper.make_node("Mul", ["h1", "g_add"], ["g_mul"], name="gelu_mul"))
+    nodes.append(helper.make_node("Mul", ["g_mul", c(0.5, "half")], ["gelu"], name="gelu_half"))
+    nodes.append(helper.make_node("MatMul", ["gelu", c(rng.standard_normal((H, D)) * 0.2, "w2")], ["mm2"], name="mm2"))
+    nodes.append(helper.make_node("Add", ["mm2", c(rng.standard_normal(D) * 0.1, "b2")], ["h2"], name="bias2"))
+    nodes.append(helper.make_node("Add", ["h2", "ln"], ["y"], name="residual"))
+    return helper.make_graph(nodes, "outlier_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", D])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", D])], inits)
+
+
+for name, g, opset in [("outlier_mlp", outlier_mlp(), 17), ("small_cnn", cnn(), 13), ("small_mlp", mlp(), 13), ("odd_cnn", odd_cnn(), 13),
                        ("se_cnn", se_cnn(), 13), ("batch_softmax", batch_softmax(), 13),
                        ("batch_transpose", batch_transpose(), 13), ("batch_reshape", batch_reshape(), 13),
                        ("batch_count", batch_count(), 13), ("batch_move", batch_transpose(-1, "batch_move"), 13)]:

@@ -67,7 +67,12 @@ def main():
             if r.returncode != 0:
                 print(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
                 return 1
-        feeds = {n: rng.standard_normal(d).astype(np.float32) for n, d in shapes.items()}
+        feeds = {}
+        for n, d in shapes.items():  # a calibration folder per input: its last sample
+            sub = os.path.join(calib, n)
+            files = sorted(f for f in os.listdir(sub) if f.endswith(".npy")) if os.path.isdir(sub) else []
+            feeds[n] = np.load(os.path.join(sub, files[-1])) if files else \
+                rng.standard_normal(d).astype(np.float32)
         so = ort.SessionOptions()
         so.log_severity_level = 3
         sq = ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])

@@ -15,7 +15,11 @@
  *   - se_cnn: the squeeze-excitation Mul, the residual and FPN Adds (Relu
  *     absorbed), the Sub of a constant and both average pools run as
  *     QBinary / QPool: no float elementwise or pooling step is left and the
- *     only conversion is the input's QuantizeLinear. */
+ *     only conversion is the input's QuantizeLinear;
+ *   - outlier_mlp: the LayerNorm output (2 channels 25x the rest) is
+ *     smoothed (a per-channel QuantizeLinear step), the CPU
+ *     still matches the QDQ graph (which holds the smoothing Mul), smoothing
+ *     is closer to fp32 than --smooth off, and a bad alpha is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -282,6 +286,46 @@ static void test_se(void) {
     trio_done(&t, "se_cnn");
 }
 
+static int count_kernel(const precis_engine *e, const char *kernel) {
+    int n = 0;
+    for (int i = 0; i < precis_engine_num_steps(e); i++) {
+        precis_step_info si;
+        precis_engine_step(e, i, &si);
+        if (strstr(si.kernel, kernel)) n++;
+    }
+    return n;
+}
+
+static void test_smooth(void) {
+    int64_t dims[3] = {2, 16, 32};
+    trio t;
+    trio_run(&t, "data/outlier_mlp.onnx", "x", "outlier", 3, dims, 6, 13, 1);
+    if (t.e) {
+        /* the LayerNorm output; the GELU output's channels spread less than 4x */
+        CHECK(count_kernel(t.e, "quantize.channels") == 1);
+        CHECK(count_steps(t.e, "Mul", PRECIS_UNDEFINED) == 0); /* folded into the quantize */
+    }
+    double on = cosine(t.cpu[0], t.f32[0]);
+    /* the same without smoothing: further from fp32 */
+    char calib[512];
+    snprintf(calib, sizeof calib, "%s/outlier", dir);
+    precis_build_options o = {.precision = "int8", .num_threads = 2, .calib_data = calib,
+                              .smooth = -1};
+    precis_tensor *off[1] = {0};
+    precis_engine *e = NULL;
+    CHECK(build_run(t.ctx, "data/outlier_mlp.onnx", &o, "x", t.in, off, &e) == PRECIS_OK);
+    if (e) CHECK(count_kernel(e, "quantize.channels") == 0);
+    double c_off = cosine(off[0], t.f32[0]);
+    printf("outlier_mlp: cos(int8, fp32) smoothed %.6f, --smooth off %.6f\n", on, c_off);
+    CHECK(on > c_off && 1 - on < 0.5 * (1 - c_off));
+    precis_engine_destroy(e);
+    precis_tensor_destroy(off[0]);
+    o.smooth = 1.5;
+    CHECK(precis_build(t.ctx, "data/outlier_mlp.onnx", &o, &e) == PRECIS_ERR_INVALID_ARG &&
+          strstr(precis_last_error(t.ctx), "alpha 1.5"));
+    trio_done(&t, "outlier_mlp");
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/precis_int8_XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -289,6 +333,7 @@ int main(void) {
     test_mlp();
     test_odd();
     test_se();
+    test_smooth();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -37,6 +37,7 @@ typedef struct engine_args {
     /* int8 calibration */
     const char *calib_data, *calib_preprocess, *calibrator, *calib_cache, *timing_cache;
     double percentile;
+    double smooth; /* --smooth: alpha, -1 off, 0 default */
     int calib_batches;
     /* precision rules */
     const char *layer_prec[256], *layer_out[256], *rules;

@@ -20,7 +20,7 @@ void usage_build(FILE *f) {
             "                    [--verbose]\n"
             "                    [--calib-data DIR|LIST] [--calib-preprocess SPEC]\n"
             "                    [--calibrator percentile|entropy|minmax|mse] [--percentile P]\n"
-            "                    [--calib-cache FILE] [--calib-batches N]\n"
+            "                    [--calib-cache FILE] [--calib-batches N] [--smooth off|ALPHA]\n"
             "                    [--layer-precision SEL:TYPE]... [--layer-output-type SEL:TYPE]...\n"
             "                    [--rules FILE.json] [--strict] [--timing-cache FILE]\n"
             "       precis build MODEL.onnx --precision int8 --calib-data D --eval-data E\n"
@@ -41,7 +41,11 @@ void usage_build(FILE *f) {
             "--calib-preprocess 'resize=256,crop=224,mean=0.485:0.456:0.406,std=...'.\n"
             "--calib-cache keeps the statistics: an existing cache that matches the model\n"
             "(and data) is used without running the data; another calibrator re-derives\n"
-            "the scales from it in seconds.\n\n"
+            "the scales from it in seconds. Inputs of MatMuls with constant weights whose\n"
+            "per-channel ranges spread over 4x their median (transformers' LayerNorm and\n"
+            "GELU outputs) are smoothed: per-channel factors max|x|^a / max|w|^(1-a) move\n"
+            "the outlier channels' range into the weights (SmoothQuant; --smooth ALPHA sets\n"
+            "a, default 0.8; --smooth off).\n\n"
             "Per-layer precision: --layer-precision SEL:TYPE sets the type nodes compute in,\n"
             "--layer-output-type SEL:TYPE the type their outputs are stored and passed on\n"
             "in (TYPE fp32, fp16, bf16, or int8 in int8 builds). SEL is an exact node name,\n"
@@ -95,6 +99,7 @@ precis_build_options engine_build_opts(const engine_args *a) {
     o.calib_cache = a->calib_cache;
     o.timing_cache = a->timing_cache;
     o.percentile = a->percentile;
+    o.smooth = a->smooth;
     o.calib_batches = a->calib_batches;
     o.progress = isatty(2);
     o.layer_precision = a->layer_prec;
@@ -145,6 +150,16 @@ int engine_opt(engine_args *a, int argc, char **argv, int *i, void (*usage)(FILE
         else a->calib_batches = v > 1e9 ? 1000000000 : (int)v;
         return 1;
     }
+    if (!strcmp(o, "--smooth")) {
+        if (!more) return usage_error(usage, "%s needs 'off' or an alpha in (0, 1)", o), -1;
+        char *end;
+        const char *v = argv[++*i];
+        double al = strcmp(v, "off") ? strtod(v, &end) : -1;
+        if (strcmp(v, "off") && (*end || !(al > 0 && al < 1)))
+            return usage_error(usage, "bad --smooth value '%s' (off or an alpha in (0, 1))", v), -1;
+        a->smooth = al;
+        return 1;
+    }
     if (!strcmp(o, "--layer-precision") || !strcmp(o, "--layer-output-type")) {
         bool lp = o[8] == 'p';
         if (!more) return usage_error(usage, "%s needs SELECTOR:TYPE", o), -1;
@@ -176,7 +191,7 @@ void usage_export_qdq(FILE *f) {
             "usage: precis export-qdq MODEL.onnx -o OUT.onnx --calib-data DIR|LIST\n"
             "                    [--calib-preprocess SPEC] [--calibrator C] [--percentile P]\n"
             "                    [--calib-cache FILE] [--calib-batches N] [--shapes SPEC]\n"
-            "                    [--threads N] [--verbose]\n\n"
+            "                    [--smooth off|ALPHA] [--threads N] [--verbose]\n\n"
             "Calibrates MODEL exactly as `precis build --precision int8` does and writes the\n"
             "result as standard QDQ ONNX (QuantizeLinear/DequantizeLinear around the int8\n"
             "nodes, int8 weights per output channel) that ONNX Runtime and other runtimes\n"
