@@ -247,6 +247,20 @@ static int missing_stats(const pr_graph *g, const pr_calib_stats *s, const char 
     return n;
 }
 
+/* Linear-layer inputs of g (linear_input) whose statistics lack per-channel
+ * maxima: their count, *first the first. */
+static int missing_channels(const pr_graph *g, const pr_calib_stats *s, const char **first) {
+    int n = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pr_calib_tensor *v = pr_calib_get(s, pr_calib_find(s, g->tensors[t].name));
+        if (!v || v->n_chan > 0 || g->tensors[t].rank < 2 || g->tensors[t].rank > 3 ||
+            !linear_input(g, t))
+            continue;
+        if (!n++) *first = g->tensors[t].name;
+    }
+    return n;
+}
+
 static bool file_exists(const char *p) {
     struct stat sb;
     return p && stat(p, &sb) == 0;
@@ -310,6 +324,9 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
         if (st) goto done; /* the loader's messages name the file */
         const char *miss = NULL;
         int n_miss = got.graph == key.graph ? 0 : missing_stats(g, stats, &miss);
+        /* a cache from before smoothing lacks the per-channel maxima: recalibrate when the
+         * data is here (else those tensors are quantized unsmoothed) */
+        int n_chan = !n_miss && src && o->smooth >= 0 ? missing_channels(g, stats, &miss) : 0;
         if (n_miss && !src) {
             st = pr_errf(err, PRECIS_ERR_INVALID_ARG,
                          "calibration cache '%s' was made for another optimized graph (other "
@@ -318,11 +335,15 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
                          o->calib_cache, n_miss, n_miss > 1 ? "s" : "", miss);
             goto done;
         }
-        if (n_miss) {
-            if (o->progress || o->verbose)
+        if (n_miss || n_chan) {
+            if ((o->progress || o->verbose) && n_miss)
                 fprintf(stderr, "precis: int8: calibration cache '%s' lacks %d tensor%s of this "
                         "graph (e.g. '%s'; other precision rules?): recalibrating\n",
                         o->calib_cache, n_miss, n_miss > 1 ? "s" : "", miss);
+            else if (o->progress || o->verbose)
+                fprintf(stderr, "precis: int8: calibration cache '%s' lacks per-channel "
+                        "statistics (e.g. '%s', for smoothing): recalibrating\n",
+                        o->calib_cache, miss);
             old = stats; /* its other tensors are kept: same model and data, same values */
             stats = NULL;
         } else if (o->verbose) {
