@@ -465,12 +465,12 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     qcompute *qc = calloc((size_t)nn + 1, sizeof *qc);
     bool *isq = calloc((size_t)nn + 1, sizeof *isq);
     float *gmax = malloc(((size_t)nt + 1) * sizeof *gmax);
-    unsigned char *gneg = calloc((size_t)nt + 1, 1);
+    unsigned char *gneg = calloc((size_t)nt + 1, 1), *fsrc = calloc((size_t)nt + 1, 1);
     pr_uses u = {0};
     smoothed *sm = NULL;
     int n_sm = 0;
     precis_status st = PRECIS_OK;
-    if (!want || !uf || !qc || !isq || !gmax || !gneg) {
+    if (!want || !uf || !qc || !isq || !gmax || !gneg || !fsrc) {
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         goto done;
     }
@@ -575,6 +575,8 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
      * matmul kernels take signed weights only) */
     for (int i = 0; i < nn; i++)
         if (isq[i] && !qc[i].elem && qc[i].b >= 0) gneg[uf_find(uf, qc[i].b)] = 1;
+    /* float values that survive quantization, decided before the graph changes below */
+    for (int t = 0; t < nt; t++) fsrc[t] = want[t] && float_source(g, isq, want, t);
     /* 3b. smoothing: tensors alone in their group (no pass-through shares the scale) */
     if (o->smooth_alpha > 0) {
         int *members = calloc((size_t)nt + 1, sizeof *members);
@@ -589,8 +591,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         for (int t = 0; t < nt; t++) {
             if (!want[t] || members[uf_find(uf, t)] != 1) continue;
             pr_dtype dt = gneg[uf_find(uf, t)] || o->signed_only ? PRECIS_INT8 : PRECIS_UINT8;
-            int rc = smooth_tensor(g, o, t, nn, isq, qc, float_source(g, isq, want, t), dt,
-                                   &sm[n_sm], e);
+            int rc = smooth_tensor(g, o, t, nn, isq, qc, fsrc[t], dt, &sm[n_sm], e);
             if (rc < 0) {
                 free(members);
                 st = e->status;
@@ -630,7 +631,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
             fprintf(stderr, "precis: int8: tensor '%s' %s scale %g (amax %g)\n",
                     g->tensors[t].name, pr_dtype_name(dt), (double)s, (double)amax);
         /* an int8 producer's (or int8 pass-through's) float output vanishes */
-        if ((st = quantize_tensor(g, t, s, dt, float_source(g, isq, want, t), e))) goto done;
+        if ((st = quantize_tensor(g, t, s, dt, fsrc[t], e))) goto done;
         r.tensors++;
     }
     for (int k = 0; k < n_sm; k++) {
@@ -653,6 +654,7 @@ done:
     free(isq);
     free(gmax);
     free(gneg);
+    free(fsrc);
     pr_uses_free(&u);
     if (rep) *rep = r;
     return st;
