@@ -52,6 +52,9 @@ typedef struct pr_quant_opts {
     /* every activation int8 (scale amax / 127), none uint8: the CUDA backend's
      * IMMA GEMMs take signed operands only */
     bool signed_only;
+    /* (signed_only builds) the residual Z of an int8 conv is quantized too
+     * when a compute node makes it (ResNet's downsample branch: int8 out
+     * instead of a float tensor written and read back) */
 } pr_quant_opts;
 
 /* Summary of what was quantized. */

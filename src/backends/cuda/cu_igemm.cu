@@ -45,8 +45,13 @@ __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// BM x BN output tile, WM x WN warps, ST pipeline stages.
-template <int BM, int BN, int WM, int WN, int ST>
+__device__ __noinline__ void epi_general(const pr_cu_qepi *q, int acc, int64_t m, int64_t n) {
+    int64_t yi = qepi_index(*q, m, n);
+    st_q(q->y, q->ydt, yi, qepi_one(*q, acc, n, yi), q->y_inv);
+}
+
+// BM x BN output tile, WM x WN warps, ST pipeline stages; FAST: see the epilogue.
+template <int BM, int BN, int WM, int WN, int ST, bool FAST>
 __global__ void __launch_bounds__(WM *WN * 32)
     k_igemm(const signed char *__restrict__ x, const signed char *__restrict__ w,
             pr_cu_igemm p, pr_cu_qepi q) {
@@ -63,6 +68,7 @@ __global__ void __launch_bounds__(WM *WN * 32)
     const int n0 = blockIdx.y * BN;
     const int chunk = tid & 3; // this thread's 16-byte chunk of each row it loads
     const int KT = (int)((p.K + BK - 1) / BK);
+    const int Ki = (int)p.K, Ci = (int)p.C; // K < 2^31: checked by the launcher
 
     // rows this thread gathers: image base and the top-left input tap
     int64_t abase[AP];
@@ -82,9 +88,9 @@ __global__ void __launch_bounds__(WM *WN * 32)
     }
 
     auto load = [&](int stage, int kt) {
-        int64_t kk = (int64_t)kt * BK + chunk * 16;
-        bool kok = kk < p.K;
-        int tap = (int)(kk / p.C), c = (int)(kk - (int64_t)tap * p.C);
+        int kk = kt * BK + chunk * 16;
+        bool kok = kk < Ki;
+        int tap = kk / Ci, c = kk - tap * Ci;
         int r = tap / p.kw, s = tap - r * p.kw;
 #pragma unroll
         for (int i = 0; i < AP; i++) {
@@ -147,35 +153,59 @@ __global__ void __launch_bounds__(WM *WN * 32)
     }
     cp_wait<0>();
 
-    // epilogue: c0, c1 at (row g, cols 2t, 2t+1); c2, c3 at row g + 8
+    // epilogue: c0, c1 at (row g, cols 2t, 2t+1); c2, c3 at row g + 8. FAST:
+    // int8 NHWC out, act ReLU or none, no or an int8 residual (inline, small
+    // code); else one out-of-line call an element (an inlined general
+    // epilogue per accumulator would not fit the instruction cache).
     const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
-    for (int i = 0; i < MI; i++)
+    for (int j = 0; j < NJ; j++) {
+        int n = n0 + wn * TN + j * 8 + t4 * 2;
+        if (FAST) {
+            if (n >= p.Nout) continue; // Nout even: n + 1 is in too
+            bool one = q.n_wscale == 1;
+            float s0 = q.a_scale * q.w_scale[one ? 0 : n], s1 = q.a_scale * q.w_scale[one ? 0 : n + 1];
+            float b0 = q.bias ? q.bias[n] : 0.0f, b1 = q.bias ? q.bias[n + 1] : 0.0f;
+            bool pre = q.pre.kind == ACT_RELU, post = q.post.kind == ACT_RELU;
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
-            if (m >= M) continue;
+            for (int i = 0; i < MI; i++)
 #pragma unroll
-            for (int j = 0; j < NJ; j++) {
-                int n = n0 + wn * TN + j * 8 + t4 * 2;
-                if (q.ydt == DT_I8 && !q.nchw_hw && n + 1 < p.Nout && !(q.N & 1)) {
+                for (int h = 0; h < 2; h++) {
+                    int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
+                    if (m >= M) continue;
                     int64_t yi = m * q.N + n;
+                    float r0 = (float)acc[i][j][h * 2] * s0 + b0;
+                    float r1 = (float)acc[i][j][h * 2 + 1] * s1 + b1;
+                    if (pre) {
+                        r0 = fmaxf(r0, 0.0f);
+                        r1 = fmaxf(r1, 0.0f);
+                    }
+                    if (q.z) {
+                        char2 z = *(const char2 *)((const signed char *)q.z + yi);
+                        r0 += (float)z.x * q.z_scale;
+                        r1 += (float)z.y * q.z_scale;
+                    }
+                    if (post) {
+                        r0 = fmaxf(r0, 0.0f);
+                        r1 = fmaxf(r1, 0.0f);
+                    }
                     char2 o;
-                    o.x = (signed char)sat_q(qepi_one(q, acc[i][j][h * 2], n, yi) * q.y_inv, DT_I8);
-                    o.y = (signed char)sat_q(qepi_one(q, acc[i][j][h * 2 + 1], n + 1, yi + 1) *
-                                                 q.y_inv,
-                                             DT_I8);
+                    o.x = (signed char)sat_q(r0 * q.y_inv, DT_I8);
+                    o.y = (signed char)sat_q(r1 * q.y_inv, DT_I8);
                     *(char2 *)((signed char *)q.y + yi) = o;
-                    continue;
                 }
+        } else {
 #pragma unroll
-                for (int v = 0; v < 2; v++) {
-                    if (n + v >= p.Nout) continue;
-                    int64_t yi = qepi_index(q, m, n + v);
-                    st_q(q.y, q.ydt, yi, qepi_one(q, acc[i][j][h * 2 + v], n + v, yi), q.y_inv);
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
+                    if (m >= M) continue;
+                    if (n < p.Nout) epi_general(&q, acc[i][j][h * 2], m, n);
+                    if (n + 1 < p.Nout) epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
                 }
-            }
         }
+    }
 }
 
 template <int BM, int BN, int WM, int WN, int ST>
@@ -183,8 +213,17 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
            const pr_cu_qepi *q) {
     int64_t M = p->N * p->OH * p->OW;
     dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((p->Nout + BN - 1) / BN));
-    k_igemm<BM, BN, WM, WN, ST><<<grid, WM * WN * 32, 0, s>>>((const signed char *)x,
-                                                              (const signed char *)w, *p, *q);
+    bool relu_or_none = (q->pre.kind == ACT_NONE || q->pre.kind == ACT_RELU) &&
+                        (q->post.kind == ACT_NONE || q->post.kind == ACT_RELU);
+    bool fast = q->ydt == DT_I8 && !q->nchw_hw && !(q->N & 1) && relu_or_none &&
+                (!q->z || (q->z_int && q->zdt == DT_I8)) && ((uintptr_t)q->y & 1) == 0 &&
+                ((uintptr_t)q->z & 1) == 0;
+    if (fast)
+        k_igemm<BM, BN, WM, WN, ST, true><<<grid, WM * WN * 32, 0, s>>>(
+            (const signed char *)x, (const signed char *)w, *p, *q);
+    else
+        k_igemm<BM, BN, WM, WN, ST, false><<<grid, WM * WN * 32, 0, s>>>(
+            (const signed char *)x, (const signed char *)w, *p, *q);
     return launch_result();
 }
 
@@ -195,7 +234,7 @@ extern "C" int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const 
     int64_t M = p->N * p->OH * p->OW;
     if (M <= 0 || p->Nout <= 0) return 0;
     if (p->C % 16 || p->K % 16 || ((uintptr_t)x & 15) ||
-        ((uintptr_t)w & 15) || (p->N * p->H * p->W * p->C) >> 31)
+        ((uintptr_t)w & 15) || (p->N * p->H * p->W * p->C) >> 31 || p->K >> 30)
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     switch (p->tile) {

@@ -51,6 +51,46 @@ __global__ void k_im2col_v16(const uint4 *__restrict__ x, uint4 *__restrict__ co
     }
 }
 
+// Any layout, Kp % 16 == 0: one 16-byte chunk of a col row a thread (the
+// stem: 3 channels NCHW); the row's pixel decoded once, (r, s, c) stepped.
+__global__ void k_im2col_c16(const signed char *__restrict__ x, uint4 *__restrict__ col,
+                             pr_cu_im2col p, int64_t n) {
+    const int K = p.kh * p.kw * (int)p.C, Kp16 = (int)(p.Kp / 16), C = (int)p.C;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = i / Kp16;
+        int k = (int)(i - m * Kp16) * 16;
+        int ow = (int)(m % p.OW);
+        int64_t t2 = m / p.OW;
+        int oh = (int)(t2 % p.OH);
+        int64_t b = t2 / p.OH;
+        int c = k % C, tap = k / C, s = tap % p.kw, r = tap / p.kw;
+        const signed char *xb = x + b * p.sN;
+        unsigned char v[16];
+#pragma unroll
+        for (int e = 0; e < 16; e++) {
+            signed char val = 0;
+            int h = oh * p.sh - p.ph + r * p.dh, w = ow * p.sw - p.pw + s * p.dw;
+            if (k + e < K && h >= 0 && h < p.H && w >= 0 && w < p.W)
+                val = xb[c * p.sC + h * p.sH + w * p.sW];
+            v[e] = (unsigned char)val;
+            if (++c == C) {
+                c = 0;
+                if (++s == p.kw) {
+                    s = 0;
+                    r++;
+                }
+            }
+        }
+        uint4 o;
+        o.x = v[0] | v[1] << 8 | v[2] << 16 | (unsigned)v[3] << 24;
+        o.y = v[4] | v[5] << 8 | v[6] << 16 | (unsigned)v[7] << 24;
+        o.z = v[8] | v[9] << 8 | v[10] << 16 | (unsigned)v[11] << 24;
+        o.w = v[12] | v[13] << 8 | v[14] << 16 | (unsigned)v[15] << 24;
+        col[i] = o;
+    }
+}
+
 extern "C" int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_cu_im2col *p) {
     int64_t M = p->N * p->OH * p->OW;
     if (M <= 0) return 0;
@@ -60,6 +100,9 @@ extern "C" int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_
         ((uintptr_t)col & 15) == 0) {
         int64_t n = M * (p->Kp / 16);
         k_im2col_v16<<<grid_for(n, 256), 256, 0, s>>>((const uint4 *)x, (uint4 *)col, *p, n);
+    } else if (p->Kp % 16 == 0 && ((uintptr_t)col & 15) == 0) {
+        int64_t n = M * (p->Kp / 16);
+        k_im2col_c16<<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, (uint4 *)col, *p, n);
     } else {
         int64_t n = M * p->Kp;
         k_im2col<<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, (signed char *)col, *p,
