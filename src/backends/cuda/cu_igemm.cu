@@ -52,14 +52,15 @@ __device__ __noinline__ void epi_general(const pr_cu_qepi *q, int acc, int64_t m
 
 // BM x BN output tile, WM x WN warps, ST pipeline stages; FAST: see the epilogue.
 template <int BM, int BN, int WM, int WN, int ST, bool FAST>
-__global__ void __launch_bounds__(WM *WN * 32)
+__global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
     k_igemm(const signed char *__restrict__ x, const signed char *__restrict__ w,
             pr_cu_igemm p, pr_cu_qepi q) {
     constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
     constexpr int AP = BM * 4 / T, BP = BN * 4 / T; // 16-byte chunks a thread loads per stage
     static_assert(AP >= 1 && BP >= 1 && NJ % 2 == 0, "tile shape");
-    __shared__ __align__(128) signed char sa[ST][BM * BK];
-    __shared__ __align__(128) signed char sb[ST][BN * BK];
+    __shared__ __align__(128) signed char smem[ST * (BM + BN) * BK];
+    signed char(*sa)[BM * BK] = (signed char(*)[BM * BK])smem;
+    signed char(*sb)[BN * BK] = (signed char(*)[BN * BK])(smem + ST * BM * BK);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
@@ -154,47 +155,76 @@ __global__ void __launch_bounds__(WM *WN * 32)
     cp_wait<0>();
 
     // epilogue: c0, c1 at (row g, cols 2t, 2t+1); c2, c3 at row g + 8. FAST:
-    // int8 NHWC out, act ReLU or none, no or an int8 residual (inline, small
-    // code); else one out-of-line call an element (an inlined general
-    // epilogue per accumulator would not fit the instruction cache).
+    // int8 NHWC out, act ReLU or none, no or an int8 residual, Nout % 4 == 0:
+    // act(acc * scale + bias) staged as float in shared memory, one warp row
+    // (wm) at a time, then written out 4 channels a thread (coalesced char4
+    // residual loads and stores). Else one out-of-line call an element (an
+    // inlined general epilogue per accumulator would not fit the
+    // instruction cache).
     const int g = lane >> 2, t4 = lane & 3;
+    if (FAST) {
+        constexpr int SP = BN + 8; // padded stage row (floats): conflict-free float2 writes
+        static_assert(TM * SP * 4 <= ST * (BM + BN) * BK, "stage fits");
+        float *stage = (float *)smem;
+        const bool pre = q.pre.kind == ACT_RELU, post = q.post.kind == ACT_RELU;
+        __syncthreads(); // the pipeline's buffers are free
+        for (int ph = 0; ph < WM; ph++) {
+            if (wm == ph) {
 #pragma unroll
-    for (int j = 0; j < NJ; j++) {
-        int n = n0 + wn * TN + j * 8 + t4 * 2;
-        if (FAST) {
-            if (n >= p.Nout) continue; // Nout even: n + 1 is in too
-            bool one = q.n_wscale == 1;
-            float s0 = q.a_scale * q.w_scale[one ? 0 : n], s1 = q.a_scale * q.w_scale[one ? 0 : n + 1];
-            float b0 = q.bias ? q.bias[n] : 0.0f, b1 = q.bias ? q.bias[n + 1] : 0.0f;
-            bool pre = q.pre.kind == ACT_RELU, post = q.post.kind == ACT_RELU;
+                for (int j = 0; j < NJ; j++) {
+                    int nl = wn * TN + j * 8 + t4 * 2, n = n0 + nl;
+                    bool in = n < p.Nout, one = q.n_wscale == 1;
+                    float s0 = in ? q.a_scale * q.w_scale[one ? 0 : n] : 0.0f;
+                    float s1 = in ? q.a_scale * q.w_scale[one ? 0 : n + 1] : 0.0f;
+                    float b0 = in && q.bias ? q.bias[n] : 0.0f, b1 = in && q.bias ? q.bias[n + 1] : 0.0f;
 #pragma unroll
-            for (int i = 0; i < MI; i++)
+                    for (int i = 0; i < MI; i++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
-                    if (m >= M) continue;
-                    int64_t yi = m * q.N + n;
-                    float r0 = (float)acc[i][j][h * 2] * s0 + b0;
-                    float r1 = (float)acc[i][j][h * 2 + 1] * s1 + b1;
-                    if (pre) {
-                        r0 = fmaxf(r0, 0.0f);
-                        r1 = fmaxf(r1, 0.0f);
-                    }
-                    if (q.z) {
-                        char2 z = *(const char2 *)((const signed char *)q.z + yi);
-                        r0 += (float)z.x * q.z_scale;
-                        r1 += (float)z.y * q.z_scale;
-                    }
-                    if (post) {
-                        r0 = fmaxf(r0, 0.0f);
-                        r1 = fmaxf(r1, 0.0f);
-                    }
-                    char2 o;
-                    o.x = (signed char)sat_q(r0 * q.y_inv, DT_I8);
-                    o.y = (signed char)sat_q(r1 * q.y_inv, DT_I8);
-                    *(char2 *)((signed char *)q.y + yi) = o;
+                        for (int h = 0; h < 2; h++) {
+                            float r0 = (float)acc[i][j][h * 2] * s0 + b0;
+                            float r1 = (float)acc[i][j][h * 2 + 1] * s1 + b1;
+                            if (pre) {
+                                r0 = fmaxf(r0, 0.0f);
+                                r1 = fmaxf(r1, 0.0f);
+                            }
+                            *(float2 *)&stage[(i * 16 + g + h * 8) * SP + nl] = make_float2(r0, r1);
+                        }
                 }
-        } else {
+            }
+            __syncthreads();
+            for (int idx = tid; idx < TM * (BN / 4); idx += T) {
+                int row = idx / (BN / 4), c4 = idx - row * (BN / 4);
+                int64_t m = m0 + ph * TM + row;
+                int n = n0 + c4 * 4;
+                if (m >= M || n >= p.Nout) continue;
+                float4 r = *(const float4 *)&stage[row * SP + c4 * 4];
+                int64_t yi = m * q.N + n;
+                if (q.z) {
+                    char4 z = *(const char4 *)((const signed char *)q.z + yi);
+                    r.x += (float)z.x * q.z_scale;
+                    r.y += (float)z.y * q.z_scale;
+                    r.z += (float)z.z * q.z_scale;
+                    r.w += (float)z.w * q.z_scale;
+                }
+                if (post) {
+                    r.x = fmaxf(r.x, 0.0f);
+                    r.y = fmaxf(r.y, 0.0f);
+                    r.z = fmaxf(r.z, 0.0f);
+                    r.w = fmaxf(r.w, 0.0f);
+                }
+                char4 o;
+                o.x = (signed char)sat_q(r.x * q.y_inv, DT_I8);
+                o.y = (signed char)sat_q(r.y * q.y_inv, DT_I8);
+                o.z = (signed char)sat_q(r.z * q.y_inv, DT_I8);
+                o.w = (signed char)sat_q(r.w * q.y_inv, DT_I8);
+                *(char4 *)((signed char *)q.y + yi) = o;
+            }
+            __syncthreads();
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            int n = n0 + wn * TN + j * 8 + t4 * 2;
 #pragma unroll
             for (int i = 0; i < MI; i++)
 #pragma unroll
@@ -215,9 +245,9 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((p->Nout + BN - 1) / BN));
     bool relu_or_none = (q->pre.kind == ACT_NONE || q->pre.kind == ACT_RELU) &&
                         (q->post.kind == ACT_NONE || q->post.kind == ACT_RELU);
-    bool fast = q->ydt == DT_I8 && !q->nchw_hw && !(q->N & 1) && relu_or_none &&
-                (!q->z || (q->z_int && q->zdt == DT_I8)) && ((uintptr_t)q->y & 1) == 0 &&
-                ((uintptr_t)q->z & 1) == 0;
+    bool fast = q->ydt == DT_I8 && !q->nchw_hw && q->N % 4 == 0 && relu_or_none &&
+                (!q->z || (q->z_int && q->zdt == DT_I8)) && ((uintptr_t)q->y & 3) == 0 &&
+                ((uintptr_t)q->z & 3) == 0;
     if (fast)
         k_igemm<BM, BN, WM, WN, ST, true><<<grid, WM * WN * 32, 0, s>>>(
             (const signed char *)x, (const signed char *)w, *p, *q);
