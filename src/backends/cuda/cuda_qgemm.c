@@ -9,7 +9,12 @@
  * rounded up, zero-filled). QConv: a 1x1 stride-1 unpadded conv on NHWC
  * with C % 4 == 0 reads X itself as A; every other conv (group 1) first
  * writes an im2col copy of X (int8, k = (r, s, c)) into scratch. Operands
- * must be int8 (the CUDA int8 build quantizes every activation signed). */
+ * must be int8 (the CUDA int8 build quantizes every activation signed).
+ *
+ * A QConv on NHWC with C % 16 == 0 may instead run our implicit-GEMM kernel
+ * (cu_igemm.cu: no im2col copy, requantization in its epilogue): at a
+ * shape's first run the cuBLASLt route and each of the kernel's tiles are
+ * timed and the fastest kept (and recorded in the timing cache). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
