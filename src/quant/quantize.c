@@ -528,6 +528,14 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         isq[i] = true;
         for (int k = 0; k < 2; k++)
             if (acts[k] >= 0) want[acts[k]] = 1;
+        int z = n->op == PR_OP_FusedConv ? pr_node_in(n, 3) : -1, zp; /* X, W, B, Z */
+        if (o->signed_only && z >= 0 && activation(g, z) &&
+            (zp = g->tensors[z].producer) >= 0 && g->nodes[zp].op == PR_OP_FusedConv &&
+            !keep_float(g, &g->nodes[zp]) &&
+            (g->nodes[zp].req_output == PRECIS_UNDEFINED ||
+             g->nodes[zp].req_output == PRECIS_INT8) &&
+            pr_calib_find(o->stats, g->tensors[z].name) >= 0)
+            want[z] = 1;
     }
     /* an int8 output type asked of an int8 node: its output is quantized
      * (its consumers then read int8 values whatever they compute in) */

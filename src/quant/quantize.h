@@ -50,7 +50,9 @@ typedef struct pr_quant_opts {
     pr_calib_cfg cfg;
     int verbose;
     /* every activation int8 (scale amax / 127), none uint8: the CUDA backend's
-     * IMMA GEMMs take signed operands only */
+     * IMMA GEMMs take signed operands only; and the residual Z of an int8 conv
+     * is quantized too when a compute node makes it (ResNet's downsample
+     * branch: int8 out instead of a float tensor written and read back) */
     bool signed_only;
     /* SmoothQuant-style smoothing of linear-layer inputs (0: off): an
      * activation x read only by MatMuls with constant rank-2 weights (and by

@@ -82,6 +82,7 @@ def main():
     rc, out, err = run("inspect", rplan)
     check("inspect shows the fp32 softmax", rc == 0 and "softmax" in out, out[-2000:])
     timing_cache_tests(tmp)
+    int8_dynamic_tests(tmp)
     return finish("test_cuda_cli (GPU): ")
 
 
@@ -114,6 +115,35 @@ def timing_cache_tests(tmp):
                  "was made for gpu Some Other GPU")
     expect_error("timing cache needs cuda", 2, ["build", cnn, "-o", p2, "--timing-cache", bad],
                  "--timing-cache is for the cuda backend")
+
+
+def int8_dynamic_tests(tmp):
+    """An int8 cuda plan built without --shapes (dynamic batch) runs at batch 1 and 8, and
+    agrees with ref's run of the model (int8 vs fp32: loose): the residual conv of
+    small_cnn is a QConv with an int8 Z."""
+    cnn = os.path.join(HERE, "..", "data", "small_cnn.onnx")
+    cal = os.path.join(tmp, "calib")
+    os.makedirs(cal, exist_ok=True)
+    rng = np.random.default_rng(5)
+    for i in range(8):
+        np.save(os.path.join(cal, f"{i}.npy"), rng.random((3, 16, 16)).astype(np.float32))
+    plan = os.path.join(tmp, "cnn_int8_dyn.plan")
+    rc, _, err = run("build", cnn, "-o", plan, "--device", "cuda", "--precision", "int8",
+                     "--calib-data", cal)
+    check("int8 build without --shapes", rc == 0, err[-800:])
+    for b in (1, 8):
+        x = os.path.join(tmp, f"xb{b}.npy")
+        np.save(x, rng.random((b, 3, 16, 16)).astype(np.float32))
+        oc, orf = os.path.join(tmp, f"i8dyn{b}"), os.path.join(tmp, f"i8ref{b}")
+        rc, _, err = run("run", plan, "--input", "input=" + x, "-o", oc, "-q")
+        check(f"int8 dynamic plan runs at batch {b}", rc == 0, err[-800:])
+        rc, _, err = run("run", cnn, "--input", "input=" + x, "-o", orf, "-q")
+        if rc == 0 and os.path.isdir(oc):
+            r = np.load(os.path.join(orf, "prob.npy"))
+            c = np.load(os.path.join(oc, "prob.npy"))
+            d = float(np.max(np.abs(r - c)))
+            check(f"int8 dynamic plan batch {b} near fp32", r.shape == c.shape and d < 0.1,
+                  f"max abs diff {d}")
 
 
 if __name__ == "__main__":

@@ -4,11 +4,15 @@
  * requantizing epilogue kernel (per-column scales + bias + ReLU -> int8).
  * Prints one JSON object: TOPS = 2 M N K / time. Exit 77 without a GPU.
  *
- *   bench_imma [M N K] [iterations] */
+ *   bench_imma [M N K] [iterations]
+ *   bench_imma conv [BATCH] [iterations]   (bench_iconv.c: ResNet-50's int8 convs) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/cuda/cuda_lt_int8.h"
+
+int bench_iconv(int argc, char **argv, pr_cuda_exec *x, pr_err *e);
 
 static int fail(const char *what, const char *msg) {
     fprintf(stderr, "bench_imma: %s: %s\n", what, msg);
@@ -47,12 +51,12 @@ done:
 int main(int argc, char **argv) {
     int64_t M = 8192, N = 8192, K = 8192;
     int it = 20;
-    if (argc >= 4) {
+    if (argc >= 4 && strcmp(argv[1], "conv") != 0) {
         M = atoll(argv[1]);
         N = atoll(argv[2]);
         K = atoll(argv[3]);
     }
-    if (argc >= 5) it = atoi(argv[4]);
+    if (argc >= 5 && strcmp(argv[1], "conv") != 0) it = atoi(argv[4]);
     if (it < 1) it = 1;
     pr_err e = {0};
     pr_cuda_dev *dev = NULL;
@@ -62,6 +66,12 @@ int main(int argc, char **argv) {
     }
     pr_cuda_exec x;
     if (pr_cuda_exec_init(&x, &e)) return fail("exec", e.msg);
+    if (argc >= 2 && strcmp(argv[1], "conv") == 0) {
+        int rc = bench_iconv(argc, argv, &x, &e);
+        pr_cuda_exec_fini(&x);
+        pr_cuda_dev_close(dev);
+        return rc;
+    }
     void *w = NULL, *a = NULL, *y = NULL;
     int32_t *d = NULL;
     float *sc = NULL, *bias = NULL;

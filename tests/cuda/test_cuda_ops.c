@@ -4,6 +4,9 @@
  * and our epilogue), elementwise with broadcasting, data movement, Gather,
  * Softmax, LayerNorm, reductions, pooling and Resize. Exits 77 (ctest skip)
  * without a GPU. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+
 #include "cuda_check.h"
 
 #include "backends/cuda/cuda_impls.h"
@@ -530,6 +533,64 @@ static void test_int8(void) {
                "nhwc maxpool int8");
 }
 
+/* The implicit-GEMM int8 conv (cu_igemm.cu) on NHWC int8, each tile forced
+ * through PRECIS_CUDA_IGEMM (t0..t3), then the timed choice: K not a
+ * multiple of the 64-byte stage, M and Nout not multiples of a tile,
+ * stride 2, dilation 2, 1x1, residual, float output. */
+static void test_igemm(void) {
+    printf("int8 implicit gemm\n");
+    static int8_t xb[8 * 48 * 13 * 11], wb[40 * 48 * 9], zb[8 * 40 * 13 * 11];
+    static const bool Y1[1] = {true};
+    const pr_dtype I8 = PRECIS_INT8;
+    tnode t;
+    cc_input a[5] = {{.name = "x", .rank = 4, .dims = {8, 48, 13, 11}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(xb, 8 * 48 * 13 * 11, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {40, 48, 3, 3}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, 40 * 48 * 9, -127, 127)},
+                     {.name = "ws", .rank = 1, .dims = {40}, .init = true, .lo = 1e-3f, .hi = 4e-3f},
+                     {.name = "b", .rank = 1, .dims = {40}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {8, 40, 13, 11}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(zb, 8 * 40 * 13 * 11, -128, 127)}};
+    static const char *const tiles[4] = {"t0", "t1", "t2", "t3"};
+    char label[96];
+    for (int i = 0; i < 4; i++) {
+        setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
+        qconv_node(&t, 3, 1, 1, 0.08f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "igemm %s 3x3 +residual+relu -> int8", tiles[i]);
+        cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+    }
+    setenv("PRECIS_CUDA_IGEMM", "t0", 1);
+    qconv_node(&t, 3, 2, 1, 0);
+    cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
+               "igemm t0 3x3 s2 -> float");
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
+               "igemm t0 3x3 s2 -> float nchw");
+    setenv("PRECIS_CUDA_IGEMM", "t2", 1);
+    qconv_node(&t, 3, 1, 2, 0.08f);
+    n_ints(&t, "dilations", (int64_t[]){2, 2}, 2);
+    n_str(&t, "act", "Relu");
+    cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "igemm t2 3x3 dilation 2 relu -> int8");
+    cc_input p1[4] = {a[0], a[1], a[2], a[3]};
+    p1[1].dims[2] = p1[1].dims[3] = 1;
+    setenv("PRECIS_CUDA_IGEMM", "t3", 1);
+    qconv_node(&t, 1, 2, 0, 0.05f);
+    cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "igemm t3 1x1 s2 -> int8");
+    setenv("PRECIS_CUDA_IGEMM", "1", 1);
+    qconv_node(&t, 1, 1, 0, 0);
+    cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT16, &pr_cuda_impl_qgemm, (cc_tolerance){4e-3f, 4e-3f},
+               "igemm timed 1x1 -> fp16");
+    unsetenv("PRECIS_CUDA_IGEMM");
+    qconv_node(&t, 3, 1, 1, 0.08f);
+    n_float(&t, "z_scale", 0.03f);
+    n_str(&t, "act", "Relu");
+    cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "igemm or cublasLt (timed) 3x3 relu+residual -> int8");
+}
+
 int main(void) {
     int rc = cu_setup();
     if (rc) return rc;
@@ -542,6 +603,7 @@ int main(void) {
     test_rows();
     test_spatial();
     test_int8();
+    test_igemm();
     cu_teardown();
     return check_report("test_cuda_ops");
 }

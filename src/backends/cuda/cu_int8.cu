@@ -7,21 +7,7 @@
 // even (rintf) and saturated. The GEMM sums exactly in int32 where ref sums
 // dequantized float32 products, so the float r may differ in its last bits
 // and a value on a rounding boundary may land one unit away.
-#include "backends/cuda/cu_common.cuh"
-
-__device__ __forceinline__ float sat_q(float v, int ydt) {
-    v = rintf(v);
-    float lo = ydt == DT_U8 ? 0.0f : -128.0f, hi = ydt == DT_U8 ? 255.0f : 127.0f;
-    if (v != v) return 0.0f;
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-// Store r: quantized (r * yinv) for int8/uint8 outputs, else as is.
-__device__ __forceinline__ void st_q(void *y, int ydt, int64_t i, float r, float yinv) {
-    if (ydt == DT_I8) ((signed char *)y)[i] = (signed char)sat_q(r * yinv, ydt);
-    else if (ydt == DT_U8) ((unsigned char *)y)[i] = (unsigned char)sat_q(r * yinv, ydt);
-    else stf(y, ydt, i, r);
-}
+#include "backends/cuda/cu_int8.cuh"
 
 // ------------------------------------------------------------------ im2col
 
@@ -65,6 +51,46 @@ __global__ void k_im2col_v16(const uint4 *__restrict__ x, uint4 *__restrict__ co
     }
 }
 
+// Any layout, Kp % 16 == 0: one 16-byte chunk of a col row a thread (the
+// stem: 3 channels NCHW); the row's pixel decoded once, (r, s, c) stepped.
+__global__ void k_im2col_c16(const signed char *__restrict__ x, uint4 *__restrict__ col,
+                             pr_cu_im2col p, int64_t n) {
+    const int K = p.kh * p.kw * (int)p.C, Kp16 = (int)(p.Kp / 16), C = (int)p.C;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = i / Kp16;
+        int k = (int)(i - m * Kp16) * 16;
+        int ow = (int)(m % p.OW);
+        int64_t t2 = m / p.OW;
+        int oh = (int)(t2 % p.OH);
+        int64_t b = t2 / p.OH;
+        int c = k % C, tap = k / C, s = tap % p.kw, r = tap / p.kw;
+        const signed char *xb = x + b * p.sN;
+        unsigned char v[16];
+#pragma unroll
+        for (int e = 0; e < 16; e++) {
+            signed char val = 0;
+            int h = oh * p.sh - p.ph + r * p.dh, w = ow * p.sw - p.pw + s * p.dw;
+            if (k + e < K && h >= 0 && h < p.H && w >= 0 && w < p.W)
+                val = xb[c * p.sC + h * p.sH + w * p.sW];
+            v[e] = (unsigned char)val;
+            if (++c == C) {
+                c = 0;
+                if (++s == p.kw) {
+                    s = 0;
+                    r++;
+                }
+            }
+        }
+        uint4 o;
+        o.x = v[0] | v[1] << 8 | v[2] << 16 | (unsigned)v[3] << 24;
+        o.y = v[4] | v[5] << 8 | v[6] << 16 | (unsigned)v[7] << 24;
+        o.z = v[8] | v[9] << 8 | v[10] << 16 | (unsigned)v[11] << 24;
+        o.w = v[12] | v[13] << 8 | v[14] << 16 | (unsigned)v[15] << 24;
+        col[i] = o;
+    }
+}
+
 extern "C" int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_cu_im2col *p) {
     int64_t M = p->N * p->OH * p->OW;
     if (M <= 0) return 0;
@@ -74,6 +100,9 @@ extern "C" int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_
         ((uintptr_t)col & 15) == 0) {
         int64_t n = M * (p->Kp / 16);
         k_im2col_v16<<<grid_for(n, 256), 256, 0, s>>>((const uint4 *)x, (uint4 *)col, *p, n);
+    } else if (p->Kp % 16 == 0 && ((uintptr_t)col & 15) == 0) {
+        int64_t n = M * (p->Kp / 16);
+        k_im2col_c16<<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, (uint4 *)col, *p, n);
     } else {
         int64_t n = M * p->Kp;
         k_im2col<<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, (signed char *)col, *p,
@@ -83,21 +112,6 @@ extern "C" int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_
 }
 
 // ---------------------------------------------------------------- epilogue
-
-__device__ __forceinline__ float qepi_one(const pr_cu_qepi &q, int acc, int64_t n, int64_t yi) {
-    float r = (float)acc * (q.a_scale * q.w_scale[q.n_wscale > 1 ? n : 0]);
-    if (q.bias) r += q.bias[n];
-    r = act_apply(q.pre, r);
-    if (q.z) r += q.z_int ? ldf(q.z, q.zdt, yi) * q.z_scale : ldf(q.z, q.zdt, yi);
-    return act_apply(q.post, r);
-}
-
-// Index of (m, n) in y: row-major [M, N], or NCHW with m = (b, p).
-__device__ __forceinline__ int64_t qepi_index(const pr_cu_qepi &q, int64_t m, int64_t n) {
-    if (!q.nchw_hw) return m * q.N + n;
-    int64_t b = m / q.nchw_hw, p = m - b * q.nchw_hw;
-    return (b * q.N + n) * q.nchw_hw + p;
-}
 
 __global__ void k_qepi(const int *__restrict__ acc, pr_cu_qepi q, int64_t total) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;

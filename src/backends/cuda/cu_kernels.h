@@ -185,6 +185,20 @@ typedef struct pr_cu_qepi {
 } pr_cu_qepi;
 int pr_cu_qepilogue(void *stream, const int *acc, int64_t M, const pr_cu_qepi *q);
 
+/* Implicit-GEMM int8 convolution (cu_igemm.cu, mma.sync IMMA, no im2col
+ * copy): x NHWC int8 [N, H, W, C] with C % 16 == 0, w int8 [Nout][K] with
+ * k = (r, s, c) (K = kh * kw * C), both 16-byte aligned; y through q as
+ * pr_cu_qepilogue (M = N * OH * OW rows). tile picks the block shape. */
+enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_64x128,
+       PR_CU_IGEMM_TILES };
+typedef struct pr_cu_igemm {
+    int64_t N, H, W, C, OH, OW, Nout, K;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+    int tile;
+} pr_cu_igemm;
+int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                   const pr_cu_qepi *q);
+
 /* quant: y = sat(round(x / scale)) into int8/uint8; else y = x * scale. */
 int pr_cu_quantize(void *stream, const void *x, int xdt, void *y, int ydt, int64_t n, float scale,
                    int quant);

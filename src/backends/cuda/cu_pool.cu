@@ -105,6 +105,38 @@ static void pool_t(cudaStream_t s, const void *x, void *y, const pr_cu_pool *p, 
     else k_pool2d_t<T, false, int64_t><<<g, 256, 0, s>>>(xx, yy, *p, n);
 }
 
+// int8 max pooling on NHWC with C % 16 == 0: 16 channels (one uint4) a
+// thread, byte-wise signed max four bytes at a time (__vmaxs4).
+__global__ void k_maxpool_s8x16(const uint4 *__restrict__ x, uint4 *__restrict__ y, pr_cu_pool p,
+                                int64_t n) {
+    const int C16 = (int)(p.C / 16), H = (int)p.H, W = (int)p.W, OH = (int)p.OH, OW = (int)p.OW;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int c = (int)(i % C16);
+        int64_t t = i / C16;
+        int ow = (int)(t % OW);
+        t /= OW;
+        int oh = (int)(t % OH);
+        int64_t b = t / OH;
+        int h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
+        uint4 acc = make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+        for (int a = 0; a < p.kh; a++) {
+            int h = h0 + a * p.dh;
+            if (h < 0 || h >= H) continue;
+            for (int q = 0; q < p.kw; q++) {
+                int w = w0 + q * p.dw;
+                if (w < 0 || w >= W) continue;
+                uint4 v = x[((b * H + h) * W + w) * C16 + c];
+                acc.x = __vmaxs4(acc.x, v.x);
+                acc.y = __vmaxs4(acc.y, v.y);
+                acc.z = __vmaxs4(acc.z, v.z);
+                acc.w = __vmaxs4(acc.w, v.w);
+            }
+        }
+        y[i] = acc;
+    }
+}
+
 extern "C" int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int ydt,
                             const pr_cu_pool *p) {
     int64_t n = p->N * p->C * p->OH * p->OW;
@@ -113,6 +145,10 @@ extern "C" int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int y
     if (xdt == ydt && xdt == DT_F16) pool_t<__half>(s, x, y, p, n);
     else if (xdt == ydt && xdt == DT_BF16) pool_t<__nv_bfloat16>(s, x, y, p, n);
     else if (xdt == ydt && xdt == DT_F32) pool_t<float>(s, x, y, p, n);
+    else if (xdt == ydt && xdt == DT_I8 && p->kind == 0 && p->nhwc && p->C % 16 == 0 &&
+             ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0)
+        k_maxpool_s8x16<<<grid_for(n / 16, 256), 256, 0, s>>>((const uint4 *)x, (uint4 *)y, *p,
+                                                               n / 16);
     else if (xdt == ydt && xdt == DT_I8 && p->kind == 0) pool_t<signed char>(s, x, y, p, n);
     else if (!p->nhwc) k_pool2d<<<grid_for(n, 256), 256, 0, s>>>(x, xdt, y, ydt, *p);
     else return (int)cudaErrorInvalidValue;

@@ -9,7 +9,12 @@
  * rounded up, zero-filled). QConv: a 1x1 stride-1 unpadded conv on NHWC
  * with C % 4 == 0 reads X itself as A; every other conv (group 1) first
  * writes an im2col copy of X (int8, k = (r, s, c)) into scratch. Operands
- * must be int8 (the CUDA int8 build quantizes every activation signed). */
+ * must be int8 (the CUDA int8 build quantizes every activation signed).
+ *
+ * A QConv on NHWC with C % 16 == 0 may instead run our implicit-GEMM kernel
+ * (cu_igemm.cu: no im2col copy, requantization in its epilogue): at a
+ * shape's first run the cuBLASLt route and each of the kernel's tiles are
+ * timed and the fastest kept (and recorded in the timing cache). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +23,7 @@
 
 #include "backends/cuda/cuda_impls.h"
 #include "backends/cuda/cuda_lt_int8.h"
+#include "backends/cuda/cuda_tcache.h"
 #include "backends/ref/ref_conv.h"
 
 typedef struct qgemm_state {
@@ -35,8 +41,20 @@ typedef struct qgemm_state {
     bool fused;         /* lt requantizes in cuBLASLt's epilogue (int8 out, no kernel after) */
     float *alpha;       /* device [N]: a_scale * w_scale[n] / y_scale, when fused */
     float *bias_q;      /* device [N]: bias / y_scale, when fused */
+    void *tc;           /* the timing cache or NULL */
+    bool ig_ok;         /* the implicit-GEMM kernel runs it (NHWC int8 x, C % 16 == 0) */
+    pthread_mutex_t mu; /* guards routes */
+    bool mu_ok;
+    struct {
+        int64_t m;
+        int route; /* ROUTE_LT, or a pr_cu_igemm tile */
+    } routes[PR_LT_I8_SHAPES];
+    int n_routes;
     char what[200];
+    char what_ig[240];
 } qgemm_state;
+
+#define ROUTE_LT (-1)
 
 static bool q8(pr_dtype d) { return d == PRECIS_INT8; }
 
@@ -79,6 +97,7 @@ static void qgemm_destroy(void *p) {
     qgemm_state *s = p;
     if (!s) return;
     pr_lt_i8_fini(&s->lt);
+    if (s->mu_ok) pthread_mutex_destroy(&s->mu);
     if (s->w) cudaFree(s->w);
     if (s->w_scale) cudaFree(s->w_scale);
     if (s->bias) cudaFree(s->bias);
@@ -169,6 +188,12 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     signed char *wp = NULL;
     float *bf = NULL, *sf = NULL;
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    if (pthread_mutex_init(&s->mu, NULL)) {
+        free(s);
+        return pr_errf(e, PRECIS_ERR_OOM, "pthread_mutex_init failed");
+    }
+    s->mu_ok = true;
+    s->tc = cfg->tcache;
     cudaStream_t stream = (cudaStream_t)cfg->x->stream;
     const pr_tensor *X = &g->tensors[n->inputs[0]], *W = &g->tensors[n->inputs[1]];
     s->conv = n->op == PR_OP_QConv;
@@ -192,6 +217,8 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
                     X->layout == PR_LAYOUT_NHWC;
         s->Kp = s->direct ? s->K : up(s->K, 16);
         s->a_scale = pr_attr_float(n, "x_scale", 1.0f);
+        const char *ig = getenv("PRECIS_CUDA_IGEMM");
+        s->ig_ok = X->layout == PR_LAYOUT_NHWC && s->C % 16 == 0 && !(ig && !strcmp(ig, "0"));
     } else {
         bool tb = pr_attr_int(n, "transB", 0) != 0;
         s->K = tb ? W->dims[1] : W->dims[0];
@@ -248,6 +275,11 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
                  s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "", *an ? "+" : "", an,
                  s->z_input >= 0 ? "+residual" : "", *a2 ? "+" : "", a2, pr_dtype_name(yd));
     }
+    if (s->ig_ok)
+        snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync (epilogue: scale+bias"
+                 "%s%s%s) or %.120s, the faster per shape",
+                 s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
+                 s->post.kind ? "+act2" : "", s->what);
     free(wp);
     free(sf);
     free(bf);
@@ -261,7 +293,140 @@ fail:
     return st;
 }
 
-static const char *qgemm_describe(void *p) { return ((qgemm_state *)p)->what; }
+static const char *qgemm_describe(void *p) {
+    qgemm_state *s = p;
+    return s->ig_ok ? s->what_ig : s->what;
+}
+
+/* One run's geometry: the GEMM's M, the im2col parameters (convs) and the
+ * implicit-GEMM ones (when s->ig_ok). */
+typedef struct qgemm_geo {
+    int64_t M;
+    pr_cu_im2col ic;
+    pr_cu_igemm ig;
+    pr_cu_qepi q;
+} qgemm_geo;
+
+/* The cuBLASLt route: im2col (or X itself) x W^T, requantized in cuBLASLt's
+ * epilogue or by the epilogue kernel from int32. */
+static precis_status run_lt(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, const qgemm_geo *o) {
+    pr_err *e = k->err;
+    precis_status st = PRECIS_OK;
+    int64_t M = o->M;
+    bool col = s->conv && !s->direct;
+    size_t col_bytes = col ? (size_t)up(M * s->Kp, 256) : 0;
+    size_t acc_bytes = s->fused ? 0 : (size_t)(M * s->N) * sizeof(int32_t);
+    char *scr = pr_cuda_scratch(x, col_bytes + acc_bytes, e);
+    if (!scr) return e->status;
+    const void *a = k->in[0]->data;
+    if (col) {
+        KL_TRY(pr_cu_im2col_s8(x->stream, a, scr, &o->ic));
+        a = scr;
+    }
+    if (s->fused) return pr_lt_i8_run(&s->lt, x, M, s->w, a, o->q.z, k->out[0]->data, e);
+    int32_t *acc = (int32_t *)(scr + col_bytes);
+    if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, NULL, acc, e))) return st;
+    KL_TRY(pr_cu_qepilogue(x->stream, acc, M, &o->q));
+    return PRECIS_OK;
+fail:
+    return st;
+}
+
+static precis_status run_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
+                               int route) {
+    pr_err *e = k->err;
+    precis_status st = PRECIS_OK;
+    if (route == ROUTE_LT) return run_lt(s, k, x, o);
+    o->ig.tile = route;
+    KL_TRY(pr_cu_igemm_s8(x->stream, k->in[0]->data, s->w, &o->ig, &o->q));
+    return PRECIS_OK;
+fail:
+    return st;
+}
+
+/* Median of 3 timed runs of a route after one untimed (ms; < 0: failed). */
+static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o, int route) {
+    cudaStream_t str = (cudaStream_t)x->stream;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float t[3] = {0};
+    bool bad = cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess;
+    for (int i = -1; i < 3 && !bad; i++) {
+        bad |= cudaEventRecord(e0, str) != cudaSuccess;
+        bad |= run_route(s, k, x, o, route) != PRECIS_OK;
+        bad |= cudaEventRecord(e1, str) != cudaSuccess;
+        bad |= cudaEventSynchronize(e1) != cudaSuccess;
+        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], e0, e1) != cudaSuccess;
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaGetLastError();
+    pr_err_clear(k->err);
+    if (bad) return -1;
+    float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+}
+
+static const char *const tile_names[PR_CU_IGEMM_TILES] = {"128x128", "128x64", "64x64", "64x128"};
+
+/* The route for this M: remembered, from the timing cache, or timed now
+ * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t3 one tile). */
+static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
+                                int *route) {
+    precis_status st = PRECIS_OK;
+    *route = ROUTE_LT;
+    if (!s->ig_ok) return PRECIS_OK;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_routes; i++)
+        if (s->routes[i].m == o->M) {
+            *route = s->routes[i].route;
+            pthread_mutex_unlock(&s->mu);
+            return PRECIS_OK;
+        }
+    const char *env = getenv("PRECIS_CUDA_IGEMM");
+    char key[200];
+    const pr_cu_igemm *g = &o->ig;
+    snprintf(key, sizeof key, "qconv.route x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d p=%dx%d "
+             "d=%dx%d y=%d z=%d%s", (long long)g->N, (long long)g->H, (long long)g->W,
+             (long long)g->C, (long long)g->Nout, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh,
+             g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0, s->fused ? " fused" : "");
+    int32_t r = 0;
+    if (env && env[0] == 't' && env[1] >= '0' && env[1] < '0' + PR_CU_IGEMM_TILES) {
+        *route = env[1] - '0';
+    } else if (!env && pr_cuda_tcache_get(s->tc, key, &r, sizeof r) && r >= ROUTE_LT &&
+               r < PR_CU_IGEMM_TILES) {
+        *route = r;
+    } else if (x->capturing) {
+        st = pr_errf(k->err, PRECIS_ERR_INTERNAL, "int8 conv: new shape during a graph capture");
+    } else {
+        float best = -1;
+        for (int c = (env && !strcmp(env, "1")) ? 0 : ROUTE_LT; c < PR_CU_IGEMM_TILES; c++) {
+            float t = time_route(s, k, x, o, c);
+            if (t >= 0 && (best < 0 || t < best)) {
+                best = t;
+                *route = c;
+            }
+        }
+        r = *route;
+        if (!env) pr_cuda_tcache_put(s->tc, key, &r, sizeof r);
+    }
+    if (!st) {
+        if (s->n_routes == PR_LT_I8_SHAPES) {
+            memmove(&s->routes[0], &s->routes[1], (PR_LT_I8_SHAPES - 1) * sizeof s->routes[0]);
+            s->n_routes--;
+        }
+        s->routes[s->n_routes].m = o->M;
+        s->routes[s->n_routes++].route = *route;
+        if (*route != ROUTE_LT)
+            snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync %s tile "
+                     "(epilogue: scale+bias%s%s%s -> %s)", tile_names[*route],
+                     s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
+                     s->post.kind ? "+act2" : "", pr_dtype_name(k->out[0]->dtype));
+        else
+            snprintf(s->what_ig, sizeof s->what_ig, "%s", s->what);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
 
 static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     qgemm_state *s = p;
@@ -270,8 +435,8 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     const pr_buf *X = k->in[0];
     pr_buf *Y = k->out[0];
     if (Y->numel == 0) return PRECIS_OK;
-    int64_t M;
-    pr_cu_im2col ic = {0};
+    qgemm_geo o;
+    memset(&o, 0, sizeof o);
     bool x_nhwc = k->g->tensors[k->node->inputs[0]].layout == PR_LAYOUT_NHWC;
     bool y_nhwc = k->g->tensors[k->node->outputs[0]].layout == PR_LAYOUT_NHWC;
     if (s->conv) {
@@ -282,44 +447,29 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
         if (C != s->C)
             return pr_kernelf(k, PRECIS_ERR_SHAPE, "%lld input channels, weights for %lld",
                               (long long)C, (long long)s->C);
-        ic = (pr_cu_im2col){Nb, C, H, W, Y->dims[2], Y->dims[3],
-                            x_nhwc ? H * W * C : C * H * W, x_nhwc ? 1 : H * W,
-                            x_nhwc ? W * C : W, x_nhwc ? C : 1, s->Kp,
-                            (int)s->kh, (int)s->kw, (int)gm.s[1], (int)gm.s[2], (int)gm.pb[1],
-                            (int)gm.pb[2], (int)gm.d[1], (int)gm.d[2]};
-        M = Nb * ic.OH * ic.OW;
+        o.ic = (pr_cu_im2col){Nb, C, H, W, Y->dims[2], Y->dims[3],
+                              x_nhwc ? H * W * C : C * H * W, x_nhwc ? 1 : H * W,
+                              x_nhwc ? W * C : W, x_nhwc ? C : 1, s->Kp,
+                              (int)s->kh, (int)s->kw, (int)gm.s[1], (int)gm.s[2], (int)gm.pb[1],
+                              (int)gm.pb[2], (int)gm.d[1], (int)gm.d[2]};
+        o.ig = (pr_cu_igemm){Nb, H, W, C, o.ic.OH, o.ic.OW, s->N, s->K, o.ic.kh, o.ic.kw,
+                             o.ic.sh, o.ic.sw, o.ic.ph, o.ic.pw, o.ic.dh, o.ic.dw, 0};
+        o.M = Nb * o.ic.OH * o.ic.OW;
     } else {
         if (X->dims[X->rank - 1] != s->K)
             return pr_kernelf(k, PRECIS_ERR_SHAPE, "K %lld, weights for %lld",
                               (long long)X->dims[X->rank - 1], (long long)s->K);
-        M = X->numel / s->K;
-    }
-    bool col = s->conv && !s->direct;
-    size_t col_bytes = col ? (size_t)up(M * s->Kp, 256) : 0;
-    size_t acc_bytes = s->fused ? 0 : (size_t)(M * s->N) * sizeof(int32_t);
-    char *scr = pr_cuda_scratch(x, col_bytes + acc_bytes, e);
-    if (!scr) return pr_err_prefix(e, "node '%s'", k->node->name);
-    const void *a = X->data;
-    if (col) {
-        KL_TRY(pr_cu_im2col_s8(x->stream, X->data, scr, &ic));
-        a = scr;
+        o.M = X->numel / s->K;
     }
     const pr_buf *Z = s->z_input >= 0 ? pr_kin(k, s->z_input) : NULL;
-    if (s->fused) {
-        if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, Z ? Z->data : NULL, Y->data, e))) goto fail;
-        return PRECIS_OK;
-    }
-    int32_t *acc = (int32_t *)(scr + col_bytes);
-    if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, NULL, acc, e))) goto fail;
-    pr_cu_qepi q = {s->N, s->conv && !y_nhwc ? Y->dims[2] * Y->dims[3] : 0, s->a_scale,
-                    s->w_scale, s->n_wscale, s->bias, s->pre, s->post,
-                    Z ? Z->data : NULL, Z ? (int)Z->dtype : 0,
-                    Z && (Z->dtype == PRECIS_INT8 || Z->dtype == PRECIS_UINT8), s->z_scale,
-                    Y->data, (int)Y->dtype, s->y_inv};
-    KL_TRY(pr_cu_qepilogue(x->stream, acc, M, &q));
-    return PRECIS_OK;
-fail:
-    pr_err_prefix(e, "node '%s'", k->node->name);
+    o.q = (pr_cu_qepi){s->N, s->conv && !y_nhwc ? Y->dims[2] * Y->dims[3] : 0, s->a_scale,
+                       s->w_scale, s->n_wscale, s->bias, s->pre, s->post,
+                       Z ? Z->data : NULL, Z ? (int)Z->dtype : 0,
+                       Z && (Z->dtype == PRECIS_INT8 || Z->dtype == PRECIS_UINT8), s->z_scale,
+                       Y->data, (int)Y->dtype, s->y_inv};
+    int route = ROUTE_LT;
+    if ((st = pick_route(s, k, x, &o, &route)) || (st = run_route(s, k, x, &o, route)))
+        pr_err_prefix(e, "node '%s'", k->node->name);
     return st;
 }
 
