@@ -8,7 +8,7 @@
 # Then two stricter budgets that all-int8 misses, to see the search work where the issue's
 # budgets are met without protection: EfficientNet-Lite0 logits cosine >= 0.99 and PP-OCRv4
 # rec per-time-step top-1 agreement >= 99% (reports <model>_cosine, <model>_top1).
-# usage: run_protect.sh [BUILD_DIR] [NAME]
+# usage: run_protect.sh [BUILD_DIR] [NAME]   (LATENCY_RUNS=N: runs per latency median, default 21)
 set -eu
 B=${1:-build}
 ONLY=${2:-}
@@ -27,7 +27,8 @@ run() { # report name, zoo model name, model file, then the arguments of precis 
     rc=0
     "$B/precis" build "$model" --precision int8 --calib-data "$C/calib/$data" \
         --eval-data "$TMP/$data/eval" --threads 2 --calib-cache "$TMP/$data.cache" \
-        --protect auto --protect-report "$R/$name" -o "$TMP/$name.plan" "$@" \
+        --protect auto --protect-report "$R/$name" -o "$TMP/$name.plan" \
+        --latency-runs "${LATENCY_RUNS:-21}" "$@" \
         > "$R/$name/log.txt" 2>&1 || rc=$?
     cat "$R/$name/log.txt"
     echo "wall $(( $(date +%s) - start )) s on $(nproc) cores (shared), exit $rc, $(date -u +%F)" \
