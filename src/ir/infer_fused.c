@@ -102,6 +102,18 @@ precis_status pr_infer_Attention(pr_infer *ic) {
             return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must have rank >= 2, got %d", names[i],
                              in[i].rank);
     }
+    /* heads_bshd bit i (Q K V; 8: Y): stored with axes r-3 and r-2 swapped */
+    const int64_t hb = pr_attr_int(ic->node, "heads_bshd", 0);
+    for (int i = 0; i < 3; i++)
+        if (hb >> i & 1) {
+            int r = in[i].rank;
+            if (r >= 0 && r < 3)
+                return pr_inferf(ic, PRECIS_ERR_SHAPE, "heads_bshd: %s needs rank >= 3", names[i]);
+            if (r < 0) continue;
+            int64_t d = in[i].dims[r - 2];
+            in[i].dims[r - 2] = in[i].dims[r - 3];
+            in[i].dims[r - 3] = d;
+        }
     if (pr_attr_int(ic->node, "k_transposed", 0) == 0 && in[1].rank >= 2) {
         int r = in[1].rank;
         int64_t d = in[1].dims[r - 1];
@@ -130,7 +142,16 @@ precis_status pr_infer_Attention(pr_infer *ic) {
     pv[1] = in[2];
     sub.in = pv;
     sub.out = ic->out;
-    return pr_infer_MatMul(&sub);
+    if ((st = pr_infer_MatMul(&sub))) return st;
+    pr_tinfo *y = &ic->out[0];
+    if ((hb & 8) && y->rank >= 0 && y->rank < 3)
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "heads_bshd: Y needs rank >= 3");
+    if ((hb & 8) && y->rank >= 3) {
+        int64_t d = y->dims[y->rank - 2];
+        y->dims[y->rank - 2] = y->dims[y->rank - 3];
+        y->dims[y->rank - 3] = d;
+    }
+    return PRECIS_OK;
 }
 
 precis_status pr_infer_Reorder(pr_infer *ic) {

@@ -99,8 +99,25 @@ typedef struct pr_cu_attn {
     int64_t bst[4][PR_CU_MAXR], rs[4], cs[4];
     void *y;
     int ydt;
+    int64_t ybst[PR_CU_MAXR], yrs; /* Y's batch and row strides */
 } pr_cu_attn;
 int pr_cu_attention(void *stream, const pr_cu_attn *a);
+
+/* Fused (flash-style) attention, fp16 or bf16 (dt), D = Dv in {32, 64, 128}:
+ * Y = softmax(scale Q K' + M) V per flat batch index b in [0, nb), Q K V Y
+ * rows of D contiguous elements (16-byte aligned) at row strides rs[0..2],
+ * rs[4]; operand o of batch b starts at the offset sum_d i_d * bst[o][d]
+ * (o: Q K V M Y, i_d the index of b in bdims); M (m NULL: none) any float
+ * type at rows rs[3] and columns mcs apart. */
+typedef struct pr_cu_flash {
+    int nbd, dt, d, mdt;
+    int64_t bdims[PR_CU_MAXR], nb, sq, sk;
+    float scale;
+    const void *q, *k, *v, *m;
+    void *y;
+    int64_t bst[5][PR_CU_MAXR], rs[5], mcs;
+} pr_cu_flash;
+int pr_cu_flash_attention(void *stream, const pr_cu_flash *p);
 
 /* 2-D max / average pooling on NCHW (kind 0 max, 1 average). */
 typedef struct pr_cu_pool {

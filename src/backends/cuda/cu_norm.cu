@@ -328,7 +328,7 @@ __global__ void k_attention(pr_cu_attn a) {
         float acc = 0.0f;
         for (int64_t j = 0; j < a.sk; j++)
             acc += sc[j] * ldf(a.op[2], a.dt[2], ob[2] + j * a.rs[2] + d * a.cs[2]);
-        stf(a.y, a.ydt, row * a.dv + d, acc * inv);
+        stf(a.y, a.ydt, bcast_off(a.nbd, a.bdims, a.ybst, b) + i * a.yrs + d, acc * inv);
     }
 }
 
