@@ -62,9 +62,11 @@ __global__ __launch_bounds__(NT) void k_flash(pr_cu_flash p) {
     __shared__ __align__(16) T Vs[BK * LD];
     const T *tag = nullptr;
     int64_t off[5] = {0, 0, 0, 0, 0}, bb = blockIdx.x;
-    for (int d = p.nbd - 1; d >= 0; d--) {
+#pragma unroll
+    for (int d = PR_CU_FLASH_NB - 1; d >= 0; d--) { // static indices: no local copy of p
         int64_t i = bb % p.bdims[d];
         bb /= p.bdims[d];
+#pragma unroll
         for (int o = 0; o < 5; o++) off[o] += i * p.bst[o][d];
     }
     const T *Q = (const T *)p.q + off[0], *K = (const T *)p.k + off[1];
@@ -88,19 +90,58 @@ __global__ __launch_bounds__(NT) void k_flash(pr_cu_flash p) {
 #pragma unroll
     for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
-    const float *mf = p.mdt == DT_F32 ? (const float *)p.m : nullptr;
+    // mask rows r0 / r1 (column pairs load as one 8- or 4-byte word when contiguous)
+    const int64_t mcs = p.mcs, mo0 = off[3] + r0 * p.rs[3], mo1 = off[3] + r1 * p.rs[3];
+    const int mdt = p.m ? p.mdt : 0;
+    const bool mpair = mcs == 1 && (mo0 & 1) == 0 && (mo1 & 1) == 0;
+    const float scale = p.scale;
+    const int64_t rsk = p.rs[1], rsv = p.rs[2];
 
     for (int64_t k0 = 0; k0 < sk; k0 += BK) {
-        __syncthreads();
-        for (int c = threadIdx.x; c < BK * D / 8; c += NT) {
-            int r = c / (D / 8), cc = (c % (D / 8)) * 8;
-            uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
+        constexpr int NC = BK * D / 8 / NT; // 16-byte chunks a thread, all loads in flight
+        uint4 kv[NC], vv[NC];
+#pragma unroll
+        for (int i = 0; i < NC; i++) {
+            int c = threadIdx.x + i * NT, r = c / (D / 8), cc = (c % (D / 8)) * 8;
+            kv[i] = vv[i] = make_uint4(0, 0, 0, 0);
             if (k0 + r < sk) {
-                kv = *reinterpret_cast<const uint4 *>(K + (k0 + r) * p.rs[1] + cc);
-                vv = *reinterpret_cast<const uint4 *>(V + (k0 + r) * p.rs[2] + cc);
+                kv[i] = *reinterpret_cast<const uint4 *>(K + (k0 + r) * rsk + cc);
+                vv[i] = *reinterpret_cast<const uint4 *>(V + (k0 + r) * rsv + cc);
             }
-            *reinterpret_cast<uint4 *>(&Ks[r * LD + cc]) = kv;
-            *reinterpret_cast<uint4 *>(&Vs[r * LD + cc]) = vv;
+        }
+        // mask values of this tile (before the barrier: their loads overlap K / V's)
+        float mk[BK / 8][4];
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int64_t col = k0 + n * 8 + t * 2, mo = (h ? mo1 : mo0) + col * mcs;
+                float a = 0.0f, b = 0.0f;
+                if (mdt && (h ? ok1 : ok0)) {
+                    if (mpair && col + 1 < sk) {
+                        if (mdt == DT_F32) {
+                            float2 f = *reinterpret_cast<const float2 *>((const float *)p.m + mo);
+                            a = f.x, b = f.y;
+                        } else {
+                            uint32_t w = *reinterpret_cast<const uint32_t *>((const T *)p.m + mo);
+                            float2 f = mdt == DT_F16 ? unpack2(w, (const __half *)nullptr)
+                                                     : unpack2(w, (const __nv_bfloat16 *)nullptr);
+                            a = f.x, b = f.y;
+                        }
+                    } else {
+                        if (col < sk) a = ldf(p.m, mdt, mo);
+                        if (col + 1 < sk) b = ldf(p.m, mdt, mo + mcs);
+                    }
+                }
+                mk[n][2 * h] = a;
+                mk[n][2 * h + 1] = b;
+            }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < NC; i++) {
+            int c = threadIdx.x + i * NT, r = c / (D / 8), cc = (c % (D / 8)) * 8;
+            *reinterpret_cast<uint4 *>(&Ks[r * LD + cc]) = kv[i];
+            *reinterpret_cast<uint4 *>(&Vs[r * LD + cc]) = vv[i];
         }
         __syncthreads();
         float s[BK / 8][4];
@@ -119,13 +160,8 @@ __global__ __launch_bounds__(NT) void k_flash(pr_cu_flash p) {
         for (int n = 0; n < BK / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                int64_t col = k0 + n * 8 + t * 2 + (e & 1), row = e < 2 ? r0 : r1;
-                float mv = 0.0f;
-                if (p.m && col < sk && (e < 2 ? ok0 : ok1)) {
-                    int64_t mi = off[3] + row * p.rs[3] + col * p.mcs;
-                    mv = mf ? mf[mi] : ldf(p.m, p.mdt, mi);
-                }
-                float v = col < sk ? fmaf(s[n][e], p.scale, mv) * LOG2E : -INFINITY;
+                int64_t col = k0 + n * 8 + t * 2 + (e & 1);
+                float v = col < sk ? fmaf(s[n][e], scale, mk[n][e]) * LOG2E : -INFINITY;
                 s[n][e] = v;
                 if (e < 2) mx0 = fmaxf(mx0, v);
                 else mx1 = fmaxf(mx1, v);

@@ -107,15 +107,16 @@ int pr_cu_attention(void *stream, const pr_cu_attn *a);
  * Y = softmax(scale Q K' + M) V per flat batch index b in [0, nb), Q K V Y
  * rows of D contiguous elements (16-byte aligned) at row strides rs[0..2],
  * rs[4]; operand o of batch b starts at the offset sum_d i_d * bst[o][d]
- * (o: Q K V M Y, i_d the index of b in bdims); M (m NULL: none) any float
- * type at rows rs[3] and columns mcs apart. */
+ * (o: Q K V M Y, i_d the index of b in bdims, unused leading dims 1); M
+ * (m NULL: none) float32, fp16 or bf16 at rows rs[3] and columns mcs apart. */
+#define PR_CU_FLASH_NB 4 /* batch dims: at most 4, right-aligned, 1-padded */
 typedef struct pr_cu_flash {
-    int nbd, dt, d, mdt;
-    int64_t bdims[PR_CU_MAXR], nb, sq, sk;
+    int dt, d, mdt;
+    int64_t bdims[PR_CU_FLASH_NB], nb, sq, sk;
     float scale;
     const void *q, *k, *v, *m;
     void *y;
-    int64_t bst[5][PR_CU_MAXR], rs[5], mcs;
+    int64_t bst[5][PR_CU_FLASH_NB], rs[5], mcs;
 } pr_cu_flash;
 int pr_cu_flash_attention(void *stream, const pr_cu_flash *p);
 

@@ -98,16 +98,18 @@ static bool gemm_form(const pr_attn_geom *a, bool acts_same, attn_geo *g) {
 /* Does the fused fp16/bf16 kernel (cu_flash.cu) take this geometry? Q, K
  * (not transposed), V and Y of the plan's type with rows of D = Dv in
  * {32, 64, 128} contiguous elements, strides in whole 16-byte chunks. */
-static bool flash_form(const pr_attn_geom *a, pr_dtype dt, bool acts_same) {
+static bool flash_form(const pr_attn_geom *a, pr_dtype dt, bool acts_same, pr_dtype mdt) {
     static int env = -1;
     if (env < 0) {
         const char *v = getenv("PRECIS_CUDA_FLASH");
         env = !(v && !strcmp(v, "0"));
     }
     if (!env || !acts_same || a->kt || a->Sk <= 0 || a->D != a->Dv) return false;
+    if (a->has_mask && mdt != PRECIS_FLOAT32 && mdt != PRECIS_FLOAT16 && mdt != PRECIS_BFLOAT16)
+        return false;
     if (dt != PRECIS_FLOAT16 && dt != PRECIS_BFLOAT16) return false;
     if (a->D != 32 && a->D != 64 && a->D != 128) return false;
-    if (a->nbd > PR_CU_MAXR) return false;
+    if (a->nbd > PR_CU_FLASH_NB) return false;
     for (int o = 0; o < 3; o++) {
         if (a->cs[o] != 1 || a->rs[o] % 8) return false;
         for (int d = 0; d < a->nbd; d++)
@@ -126,7 +128,6 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
     pr_cu_flash f;
     memset(&f, 0, sizeof f);
     const pr_buf *M = pr_kin(k, 3);
-    f.nbd = a->nbd;
     f.dt = (int)dt;
     f.d = (int)a->D;
     f.nb = a->nb;
@@ -139,10 +140,11 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
     f.m = M ? M->data : NULL;
     f.mdt = M ? (int)M->dtype : 0;
     f.y = k->out[0]->data;
-    for (int d = a->nbd - 1; d >= 0; d--) {
-        f.bdims[d] = a->bdims[d];
-        for (int o = 0; o < 4; o++) f.bst[o][d] = a->bst[o][d];
-        f.bst[4][d] = a->ybst[d];
+    for (int d = 0; d < PR_CU_FLASH_NB; d++) { /* right-aligned, leading dims 1 */
+        int s = d - (PR_CU_FLASH_NB - a->nbd);
+        f.bdims[d] = s >= 0 ? a->bdims[s] : 1;
+        for (int o = 0; o < 4; o++) f.bst[o][d] = s >= 0 ? a->bst[o][s] : 0;
+        f.bst[4][d] = s >= 0 ? a->ybst[s] : 0;
     }
     for (int o = 0; o < 4; o++) f.rs[o] = a->rs[o];
     f.rs[4] = a->yrs;
@@ -201,7 +203,8 @@ static const char *static_path(const pr_graph *g, const pr_node *n, pr_err *e) {
         same = same && g->tensors[n->inputs[i]].dtype == yt->dtype &&
                !pr_cu_is_init(g, n->inputs[i]);
     attn_geo gg;
-    if (flash_form(&a, yt->dtype, same)) return "flash";
+    pr_dtype mdt = n->n_inputs > 3 && n->inputs[3] >= 0 ? g->tensors[n->inputs[3]].dtype : 0;
+    if (flash_form(&a, yt->dtype, same, mdt)) return "flash";
     return gemm_form(&a, same, &gg) ? "gemm" : "rows";
 }
 
@@ -334,7 +337,7 @@ static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x) {
     for (int i = 0; i < 3; i++)
         same = same && k->in[i]->dtype == s->dt && !pr_cu_is_init(k->g, k->node->inputs[i]);
     attn_geo g;
-    if (flash_form(&a, s->dt, same) && aligned16(k->in[0]->data) && aligned16(k->in[1]->data) &&
+    if (flash_form(&a, s->dt, same, M ? M->dtype : 0) && aligned16(k->in[0]->data) && aligned16(k->in[1]->data) &&
         aligned16(k->in[2]->data) && aligned16(Y->data)) {
         KL_TRY(flash_run(x, &a, k, s->dt));
         return PRECIS_OK;
