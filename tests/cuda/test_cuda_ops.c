@@ -358,6 +358,15 @@ static void test_rows(void) {
                      {.name = "b", .rank = 1, .dims = {96}, .init = true}};
     ALL_DT((snprintf(label, sizeof label, "layernorm %s", dtn(D)),
             cu_run(&t, 3, l, 1, D, &pr_cuda_impl_norm, label)));
+    /* 16-byte chunks a lane (fp16/bf16, L % 8 == 0): 3 chunks a lane; L 100: the scalar kernel */
+    cc_input l2[3] = {{.name = "x", .rank = 2, .dims = {9, 768}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {768}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {768}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm 768 %s", dtn(D)),
+            cu_run(&t, 3, l2, 1, D, &pr_cuda_impl_norm, label)));
+    cc_input l3[3] = {{.name = "x", .rank = 2, .dims = {5, 100}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {100}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {100}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm 100 %s", dtn(D)),
+            cu_run(&t, 3, l3, 1, D, &pr_cuda_impl_norm, label)));
     n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
     n_ints(&t, "axes", (int64_t[]){2, 3}, 2);
     cc_input r[1] = {{.name = "x", .rank = 4, .dims = {2, 3, 5, 6}}};

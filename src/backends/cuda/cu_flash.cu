@@ -10,7 +10,7 @@
 
 namespace {
 
-constexpr int BQ = 64, BK = 64, NT = 128;
+constexpr int BK = 64;
 constexpr float LOG2E = 1.4426950408889634f;
 
 __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1,
@@ -55,8 +55,10 @@ __device__ __forceinline__ uint32_t ld32(const T *p, bool ok) {
     return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
 }
 
-template <typename T, int D>
-__global__ __launch_bounds__(NT) void k_flash(pr_cu_flash p) {
+// NW warps of 16 query rows each (BQ = 16 NW rows a block).
+template <typename T, int D, int NW>
+__global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
+    constexpr int NT = NW * 32, BQ = NW * 16;
     constexpr int LD = D + 8; // padded rows: conflict-free fragment loads and ldmatrix
     __shared__ __align__(16) T Ks[BK * LD];
     __shared__ __align__(16) T Vs[BK * LD];
@@ -226,23 +228,30 @@ __global__ __launch_bounds__(NT) void k_flash(pr_cu_flash p) {
     }
 }
 
-template <typename T>
-int launch(cudaStream_t s, const pr_cu_flash &p) {
-    dim3 grid((unsigned)p.nb, (unsigned)((p.sq + BQ - 1) / BQ));
+template <typename T, int NW>
+int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
+    dim3 grid((unsigned)p.nb, (unsigned)((p.sq + NW * 16 - 1) / (NW * 16)));
     switch (p.d) {
-    case 32: k_flash<T, 32><<<grid, NT, 0, s>>>(p); break;
-    case 64: k_flash<T, 64><<<grid, NT, 0, s>>>(p); break;
-    case 128: k_flash<T, 128><<<grid, NT, 0, s>>>(p); break;
+    case 32: k_flash<T, 32, NW><<<grid, NW * 32, 0, s>>>(p); break;
+    case 64: k_flash<T, 64, NW><<<grid, NW * 32, 0, s>>>(p); break;
+    case 128: k_flash<T, 128, NW><<<grid, NW * 32, 0, s>>>(p); break;
     default: return (int)cudaErrorInvalidValue;
     }
     return launch_result();
+}
+
+// 8 warps (128 query rows: K and V read once a head at sequence 128) unless
+// the queries fit 64 rows.
+template <typename T>
+int launch(cudaStream_t s, const pr_cu_flash &p) {
+    return p.sq > 64 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
 }
 
 } // namespace
 
 extern "C" int pr_cu_flash_attention(void *stream, const pr_cu_flash *p) {
     if (p->nb <= 0 || p->sq <= 0) return 0;
-    if (p->nb > 0x7fffffff || (p->sq + BQ - 1) / BQ > 65535) return (int)cudaErrorInvalidValue;
+    if (p->nb > 0x7fffffff || (p->sq + 63) / 64 > 65535) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     return p->dt == DT_F16 ? launch<__half>(s, *p)
            : p->dt == DT_BF16 ? launch<__nv_bfloat16>(s, *p)
