@@ -93,6 +93,13 @@ static void test_attention(void) {
                      {.name = "m", .rank = 4, .dims = {2, 1, 130, 200}, .lo = -6, .hi = 0}};
     ALL_DT((snprintf(label, sizeof label, "attention D 64, 130 x 200, per-query mask %s", dtn(D)),
             cu_run(&t, 4, f, 1, D, &pr_cuda_impl_attention, label)));
+    /* a key mask broadcast over the query rows, staged in whole tiles */
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.125f);
+    cc_input fk[4] = {{.name = "q", .rank = 4, .dims = {2, 2, 100, 32}}, {.name = "k", .rank = 4, .dims = {2, 2, 128, 32}}, {.name = "v", .rank = 4, .dims = {2, 2, 128, 32}},
+                      {.name = "m", .rank = 4, .dims = {2, 1, 1, 128}, .lo = -6, .hi = 0}};
+    ALL_DT((snprintf(label, sizeof label, "attention D 32, key mask [B,1,1,128] %s", dtn(D)),
+            cu_run(&t, 4, fk, 1, D, &pr_cuda_impl_attention, label)));
     fused_node(&t, PR_OP_Attention, "Attention");
     n_float(&t, "scale", 0.088f);
     cc_input h[3] = {{.name = "q", .rank = 3, .dims = {3, 70, 128}}, {.name = "k", .rank = 3, .dims = {3, 65, 128}}, {.name = "v", .rank = 3, .dims = {3, 65, 128}}};

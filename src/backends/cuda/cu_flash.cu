@@ -62,6 +62,11 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
     constexpr int LD = D + 8; // padded rows: conflict-free fragment loads and ldmatrix
     __shared__ __align__(16) T Ks[BK * LD];
     __shared__ __align__(16) T Vs[BK * LD];
+    // the mask tile as float32 (staged: p.mvec; not for D 128: 48 KB of static
+    // shared memory)
+    constexpr bool MST = D <= 64;
+    constexpr int MLD = BK + 4;
+    __shared__ __align__(16) float Ms[MST ? BQ * MLD : 4];
     const T *tag = nullptr;
     int64_t off[5] = {0, 0, 0, 0, 0}, bb = blockIdx.x;
 #pragma unroll
@@ -98,6 +103,7 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
     const bool mpair = mcs == 1 && (mo0 & 1) == 0 && (mo1 & 1) == 0;
     const float scale = p.scale;
     const int64_t rsk = p.rs[1], rsv = p.rs[2];
+    const int64_t qb = (int64_t)blockIdx.y * BQ;
 
     for (int64_t k0 = 0; k0 < sk; k0 += BK) {
         constexpr int NC = BK * D / 8 / NT; // 16-byte chunks a thread, all loads in flight
@@ -111,7 +117,26 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
                 vv[i] = *reinterpret_cast<const uint4 *>(V + (k0 + r) * rsv + cc);
             }
         }
-        // mask values of this tile (before the barrier: their loads overlap K / V's)
+        // a whole mask tile with 16-byte rows: coalesced loads now, staged
+        // through shared memory as float32 after the barrier
+        const bool mtile = MST && mdt && p.mvec && k0 + BK <= sk;
+        constexpr int MC = BQ * BK / 4 / NT; // float32: 4 a chunk; 16-bit: 8 (MC / 2 chunks)
+        uint4 mw[MC];
+        if (mtile) {
+            const bool f32 = mdt == DT_F32;
+            const int cpr = f32 ? BK / 4 : BK / 8, per = f32 ? 4 : 8;
+#pragma unroll
+            for (int i = 0; i < MC; i++) {
+                int c = threadIdx.x + i * NT, r = c / cpr, cc = (c % cpr) * per;
+                mw[i] = make_uint4(0, 0, 0, 0);
+                if ((f32 || i < MC / 2) && qb + r < sq) {
+                    int64_t mo = off[3] + (qb + r) * p.rs[3] + k0 + cc;
+                    mw[i] = f32 ? *reinterpret_cast<const uint4 *>((const float *)p.m + mo)
+                                : *reinterpret_cast<const uint4 *>((const T *)p.m + mo);
+                }
+            }
+        }
+        // else the mask values of this tile a thread (loads overlap K / V's)
         float mk[BK / 8][4];
 #pragma unroll
         for (int n = 0; n < BK / 8; n++)
@@ -119,7 +144,7 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
             for (int h = 0; h < 2; h++) {
                 const int64_t col = k0 + n * 8 + t * 2, mo = (h ? mo1 : mo0) + col * mcs;
                 float a = 0.0f, b = 0.0f;
-                if (mdt && (h ? ok1 : ok0)) {
+                if (mdt && !mtile && (h ? ok1 : ok0)) {
                     if (mpair && col + 1 < sk) {
                         if (mdt == DT_F32) {
                             float2 f = *reinterpret_cast<const float2 *>((const float *)p.m + mo);
@@ -145,7 +170,38 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
             *reinterpret_cast<uint4 *>(&Ks[r * LD + cc]) = kv[i];
             *reinterpret_cast<uint4 *>(&Vs[r * LD + cc]) = vv[i];
         }
+        if (mtile) {
+            const bool f32 = mdt == DT_F32;
+            const int cpr = f32 ? BK / 4 : BK / 8;
+#pragma unroll
+            for (int i = 0; i < MC; i++) {
+                int c = threadIdx.x + i * NT, r = c / cpr;
+                if (f32) {
+                    *reinterpret_cast<uint4 *>(&Ms[r * MLD + (c % cpr) * 4]) = mw[i];
+                } else if (i < MC / 2) {
+                    const uint32_t *w = reinterpret_cast<const uint32_t *>(&mw[i]);
+                    float *d = &Ms[r * MLD + (c % cpr) * 8];
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        float2 f = mdt == DT_F16 ? unpack2(w[j], (const __half *)nullptr)
+                                                 : unpack2(w[j], (const __nv_bfloat16 *)nullptr);
+                        d[2 * j] = f.x;
+                        d[2 * j + 1] = f.y;
+                    }
+                }
+            }
+        }
         __syncthreads();
+        if (mtile)
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float2 f = *reinterpret_cast<const float2 *>(
+                        &Ms[(warp * 16 + g + 8 * h) * MLD + n * 8 + t * 2]);
+                    mk[n][2 * h] = f.x;
+                    mk[n][2 * h + 1] = f.y;
+                }
         float s[BK / 8][4];
 #pragma unroll
         for (int n = 0; n < BK / 8; n++) {
@@ -240,11 +296,13 @@ int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
     return launch_result();
 }
 
-// 8 warps (128 query rows: K and V read once a head at sequence 128) unless
-// the queries fit 64 rows.
+// 4 warps (64 query rows a block); 2 where that makes fewer blocks than
+// about two per SM of an H100 (batch 1) and D <= 64 (registers). 8 warps
+// (K and V read once a head at sequence 128) measured no faster.
 template <typename T>
 int launch(cudaStream_t s, const pr_cu_flash &p) {
-    return p.sq > 64 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
+    return p.nb * ((p.sq + 63) / 64) < 264 && p.d <= 64 ? launch_nw<T, 2>(s, p)
+                                                       : launch_nw<T, 4>(s, p);
 }
 
 } // namespace

@@ -112,6 +112,7 @@ int pr_cu_attention(void *stream, const pr_cu_attn *a);
 #define PR_CU_FLASH_NB 4 /* batch dims: at most 4, right-aligned, 1-padded */
 typedef struct pr_cu_flash {
     int dt, d, mdt;
+    int mvec; /* mask rows 16-byte aligned with contiguous columns: staged in tiles */
     int64_t bdims[PR_CU_FLASH_NB], nb, sq, sk;
     float scale;
     const void *q, *k, *v, *m;
