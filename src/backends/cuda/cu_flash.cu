@@ -62,9 +62,10 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
     constexpr int LD = D + 8; // padded rows: conflict-free fragment loads and ldmatrix
     __shared__ __align__(16) T Ks[BK * LD];
     __shared__ __align__(16) T Vs[BK * LD];
-    // the mask tile as float32 (staged: p.mvec; not for D 128: 48 KB of static
-    // shared memory)
-    constexpr bool MST = D <= 64;
+    // the mask tile as float32 (staged: p.mvec) for D 64 (b64 BERT fp16 mask
+    // 88 -> 65 us); D 32 measured faster without (registers, shared memory),
+    // D 128 would pass 48 KB of static shared memory
+    constexpr bool MST = D == 64 && NW <= 4;
     constexpr int MLD = BK + 4;
     __shared__ __align__(16) float Ms[MST ? BQ * MLD : 4];
     const T *tag = nullptr;
@@ -296,13 +297,13 @@ int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
     return launch_result();
 }
 
-// 4 warps (64 query rows a block); 2 where that makes fewer blocks than
-// about two per SM of an H100 (batch 1) and D <= 64 (registers). 8 warps
-// (K and V read once a head at sequence 128) measured no faster.
+// 4 warps (64 query rows a block); 8 for D 32 (K and V read once a head at
+// sequence 128: MiniLM b64 29 -> 27 us, not faster for D 64); 2 where 4
+// make fewer blocks than about two per SM of an H100 (batch 1) and D <= 64.
 template <typename T>
 int launch(cudaStream_t s, const pr_cu_flash &p) {
-    return p.nb * ((p.sq + 63) / 64) < 264 && p.d <= 64 ? launch_nw<T, 2>(s, p)
-                                                       : launch_nw<T, 4>(s, p);
+    if (p.nb * ((p.sq + 63) / 64) < 264 && p.d <= 64) return launch_nw<T, 2>(s, p);
+    return p.d == 32 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
 }
 
 } // namespace
