@@ -217,8 +217,9 @@ static precis_status q_residual(pr_infer *ic, int zi) {
     if (q8(z->dtype)) {
         precis_status st = q_scale_attr(ic, "z_scale");
         if (st) return st;
-    } else if (z->dtype != PRECIS_FLOAT32) {
-        return pr_inferf(ic, PRECIS_ERR_SHAPE, "residual must be float32, int8 or uint8");
+    } else if (!pr_dtype_info(z->dtype)->is_float || z->dtype == PRECIS_FLOAT64) {
+        return pr_inferf(ic, PRECIS_ERR_SHAPE,
+                         "residual must be float32, float16, bfloat16, int8 or uint8");
     }
     if (z->rank < 0 || y->rank < 0) return PRECIS_OK;
     if (z->rank != y->rank) return pr_inferf(ic, PRECIS_ERR_SHAPE, "residual rank differs");
@@ -298,16 +299,17 @@ precis_status pr_infer_QMatMul(pr_infer *ic) {
 }
 
 /* A QBinary / QPool operand i: int8/uint8 with a positive scale attribute,
- * or (allow_float) float32. */
+ * or (allow_float) float32, float16 or bfloat16 (real values). */
 static precis_status q_operand(pr_infer *ic, int i, const char *what, const char *scale,
                                bool allow_float) {
     precis_status st = pr_infer_need_input(ic, i, what);
     if (st) return st;
     pr_dtype d = ic->in[i].dtype;
     if (q8(d)) return q_scale_attr(ic, scale);
-    if (allow_float && d == PRECIS_FLOAT32) return PRECIS_OK;
+    if (allow_float && (d == PRECIS_FLOAT32 || d == PRECIS_FLOAT16 || d == PRECIS_BFLOAT16))
+        return PRECIS_OK;
     return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be int8/uint8%s, got %s", what,
-                     allow_float ? " or float32" : "", pr_dtype_name(d));
+                     allow_float ? " or a float type" : "", pr_dtype_name(d));
 }
 
 /* The op named by attribute kind (an ONNX op name), PR_OP_UNKNOWN if none. */

@@ -317,7 +317,8 @@ static precis_status dequant(pr_kernel *k, const pr_buf *q, const float *scale, 
     if (!d) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     pr_ref_to_f32(q->data, q->dtype, q->numel, d);
     out->data = d;
-    if (q->dtype == PRECIS_FLOAT32) return PRECIS_OK;
+    if (q->dtype == PRECIS_FLOAT32 || q->dtype == PRECIS_FLOAT16 || q->dtype == PRECIS_BFLOAT16)
+        return PRECIS_OK; /* real values already */
     int64_t inner = 1, C = n_scale > 1 ? q->dims[axis] : 1;
     if (n_scale > 1)
         for (int i = axis + 1; i < q->rank; i++) inner *= q->dims[i];
