@@ -10,6 +10,10 @@
 #                 cmake + ninja when missing)
 #   PRECIS_LIBS   extra shared libraries (a folder) the carried binaries need
 #   ZOO_INT8      set (e.g. 1): the zoo phase also times int8 (random calibration)
+#   PRECIS_ZOO    the zoo's ONNX files (zoo phase; bench.py --models effnet reads
+#                 efficientnet_lite0.onnx there)
+#   PRECIS_WHEELS a folder holding the efficientnet-lite-pytorch wheel (pure Python,
+#                 imported from the .whl: bench.py --models effnet)
 #   OUT           where results go (default: out/gpu); gpu_bench.json there is
 #                 what bench/results/gpu_*.json are copies of
 # cuDNN and cuBLASLt come from the CUDA toolkit or PyTorch's environment

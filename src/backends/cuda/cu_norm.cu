@@ -191,11 +191,29 @@ __global__ void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt,
         if (c >= nc) break;
         uint4 w;
         T *h = reinterpret_cast<T *>(&w);
+        float gv[8], bv[8];
+        if (gdt == DT_F32 && (!bb || bdt == DT_F32)) { // float32 Scale / B: 32-byte loads
+            const float4 *g4 = reinterpret_cast<const float4 *>(g) + 2 * c;
+            float4 a = g4[0], b = g4[1];
+            gv[0] = a.x, gv[1] = a.y, gv[2] = a.z, gv[3] = a.w;
+            gv[4] = b.x, gv[5] = b.y, gv[6] = b.z, gv[7] = b.w;
+            if (bb) {
+                const float4 *b4 = reinterpret_cast<const float4 *>(bb) + 2 * c;
+                a = b4[0], b = b4[1];
+                bv[0] = a.x, bv[1] = a.y, bv[2] = a.z, bv[3] = a.w;
+                bv[4] = b.x, bv[5] = b.y, bv[6] = b.z, bv[7] = b.w;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                gv[i] = ldf(g, gdt, c * 8 + i);
+                if (bb) bv[i] = ldf(bb, bdt, c * 8 + i);
+            }
+        }
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            int j = c * 8 + i;
-            float o = (v[k][i] - mean) * rstd * ldf(g, gdt, j);
-            if (bb) o += ldf(bb, bdt, j);
+            float o = (v[k][i] - mean) * rstd * gv[i];
+            if (bb) o += bv[i];
             h[i] = fromf<T>(o);
         }
         yr[c] = w;
@@ -206,6 +224,8 @@ template <typename T>
 static bool layernorm_vec(cudaStream_t s, const void *x, const void *g, int gdt, const void *b,
                           int bdt, void *y, int64_t rows, int64_t L, float eps) {
     if (L % 8 || ((uintptr_t)x & 15) || ((uintptr_t)y & 15)) return false;
+    if ((gdt == DT_F32 && ((uintptr_t)g & 15)) || (b && bdt == DT_F32 && ((uintptr_t)b & 15)))
+        return false;
     unsigned grid = (unsigned)((rows + 7) / 8);
     const T *xx = (const T *)x;
     T *yy = (T *)y;
