@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """precis (--device cuda) vs PyTorch on the GPU machine, side by side in one run.
 
-usage: bench.py --precis PATH/TO/precis --out DIR [--models resnet50,bert,minilm]
+usage: bench.py --precis PATH/TO/precis --out DIR [--models resnet50,bert,minilm,effnet]
                 [--batches resnet50=1,32,256 ...] [--no-compile] [--quick]
 
 For each model: build it in PyTorch with random weights (seeded), export it to ONNX
@@ -22,6 +22,9 @@ on this machine (so both run the same weights), then
                correctness row (a batch-1 int8 plan vs PyTorch fp32 and ref);
   --int8-gemm  precis's int8 GEMM path at 8192^3 (tests/cuda/bench_imma) vs torch._int_mm;
   --profile MODEL=BATCH[:PRECISION]  per-step GPU times (a synchronize around each step).
+effnet: EfficientNet-Lite0, precis on the zoo's ONNX ($PRECIS_ZOO), PyTorch from the
+efficientnet-lite-pytorch wheel ($PRECIS_WHEELS) with that ONNX's weights (its
+initializers carry the state_dict names): the correctness rows check the mapping.
 Writes DIR/gpu_bench.json and a table DIR/gpu_bench.md; prints the table last.
 """
 import argparse
@@ -75,7 +78,47 @@ def make_bert(kind):
     return m, names, {n: (128,) for n in names}
 
 
+def effnet_onnx():
+    """The zoo's EfficientNet-Lite0 ONNX ($PRECIS_ZOO or $PRECIS_CACHE/models)."""
+    zoo = os.environ.get("PRECIS_ZOO") or os.path.join(
+        os.environ.get("PRECIS_CACHE", os.path.expanduser("~/.cache/precis")), "models")
+    for p in (os.path.join(zoo, "efficientnet_lite0.onnx"),
+              os.path.join(zoo, "efficientnet", "efficientnet_lite0.onnx")):
+        if os.path.exists(p):
+            return p
+    raise FileNotFoundError(f"efficientnet_lite0.onnx not under {zoo}")
+
+
+def make_effnet():
+    """EfficientNet-Lite0 from the efficientnet-lite-pytorch wheel (pure Python, imported
+    from the .whl in $PRECIS_WHEELS) with the zoo ONNX's weights: its initializers carry
+    the PyTorch state_dict names (the ONNX was exported from this definition)."""
+    import glob
+    import onnx
+    from onnx import numpy_helper
+    for whl in glob.glob(os.path.join(os.environ.get("PRECIS_WHEELS", "."),
+                                      "efficientnet_lite_pytorch-*.whl")):
+        sys.path.insert(0, whl)
+    from efficientnet_lite_pytorch import EfficientNet
+    m = EfficientNet.from_name("efficientnet-lite0").eval()
+    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(effnet_onnx()).graph.initializer}
+    sd = m.state_dict()
+    load = {k: torch.from_numpy(inits[k].copy()).reshape(v.shape) for k, v in sd.items()
+            if k in inits}
+    missing = [k for k in sd if k not in inits and not k.endswith("num_batches_tracked")]
+    if missing:
+        raise RuntimeError(f"ONNX initializers lack {len(missing)} weights, e.g. {missing[:3]}")
+    m.load_state_dict(load, strict=False)
+    return m, ["input"], {"input": (3, 224, 224)}
+
+
+def is_bert(name):
+    return name in ("bert", "minilm")
+
+
 def make(name):
+    if name == "effnet":
+        return make_effnet()
     return make_resnet50() if name == "resnet50" else make_bert(name)
 
 
@@ -84,7 +127,7 @@ def torch_inputs(name, names, shapes, batch, device, seed=1):
     out = []
     for n in names:
         shp = (batch,) + tuple(shapes[n])
-        if name == "resnet50":
+        if not is_bert(name):
             out.append(torch.rand(shp, generator=g))
         elif n == "input_ids":
             out.append(torch.randint(0, 30000, shp, generator=g))
@@ -113,7 +156,11 @@ class Wrap(torch.nn.Module):
 
 def export(name, out_dir):
     m, names, shapes = make(name)
-    bert = name != "resnet50"
+    bert = is_bert(name)
+    if name == "effnet":  # precis runs the zoo's file itself: the same weights
+        import onnx
+        path = effnet_onnx()
+        return path, names, shapes, [o.name for o in onnx.load(path).graph.output]
     if bert:  # the classic MatMul/Softmax graph precis fuses (same weights as SDPA)
         m.config._attn_implementation = "eager"
         for mod in m.modules():
@@ -189,7 +236,7 @@ def compare(a, b):
 
 def correctness(name, precis, path, names, shapes, onames, out_dir):
     m, _, _ = make(name)
-    w = Wrap(m, name != "resnet50").cuda().eval()
+    w = Wrap(m, is_bert(name)).cuda().eval()
     xs = torch_inputs(name, names, shapes, 1, "cuda", seed=7)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -207,7 +254,7 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
             ("cuda fp16", ["--device", "cuda", "--precision", "fp16"]),
             ("cuda bf16", ["--device", "cuda", "--precision", "bf16"])]
     if INT8:  # `precis run` takes no calibration options: build a batch-1 plan and run it
-        ca = calib_args(name, names, shapes, out_dir, "int8")
+        ca = calib_args(name, names, shapes, out_dir, "int8", path)
         spec = ",".join(f"{n}:{'x'.join(str(d) for d in (1,) + tuple(shapes[n]))}" for n in names)
         rc, _, e = run([precis, "build", path, "-o", os.path.join(out_dir, f"{name}.int8.plan"),
                         "--device", "cuda", "--precision", "int8", "--shapes", spec, *ca])
@@ -240,7 +287,7 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
                  if "vs_ref" in row else ""))
 
 
-def calib_args(name, names, shapes, work, prec):
+def calib_args(name, names, shapes, work, prec, path=None):
     """int8: --calib-data (8 random samples like the timing inputs, written once) and a
     calibration cache shared by every build of the model."""
     if prec != "int8":
@@ -255,7 +302,7 @@ def calib_args(name, names, shapes, work, prec):
                 np.save(os.path.join(sub, f"{i:02d}.npy"), x.numpy()[0])  # no batch dim
     cache = os.path.join(work, f"{name}.calib")
     if not os.path.exists(cache):  # calibrate once, batch dim free (any --shapes later)
-        rc, _, e = run([PRECIS, "build", os.path.join(work, f"{name}.onnx"), "-o",
+        rc, _, e = run([PRECIS, "build", path or os.path.join(work, f"{name}.onnx"), "-o",
                         os.path.join(work, f"{name}.int8-dyn.plan"), "--device", "cuda",
                         "--precision", "int8", "--calib-data", d, "--calib-cache", cache])
         if rc:
@@ -265,11 +312,11 @@ def calib_args(name, names, shapes, work, prec):
 
 def precis_speed(name, precis, path, names, shapes, batch, prec, iters, work="/tmp"):
     spec = ",".join(f"{n}:{'x'.join(str(d) for d in (batch,) + tuple(shapes[n]))}" for n in names)
-    variants = [("1", ""), ("0", "")] + ([("1", "nchw")] if name == "resnet50" and prec == "fp16" else [])
+    variants = [("1", ""), ("0", "")] + ([("1", "nchw")] if not is_bert(name) and prec == "fp16" else [])
     for graphs, layout in variants:
         cmd = [precis, "bench", path, "--device", "cuda", "--precision", prec, "--shapes", spec,
                "--warmup", "10", "--iterations", str(iters), "--json"]
-        cmd += calib_args(name, names, shapes, work, prec)
+        cmd += calib_args(name, names, shapes, work, prec, path)
         env = {"PRECIS_CUDA_GRAPHS": graphs}
         if layout:
             env["PRECIS_CUDA_LAYOUT"] = layout
@@ -297,7 +344,7 @@ def precis_profile(name, precis, path, names, shapes, batch, prec, work="/tmp"):
     spec = ",".join(f"{n}:{'x'.join(str(d) for d in (batch,) + tuple(shapes[n]))}" for n in names)
     cmd = [precis, "bench", path, "--device", "cuda", "--precision", prec, "--shapes", spec,
            "--warmup", "3", "--iterations", "10", "--profile", "--json"]
-    cmd += calib_args(name, names, shapes, work, prec)
+    cmd += calib_args(name, names, shapes, work, prec, path)
     rc, o, e = run(cmd)
     if rc:
         err(f"{name} profile b{batch}", e.strip()[-600:])
@@ -320,7 +367,7 @@ def precis_profile(name, precis, path, names, shapes, batch, prec, work="/tmp"):
 
 def torch_speed(name, names, shapes, batch, iters, compile_modes):
     m, _, _ = make(name)
-    bert = name != "resnet50"
+    bert = is_bert(name)
     if bert:
         m.config._attn_implementation = "sdpa"
     w = Wrap(m, bert).cuda().eval().half()
@@ -442,7 +489,7 @@ def main():
     PRECIS = os.path.abspath(a.precis)
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.work, exist_ok=True)
-    batches = {"resnet50": [1, 32, 256], "bert": [1, 64], "minilm": [1, 64]}
+    batches = {"resnet50": [1, 32, 256], "bert": [1, 64], "minilm": [1, 64], "effnet": [1, 32]}
     for b in a.batches:
         k, v = b.split("=")
         batches[k] = [int(x) for x in v.split(",")]

@@ -9,6 +9,11 @@
 #                 tests/cuda/bench_imma and tests/cli/cuda_plan_stub (default: build-gpu; built here with
 #                 cmake + ninja when missing)
 #   PRECIS_LIBS   extra shared libraries (a folder) the carried binaries need
+#   ZOO_INT8      set (e.g. 1): the zoo phase also times int8 (random calibration)
+#   PRECIS_ZOO    the zoo's ONNX files (zoo phase; bench.py --models effnet reads
+#                 efficientnet_lite0.onnx there)
+#   PRECIS_WHEELS a folder holding the efficientnet-lite-pytorch wheel (pure Python,
+#                 imported from the .whl: bench.py --models effnet)
 #   OUT           where results go (default: out/gpu); gpu_bench.json there is
 #                 what bench/results/gpu_*.json are copies of
 # cuDNN and cuBLASLt come from the CUDA toolkit or PyTorch's environment
@@ -83,7 +88,7 @@ for ph in "${phases[@]}"; do
     echo "== the zoo (models from \$PRECIS_ZOO, default \$PRECIS_CACHE/models)"
     ZOO=${PRECIS_ZOO:-${PRECIS_CACHE:-$HOME/.cache/precis}/models}
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo.py" --precis "$PRECIS" --models "$ZOO" \
-      --out "$OUT" || rc=1
+      --out "$OUT" ${ZOO_INT8:+--int8} || rc=1
     ;;
   *) echo "unknown phase '$ph' (tests, bench, zoo)"; exit 2 ;;
   esac

@@ -7,13 +7,17 @@ DIR holds the zoo's ONNX files as scripts/fetch_models.sh leaves them in
 $PRECIS_CACHE/models (PP-OCRv4 det and rec, EfficientNet-Lite0). For each model:
 correctness through tests/cuda/check_models.py (fp32, fp16, bf16 against ref on
 random inputs at batch 1) and `precis bench --device cuda` fp16 at batch 1 and 32
-with CUDA graphs on and off (GPU time and end-to-end). Writes OUT/gpu_zoo.json.
+with CUDA graphs on and off (GPU time and end-to-end); with --int8 also int8 (CUDA
+graphs on; calibrated on 8 random N(0, 1) samples, one calibration cache a model).
+Writes OUT/gpu_zoo.json.
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZOO = [  # file, input name, dims after the batch
@@ -28,7 +32,10 @@ def main():
     ap.add_argument("--precis", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--int8", action="store_true", help="also int8 rows")
+    ap.add_argument("--work", default="/tmp/precis-zoo-work")
     a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
     res = {"correctness": None, "speed": [], "errors": []}
     specs = [f"{os.path.join(a.models, f)}:{n}=1x{d}" for f, n, d in ZOO
              if os.path.exists(os.path.join(a.models, f))]
@@ -45,11 +52,14 @@ def main():
         if not os.path.exists(path):
             res["errors"].append(f"{f} missing")
             continue
+        runs = [("fp16", "1"), ("fp16", "0")] + ([("int8", "1")] if a.int8 else [])
         for batch in (1, 32):
-            for graphs in ("1", "0"):
-                cmd = [a.precis, "bench", path, "--device", "cuda", "--precision", "fp16",
+            for prec, graphs in runs:
+                cmd = [a.precis, "bench", path, "--device", "cuda", "--precision", prec,
                        "--shapes", f"{n}:{batch}x{d}", "--warmup", "10", "--iterations",
                        "100" if batch == 1 else "30", "--json"]
+                if prec == "int8":
+                    cmd += calib_args(a.work, f, d)
                 env = dict(os.environ, PRECIS_CUDA_GRAPHS=graphs)
                 q = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
                 if q.returncode:
@@ -58,16 +68,28 @@ def main():
                     continue
                 j = json.loads(q.stdout)
                 host = [l for l in q.stderr.splitlines() if "on the host" in l]
-                row = {"model": f, "batch": batch, "precision": "fp16", "cuda_graphs": graphs == "1",
+                row = {"model": f, "batch": batch, "precision": prec, "cuda_graphs": graphs == "1",
                        "graph_used": j["cuda_graph"], "gpu_ms": j["device_ms_p50"],
                        "e2e_ms": j["latency_ms"]["p50"], "gpu_items_per_s": j["device_throughput_per_s"],
                        "host_steps": host[0] if host else "",
                        "command": " ".join(cmd) + f"  (PRECIS_CUDA_GRAPHS={graphs})"}
                 res["speed"].append(row)
-                print(f"  {f} b{batch} graphs={graphs}: gpu {row['gpu_ms']:.3f} ms, e2e "
+                print(f"  {f} {prec} b{batch} graphs={graphs}: gpu {row['gpu_ms']:.3f} ms, e2e "
                       f"{row['e2e_ms']:.3f} ms {row['host_steps']}", flush=True)
     with open(os.path.join(a.out, "gpu_zoo.json"), "w") as f:
         json.dump(res, f, indent=1)
+
+
+def calib_args(work, f, dims):
+    """8 random N(0, 1) samples of one input (no batch dim) and a calibration cache."""
+    d = os.path.join(work, f"calib-{f}")
+    if not os.path.isdir(d):
+        os.makedirs(d)
+        rng = np.random.default_rng(7)
+        shape = [int(x) for x in dims.split("x")]
+        for i in range(8):
+            np.save(os.path.join(d, f"{i:02d}.npy"), rng.standard_normal(shape).astype(np.float32))
+    return ["--calib-data", d, "--calib-cache", os.path.join(work, f"{f}.calib")]
 
 
 if __name__ == "__main__":

@@ -102,6 +102,18 @@ precis_status pr_infer_Attention(pr_infer *ic) {
             return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must have rank >= 2, got %d", names[i],
                              in[i].rank);
     }
+    /* heads_bshd bit i (Q K V; 8: Y): stored with axes r-3 and r-2 swapped */
+    const int64_t hb = pr_attr_int(ic->node, "heads_bshd", 0);
+    for (int i = 0; i < 3; i++)
+        if (hb >> i & 1) {
+            int r = in[i].rank;
+            if (r >= 0 && r < 3)
+                return pr_inferf(ic, PRECIS_ERR_SHAPE, "heads_bshd: %s needs rank >= 3", names[i]);
+            if (r < 0) continue;
+            int64_t d = in[i].dims[r - 2];
+            in[i].dims[r - 2] = in[i].dims[r - 3];
+            in[i].dims[r - 3] = d;
+        }
     if (pr_attr_int(ic->node, "k_transposed", 0) == 0 && in[1].rank >= 2) {
         int r = in[1].rank;
         int64_t d = in[1].dims[r - 1];
@@ -130,7 +142,16 @@ precis_status pr_infer_Attention(pr_infer *ic) {
     pv[1] = in[2];
     sub.in = pv;
     sub.out = ic->out;
-    return pr_infer_MatMul(&sub);
+    if ((st = pr_infer_MatMul(&sub))) return st;
+    pr_tinfo *y = &ic->out[0];
+    if ((hb & 8) && y->rank >= 0 && y->rank < 3)
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "heads_bshd: Y needs rank >= 3");
+    if ((hb & 8) && y->rank >= 3) {
+        int64_t d = y->dims[y->rank - 2];
+        y->dims[y->rank - 2] = y->dims[y->rank - 3];
+        y->dims[y->rank - 3] = d;
+    }
+    return PRECIS_OK;
 }
 
 precis_status pr_infer_Reorder(pr_infer *ic) {
@@ -196,8 +217,9 @@ static precis_status q_residual(pr_infer *ic, int zi) {
     if (q8(z->dtype)) {
         precis_status st = q_scale_attr(ic, "z_scale");
         if (st) return st;
-    } else if (z->dtype != PRECIS_FLOAT32) {
-        return pr_inferf(ic, PRECIS_ERR_SHAPE, "residual must be float32, int8 or uint8");
+    } else if (!pr_dtype_info(z->dtype)->is_float || z->dtype == PRECIS_FLOAT64) {
+        return pr_inferf(ic, PRECIS_ERR_SHAPE,
+                         "residual must be float32, float16, bfloat16, int8 or uint8");
     }
     if (z->rank < 0 || y->rank < 0) return PRECIS_OK;
     if (z->rank != y->rank) return pr_inferf(ic, PRECIS_ERR_SHAPE, "residual rank differs");
@@ -277,16 +299,17 @@ precis_status pr_infer_QMatMul(pr_infer *ic) {
 }
 
 /* A QBinary / QPool operand i: int8/uint8 with a positive scale attribute,
- * or (allow_float) float32. */
+ * or (allow_float) float32, float16 or bfloat16 (real values). */
 static precis_status q_operand(pr_infer *ic, int i, const char *what, const char *scale,
                                bool allow_float) {
     precis_status st = pr_infer_need_input(ic, i, what);
     if (st) return st;
     pr_dtype d = ic->in[i].dtype;
     if (q8(d)) return q_scale_attr(ic, scale);
-    if (allow_float && d == PRECIS_FLOAT32) return PRECIS_OK;
+    if (allow_float && (d == PRECIS_FLOAT32 || d == PRECIS_FLOAT16 || d == PRECIS_BFLOAT16))
+        return PRECIS_OK;
     return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be int8/uint8%s, got %s", what,
-                     allow_float ? " or float32" : "", pr_dtype_name(d));
+                     allow_float ? " or a float type" : "", pr_dtype_name(d));
 }
 
 /* The op named by attribute kind (an ONNX op name), PR_OP_UNKNOWN if none. */

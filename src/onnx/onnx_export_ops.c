@@ -274,6 +274,8 @@ static precis_status ex_attention(pr_ex *x, const pr_node *n) {
     int Q = pr_node_in(n, 0), K = pr_node_in(n, 1), V = pr_node_in(n, 2), M = pr_node_in(n, 3);
     int y = pr_node_out(n, 0);
     if (Q < 0 || K < 0 || V < 0 || y < 0) return refuse(x, n, "needs inputs Q, K, V and an output");
+    if (pr_attr_int(n, "heads_bshd", 0))
+        return refuse(x, n, "head transposes folded into the attention (a CUDA plan)");
     pr_dtype dt = dtype_of(x, y);
     if (dtype_of(x, Q) != dt || dtype_of(x, K) != dt || dtype_of(x, V) != dt ||
         (M >= 0 && dtype_of(x, M) != dt))

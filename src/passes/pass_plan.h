@@ -23,4 +23,8 @@ precis_status pr_plan_layouts(pr_graph *g, pr_err *e);
 /* The same for the cuda backend (cuda true: asks the CUDA impls' nhwc_ok). */
 precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e);
 
+/* cuda: fold the head split / merge Transposes around fp16/bf16 Attention
+ * nodes into the node (attribute heads_bshd; pass_attn_heads.c). */
+precis_status pr_fold_attention_heads(pr_graph *g, pr_err *e);
+
 #endif

@@ -21,6 +21,13 @@ static bool is_act(const pr_graph *g, int t, pr_dtype dt) {
 
 static bool dtype_free(const pr_node *n) { return n->op == PR_OP_Shape || n->op == PR_OP_Size; }
 
+/* An int8 op of an int8 plan: its compute type is int8 whatever the build's
+ * float type; only its float outputs (if any) take one. */
+static bool int8_op(const pr_node *n) {
+    return n->op == PR_OP_QConv || n->op == PR_OP_QMatMul || n->op == PR_OP_QBinary ||
+           n->op == PR_OP_QPool || n->op == PR_OP_DequantizeLinear;
+}
+
 /* Try n with its float32 activations set to low (and, for rank-4 ones, in
  * either layout); restores everything. */
 static bool try_low(pr_graph *g, const pr_node *n, pr_dtype low, bool cuda) {
@@ -70,6 +77,10 @@ precis_status pr_plan_precision_backend(pr_graph *g, pr_dtype dflt, bool cuda, p
         pr_node *n = &g->nodes[i];
         if (dtype_free(n)) continue;
         pr_dtype want = pr_prec_is_float(n->req_compute) ? n->req_compute : dflt;
+        /* an int8 op's float output is stored in the type its output rule asks
+         * (not the float remainder's type, then cast) */
+        if (int8_op(n) && !pr_prec_is_float(n->req_compute) && pr_prec_is_float(n->req_output))
+            want = n->req_output;
         dc[i] = PRECIS_FLOAT32;
         if (want == PRECIS_FLOAT32) continue;
         if (try_low(g, n, want, cuda)) {

@@ -432,6 +432,10 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         drop_unused_inits(e->g);
     }
     precis_dtype low = precision_dtype(prec);
+    /* cuda int8: the float remainder (LayerNorm, attention, GELU, softmax...)
+     * in fp16 unless PRECIS_CUDA_INT8_FLOAT=fp32 */
+    const char *i8f = getenv("PRECIS_CUDA_INT8_FLOAT");
+    if (cuda && int8 && !(i8f && !strcmp(i8f, "fp32"))) low = PRECIS_FLOAT16;
     if ((cpu || cuda) && !calibration && (low != PRECIS_FLOAT32 || pr_prec_any(e->g)) &&
         (st = pr_plan_precision_backend(e->g, low, cuda, err)))
         goto fail;
@@ -440,6 +444,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     bool plain_only = cuda && lay && strcmp(lay, "nchw") == 0;
     if ((cpu || cuda) && !plain_only && (st = pr_plan_layouts_backend(e->g, cuda, err)))
         goto fail;
+    if (cuda && !calibration && (st = pr_fold_attention_heads(e->g, err))) goto fail;
     char threads[16];
     snprintf(threads, sizeof threads, "%d", e->num_threads);
     const char *req = low == PRECIS_BFLOAT16 ? "avx512f,avx512bw" : "";

@@ -5,7 +5,8 @@
  * Prints one JSON object: TOPS = 2 M N K / time. Exit 77 without a GPU.
  *
  *   bench_imma [M N K] [iterations]
- *   bench_imma conv [BATCH] [iterations]   (bench_iconv.c: ResNet-50's int8 convs) */
+ *   bench_imma conv [BATCH] [iterations]   (bench_iconv.c: ResNet-50's int8 convs)
+ *   bench_imma attn [iterations]           (bench_attn.c: the fused fp16 attention) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "backends/cuda/cuda_lt_int8.h"
 
 int bench_iconv(int argc, char **argv, pr_cuda_exec *x, pr_err *e);
+int bench_attn(int argc, char **argv, pr_cuda_exec *x, pr_err *e);
 
 static int fail(const char *what, const char *msg) {
     fprintf(stderr, "bench_imma: %s: %s\n", what, msg);
@@ -66,8 +68,9 @@ int main(int argc, char **argv) {
     }
     pr_cuda_exec x;
     if (pr_cuda_exec_init(&x, &e)) return fail("exec", e.msg);
-    if (argc >= 2 && strcmp(argv[1], "conv") == 0) {
-        int rc = bench_iconv(argc, argv, &x, &e);
+    if (argc >= 2 && (strcmp(argv[1], "conv") == 0 || strcmp(argv[1], "attn") == 0)) {
+        int rc = strcmp(argv[1], "conv") == 0 ? bench_iconv(argc, argv, &x, &e)
+                                              : bench_attn(argc, argv, &x, &e);
         pr_cuda_exec_fini(&x);
         pr_cuda_dev_close(dev);
         return rc;

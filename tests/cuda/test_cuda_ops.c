@@ -39,7 +39,7 @@ static void test_gemm(void) {
                      {.name = "b", .rank = 1, .dims = {48}, .init = true}};
     ALL_DT((snprintf(label, sizeof label, "matmul bias+relu %s", dtn(D)),
             cu_run(&t, 3, a, 1, D, &pr_cuda_impl_gemm, label)));
-    /* erf GELU: our epilogue kernel after cuBLASLt's bias */
+    /* erf GELU: cuBLASLt's GELU (tanh form) for fp16/bf16, our epilogue kernel for fp32 */
     fused_node(&t, PR_OP_FusedMatMul, "FusedMatMul");
     n_str(&t, "act", "Gelu");
     ALL_DT((snprintf(label, sizeof label, "matmul bias+gelu(erf) %s", dtn(D)),
@@ -84,14 +84,47 @@ static void test_attention(void) {
     n_float(&t, "scale", 0.125f);
     cc_input a[4] = {{.name = "q", .rank = 4, .dims = {2, 4, 16, 32}}, {.name = "k", .rank = 4, .dims = {2, 4, 24, 32}}, {.name = "v", .rank = 4, .dims = {2, 4, 24, 32}},
                      {.name = "m", .rank = 4, .dims = {2, 1, 1, 24}, .init = true, .lo = -3, .hi = 0}};
-    ALL_DT((snprintf(label, sizeof label, "attention gemm path + mask %s", dtn(D)),
+    ALL_DT((snprintf(label, sizeof label, "attention + mask (flash fp16/bf16, gemm fp32) %s", dtn(D)),
             cu_run(&t, 4, a, 1, D, &pr_cuda_impl_attention, label)));
+    /* several key tiles, partial query / key tiles, a per-query mask, D 64 and 128 */
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.125f);
+    cc_input f[4] = {{.name = "q", .rank = 4, .dims = {2, 3, 130, 64}}, {.name = "k", .rank = 4, .dims = {2, 3, 200, 64}}, {.name = "v", .rank = 4, .dims = {2, 3, 200, 64}},
+                     {.name = "m", .rank = 4, .dims = {2, 1, 130, 200}, .lo = -6, .hi = 0}};
+    ALL_DT((snprintf(label, sizeof label, "attention D 64, 130 x 200, per-query mask %s", dtn(D)),
+            cu_run(&t, 4, f, 1, D, &pr_cuda_impl_attention, label)));
+    /* a key mask broadcast over the query rows, staged in whole tiles */
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.125f);
+    cc_input fk[4] = {{.name = "q", .rank = 4, .dims = {2, 2, 100, 32}}, {.name = "k", .rank = 4, .dims = {2, 2, 128, 32}}, {.name = "v", .rank = 4, .dims = {2, 2, 128, 32}},
+                      {.name = "m", .rank = 4, .dims = {2, 1, 1, 128}, .lo = -6, .hi = 0}};
+    ALL_DT((snprintf(label, sizeof label, "attention D 32, key mask [B,1,1,128] %s", dtn(D)),
+            cu_run(&t, 4, fk, 1, D, &pr_cuda_impl_attention, label)));
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.088f);
+    cc_input h[3] = {{.name = "q", .rank = 3, .dims = {3, 70, 128}}, {.name = "k", .rank = 3, .dims = {3, 65, 128}}, {.name = "v", .rank = 3, .dims = {3, 65, 128}}};
+    ALL_DT((snprintf(label, sizeof label, "attention D 128, 70 x 65 %s", dtn(D)),
+            cu_run(&t, 3, h, 1, D, &pr_cuda_impl_attention, label)));
     fused_node(&t, PR_OP_Attention, "Attention");
     n_float(&t, "scale", 0.25f);
     n_int(&t, "k_transposed", 1);
     cc_input b[3] = {{.name = "q", .rank = 3, .dims = {3, 9, 16}}, {.name = "k", .rank = 3, .dims = {3, 16, 21}}, {.name = "v", .rank = 3, .dims = {3, 21, 8}}};
     ALL_DT((snprintf(label, sizeof label, "attention k_transposed %s", dtn(D)),
             cu_run(&t, 3, b, 1, D, &pr_cuda_impl_attention, label)));
+    /* head transposes folded in (heads_bshd): Q K V Y stored [B, S, H, D] */
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.125f);
+    n_int(&t, "heads_bshd", 15);
+    cc_input hs[4] = {{.name = "q", .rank = 4, .dims = {2, 40, 3, 64}}, {.name = "k", .rank = 4, .dims = {2, 70, 3, 64}}, {.name = "v", .rank = 4, .dims = {2, 70, 3, 64}},
+                      {.name = "m", .rank = 4, .dims = {2, 1, 1, 70}, .init = true, .lo = -3, .hi = 0}};
+    ALL_DT((snprintf(label, sizeof label, "attention heads_bshd (flash fp16/bf16, row kernel fp32) %s", dtn(D)),
+            cu_run(&t, 4, hs, 1, D, &pr_cuda_impl_attention, label)));
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.17f);
+    n_int(&t, "heads_bshd", 5);
+    cc_input hq[3] = {{.name = "q", .rank = 4, .dims = {2, 33, 2, 32}}, {.name = "k", .rank = 4, .dims = {2, 2, 33, 32}}, {.name = "v", .rank = 4, .dims = {2, 33, 2, 32}}};
+    ALL_DT((snprintf(label, sizeof label, "attention heads_bshd Q and V only %s", dtn(D)),
+            cu_run(&t, 3, hq, 1, D, &pr_cuda_impl_attention, label)));
     /* K an initializer (float32 beside low Q): the row kernel */
     fused_node(&t, PR_OP_Attention, "Attention");
     n_float(&t, "scale", 0.25f);
@@ -332,6 +365,15 @@ static void test_rows(void) {
                      {.name = "b", .rank = 1, .dims = {96}, .init = true}};
     ALL_DT((snprintf(label, sizeof label, "layernorm %s", dtn(D)),
             cu_run(&t, 3, l, 1, D, &pr_cuda_impl_norm, label)));
+    /* 16-byte chunks a lane (fp16/bf16, L % 8 == 0): 3 chunks a lane; L 100: the scalar kernel */
+    cc_input l2[3] = {{.name = "x", .rank = 2, .dims = {9, 768}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {768}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {768}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm 768 %s", dtn(D)),
+            cu_run(&t, 3, l2, 1, D, &pr_cuda_impl_norm, label)));
+    cc_input l3[3] = {{.name = "x", .rank = 2, .dims = {5, 100}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {100}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {100}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm 100 %s", dtn(D)),
+            cu_run(&t, 3, l3, 1, D, &pr_cuda_impl_norm, label)));
     n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
     n_ints(&t, "axes", (int64_t[]){2, 3}, 2);
     cc_input r[1] = {{.name = "x", .rank = 4, .dims = {2, 3, 5, 6}}};

@@ -99,8 +99,27 @@ typedef struct pr_cu_attn {
     int64_t bst[4][PR_CU_MAXR], rs[4], cs[4];
     void *y;
     int ydt;
+    int64_t ybst[PR_CU_MAXR], yrs; /* Y's batch and row strides */
 } pr_cu_attn;
 int pr_cu_attention(void *stream, const pr_cu_attn *a);
+
+/* Fused (flash-style) attention, fp16 or bf16 (dt), D = Dv in {32, 64, 128}:
+ * Y = softmax(scale Q K' + M) V per flat batch index b in [0, nb), Q K V Y
+ * rows of D contiguous elements (16-byte aligned) at row strides rs[0..2],
+ * rs[4]; operand o of batch b starts at the offset sum_d i_d * bst[o][d]
+ * (o: Q K V M Y, i_d the index of b in bdims, unused leading dims 1); M
+ * (m NULL: none) float32, fp16 or bf16 at rows rs[3] and columns mcs apart. */
+#define PR_CU_FLASH_NB 4 /* batch dims: at most 4, right-aligned, 1-padded */
+typedef struct pr_cu_flash {
+    int dt, d, mdt;
+    int mvec; /* mask rows 16-byte aligned with contiguous columns: staged in tiles */
+    int64_t bdims[PR_CU_FLASH_NB], nb, sq, sk;
+    float scale;
+    const void *q, *k, *v, *m;
+    void *y;
+    int64_t bst[5][PR_CU_FLASH_NB], rs[5], mcs;
+} pr_cu_flash;
+int pr_cu_flash_attention(void *stream, const pr_cu_flash *p);
 
 /* 2-D max / average pooling on NCHW (kind 0 max, 1 average). */
 typedef struct pr_cu_pool {

@@ -153,6 +153,91 @@ __global__ void k_layernorm_reg(const T *__restrict__ x, const void *g, int gdt,
     }
 }
 
+// fp16 / bf16 rows of L % 8 == 0 elements: one warp a row, NV 16-byte chunks
+// a lane held in registers (L <= 256 NV).
+template <typename T, int NV>
+__global__ void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt, const void *bb,
+                                int bdt, T *__restrict__ y, int64_t rows, int L, float eps) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31, nc = L >> 3;
+    if (row >= rows) return;
+    const uint4 *xr = reinterpret_cast<const uint4 *>(x + row * L);
+    uint4 *yr = reinterpret_cast<uint4 *>(y + row * L);
+    float v[NV][8], s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        int c = lane + 32 * k;
+        uint4 w = c < nc ? xr[c] : make_uint4(0, 0, 0, 0);
+        const T *h = reinterpret_cast<const T *>(&w);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            v[k][i] = tof(h[i]);
+            s += v[k][i];
+        }
+    }
+    float mean = warp_sum(s) / (float)L, q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+        if (lane + 32 * k < nc)
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float d = v[k][i] - mean;
+                q += d * d;
+            }
+    float rstd = rsqrtf(warp_sum(q) / (float)L + eps);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        int c = lane + 32 * k;
+        if (c >= nc) break;
+        uint4 w;
+        T *h = reinterpret_cast<T *>(&w);
+        float gv[8], bv[8];
+        if (gdt == DT_F32 && (!bb || bdt == DT_F32)) { // float32 Scale / B: 32-byte loads
+            const float4 *g4 = reinterpret_cast<const float4 *>(g) + 2 * c;
+            float4 a = g4[0], b = g4[1];
+            gv[0] = a.x, gv[1] = a.y, gv[2] = a.z, gv[3] = a.w;
+            gv[4] = b.x, gv[5] = b.y, gv[6] = b.z, gv[7] = b.w;
+            if (bb) {
+                const float4 *b4 = reinterpret_cast<const float4 *>(bb) + 2 * c;
+                a = b4[0], b = b4[1];
+                bv[0] = a.x, bv[1] = a.y, bv[2] = a.z, bv[3] = a.w;
+                bv[4] = b.x, bv[5] = b.y, bv[6] = b.z, bv[7] = b.w;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                gv[i] = ldf(g, gdt, c * 8 + i);
+                if (bb) bv[i] = ldf(bb, bdt, c * 8 + i);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float o = (v[k][i] - mean) * rstd * gv[i];
+            if (bb) o += bv[i];
+            h[i] = fromf<T>(o);
+        }
+        yr[c] = w;
+    }
+}
+
+template <typename T>
+static bool layernorm_vec(cudaStream_t s, const void *x, const void *g, int gdt, const void *b,
+                          int bdt, void *y, int64_t rows, int64_t L, float eps) {
+    if (L % 8 || ((uintptr_t)x & 15) || ((uintptr_t)y & 15)) return false;
+    if ((gdt == DT_F32 && ((uintptr_t)g & 15)) || (b && bdt == DT_F32 && ((uintptr_t)b & 15)))
+        return false;
+    unsigned grid = (unsigned)((rows + 7) / 8);
+    const T *xx = (const T *)x;
+    T *yy = (T *)y;
+    int l = (int)L;
+    if (L <= 256) k_layernorm_vec<T, 1><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 512) k_layernorm_vec<T, 2><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 768) k_layernorm_vec<T, 3><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 1024) k_layernorm_vec<T, 4><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else return false;
+    return true;
+}
+
 template <typename T>
 static bool layernorm_reg(cudaStream_t s, const void *x, const void *g, int gdt, const void *b,
                           int bdt, void *y, int64_t rows, int64_t L, float eps) {
@@ -174,7 +259,11 @@ extern "C" int pr_cu_layernorm(void *stream, const void *x, int xdt, const void 
     cudaStream_t s = (cudaStream_t)stream;
     if (rows * L <= 0) return 0;
     if (xdt == ydt && L <= 1024) {
-        bool ok = xdt == DT_F16    ? layernorm_reg<__half>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+        bool ok = xdt == DT_F16    ? layernorm_vec<__half>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+                  : xdt == DT_BF16 ? layernorm_vec<__nv_bfloat16>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+                                   : false;
+        if (ok) return launch_result();
+        ok = xdt == DT_F16    ? layernorm_reg<__half>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
                   : xdt == DT_BF16 ? layernorm_reg<__nv_bfloat16>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
                   : xdt == DT_F32  ? layernorm_reg<float>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
                                    : false;
@@ -328,7 +417,7 @@ __global__ void k_attention(pr_cu_attn a) {
         float acc = 0.0f;
         for (int64_t j = 0; j < a.sk; j++)
             acc += sc[j] * ldf(a.op[2], a.dt[2], ob[2] + j * a.rs[2] + d * a.cs[2]);
-        stf(a.y, a.ydt, row * a.dv + d, acc * inv);
+        stf(a.y, a.ydt, bcast_off(a.nbd, a.bdims, a.ybst, b) + i * a.yrs + d, acc * inv);
     }
 }
 

@@ -10,6 +10,7 @@
  * which reads every operand through its broadcast strides. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +90,73 @@ static bool gemm_form(const pr_attn_geom *a, bool acts_same, attn_geo *g) {
     g->ldv = ld_of(a->Sk, a->Dv, a->rs[2], a->cs[2]);
     if (!g->ldq || !g->ldk || !g->ldv) return false;
     if (a->Sq > 1 && a->rs[0] == 0) return false; /* one query row broadcast: row kernel */
+    for (int64_t d = a->nbd - 1, s = a->Sq * a->Dv; d >= 0; s *= a->bdims[d--])
+        if (a->yrs != a->Dv || (a->bdims[d] > 1 && a->ybst[d] != s)) return false;
     return flat_batch(a, 0, &g->sbq) && flat_batch(a, 1, &g->sbk) && flat_batch(a, 2, &g->sbv);
+}
+
+/* Does the fused fp16/bf16 kernel (cu_flash.cu) take this geometry? Q, K
+ * (not transposed), V and Y of the plan's type with rows of D = Dv in
+ * {32, 64, 128} contiguous elements, strides in whole 16-byte chunks. */
+static bool flash_form(const pr_attn_geom *a, pr_dtype dt, bool acts_same, pr_dtype mdt) {
+    static int env = -1;
+    if (env < 0) {
+        const char *v = getenv("PRECIS_CUDA_FLASH");
+        env = !(v && !strcmp(v, "0"));
+    }
+    if (!env || !acts_same || a->kt || a->Sk <= 0 || a->D != a->Dv) return false;
+    if (a->has_mask && mdt != PRECIS_FLOAT32 && mdt != PRECIS_FLOAT16 && mdt != PRECIS_BFLOAT16)
+        return false;
+    if (dt != PRECIS_FLOAT16 && dt != PRECIS_BFLOAT16) return false;
+    if (a->D != 32 && a->D != 64 && a->D != 128) return false;
+    if (a->nbd > PR_CU_FLASH_NB) return false;
+    for (int o = 0; o < 3; o++) {
+        if (a->cs[o] != 1 || a->rs[o] % 8) return false;
+        for (int d = 0; d < a->nbd; d++)
+            if (a->bst[o][d] % 8) return false;
+    }
+    if (a->yrs % 8) return false;
+    for (int d = 0; d < a->nbd; d++)
+        if (a->ybst[d] % 8) return false;
+    return true;
+}
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* Y = the fused kernel over geometry a (flash_form holds). */
+static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dtype dt) {
+    pr_cu_flash f;
+    memset(&f, 0, sizeof f);
+    const pr_buf *M = pr_kin(k, 3);
+    f.dt = (int)dt;
+    f.d = (int)a->D;
+    f.nb = a->nb;
+    f.sq = a->Sq;
+    f.sk = a->Sk;
+    f.scale = a->scale;
+    f.q = k->in[0]->data;
+    f.k = k->in[1]->data;
+    f.v = k->in[2]->data;
+    f.m = M ? M->data : NULL;
+    f.mdt = M ? (int)M->dtype : 0;
+    f.y = k->out[0]->data;
+    for (int d = 0; d < PR_CU_FLASH_NB; d++) { /* right-aligned, leading dims 1 */
+        int s = d - (PR_CU_FLASH_NB - a->nbd);
+        f.bdims[d] = s >= 0 ? a->bdims[s] : 1;
+        for (int o = 0; o < 4; o++) f.bst[o][d] = s >= 0 ? a->bst[o][s] : 0;
+        f.bst[4][d] = s >= 0 ? a->ybst[s] : 0;
+    }
+    for (int o = 0; o < 4; o++) f.rs[o] = a->rs[o];
+    f.rs[4] = a->yrs;
+    f.mcs = a->cs[3];
+    /* a 16-bit mask of distinct rows in whole 16-byte chunks is staged in tiles (BERT b64
+     * fp16 [B,1,S,S] 88 -> 65 us); float32 masks and masks broadcast over the rows
+     * measured faster loaded a thread (bench_imma attn) */
+    if (M && M->dtype != PRECIS_FLOAT32 && a->rs[3] != 0) {
+        f.mvec = a->cs[3] == 1 && a->rs[3] % 8 == 0 && aligned16(M->data);
+        for (int d = 0; d < a->nbd; d++) f.mvec = f.mvec && a->bst[3][d] % 8 == 0;
+    }
+    return pr_cu_flash_attention(x->stream, &f);
 }
 
 static void plan_free(attn_plan *p) {
@@ -143,6 +210,8 @@ static const char *static_path(const pr_graph *g, const pr_node *n, pr_err *e) {
         same = same && g->tensors[n->inputs[i]].dtype == yt->dtype &&
                !pr_cu_is_init(g, n->inputs[i]);
     attn_geo gg;
+    pr_dtype mdt = n->n_inputs > 3 && n->inputs[3] >= 0 ? g->tensors[n->inputs[3]].dtype : 0;
+    if (flash_form(&a, yt->dtype, same, mdt)) return "flash";
     return gemm_form(&a, same, &gg) ? "gemm" : "rows";
 }
 
@@ -164,7 +233,10 @@ static precis_status attn_prepare(const pr_graph *g, const pr_node *n, const pr_
     LT_TRY(cublasLtMatmulDescSetAttribute(s->d2, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof opn));
     const char *path = static_path(g, n, e);
     const char *tn = s->dt == PRECIS_FLOAT16 ? "fp16" : s->dt == PRECIS_BFLOAT16 ? "bf16" : "fp32";
-    if (path && !strcmp(path, "gemm"))
+    if (path && !strcmp(path, "flash"))
+        snprintf(s->what, sizeof s->what,
+                 "cu.flash_attention %s (Q K' and P V on Tensor Cores, online fp32 softmax)", tn);
+    else if (path && !strcmp(path, "gemm"))
         snprintf(s->what, sizeof s->what,
                  "cublasLt %s batched QK' -> fp32 scores, softmax kernel (fp32), cublasLt PV", tn);
     else if (path)
@@ -272,6 +344,11 @@ static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x) {
     for (int i = 0; i < 3; i++)
         same = same && k->in[i]->dtype == s->dt && !pr_cu_is_init(k->g, k->node->inputs[i]);
     attn_geo g;
+    if (flash_form(&a, s->dt, same, M ? M->dtype : 0) && aligned16(k->in[0]->data) && aligned16(k->in[1]->data) &&
+        aligned16(k->in[2]->data) && aligned16(Y->data)) {
+        KL_TRY(flash_run(x, &a, k, s->dt));
+        return PRECIS_OK;
+    }
     if (a.Sk > 0 && gemm_form(&a, same, &g)) {
         size_t es = pr_dtype_size(s->dt), nsc = (size_t)(g.nb * g.sq * g.sk);
         size_t off_p = (nsc * 4 + 255) & ~(size_t)255;
@@ -334,6 +411,8 @@ static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x) {
     }
     c.y = Y->data;
     c.ydt = (int)Y->dtype;
+    memcpy(c.ybst, a.ybst, sizeof c.ybst);
+    c.yrs = a.yrs;
     KL_TRY(pr_cu_attention(x->stream, &c));
     return PRECIS_OK;
 fail:

@@ -48,7 +48,17 @@ static cudaDataType_t cuda_dt(pr_dtype dt) {
     return dt == PRECIS_FLOAT16 ? CUDA_R_16F : dt == PRECIS_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-static bool lt_act(int kind) {
+/* Can cuBLASLt's epilogue apply act kind to a dt output? Its GELU is the
+ * tanh form; for fp16/bf16 outputs it also stands for erf-GELU (|difference|
+ * <= 5e-4 absolute, |x| ~ 2: about an fp16 ulp of the output there; one
+ * pass over the output less) unless PRECIS_CUDA_GELU_EXACT=1. */
+static bool lt_act(int kind, pr_dtype dt) {
+    static int exact = -1;
+    if (exact < 0) {
+        const char *v = getenv("PRECIS_CUDA_GELU_EXACT");
+        exact = v && !strcmp(v, "1");
+    }
+    if (kind == PR_ACT_GELU) return !exact && (dt == PRECIS_FLOAT16 || dt == PRECIS_BFLOAT16);
     return kind == PR_ACT_NONE || kind == PR_ACT_RELU || kind == PR_ACT_GELU_TANH;
 }
 
@@ -166,7 +176,7 @@ static precis_status gemm_prepare(const pr_graph *g, const pr_node *n, const pr_
     pr_cu_act none = {0, 0, 0}, lt = none;
     s->pre = s->post = none;
     if (s->z_input < 0) {
-        if (lt_act(a1.kind)) {
+        if (lt_act(a1.kind, s->dt)) {
             lt = a1;
             s->post = a2;
         } else {
@@ -175,17 +185,17 @@ static precis_status gemm_prepare(const pr_graph *g, const pr_node *n, const pr_
         }
     } else if (a1.kind == PR_ACT_NONE) {
         s->use_c = true;
-        if (lt_act(a2.kind)) lt = a2;
+        if (lt_act(a2.kind, s->dt)) lt = a2;
         else s->post = a2;
     } else {
-        if (lt_act(a1.kind)) lt = a1;
+        if (lt_act(a1.kind, s->dt)) lt = a1;
         else s->pre = a1;
         s->own_z = true;
         s->post = a2;
     }
     s->own = s->pre.kind || s->post.kind || s->own_z;
     s->epi = lt.kind == PR_ACT_RELU ? (s->bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
-             : lt.kind == PR_ACT_GELU_TANH
+             : lt.kind == PR_ACT_GELU_TANH || lt.kind == PR_ACT_GELU
                  ? (s->bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
                  : (s->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     LT_TRY(cublasLtMatmulDescCreate(&s->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -205,6 +215,7 @@ static precis_status gemm_prepare(const pr_graph *g, const pr_node *n, const pr_
         size_t p = 0;
         if (s->bias) p += (size_t)snprintf(ep + p, sizeof ep - p, "+bias");
         if (lt.kind) p += (size_t)snprintf(ep + p, sizeof ep - p, "+%s", act_name(lt.kind));
+        if (lt.kind == PR_ACT_GELU) p += (size_t)snprintf(ep + p, sizeof ep - p, "(tanh form)");
         if (s->use_c) p += (size_t)snprintf(ep + p, sizeof ep - p, "+residual(C)");
         char own[96] = "";
         if (s->own)

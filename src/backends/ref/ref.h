@@ -78,6 +78,7 @@ typedef struct pr_attn_geom {
     float scale;
     int64_t bst[4][PR_MAX_RANK];
     int64_t rs[4], cs[4];
+    int64_t ybst[PR_MAX_RANK], yrs; /* Y's batch and row strides (its columns contiguous) */
 } pr_attn_geom;
 
 /* Fills a from the node and its input / output buffers; fails (SHAPE)
@@ -85,6 +86,8 @@ typedef struct pr_attn_geom {
 precis_status pr_attn_geom_of(pr_kernel *k, pr_attn_geom *a);
 /* Element offsets of Q, K, V, M for flat batch index b in [0, nb). */
 void pr_attn_offsets(const pr_attn_geom *a, int64_t b, int64_t off[4]);
+/* Element offset of Y's rows of flat batch index b. */
+int64_t pr_attn_yoff(const pr_attn_geom *a, int64_t b);
 
 /* n elements of a numeric buffer of dtype dt as float (int64/uint64/float64
  * values rounded to float). */

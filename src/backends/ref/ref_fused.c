@@ -125,29 +125,44 @@ precis_status pr_attn_geom_of(pr_kernel *k, pr_attn_geom *a) {
     if (Q->rank < 2 || K->rank < 2 || V->rank < 2 || Y->rank < 2 || (M && M->rank > Y->rank))
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "Q, K, V need rank >= 2, the mask at most Y's");
     a->kt = pr_attr_int(k->node, "k_transposed", 0) != 0;
+    /* heads_bshd bit o (Q K V, 8: Y): stored with axes r-3 and r-2 swapped */
+    const int64_t hb = pr_attr_int(k->node, "heads_bshd", 0);
+    if (hb && (Y->rank < 3 || Q->rank < 3 || K->rank < 3 || V->rank < 3))
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "heads_bshd needs Q, K, V and Y of rank >= 3");
+    int64_t ld[4][PR_MAX_RANK]; /* logical dims of Q, K, V, Y */
+    const pr_buf *qkvy[4] = {Q, K, V, Y};
+    for (int o = 0; o < 4; o++) {
+        const pr_buf *x = qkvy[o];
+        memcpy(ld[o], x->dims, sizeof ld[o]);
+        if (hb >> (o == 3 ? 3 : o) & 1) {
+            ld[o][x->rank - 3] = x->dims[x->rank - 2];
+            ld[o][x->rank - 2] = x->dims[x->rank - 3];
+        }
+    }
+    const int64_t *yd = ld[3], *qd = ld[0], *kd = ld[1], *vd = ld[2];
     a->scale = pr_attr_float(k->node, "scale", 1.0f);
     a->has_mask = M != NULL;
     const int kr = K->rank;
-    int64_t qs = Q->dims[Q->rank - 2], ks = K->dims[a->kt ? kr - 1 : kr - 2];
+    int64_t qs = qd[Q->rank - 2], ks = kd[a->kt ? kr - 1 : kr - 2];
     int64_t ms = M && M->rank >= 2 ? M->dims[M->rank - 2] : 1;
     int64_t mk = M && M->rank >= 1 ? M->dims[M->rank - 1] : 1;
-    a->D = Q->dims[Q->rank - 1];
-    a->Sq = Y->dims[Y->rank - 2];
-    a->Sk = V->dims[V->rank - 2];
-    a->Dv = V->dims[V->rank - 1];
-    if (K->dims[a->kt ? kr - 2 : kr - 1] != a->D || bdim(qs, ms) != a->Sq ||
-        bdim(ks, mk) != a->Sk || Y->dims[Y->rank - 1] != a->Dv)
+    a->D = qd[Q->rank - 1];
+    a->Sq = yd[Y->rank - 2];
+    a->Sk = vd[V->rank - 2];
+    a->Dv = vd[V->rank - 1];
+    if (kd[a->kt ? kr - 2 : kr - 1] != a->D || bdim(qs, ms) != a->Sq ||
+        bdim(ks, mk) != a->Sk || yd[Y->rank - 1] != a->Dv)
         return pr_kernelf(k, PRECIS_ERR_SHAPE,
                           "Q [.., %lld, %lld], K [.., %lld, %lld] (k_transposed %d), V [.., %lld, "
                           "%lld] and Y [.., %lld, %lld] do not match",
-                          (long long)qs, (long long)a->D, (long long)K->dims[kr - 2],
-                          (long long)K->dims[kr - 1], a->kt, (long long)a->Sk, (long long)a->Dv,
-                          (long long)a->Sq, (long long)Y->dims[Y->rank - 1]);
+                          (long long)qs, (long long)a->D, (long long)kd[kr - 2],
+                          (long long)kd[kr - 1], a->kt, (long long)a->Sk, (long long)a->Dv,
+                          (long long)a->Sq, (long long)yd[Y->rank - 1]);
     a->nbd = Y->rank - 2;
     a->nb = 1;
     for (int d = 0; d < a->nbd; d++) {
-        a->bdims[d] = Y->dims[d];
-        a->nb *= Y->dims[d];
+        a->bdims[d] = yd[d];
+        a->nb *= yd[d];
     }
     /* each operand against Y's batch dims + its own last two as broadcast */
     const pr_buf *ops[4] = {Q, K, V, M};
@@ -162,16 +177,52 @@ precis_status pr_attn_geom_of(pr_kernel *k, pr_attn_geom *a) {
         memcpy(od, a->bdims, sizeof od);
         od[a->nbd] = last2[o][0];
         od[a->nbd + 1] = last2[o][1];
+        const bool sw = o < 3 && (hb >> o & 1);
+        const int yr = Y->rank;
+        if (sw && x->rank != Y->rank)
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "heads_bshd: input %d needs Y's rank", o);
+        if (sw) { /* compare and stride the stored order, then swap back */
+            int64_t t = od[yr - 3];
+            od[yr - 3] = od[yr - 2];
+            od[yr - 2] = t;
+        }
         for (int d = 0; d < x->rank; d++)
             if (x->dims[d] != 1 && x->dims[d] != od[d + Y->rank - x->rank])
                 return pr_kernelf(k, PRECIS_ERR_SHAPE, "input %d dim %d (%lld) does not broadcast",
                                   o, d, (long long)x->dims[d]);
         pr_bcast_strides(x, Y->rank, od, st);
+        if (sw) {
+            int64_t t = st[yr - 3];
+            st[yr - 3] = st[yr - 2];
+            st[yr - 2] = t;
+        }
         memcpy(a->bst[o], st, (size_t)a->nbd * sizeof *st);
         a->rs[o] = st[a->nbd];
         a->cs[o] = st[a->nbd + 1];
     }
+    /* Y: contiguous in its stored order */
+    int64_t ys[PR_MAX_RANK], s = 1;
+    for (int d = Y->rank - 1; d >= 0; d--) {
+        ys[d] = s;
+        s *= Y->dims[d];
+    }
+    if (hb & 8) {
+        int64_t t = ys[Y->rank - 3];
+        ys[Y->rank - 3] = ys[Y->rank - 2];
+        ys[Y->rank - 2] = t;
+    }
+    memcpy(a->ybst, ys, (size_t)a->nbd * sizeof *ys);
+    a->yrs = ys[a->nbd];
     return PRECIS_OK;
+}
+
+int64_t pr_attn_yoff(const pr_attn_geom *a, int64_t b) {
+    int64_t off = 0;
+    for (int d = a->nbd - 1; d >= 0; d--) {
+        off += (b % a->bdims[d]) * a->ybst[d];
+        b /= a->bdims[d];
+    }
+    return off;
 }
 
 void pr_attn_offsets(const pr_attn_geom *a, int64_t b, int64_t off[4]) {
@@ -228,7 +279,7 @@ precis_status ref_Attention(pr_kernel *k) {
                 mx = acc > mx ? acc : mx;
             }
             for (int64_t j = 0; j < a.Sk; j++) sum += s[j] = exp(s[j] - mx);
-            float *yi = y + (b * a.Sq + i) * a.Dv;
+            float *yi = y + pr_attn_yoff(&a, b) + i * a.yrs;
             for (int64_t c = 0; c < a.Dv; c++) {
                 double acc = 0;
                 for (int64_t j = 0; j < a.Sk; j++)
@@ -266,7 +317,8 @@ static precis_status dequant(pr_kernel *k, const pr_buf *q, const float *scale, 
     if (!d) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     pr_ref_to_f32(q->data, q->dtype, q->numel, d);
     out->data = d;
-    if (q->dtype == PRECIS_FLOAT32) return PRECIS_OK;
+    if (q->dtype == PRECIS_FLOAT32 || q->dtype == PRECIS_FLOAT16 || q->dtype == PRECIS_BFLOAT16)
+        return PRECIS_OK; /* real values already */
     int64_t inner = 1, C = n_scale > 1 ? q->dims[axis] : 1;
     if (n_scale > 1)
         for (int i = axis + 1; i < q->rank; i++) inner *= q->dims[i];

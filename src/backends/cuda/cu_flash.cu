@@ -1,0 +1,318 @@
+// Fused attention for fp16 / bf16 (flash style): one block of 4 warps takes
+// 64 query rows of one (batch, head); it walks the keys 64 at a time, the
+// K and V tiles staged in shared memory, S = Q K' and O += P V on Tensor
+// Cores (mma.sync m16n8k16, float32 accumulators), the softmax online in
+// float32 (running max and sum per row, exp2 of log2e-scaled scores). The
+// scores never reach memory. Operands are read through their row and batch
+// strides, so a head split / merge transpose can be folded into the loads
+// and the store (pr_cu_flash).
+#include "backends/cuda/cu_common.cuh"
+
+namespace {
+
+constexpr int BK = 64;
+constexpr float LOG2E = 1.4426950408889634f;
+
+__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1,
+                                    const __half *) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1,
+                                    const __nv_bfloat16 *) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack2(float x, float y, const __half *) {
+    __half2 h = __floats2half2_rn(x, y);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+__device__ __forceinline__ uint32_t pack2(float x, float y, const __nv_bfloat16 *) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+__device__ __forceinline__ float2 unpack2(uint32_t v, const __half *) {
+    return __half22float2(*reinterpret_cast<__half2 *>(&v));
+}
+__device__ __forceinline__ float2 unpack2(uint32_t v, const __nv_bfloat16 *) {
+    return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&v));
+}
+
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t ld32(const T *p, bool ok) {
+    return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
+}
+
+// NW warps of 16 query rows each (BQ = 16 NW rows a block).
+template <typename T, int D, int NW>
+__global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
+    constexpr int NT = NW * 32, BQ = NW * 16;
+    constexpr int LD = D + 8; // padded rows: conflict-free fragment loads and ldmatrix
+    __shared__ __align__(16) T Ks[BK * LD];
+    __shared__ __align__(16) T Vs[BK * LD];
+    // the mask tile as float32 (staged: p.mvec) for D 64 (b64 BERT fp16 mask
+    // 88 -> 65 us); D 32 measured faster without (registers, shared memory),
+    // D 128 would pass 48 KB of static shared memory
+    constexpr bool MST = D == 64 && NW <= 4;
+    constexpr int MLD = BK + 4;
+    __shared__ __align__(16) float Ms[MST ? BQ * MLD : 4];
+    const T *tag = nullptr;
+    int64_t off[5] = {0, 0, 0, 0, 0}, bb = blockIdx.x;
+#pragma unroll
+    for (int d = PR_CU_FLASH_NB - 1; d >= 0; d--) { // static indices: no local copy of p
+        int64_t i = bb % p.bdims[d];
+        bb /= p.bdims[d];
+#pragma unroll
+        for (int o = 0; o < 5; o++) off[o] += i * p.bst[o][d];
+    }
+    const T *Q = (const T *)p.q + off[0], *K = (const T *)p.k + off[1];
+    const T *V = (const T *)p.v + off[2];
+    T *Y = (T *)p.y + off[4];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int64_t sq = p.sq, sk = p.sk;
+    const int64_t r0 = (int64_t)blockIdx.y * BQ + warp * 16 + g, r1 = r0 + 8;
+    const bool ok0 = r0 < sq, ok1 = r1 < sq;
+
+    uint32_t qa[D / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        int c = kk * 16 + t * 2;
+        qa[kk][0] = ld32(Q + r0 * p.rs[0] + c, ok0);
+        qa[kk][1] = ld32(Q + r1 * p.rs[0] + c, ok1);
+        qa[kk][2] = ld32(Q + r0 * p.rs[0] + c + 8, ok0);
+        qa[kk][3] = ld32(Q + r1 * p.rs[0] + c + 8, ok1);
+    }
+    float o[D / 8][4];
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    // mask rows r0 / r1 (column pairs load as one 8- or 4-byte word when contiguous)
+    const int64_t mcs = p.mcs, mo0 = off[3] + r0 * p.rs[3], mo1 = off[3] + r1 * p.rs[3];
+    const int mdt = p.m ? p.mdt : 0;
+    const bool mpair = mcs == 1 && (mo0 & 1) == 0 && (mo1 & 1) == 0;
+    const float scale = p.scale;
+    const int64_t rsk = p.rs[1], rsv = p.rs[2];
+    const int64_t qb = (int64_t)blockIdx.y * BQ;
+
+    for (int64_t k0 = 0; k0 < sk; k0 += BK) {
+        constexpr int NC = BK * D / 8 / NT; // 16-byte chunks a thread, all loads in flight
+        uint4 kv[NC], vv[NC];
+#pragma unroll
+        for (int i = 0; i < NC; i++) {
+            int c = threadIdx.x + i * NT, r = c / (D / 8), cc = (c % (D / 8)) * 8;
+            kv[i] = vv[i] = make_uint4(0, 0, 0, 0);
+            if (k0 + r < sk) {
+                kv[i] = *reinterpret_cast<const uint4 *>(K + (k0 + r) * rsk + cc);
+                vv[i] = *reinterpret_cast<const uint4 *>(V + (k0 + r) * rsv + cc);
+            }
+        }
+        // a whole mask tile with 16-byte rows: coalesced loads now, staged
+        // through shared memory as float32 after the barrier
+        const bool mtile = MST && mdt && p.mvec && k0 + BK <= sk;
+        constexpr int MC = BQ * BK / 4 / NT; // float32: 4 a chunk; 16-bit: 8 (MC / 2 chunks)
+        uint4 mw[MC];
+        if (mtile) {
+            const bool f32 = mdt == DT_F32;
+            const int cpr = f32 ? BK / 4 : BK / 8, per = f32 ? 4 : 8;
+#pragma unroll
+            for (int i = 0; i < MC; i++) {
+                int c = threadIdx.x + i * NT, r = c / cpr, cc = (c % cpr) * per;
+                mw[i] = make_uint4(0, 0, 0, 0);
+                if ((f32 || i < MC / 2) && qb + r < sq) {
+                    int64_t mo = off[3] + (qb + r) * p.rs[3] + k0 + cc;
+                    mw[i] = f32 ? *reinterpret_cast<const uint4 *>((const float *)p.m + mo)
+                                : *reinterpret_cast<const uint4 *>((const T *)p.m + mo);
+                }
+            }
+        }
+        // else the mask values of this tile a thread (loads overlap K / V's)
+        float mk[BK / 8][4];
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int64_t col = k0 + n * 8 + t * 2, mo = (h ? mo1 : mo0) + col * mcs;
+                float a = 0.0f, b = 0.0f;
+                if (mdt && !mtile && (h ? ok1 : ok0)) {
+                    if (mpair && col + 1 < sk) {
+                        if (mdt == DT_F32) {
+                            float2 f = *reinterpret_cast<const float2 *>((const float *)p.m + mo);
+                            a = f.x, b = f.y;
+                        } else {
+                            uint32_t w = *reinterpret_cast<const uint32_t *>((const T *)p.m + mo);
+                            float2 f = mdt == DT_F16 ? unpack2(w, (const __half *)nullptr)
+                                                     : unpack2(w, (const __nv_bfloat16 *)nullptr);
+                            a = f.x, b = f.y;
+                        }
+                    } else {
+                        if (col < sk) a = ldf(p.m, mdt, mo);
+                        if (col + 1 < sk) b = ldf(p.m, mdt, mo + mcs);
+                    }
+                }
+                mk[n][2 * h] = a;
+                mk[n][2 * h + 1] = b;
+            }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < NC; i++) {
+            int c = threadIdx.x + i * NT, r = c / (D / 8), cc = (c % (D / 8)) * 8;
+            *reinterpret_cast<uint4 *>(&Ks[r * LD + cc]) = kv[i];
+            *reinterpret_cast<uint4 *>(&Vs[r * LD + cc]) = vv[i];
+        }
+        if (mtile) {
+            const bool f32 = mdt == DT_F32;
+            const int cpr = f32 ? BK / 4 : BK / 8;
+#pragma unroll
+            for (int i = 0; i < MC; i++) {
+                int c = threadIdx.x + i * NT, r = c / cpr;
+                if (f32) {
+                    *reinterpret_cast<uint4 *>(&Ms[r * MLD + (c % cpr) * 4]) = mw[i];
+                } else if (i < MC / 2) {
+                    const uint32_t *w = reinterpret_cast<const uint32_t *>(&mw[i]);
+                    float *d = &Ms[r * MLD + (c % cpr) * 8];
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        float2 f = mdt == DT_F16 ? unpack2(w[j], (const __half *)nullptr)
+                                                 : unpack2(w[j], (const __nv_bfloat16 *)nullptr);
+                        d[2 * j] = f.x;
+                        d[2 * j + 1] = f.y;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        if (mtile)
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float2 f = *reinterpret_cast<const float2 *>(
+                        &Ms[(warp * 16 + g + 8 * h) * MLD + n * 8 + t * 2]);
+                    mk[n][2 * h] = f.x;
+                    mk[n][2 * h + 1] = f.y;
+                }
+        float s[BK / 8][4];
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++) {
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const T *kr = &Ks[(n * 8 + g) * LD + kk * 16 + t * 2];
+                mma(s[n], qa[kk], *reinterpret_cast<const uint32_t *>(kr),
+                    *reinterpret_cast<const uint32_t *>(kr + 8), tag);
+            }
+        }
+        float mx0 = m0, mx1 = m1;
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int64_t col = k0 + n * 8 + t * 2 + (e & 1);
+                float v = col < sk ? fmaf(s[n][e], scale, mk[n][e]) * LOG2E : -INFINITY;
+                s[n][e] = v;
+                if (e < 2) mx0 = fmaxf(mx0, v);
+                else mx1 = fmaxf(mx1, v);
+            }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float b0 = mx0 == -INFINITY ? 0.0f : mx0, b1 = mx1 == -INFINITY ? 0.0f : mx1;
+        const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+        m0 = mx0;
+        m1 = mx1;
+        l0 *= c0;
+        l1 *= c1;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            o[j][0] *= c0;
+            o[j][1] *= c0;
+            o[j][2] *= c1;
+            o[j][3] *= c1;
+        }
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++) {
+            s[n][0] = exp2f(s[n][0] - b0);
+            s[n][1] = exp2f(s[n][1] - b0);
+            s[n][2] = exp2f(s[n][2] - b1);
+            s[n][3] = exp2f(s[n][3] - b1);
+        }
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1], tag),
+                             pack2(s[2 * kk][2], s[2 * kk][3], tag),
+                             pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], tag),
+                             pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], tag)};
+            // the row sums from the rounded P that the product uses
+            float2 f;
+            f = unpack2(a[0], tag), l0 += f.x + f.y;
+            f = unpack2(a[2], tag), l0 += f.x + f.y;
+            f = unpack2(a[1], tag), l1 += f.x + f.y;
+            f = unpack2(a[3], tag), l1 += f.x + f.y;
+            const int mt = lane >> 3;
+            const T *vr = &Vs[(kk * 16 + (mt & 1) * 8 + (lane & 7)) * LD + (mt >> 1) * 8];
+#pragma unroll
+            for (int j = 0; j < D / 16; j++) {
+                uint32_t b[4];
+                ldsm_x4_t(b, vr + j * 16);
+                mma(o[2 * j], a, b[0], b[1], tag);
+                mma(o[2 * j + 1], a, b[2], b[3], tag);
+            }
+        }
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float i0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, i1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) {
+        int c = j * 8 + t * 2;
+        if (ok0) *reinterpret_cast<uint32_t *>(Y + r0 * p.rs[4] + c) = pack2(o[j][0] * i0, o[j][1] * i0, tag);
+        if (ok1) *reinterpret_cast<uint32_t *>(Y + r1 * p.rs[4] + c) = pack2(o[j][2] * i1, o[j][3] * i1, tag);
+    }
+}
+
+template <typename T, int NW>
+int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
+    dim3 grid((unsigned)p.nb, (unsigned)((p.sq + NW * 16 - 1) / (NW * 16)));
+    switch (p.d) {
+    case 32: k_flash<T, 32, NW><<<grid, NW * 32, 0, s>>>(p); break;
+    case 64: k_flash<T, 64, NW><<<grid, NW * 32, 0, s>>>(p); break;
+    case 128: k_flash<T, 128, NW><<<grid, NW * 32, 0, s>>>(p); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return launch_result();
+}
+
+// 4 warps (64 query rows a block); 8 for D 32 (K and V read once a head at
+// sequence 128: MiniLM b64 29 -> 27 us, not faster for D 64); 2 where 4
+// make fewer blocks than about two per SM of an H100 (batch 1) and D <= 64.
+template <typename T>
+int launch(cudaStream_t s, const pr_cu_flash &p) {
+    if (p.nb * ((p.sq + 63) / 64) < 264 && p.d <= 64) return launch_nw<T, 2>(s, p);
+    return p.d == 32 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
+}
+
+} // namespace
+
+extern "C" int pr_cu_flash_attention(void *stream, const pr_cu_flash *p) {
+    if (p->nb <= 0 || p->sq <= 0) return 0;
+    if (p->nb > 0x7fffffff || (p->sq + 63) / 64 > 65535) return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    return p->dt == DT_F16 ? launch<__half>(s, *p)
+           : p->dt == DT_BF16 ? launch<__nv_bfloat16>(s, *p)
+                              : (int)cudaErrorInvalidValue;
+}
