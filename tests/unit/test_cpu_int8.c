@@ -128,6 +128,9 @@ static const qact ACTS[] = {
 };
 #define N_ACTS ((int)(sizeof ACTS / sizeof ACTS[0]))
 
+/* The impl qconv_one checks (test_qdwconv switches it). */
+static const pr_cpu_impl *qconv_impl = &pr_cpu_impl_dnnl_qconv;
+
 /* One QConv case with every option spelled out. */
 static void qconv_one(const qconv_case *c, pr_dtype xdt, pr_dtype ydt, bool bias, pr_dtype zdt,
                       bool nhwc, const qact *a1, const qact *a2, int threads, const char *what) {
@@ -143,7 +146,7 @@ static void qconv_one(const qconv_case *c, pr_dtype xdt, pr_dtype ydt, bool bias
              bias ? " bias" : "", dn(zdt), nhwc ? "nhwc" : "plain", a1 ? " " : "",
              a1 ? a1->name : "", a2 ? " act2 " : "", a2 ? a2->name : "", threads);
     int n_in = zdt != PRECIS_UNDEFINED ? 5 : bias ? 4 : 3;
-    qc_run(&q.t, n_in, in, 1, nhwc, &pr_cpu_impl_dnnl_qconv, threads, 1, false, label);
+    qc_run(&q.t, n_in, in, 1, nhwc, qconv_impl, threads, 1, false, label);
     qc_free(in, 5);
 }
 
@@ -280,6 +283,70 @@ static void test_qconv_zero_scale(void) {
     qconv_node(&q, c, PRECIS_UINT8, PRECIS_INT8);
     qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_dnnl_qconv, 2, 1, false, "qconv zero w_scale int8");
     qc_free(in, 5);
+}
+
+/* qdwconv (k_qdwconv.c): depthwise geometry (channel blocks of 64 and
+ * their tails, kernel rows in quads of 4, strides, dilations, pads), int8 and
+ * uint8 src, every output type, bias, activations and act2, zero w_scale
+ * channels, NHWC only; skipped without AVX512-VNNI (the impl declines). */
+static void test_qdwconv(void) {
+    static const qconv_case dws[] = {
+        {"dw 3x3", 1, 32, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 3x3 stride 2 batch 2", 2, 24, 15, 15, 24, 3, 3, 24, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 5x5 130 channels", 1, 130, 11, 9, 130, 5, 5, 130, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 19 channels asym pads", 1, 19, 9, 10, 19, 3, 3, 19, 1, 1, 1, 1, {0, 1, 2, 0}, NULL},
+        {"dw dilation 2", 1, 64, 12, 13, 64, 3, 3, 64, 1, 1, 2, 2, {2, 2, 2, 2}, NULL},
+        {"dw 1x7 stride 2x1", 1, 16, 8, 20, 16, 1, 7, 16, 2, 1, 1, 1, {0, 3, 0, 3}, NULL},
+        {"dw 9x3 (3 quads)", 1, 80, 12, 8, 80, 9, 3, 80, 1, 1, 1, 1, {4, 1, 4, 1}, NULL},
+        {"dw SAME_UPPER stride 2", 1, 48, 11, 12, 48, 3, 3, 48, 2, 2, 1, 1, {0}, "SAME_UPPER"},
+        {"dw 2x2 stride 2 no pad", 1, 200, 6, 7, 200, 2, 2, 200, 2, 2, 1, 1, {0, 0, 0, 0}, NULL},
+    };
+    static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
+    static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};
+    static const qact relu6 = {"Clip", 0, 6}, hsw = {"HardSwish", 0, 0}, aff = {"Affine", 1.5f, -0.25f};
+    const qact *A1[5] = {NULL, &ACTS[0], &relu6, &hsw, &ACTS[9]};
+    qnode q;
+    qconv_node(&q, &dws[0], PRECIS_UINT8, PRECIS_UINT8);
+    qc_in in[5];
+    qconv_inputs(&dws[0], PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+    bool ok = qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv);
+    qc_free(in, 5);
+    if (!ok) {
+        printf("qdwconv: declined (no AVX512-VNNI on %s): skipped\n", pr_cpu_isa_name());
+        return;
+    }
+    qconv_impl = &pr_cpu_impl_qdwconv;
+    int k = 0;
+    for (size_t i = 0; i < sizeof dws / sizeof dws[0]; i++)
+        for (int x = 0; x < 2; x++)
+            for (int y = 0; y < 3; y++, k++)
+                qconv_one(&dws[i], XT[x], YT[y], k % 4 != 3, PRECIS_UNDEFINED, true, A1[k % 5],
+                          k % 3 == 1 ? &aff : NULL, 1 + k % 2, dws[i].name);
+    qconv_impl = &pr_cpu_impl_dnnl_qconv;
+    /* declined: plain layout, a residual, a channel multiplier, groups */
+    qconv_node(&q, &dws[0], PRECIS_UINT8, PRECIS_UINT8);
+    qconv_inputs(&dws[0], PRECIS_UINT8, true, PRECIS_UINT8, false, in);
+    CHECK(!qc_supports(&q.t, 4, in, false, &pr_cpu_impl_qdwconv));
+    qn_float(&q, "z_scale", ZS);
+    CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_qdwconv));
+    qc_free(in, 5);
+    for (int g = 0; g < 2; g++) {
+        const qconv_case *c = g ? &qconv_cases[6] : &qconv_cases[9];
+        qconv_node(&q, c, PRECIS_UINT8, PRECIS_UINT8);
+        qconv_inputs(c, PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+        CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv));
+        qc_free(in, 5);
+    }
+    /* zero w_scale channels: real weights 0, the output is act(bias) */
+    for (int x = 0; x < 2; x++) {
+        const qconv_case *c = &dws[2];
+        qconv_node(&q, c, XT[x], PRECIS_INT8);
+        qconv_inputs(c, XT[x], true, PRECIS_UNDEFINED, true, in);
+        float *ws = in[2].data;
+        ws[0] = ws[70] = ws[c->M - 1] = 0.0f;
+        qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_qdwconv, 2, 1, false, "qdwconv zero w_scale");
+        qc_free(in, 5);
+    }
 }
 
 #define SYM(i) pr_dim_from_sym(i)
@@ -1054,7 +1121,10 @@ static void test_qpool(void) {
 
 /* Median ms of the INT8 conv c: xdt -> uint8, per-channel scales, bias,
  * relu, NHWC. */
-static double bench_int8(const qconv_case *c, pr_dtype xdt, int th) {
+#define OH(c) out_dim((c)->H, (c)->kh, (c)->sh, (c)->dh, (c)->pads[0], (c)->pads[2], (c)->auto_pad)
+#define OW(c) out_dim((c)->W, (c)->kw, (c)->sw, (c)->dw, (c)->pads[1], (c)->pads[3], (c)->auto_pad)
+
+static double bench_int8(const qconv_case *c, pr_dtype xdt, int th, const pr_cpu_impl *im) {
     pr_err e = {0};
     double ms = 0;
     qnode q;
@@ -1063,7 +1133,7 @@ static double bench_int8(const qconv_case *c, pr_dtype xdt, int th) {
     qc_in in[5];
     qconv_inputs(c, xdt, true, PRECIS_UNDEFINED, true, in);
     qc_prep p;
-    if (qc_prepare(&p, &q.t, 4, in, 1, true, &pr_cpu_impl_dnnl_qconv, th, "bench qconv")) {
+    if (qc_prepare(&p, &q.t, 4, in, 1, true, im, th, "bench qconv")) {
         pr_buf b[4], y;
         const pr_buf *bp[4];
         for (int i = 0; i < 4; i++) {
@@ -1071,9 +1141,9 @@ static double bench_int8(const qconv_case *c, pr_dtype xdt, int th) {
             memcpy(b[i].data, in[i].data, b[i].nbytes);
             bp[i] = &b[i];
         }
-        pr_buf_alloc(&y, PRECIS_UINT8, 4, (int64_t[]){c->N, c->M, c->H, c->W}, "y", &e);
-        ms = time_runs(&pr_cpu_impl_dnnl_qconv, p.state, p.gi, 4, bp, &y, th, 41);
-        printf("  %s src: %s\n", dn(xdt), pr_cpu_impl_dnnl_qconv.describe(p.state));
+        pr_buf_alloc(&y, PRECIS_UINT8, 4, (int64_t[]){c->N, c->M, OH(c), OW(c)}, "y", &e);
+        ms = time_runs(im, p.state, p.gi, 4, bp, &y, th, 41);
+        printf("  %s src: %s\n", dn(xdt), im->describe(p.state));
         for (int i = 0; i < 4; i++) pr_buf_free(&b[i]);
         pr_buf_free(&y);
     }
@@ -1092,11 +1162,14 @@ static double bench_fp32(const qconv_case *c, int th) {
     t.node.domain = PR_FUSED_DOMAIN;
     n_ints(&t, "kernel_shape", (int64_t[]){c->kh, c->kw}, 2);
     n_ints(&t, "pads", c->pads, 4);
+    if (c->sh != 1 || c->sw != 1) n_ints(&t, "strides", (int64_t[]){c->sh, c->sw}, 2);
+    if (c->group != 1) n_int(&t, "group", c->group);
     n_str(&t, "act", "Relu");
     cc_input fin[3] = {{.name = "x", .rank = 4, .dims = {c->N, c->C, c->H, c->W}, .nhwc = true},
-                       {.name = "w", .rank = 4, .dims = {c->M, c->C, c->kh, c->kw}, .init = true},
+                       {.name = "w", .rank = 4, .dims = {c->M, c->C / c->group, c->kh, c->kw},
+                        .init = true},
                        {.name = "b", .rank = 1, .dims = {c->M}, .init = true}};
-    int64_t nw = c->M * c->C * c->kh * c->kw;
+    int64_t nw = c->M * (c->C / c->group) * c->kh * c->kw;
     float *w = malloc((size_t)nw * sizeof(float)), *bias = malloc((size_t)c->M * sizeof(float));
     for (int64_t i = 0; i < nw; i++) w[i] = cc_rand(-0.1f, 0.1f);
     for (int64_t i = 0; i < c->M; i++) bias[i] = cc_rand(-1, 1);
@@ -1108,7 +1181,7 @@ static double bench_fp32(const qconv_case *c, int th) {
     if (pr_cpu_impl_dnnl_conv.prepare(g, &g->nodes[0], &cfg, &st, &e) == PRECIS_OK) {
         pr_buf xb, yb;
         pr_buf_alloc(&xb, PRECIS_FLOAT32, 4, fin[0].dims, "x", &e);
-        pr_buf_alloc(&yb, PRECIS_FLOAT32, 4, (int64_t[]){c->N, c->M, c->H, c->W}, "y", &e);
+        pr_buf_alloc(&yb, PRECIS_FLOAT32, 4, (int64_t[]){c->N, c->M, OH(c), OW(c)}, "y", &e);
         for (int64_t i = 0; i < xb.numel; i++) ((float *)xb.data)[i] = cc_rand(0, 4);
         const pr_buf *bp[1] = {&xb};
         ms = time_runs(&pr_cpu_impl_dnnl_conv, st, g, 1, bp, &yb, th, 41);
@@ -1131,7 +1204,8 @@ static void bench_qconv(void) {
                                  NULL};
     const double ops = 2.0 * 64 * 64 * 9 * 56 * 56;
     for (int th = 1; th <= 2; th++) {
-        double u8 = bench_int8(&c, PRECIS_UINT8, th), s8 = bench_int8(&c, PRECIS_INT8, th);
+        double u8 = bench_int8(&c, PRECIS_UINT8, th, &pr_cpu_impl_dnnl_qconv),
+               s8 = bench_int8(&c, PRECIS_INT8, th, &pr_cpu_impl_dnnl_qconv);
         double f32 = bench_fp32(&c, th);
         if (u8 > 0 && s8 > 0 && f32 > 0)
             printf("speed 3x3 64->64 56x56 NHWC, %d thread%s: int8 (u8 src) %.3f ms (%.0f GOPS), "
@@ -1140,6 +1214,36 @@ static void bench_qconv(void) {
                    th, th > 1 ? "s" : "", u8, ops / u8 * 1e-6, s8, ops / s8 * 1e-6, f32,
                    ops / f32 * 1e-6, f32 / u8);
     }
+}
+
+/* Depthwise shapes of EfficientNet-Lite0 / PP-OCRv4 rec: qdwconv against
+ * dnnl.qconv (u8 and s8 src) and the float32 dnnl.conv, 1 and 2 threads. */
+static void bench_qdw(void) {
+    static const qconv_case cs[] = {
+        {"144ch 56x56 3x3", 1, 144, 56, 56, 144, 3, 3, 144, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"96ch 112x112 3x3 s2", 1, 96, 112, 112, 96, 3, 3, 96, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"240ch 28x28 5x5", 1, 240, 28, 28, 240, 5, 5, 240, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"480ch 12x80 5x5", 1, 480, 12, 80, 480, 5, 5, 480, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+    };
+    qconv_case dummy = cs[0];
+    qnode q;
+    qconv_node(&q, &dummy, PRECIS_UINT8, PRECIS_UINT8);
+    qc_in in[5];
+    qconv_inputs(&dummy, PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+    bool ok = qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv);
+    qc_free(in, 5);
+    if (!ok) return;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int th = 1; th <= 2; th++) {
+            double d[2][2], f32 = bench_fp32(&cs[i], th);
+            for (int x = 0; x < 2; x++)
+                for (int m = 0; m < 2; m++)
+                    d[x][m] = bench_int8(&cs[i], x ? PRECIS_INT8 : PRECIS_UINT8, th,
+                                         m ? &pr_cpu_impl_dnnl_qconv : &pr_cpu_impl_qdwconv);
+            printf("speed depthwise %s, %d thread%s: qdwconv u8 %.3f s8 %.3f ms, dnnl.qconv u8 "
+                   "%.3f s8 %.3f ms, fp32 %.3f ms\n",
+                   cs[i].name, th, th > 1 ? "s" : "", d[0][0], d[1][0], d[0][1], d[1][1], f32);
+        }
 }
 
 /* Median ms of one node on impl (inputs in, NHWC where marked; output
@@ -1216,6 +1320,7 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     if (bench_only) {
         bench_qconv();
+        bench_qdw();
         bench_qelem();
         return check_report("test_cpu_int8");
     }
@@ -1226,6 +1331,7 @@ int main(int argc, char **argv) {
         test_qconv_zero_scale();
         test_qconv_symbolic();
         test_qconv_inplace();
+        test_qdwconv();
         test_qmatmul();
     }
     test_quant();
@@ -1245,6 +1351,7 @@ int main(int argc, char **argv) {
         printf("oneDNN / kernel implementations used:\n");
         for (int i = 0; i < n_seen; i++) printf("  %s\n", seen[i]);
         bench_qconv();
+        bench_qdw();
         bench_qelem();
     }
     int rc = check_report(own_only ? NULL : "test_cpu_int8");

@@ -23,6 +23,9 @@
  *       rounded half to even and saturated as ref) and DequantizeLinear
  *       (int8/uint8 -> float32/bfloat16/float16); scalar scale initializer,
  *       zero point absent or an all-zero initializer. Layout-agnostic.
+ *   pr_cpu_impl_qdwconv  (k_qdwconv.c) depthwise QConv (group == C == M),
+ *       NHWC int8/uint8 src, int8/uint8/float32 out, bias, act, act2; needs
+ *       AVX512-VNNI (declined otherwise: dnnl.qconv runs it).
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
@@ -36,6 +39,7 @@ extern const pr_cpu_impl pr_cpu_impl_move;
 extern const pr_cpu_impl pr_cpu_impl_quantize;
 extern const pr_cpu_impl pr_cpu_impl_dequantize;
 extern const pr_cpu_impl pr_cpu_impl_qbinary;
+extern const pr_cpu_impl pr_cpu_impl_qdwconv;
 
 /* The broadcasting driver of the binary kernels (k_binary.c), shared with
  * QBinary. A row function computes o[i] = f(a[i sa], b[i sb]) for i < n (a,
