@@ -684,6 +684,37 @@ static void test_quant(void) {
         CHECK(!qc_supports(&q.t, 2, in, true, &pr_cpu_impl_quantize));
         qc_free(in, 3);
     }
+    /* a plain float32 input quantized into an NHWC output (a plan's input):
+     * 1-5 channels (vpermb interleave up to 4), pieces of 1024 pixels and a
+     * tail, batch 2, int8 and uint8 */
+    for (int c = 1; c <= 5; c++)
+        for (int z = 0; z < 2; z++) {
+            qnode q;
+            qn_init(&q, PR_OP_QuantizeLinear, "QuantizeLinear", 13, false);
+            float sc = 0.031f;
+            uint8_t zero = 0;
+            qc_in in[3] = {q_act("x", 4, (int64_t[]){2, c, 37, 41}, PRECIS_FLOAT32, false),
+                           q_init("s", 0, NULL, PRECIS_FLOAT32, &sc),
+                           q_init("zp", 0, NULL, z ? PRECIS_INT8 : PRECIS_UINT8, &zero)};
+            fill_special(PRECIS_FLOAT32, in[0].data, 2 * c * 37 * 41, sc);
+            char label[96];
+            snprintf(label, sizeof label, "quantize plain -> nhwc C=%d %s", c, z ? "int8" : "uint8");
+            qc_run(&q.t, 3, in, 1, true, &pr_cpu_impl_quantize, 1 + c % 2, 0, true, label);
+            if (c == 3) { /* not for DequantizeLinear, nor from bfloat16 */
+                qn_init(&q, PR_OP_DequantizeLinear, "DequantizeLinear", 13, false);
+                qc_in d[3] = {q_act("x", 4, (int64_t[]){2, c, 37, 41}, PRECIS_INT8, false), in[1],
+                              in[2]};
+                d[2].dt = PRECIS_INT8;
+                CHECK(!qc_supports(&q.t, 3, d, true, &pr_cpu_impl_dequantize));
+                free(d[0].data);
+                qn_init(&q, PR_OP_QuantizeLinear, "QuantizeLinear", 13, false);
+                qc_in b[2] = {q_act("x", 4, (int64_t[]){2, c, 37, 41}, PRECIS_BFLOAT16, false),
+                              in[1]};
+                CHECK(!qc_supports(&q.t, 2, b, true, &pr_cpu_impl_quantize));
+                free(b[0].data);
+            }
+            qc_free(in, 3);
+        }
     /* dequantize: every byte value, float32/bfloat16/float16 outputs */
     k = 0;
     for (int x = 0; x < 2; x++)
