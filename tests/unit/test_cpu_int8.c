@@ -291,14 +291,14 @@ static void test_qconv_zero_scale(void) {
  * channels, NHWC only; skipped without AVX512-VNNI (the impl declines). */
 static void test_qdwconv(void) {
     static const qconv_case dws[] = {
-        {"dw 3x3", 1, 32, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
-        {"dw 3x3 stride 2 batch 2", 2, 24, 15, 15, 24, 3, 3, 24, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
-        {"dw 5x5 130 channels", 1, 130, 11, 9, 130, 5, 5, 130, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
-        {"dw 19 channels asym pads", 1, 19, 9, 10, 19, 3, 3, 19, 1, 1, 1, 1, {0, 1, 2, 0}, NULL},
-        {"dw dilation 2", 1, 64, 12, 13, 64, 3, 3, 64, 1, 1, 2, 2, {2, 2, 2, 2}, NULL},
-        {"dw 1x7 stride 2x1", 1, 16, 8, 20, 16, 1, 7, 16, 2, 1, 1, 1, {0, 3, 0, 3}, NULL},
-        {"dw 9x3 (3 quads)", 1, 80, 12, 8, 80, 9, 3, 80, 1, 1, 1, 1, {4, 1, 4, 1}, NULL},
-        {"dw SAME_UPPER stride 2", 1, 48, 11, 12, 48, 3, 3, 48, 2, 2, 1, 1, {0}, "SAME_UPPER"},
+        {"dw 3x3", 1, 192, 14, 14, 192, 3, 3, 192, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 3x3 stride 2 batch 2", 2, 200, 15, 15, 200, 3, 3, 200, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 5x5 260 channels", 1, 260, 11, 9, 260, 5, 5, 260, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 211 channels asym pads", 1, 211, 9, 10, 211, 3, 3, 211, 1, 1, 1, 1, {0, 1, 2, 0}, NULL},
+        {"dw dilation 2", 1, 256, 12, 13, 256, 3, 3, 256, 1, 1, 2, 2, {2, 2, 2, 2}, NULL},
+        {"dw 1x7 stride 2x1", 1, 176, 8, 20, 176, 1, 7, 176, 2, 1, 1, 1, {0, 3, 0, 3}, NULL},
+        {"dw 9x3 (3 quads)", 1, 170, 12, 8, 170, 9, 3, 170, 1, 1, 1, 1, {4, 1, 4, 1}, NULL},
+        {"dw SAME_UPPER stride 2", 1, 168, 11, 12, 168, 3, 3, 168, 2, 2, 1, 1, {0}, "SAME_UPPER"},
         {"dw 2x2 stride 2 no pad", 1, 200, 6, 7, 200, 2, 2, 200, 2, 2, 1, 1, {0, 0, 0, 0}, NULL},
     };
     static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
@@ -323,6 +323,14 @@ static void test_qdwconv(void) {
                 qconv_one(&dws[i], XT[x], YT[y], k % 4 != 3, PRECIS_UNDEFINED, true, A1[k % 5],
                           k % 3 == 1 ? &aff : NULL, 1 + k % 2, dws[i].name);
     qconv_impl = &pr_cpu_impl_dnnl_qconv;
+    /* few channels (uint8 src below 160, int8 below 40) stay on oneDNN */
+    static const qconv_case few = {"dw 48", 1, 48, 9, 9, 48, 3, 3, 48, 1, 1, 1, 1, {1, 1, 1, 1}, NULL};
+    for (int x = 0; x < 2; x++) {
+        qconv_node(&q, &few, XT[x], PRECIS_INT8);
+        qconv_inputs(&few, XT[x], true, PRECIS_UNDEFINED, true, in);
+        CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv) == (XT[x] == PRECIS_INT8));
+        qc_free(in, 5);
+    }
     /* declined: plain layout, a residual, a channel multiplier, groups */
     qconv_node(&q, &dws[0], PRECIS_UINT8, PRECIS_UINT8);
     qconv_inputs(&dws[0], PRECIS_UINT8, true, PRECIS_UINT8, false, in);
@@ -1247,12 +1255,12 @@ static void bench_qconv(void) {
     }
 }
 
-/* Depthwise shapes of EfficientNet-Lite0 / PP-OCRv4 rec: qdwconv against
+/* Depthwise shapes of CenterFace, EfficientNet-Lite0, PP-OCRv4 rec: qdwconv against
  * dnnl.qconv (u8 and s8 src) and the float32 dnnl.conv, 1 and 2 threads. */
 static void bench_qdw(void) {
     static const qconv_case cs[] = {
-        {"144ch 56x56 3x3", 1, 144, 56, 56, 144, 3, 3, 144, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
-        {"96ch 112x112 3x3 s2", 1, 96, 112, 112, 96, 3, 3, 96, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"192ch 40x40 3x3", 1, 192, 40, 40, 192, 3, 3, 192, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"672ch 14x14 5x5 s2", 1, 672, 14, 14, 672, 5, 5, 672, 2, 2, 1, 1, {2, 2, 2, 2}, NULL},
         {"240ch 28x28 5x5", 1, 240, 28, 28, 240, 5, 5, 240, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
         {"480ch 12x80 5x5", 1, 480, 12, 80, 480, 5, 5, 480, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
     };

@@ -81,6 +81,11 @@ static bool qdw_supports(const pr_graph *g, const pr_node *n) {
     if (!is_init(W, PRECIS_INT8) || W->rank != 4 || W->dims[1] != 1) return false;
     int64_t C = W->dims[0], G = pr_attr_int(n, "group", 1);
     if (G != C || C < 1 || (pr_dim_known(X->dims[1]) && X->dims[1] != C)) return false;
+    /* Few channels waste lanes of the 64-channel blocks: there oneDNN is as
+     * fast (uint8 src: brdgmm_dw, up to ~144 channels at 112x112..56x56 in
+     * EfficientNet-Lite0 / CenterFace, stride 2 worst) or faster (int8 src,
+     * jit_int8, below ~48 channels in PP-OCRv4 rec); measured per layer. */
+    if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40)) return false;
     if (W->dims[2] < 1 || W->dims[2] > QDW_MAXK || W->dims[3] < 1 || W->dims[3] > QDW_MAXK)
         return false;
     if (!is_init(S, PRECIS_FLOAT32) || S->rank != 1 || S->dims[0] != C) return false;
