@@ -1,6 +1,6 @@
 /* The CPU backend's INT8 impls against the ref backend: dnnl.qconv (QConv:
  * 1x1/3x3/7x7, strides, pads, dilations, groups, depthwise, odd channel
- * counts, uint8 and int8 src, int8/uint8/float32 out, bias, every
+ * counts (output channels padded), uint8 and int8 src, int8/uint8/float32 out, bias, every
  * activation, the residual Z as int8/uint8/float32, act2, plain and NHWC,
  * symbolic shapes, Z in place), dnnl.qmatmul (QMatMul: constant 2-D weights,
  * transA/transB, batched activation x activation, scalar and per-column
@@ -64,6 +64,10 @@ static const qconv_case qconv_cases[] = {
     {"1x7", 1, 8, 6, 13, 8, 1, 7, 1, 1, 1, 1, 1, {0, 3, 0, 3}, NULL},
     {"SAME_UPPER stride 2", 1, 8, 11, 12, 8, 3, 3, 1, 2, 2, 1, 1, {0, 0, 0, 0}, "SAME_UPPER"},
     {"3x3 64->64 28x28", 1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+    /* output channels padded to 32 / 48 in NHWC (dnnl_qconv.c) */
+    {"3x3 20->24 padded", 1, 20, 11, 10, 24, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+    {"3x3 stride 2 16->40 padded batch 2", 2, 16, 13, 12, 40, 3, 3, 1, 2, 2, 1, 1, {1, 0, 0, 1},
+     NULL},
 };
 
 static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
