@@ -172,6 +172,16 @@ static void test_qconv_epilogue(void) {
     static const qconv_case dw = {"dw epilogue", 1, 24, 9, 8, 24, 3, 3, 24, 1, 1, 1, 1,
                                   {1, 1, 1, 1}, NULL};
     const qact relu = ACTS[0];
+    /* float32 out of fewer than 16 channels: transcendental acts applied
+     * after the primitive (dnnl_qconv.c), others in its post-ops */
+    static const qconv_case few = {"4 channels", 2, 24, 9, 10, 4, 1, 1, 1, 1, 1, 1, 1,
+                                   {0, 0, 0, 0}, NULL};
+    for (int a = 0; a < N_ACTS; a++) {
+        qconv_one(&few, PRECIS_UINT8, PRECIS_FLOAT32, a % 2, PRECIS_UNDEFINED, true, &ACTS[a],
+                  NULL, 1 + a % 2, "float out");
+        qconv_one(&qconv_cases[3], PRECIS_INT8, PRECIS_FLOAT32, true, PRECIS_UNDEFINED, a % 2,
+                  &ACTS[a], NULL, 2, "float out");
+    }
     for (int a = 0; a < N_ACTS; a++) {
         const qact *A = &ACTS[a];
         qconv_one(&c, PRECIS_UINT8, PRECIS_INT8, true, PRECIS_UNDEFINED, true, A, NULL, 1, "act");

@@ -32,6 +32,7 @@
 #define PR_BACKENDS_CPU_KERNELS_H
 
 #include "backends/cpu/cpu.h"
+#include "ir/act.h"
 
 extern const pr_cpu_impl pr_cpu_impl_eltwise;
 extern const pr_cpu_impl pr_cpu_impl_binary;
@@ -71,5 +72,8 @@ void pr_cpu_nchw_nhwc(const void *src, void *dst, const int64_t *nchw, size_t es
  * when allowed (as DequantizeLinear). */
 void pr_cpu_dequant_q8(const void *q, pr_dtype qdt, float scale, void *out, pr_dtype odt,
                        int64_t n, int threads);
+/* x[i] = act(x[i]) for n float32 values in place (k_eltwise.c; pv_act /
+ * pr_act_apply), up to `threads` OpenMP threads. */
+void pr_cpu_act_f32(float *x, int64_t n, const pr_act *a, int threads);
 
 #endif
