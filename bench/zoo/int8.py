@@ -4,7 +4,7 @@ side by side in one run, both calibrated on the same samples (zoo.py's calibrati
 set, at most --calib, picked as ort_int8.py picks them; never the evaluation samples).
 
     python3 bench/zoo/int8.py [--precis build/precis] [--threads 2] [--calib 32]
-                              [--models a,b] [--batches 1,8]
+                              [--models a,b] [--batches 1,8] [--rounds 3]
                               [--out bench/results/zoo_int8.json]
 
 Per model:
@@ -16,8 +16,9 @@ Per model:
     their scales from the calibration cache): the same task metric;
   - speed (`precis bench`, 2 threads by default, batch 1 and 8): precis FP32 plan,
     precis INT8 plan (the calibrator with the best metric) and ORT INT8 (the best
-    of its calibrators; `--vs-ort` on the same inputs in the same run), plus
-    plan sizes. The "no protection yet" INT8: every Conv/MatMul/Gemm quantized.
+    of its calibrators; `--vs-ort` on the same inputs in the same run), --rounds
+    rounds in turn (default 3), medians of the rounds' p50s; plus plan sizes.
+    The "no protection yet" INT8: every Conv/MatMul/Gemm quantized.
 Writes the JSON (with the command that made it) and a Markdown table next to it.
 A benchmark: numbers depend on the machine's load.
 """
@@ -109,8 +110,8 @@ def markdown(res):
            f"`{res['command']}` — {res['machine']}, {res['cpus']} cores, {res['threads']} threads; "
            f"calibration: at most {res['calib']} samples per model (the same for both); metric = the "
            f"model's task metric against ORT FP32 over its evaluation set (best calibrator of each "
-           f"side; all are in the JSON); ms = `precis bench` median at batch 1 / 8 (ORT INT8 timed by "
-           f"`--vs-ort` on the same inputs). No protection: every Conv/MatMul/Gemm in INT8. "
+           f"side; all are in the JSON); ms = `precis bench` p50 at batch 1 / 8, median of {res.get('rounds', 1)} "
+           f"rounds in turn (ORT INT8 timed by `--vs-ort` on the same inputs). No protection: every Conv/MatMul/Gemm in INT8. "
            f"Total {res['seconds']:.0f} s.", "",
            "| model | metric | FP32 ms b1 / b8 | INT8 ms b1 / b8 | speed-up b1 / b8 | plan MB FP32 / INT8 | "
            "precis INT8 metric (calibrator) | ORT INT8 ms b1 / b8 | ORT INT8 metric (calibrator) | precis / ORT INT8 time b1 / b8 |",
@@ -148,13 +149,16 @@ def main():
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--calibrators", default=",".join(CALIBRATORS))
     ap.add_argument("--ort-methods", default="minmax,entropy,percentile")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="speed rounds in turn per model and batch (medians)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "zoo_int8.json"))
     a = ap.parse_args()
     import onnxruntime as ort
     t0 = time.time()
     res = {"command": "python3 bench/zoo/int8.py " + " ".join(sys.argv[1:]),
            "onnxruntime": ort.__version__, "machine": platform.processor() or platform.machine(),
-           "cpus": os.cpu_count(), "threads": a.threads, "calib": a.calib, "models": {}}
+           "cpus": os.cpu_count(), "threads": a.threads, "calib": a.calib, "rounds": a.rounds,
+           "models": {}}
     md_path = os.path.splitext(a.out)[0] + ".md"
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
 
@@ -237,16 +241,20 @@ def main():
                 for b in [int(x) for x in a.batches.split(",")]:
                     sh = {n: d.replace("B", str(b)) for n, d in shapes.items()}
                     it = iters if b == 1 else max(4, iters // 4)
-                    f = bench(a.precis, fplan, sh, a.threads, it)
-                    q = bench(a.precis, iplan, sh, a.threads, it,
-                              r["ort"][obest]["model"] if obest else None)
-                    s = {"raw_fp32": f, "raw_int8": q}
-                    if "latency_ms" in f:
-                        s["fp32"] = f["latency_ms"]["p50"]
-                    if "latency_ms" in q:
-                        s["int8"] = q["latency_ms"]["p50"]
-                    if "ort" in q and "latency_ms_p50" in q["ort"]:
-                        s["ort_int8"] = q["ort"]["latency_ms_p50"]
+                    # rounds in turn (FP32, then INT8 with ORT INT8 beside it):
+                    # medians of the per-round p50s, every round kept
+                    s = {"rounds": []}
+                    for _ in range(a.rounds):
+                        f = bench(a.precis, fplan, sh, a.threads, it)
+                        q = bench(a.precis, iplan, sh, a.threads, it,
+                                  r["ort"][obest]["model"] if obest else None)
+                        s["rounds"].append({"raw_fp32": f, "raw_int8": q})
+                    for key, get in (("fp32", lambda x: x["raw_fp32"].get("latency_ms", {}).get("p50")),
+                                     ("int8", lambda x: x["raw_int8"].get("latency_ms", {}).get("p50")),
+                                     ("ort_int8", lambda x: x["raw_int8"].get("ort", {}).get("latency_ms_p50"))):
+                        v = sorted(x for x in (get(rd) for rd in s["rounds"]) if isinstance(x, float))
+                        if v:
+                            s[key] = v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
                     r["speed"][f"b{b}"] = s
                     print(f"  speed b{b}: fp32 {s.get('fp32')} int8 {s.get('int8')} ORT int8 "
                           f"{s.get('ort_int8')} ms", flush=True)

@@ -21,9 +21,17 @@ bool pr_act_from_node(const pr_node *n, const char *prefix, pr_act *act) {
     int k = pr_act_kind_of(pr_attr_str(n, prefix, ""));
     if (k < 0) return false;
     act->kind = (pr_act_kind)k;
-    snprintf(key, sizeof key, "%s_alpha", prefix);
+    /* "<prefix>_alpha", "<prefix>_beta" (no snprintf: shape inference reads
+     * activations on every run of a dynamic plan) */
+    size_t len = strlen(prefix);
+    if (len + sizeof "_alpha" > sizeof key) {
+        act->kind = PR_ACT_NONE;
+        return false;
+    }
+    memcpy(key, prefix, len);
+    memcpy(key + len, "_alpha", sizeof "_alpha");
     act->alpha = pr_attr_float(n, key, 0.0f);
-    snprintf(key, sizeof key, "%s_beta", prefix);
+    memcpy(key + len, "_beta", sizeof "_beta");
     act->beta = pr_attr_float(n, key, 0.0f);
     return true;
 }

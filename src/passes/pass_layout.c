@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu.h"
 #include "backends/cuda/cuda.h"
 #include "passes/convert.h"
+#include "passes/graph_edit.h"
 #include "passes/pass_plan.h"
 
 static bool is_float(pr_dtype d) {
@@ -56,6 +57,33 @@ static bool try_nhwc(pr_graph *g, const pr_node *n, bool cuda) {
     return ok;
 }
 
+/* A QuantizeLinear of a plain tensor whose only reader is an inserted
+ * Reorder to NHWC (a plan's input) writes NHWC itself when the CPU
+ * backend's quantize takes that: the Reorder goes. */
+static precis_status quant_into_nhwc(pr_graph *g, pr_err *e) {
+    bool changed = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        pr_node *r = &g->nodes[i];
+        if (pr_node_dead(r) || r->op != PR_OP_Reorder || !pr_node_inserted(r) || r->n_inputs != 1 ||
+            r->n_outputs != 1)
+            continue;
+        int t = r->inputs[0], u = r->outputs[0], q = pr_producer(g, t), one;
+        if (q < 0 || g->nodes[q].op != PR_OP_QuantizeLinear || g->nodes[q].n_outputs != 1 ||
+            g->tensors[t].layout != PR_LAYOUT_PLAIN || g->tensors[u].layout != PR_LAYOUT_NHWC ||
+            pr_is_graph_output(g, t) || pr_consumers(g, t, &one, 1) != 1)
+            continue;
+        g->nodes[q].outputs[0] = u; /* tentatively, to ask the backend */
+        bool ok = pr_cpu_find_impl(g, &g->nodes[q]) != NULL;
+        g->nodes[q].outputs[0] = t;
+        if (!ok) continue;
+        pr_node_kill(g, NULL, i);
+        precis_status st = pr_node_set_output(g, q, 0, u, e);
+        if (st) return st;
+        changed = true;
+    }
+    return changed ? pr_graph_compact(g, e) : PRECIS_OK;
+}
+
 precis_status pr_plan_layouts(pr_graph *g, pr_err *e) { return pr_plan_layouts_backend(g, false, e); }
 
 precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e) {
@@ -100,7 +128,8 @@ precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e) {
         }
     }
     free(nhwc);
-    return pr_convert_finish(g, &cv, e);
+    st = pr_convert_finish(g, &cv, e);
+    return st || cuda ? st : quant_into_nhwc(g, e);
 oom:
     st = e->status ? e->status : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
 fail:

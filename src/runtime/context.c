@@ -279,17 +279,24 @@ static void release(precis_context *c, int t) {
 }
 
 /* Whether every step's output shapes follow from its input shapes and the
- * graph's constants alone: no input that sets an output shape by its values
- * (Reshape's shape, Slice's bounds, Expand, Tile, Pad, Resize, Range, TopK's
- * k, ...) is computed at run time, and no op sizes its output by the data
- * (NonZero). Then one signature always gives the same shapes. */
+ * graph's constants alone: every input that sets an output shape by its
+ * values (Reshape's shape, Slice's bounds, Expand, Tile, Pad, Resize, Range,
+ * TopK's k, ...) is a constant or computed from shapes only (Shape/Size and
+ * what follows from them and constants: yolov8n's anchors, PP-OCR cls's
+ * Reshape), and no op sizes its output by the data (NonZero). Then one
+ * signature always gives the same shapes. */
 static bool shapes_static(const precis_engine *e) {
     const pr_graph *g = e->g;
-    for (int k = 0; k < e->n_steps; k++) {
+    /* from_shapes[t]: t's value depends on the input shapes only */
+    bool *from_shapes = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof *from_shapes);
+    if (!from_shapes) return false;
+    for (int t = 0; t < g->n_tensors; t++) from_shapes[t] = (g->tensors[t].flags & PR_T_INIT) != 0;
+    bool ok = true;
+    for (int k = 0; ok && k < e->n_steps; k++) {
         const pr_node *n = &g->nodes[e->steps[k].node];
         int lo = 1, hi = 0; /* the inputs whose values set shapes */
         switch (n->op) {
-        case PR_OP_NonZero: return false;
+        case PR_OP_NonZero: ok = false; continue;
         case PR_OP_ConstantOfShape: case PR_OP_Range: lo = 0, hi = n->n_inputs - 1; break;
         case PR_OP_Reshape: case PR_OP_Expand: case PR_OP_Tile: case PR_OP_TopK:
         case PR_OP_Upsample: case PR_OP_OneHot: case PR_OP_Split: case PR_OP_Squeeze:
@@ -303,9 +310,16 @@ static bool shapes_static(const precis_engine *e) {
         default: break;
         }
         for (int i = lo; i <= hi && i < n->n_inputs; i++)
-            if (n->inputs[i] >= 0 && !(g->tensors[n->inputs[i]].flags & PR_T_INIT)) return false;
+            if (n->inputs[i] >= 0 && !from_shapes[n->inputs[i]]) ok = false;
+        bool all = n->n_inputs > 0;
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0 && !from_shapes[n->inputs[i]]) all = false;
+        if (n->op == PR_OP_Shape || n->op == PR_OP_Size) all = true;
+        for (int j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j] >= 0) from_shapes[n->outputs[j]] = all;
     }
-    return true;
+    free(from_shapes);
+    return ok;
 }
 
 /* ------------------------------------------------------ batch splitting */

@@ -244,6 +244,20 @@ static void test_fused_conv(void) {
             run_all(&t, n_in, in, true, false, &pr_cpu_impl_dnnl_conv, what);
         }
     }
+    /* fewer than 16 output channels: transcendental acts are applied after
+     * the primitive over the whole buffer (float32; bf16/fp16 in post-ops) */
+    static const conv_case few = {"fused 4 out", 2, 24, 7, 9, 4,           1,    1,
+                                  1,             1, 1,  1, 1, {0, 0, 0, 0}, NULL, true};
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+        conv_node(&t, &few, true);
+        n_str(&t, "act", acts[a].act);
+        n_float(&t, "act_alpha", acts[a].alpha);
+        n_float(&t, "act_beta", acts[a].beta);
+        conv_inputs(&few, in);
+        char what[96];
+        snprintf(what, sizeof what, "fused conv 4 channels act %s", acts[a].act);
+        run_all(&t, 3, in, true, false, &pr_cpu_impl_dnnl_conv, what);
+    }
     /* residual without activations, no bias; residual with a depthwise conv */
     conv_node(&t, &c, true);
     conv_inputs(&c, in);

@@ -1,6 +1,6 @@
 /* The CPU backend's INT8 impls against the ref backend: dnnl.qconv (QConv:
  * 1x1/3x3/7x7, strides, pads, dilations, groups, depthwise, odd channel
- * counts, uint8 and int8 src, int8/uint8/float32 out, bias, every
+ * counts (output channels padded), uint8 and int8 src, int8/uint8/float32 out, bias, every
  * activation, the residual Z as int8/uint8/float32, act2, plain and NHWC,
  * symbolic shapes, Z in place), dnnl.qmatmul (QMatMul: constant 2-D weights,
  * transA/transB, batched activation x activation, scalar and per-column
@@ -64,6 +64,10 @@ static const qconv_case qconv_cases[] = {
     {"1x7", 1, 8, 6, 13, 8, 1, 7, 1, 1, 1, 1, 1, {0, 3, 0, 3}, NULL},
     {"SAME_UPPER stride 2", 1, 8, 11, 12, 8, 3, 3, 1, 2, 2, 1, 1, {0, 0, 0, 0}, "SAME_UPPER"},
     {"3x3 64->64 28x28", 1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+    /* output channels padded to 32 / 48 in NHWC (dnnl_qconv.c) */
+    {"3x3 20->24 padded", 1, 20, 11, 10, 24, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+    {"3x3 stride 2 16->40 padded batch 2", 2, 16, 13, 12, 40, 3, 3, 1, 2, 2, 1, 1, {1, 0, 0, 1},
+     NULL},
 };
 
 static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
@@ -128,6 +132,9 @@ static const qact ACTS[] = {
 };
 #define N_ACTS ((int)(sizeof ACTS / sizeof ACTS[0]))
 
+/* The impl qconv_one checks (test_qdwconv switches it). */
+static const pr_cpu_impl *qconv_impl = &pr_cpu_impl_dnnl_qconv;
+
 /* One QConv case with every option spelled out. */
 static void qconv_one(const qconv_case *c, pr_dtype xdt, pr_dtype ydt, bool bias, pr_dtype zdt,
                       bool nhwc, const qact *a1, const qact *a2, int threads, const char *what) {
@@ -143,7 +150,7 @@ static void qconv_one(const qconv_case *c, pr_dtype xdt, pr_dtype ydt, bool bias
              bias ? " bias" : "", dn(zdt), nhwc ? "nhwc" : "plain", a1 ? " " : "",
              a1 ? a1->name : "", a2 ? " act2 " : "", a2 ? a2->name : "", threads);
     int n_in = zdt != PRECIS_UNDEFINED ? 5 : bias ? 4 : 3;
-    qc_run(&q.t, n_in, in, 1, nhwc, &pr_cpu_impl_dnnl_qconv, threads, 1, false, label);
+    qc_run(&q.t, n_in, in, 1, nhwc, qconv_impl, threads, 1, false, label);
     qc_free(in, 5);
 }
 
@@ -165,6 +172,16 @@ static void test_qconv_epilogue(void) {
     static const qconv_case dw = {"dw epilogue", 1, 24, 9, 8, 24, 3, 3, 24, 1, 1, 1, 1,
                                   {1, 1, 1, 1}, NULL};
     const qact relu = ACTS[0];
+    /* float32 out of fewer than 16 channels: transcendental acts applied
+     * after the primitive (dnnl_qconv.c), others in its post-ops */
+    static const qconv_case few = {"4 channels", 2, 24, 9, 10, 4, 1, 1, 1, 1, 1, 1, 1,
+                                   {0, 0, 0, 0}, NULL};
+    for (int a = 0; a < N_ACTS; a++) {
+        qconv_one(&few, PRECIS_UINT8, PRECIS_FLOAT32, a % 2, PRECIS_UNDEFINED, true, &ACTS[a],
+                  NULL, 1 + a % 2, "float out");
+        qconv_one(&qconv_cases[3], PRECIS_INT8, PRECIS_FLOAT32, true, PRECIS_UNDEFINED, a % 2,
+                  &ACTS[a], NULL, 2, "float out");
+    }
     for (int a = 0; a < N_ACTS; a++) {
         const qact *A = &ACTS[a];
         qconv_one(&c, PRECIS_UINT8, PRECIS_INT8, true, PRECIS_UNDEFINED, true, A, NULL, 1, "act");
@@ -280,6 +297,78 @@ static void test_qconv_zero_scale(void) {
     qconv_node(&q, c, PRECIS_UINT8, PRECIS_INT8);
     qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_dnnl_qconv, 2, 1, false, "qconv zero w_scale int8");
     qc_free(in, 5);
+}
+
+/* qdwconv (k_qdwconv.c): depthwise geometry (channel blocks of 64 and
+ * their tails, kernel rows in quads of 4, strides, dilations, pads), int8 and
+ * uint8 src, every output type, bias, activations and act2, zero w_scale
+ * channels, NHWC only; skipped without AVX512-VNNI (the impl declines). */
+static void test_qdwconv(void) {
+    static const qconv_case dws[] = {
+        {"dw 3x3", 1, 192, 14, 14, 192, 3, 3, 192, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 3x3 stride 2 batch 2", 2, 200, 15, 15, 200, 3, 3, 200, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 5x5 260 channels", 1, 260, 11, 9, 260, 5, 5, 260, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 211 channels asym pads", 1, 211, 9, 10, 211, 3, 3, 211, 1, 1, 1, 1, {0, 1, 2, 0}, NULL},
+        {"dw dilation 2", 1, 256, 12, 13, 256, 3, 3, 256, 1, 1, 2, 2, {2, 2, 2, 2}, NULL},
+        {"dw 1x7 stride 2x1", 1, 176, 8, 20, 176, 1, 7, 176, 2, 1, 1, 1, {0, 3, 0, 3}, NULL},
+        {"dw 9x3 (3 quads)", 1, 170, 12, 8, 170, 9, 3, 170, 1, 1, 1, 1, {4, 1, 4, 1}, NULL},
+        {"dw SAME_UPPER stride 2", 1, 168, 11, 12, 168, 3, 3, 168, 2, 2, 1, 1, {0}, "SAME_UPPER"},
+        {"dw 2x2 stride 2 no pad", 1, 200, 6, 7, 200, 2, 2, 200, 2, 2, 1, 1, {0, 0, 0, 0}, NULL},
+    };
+    static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
+    static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};
+    static const qact relu6 = {"Clip", 0, 6}, hsw = {"HardSwish", 0, 0}, aff = {"Affine", 1.5f, -0.25f};
+    const qact *A1[5] = {NULL, &ACTS[0], &relu6, &hsw, &ACTS[9]};
+    qnode q;
+    qconv_node(&q, &dws[0], PRECIS_UINT8, PRECIS_UINT8);
+    qc_in in[5];
+    qconv_inputs(&dws[0], PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+    bool ok = qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv);
+    qc_free(in, 5);
+    if (!ok) {
+        printf("qdwconv: declined (no AVX512-VNNI on %s): skipped\n", pr_cpu_isa_name());
+        return;
+    }
+    qconv_impl = &pr_cpu_impl_qdwconv;
+    int k = 0;
+    for (size_t i = 0; i < sizeof dws / sizeof dws[0]; i++)
+        for (int x = 0; x < 2; x++)
+            for (int y = 0; y < 3; y++, k++)
+                qconv_one(&dws[i], XT[x], YT[y], k % 4 != 3, PRECIS_UNDEFINED, true, A1[k % 5],
+                          k % 3 == 1 ? &aff : NULL, 1 + k % 2, dws[i].name);
+    qconv_impl = &pr_cpu_impl_dnnl_qconv;
+    /* few channels (uint8 src below 160, int8 below 40) stay on oneDNN */
+    static const qconv_case few = {"dw 48", 1, 48, 9, 9, 48, 3, 3, 48, 1, 1, 1, 1, {1, 1, 1, 1}, NULL};
+    for (int x = 0; x < 2; x++) {
+        qconv_node(&q, &few, XT[x], PRECIS_INT8);
+        qconv_inputs(&few, XT[x], true, PRECIS_UNDEFINED, true, in);
+        CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv) == (XT[x] == PRECIS_INT8));
+        qc_free(in, 5);
+    }
+    /* declined: plain layout, a residual, a channel multiplier, groups */
+    qconv_node(&q, &dws[0], PRECIS_UINT8, PRECIS_UINT8);
+    qconv_inputs(&dws[0], PRECIS_UINT8, true, PRECIS_UINT8, false, in);
+    CHECK(!qc_supports(&q.t, 4, in, false, &pr_cpu_impl_qdwconv));
+    qn_float(&q, "z_scale", ZS);
+    CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_qdwconv));
+    qc_free(in, 5);
+    for (int g = 0; g < 2; g++) {
+        const qconv_case *c = g ? &qconv_cases[6] : &qconv_cases[9];
+        qconv_node(&q, c, PRECIS_UINT8, PRECIS_UINT8);
+        qconv_inputs(c, PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+        CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv));
+        qc_free(in, 5);
+    }
+    /* zero w_scale channels: real weights 0, the output is act(bias) */
+    for (int x = 0; x < 2; x++) {
+        const qconv_case *c = &dws[2];
+        qconv_node(&q, c, XT[x], PRECIS_INT8);
+        qconv_inputs(c, XT[x], true, PRECIS_UNDEFINED, true, in);
+        float *ws = in[2].data;
+        ws[0] = ws[70] = ws[c->M - 1] = 0.0f;
+        qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_qdwconv, 2, 1, false, "qdwconv zero w_scale");
+        qc_free(in, 5);
+    }
 }
 
 #define SYM(i) pr_dim_from_sym(i)
@@ -651,6 +740,37 @@ static void test_quant(void) {
         CHECK(!qc_supports(&q.t, 2, in, true, &pr_cpu_impl_quantize));
         qc_free(in, 3);
     }
+    /* a plain float32 input quantized into an NHWC output (a plan's input):
+     * 1-5 channels (vpermb interleave up to 4), pieces of 1024 pixels and a
+     * tail, batch 2, int8 and uint8 */
+    for (int c = 1; c <= 5; c++)
+        for (int z = 0; z < 2; z++) {
+            qnode q;
+            qn_init(&q, PR_OP_QuantizeLinear, "QuantizeLinear", 13, false);
+            float sc = 0.031f;
+            uint8_t zero = 0;
+            qc_in in[3] = {q_act("x", 4, (int64_t[]){2, c, 37, 41}, PRECIS_FLOAT32, false),
+                           q_init("s", 0, NULL, PRECIS_FLOAT32, &sc),
+                           q_init("zp", 0, NULL, z ? PRECIS_INT8 : PRECIS_UINT8, &zero)};
+            fill_special(PRECIS_FLOAT32, in[0].data, 2 * c * 37 * 41, sc);
+            char label[96];
+            snprintf(label, sizeof label, "quantize plain -> nhwc C=%d %s", c, z ? "int8" : "uint8");
+            qc_run(&q.t, 3, in, 1, true, &pr_cpu_impl_quantize, 1 + c % 2, 0, true, label);
+            if (c == 3) { /* not for DequantizeLinear, nor from bfloat16 */
+                qn_init(&q, PR_OP_DequantizeLinear, "DequantizeLinear", 13, false);
+                qc_in d[3] = {q_act("x", 4, (int64_t[]){2, c, 37, 41}, PRECIS_INT8, false), in[1],
+                              in[2]};
+                d[2].dt = PRECIS_INT8;
+                CHECK(!qc_supports(&q.t, 3, d, true, &pr_cpu_impl_dequantize));
+                free(d[0].data);
+                qn_init(&q, PR_OP_QuantizeLinear, "QuantizeLinear", 13, false);
+                qc_in b[2] = {q_act("x", 4, (int64_t[]){2, c, 37, 41}, PRECIS_BFLOAT16, false),
+                              in[1]};
+                CHECK(!qc_supports(&q.t, 2, b, true, &pr_cpu_impl_quantize));
+                free(b[0].data);
+            }
+            qc_free(in, 3);
+        }
     /* dequantize: every byte value, float32/bfloat16/float16 outputs */
     k = 0;
     for (int x = 0; x < 2; x++)
@@ -1088,7 +1208,10 @@ static void test_qpool(void) {
 
 /* Median ms of the INT8 conv c: xdt -> uint8, per-channel scales, bias,
  * relu, NHWC. */
-static double bench_int8(const qconv_case *c, pr_dtype xdt, int th) {
+#define OH(c) out_dim((c)->H, (c)->kh, (c)->sh, (c)->dh, (c)->pads[0], (c)->pads[2], (c)->auto_pad)
+#define OW(c) out_dim((c)->W, (c)->kw, (c)->sw, (c)->dw, (c)->pads[1], (c)->pads[3], (c)->auto_pad)
+
+static double bench_int8(const qconv_case *c, pr_dtype xdt, int th, const pr_cpu_impl *im) {
     pr_err e = {0};
     double ms = 0;
     qnode q;
@@ -1097,7 +1220,7 @@ static double bench_int8(const qconv_case *c, pr_dtype xdt, int th) {
     qc_in in[5];
     qconv_inputs(c, xdt, true, PRECIS_UNDEFINED, true, in);
     qc_prep p;
-    if (qc_prepare(&p, &q.t, 4, in, 1, true, &pr_cpu_impl_dnnl_qconv, th, "bench qconv")) {
+    if (qc_prepare(&p, &q.t, 4, in, 1, true, im, th, "bench qconv")) {
         pr_buf b[4], y;
         const pr_buf *bp[4];
         for (int i = 0; i < 4; i++) {
@@ -1105,9 +1228,9 @@ static double bench_int8(const qconv_case *c, pr_dtype xdt, int th) {
             memcpy(b[i].data, in[i].data, b[i].nbytes);
             bp[i] = &b[i];
         }
-        pr_buf_alloc(&y, PRECIS_UINT8, 4, (int64_t[]){c->N, c->M, c->H, c->W}, "y", &e);
-        ms = time_runs(&pr_cpu_impl_dnnl_qconv, p.state, p.gi, 4, bp, &y, th, 41);
-        printf("  %s src: %s\n", dn(xdt), pr_cpu_impl_dnnl_qconv.describe(p.state));
+        pr_buf_alloc(&y, PRECIS_UINT8, 4, (int64_t[]){c->N, c->M, OH(c), OW(c)}, "y", &e);
+        ms = time_runs(im, p.state, p.gi, 4, bp, &y, th, 41);
+        printf("  %s src: %s\n", dn(xdt), im->describe(p.state));
         for (int i = 0; i < 4; i++) pr_buf_free(&b[i]);
         pr_buf_free(&y);
     }
@@ -1126,11 +1249,14 @@ static double bench_fp32(const qconv_case *c, int th) {
     t.node.domain = PR_FUSED_DOMAIN;
     n_ints(&t, "kernel_shape", (int64_t[]){c->kh, c->kw}, 2);
     n_ints(&t, "pads", c->pads, 4);
+    if (c->sh != 1 || c->sw != 1) n_ints(&t, "strides", (int64_t[]){c->sh, c->sw}, 2);
+    if (c->group != 1) n_int(&t, "group", c->group);
     n_str(&t, "act", "Relu");
     cc_input fin[3] = {{.name = "x", .rank = 4, .dims = {c->N, c->C, c->H, c->W}, .nhwc = true},
-                       {.name = "w", .rank = 4, .dims = {c->M, c->C, c->kh, c->kw}, .init = true},
+                       {.name = "w", .rank = 4, .dims = {c->M, c->C / c->group, c->kh, c->kw},
+                        .init = true},
                        {.name = "b", .rank = 1, .dims = {c->M}, .init = true}};
-    int64_t nw = c->M * c->C * c->kh * c->kw;
+    int64_t nw = c->M * (c->C / c->group) * c->kh * c->kw;
     float *w = malloc((size_t)nw * sizeof(float)), *bias = malloc((size_t)c->M * sizeof(float));
     for (int64_t i = 0; i < nw; i++) w[i] = cc_rand(-0.1f, 0.1f);
     for (int64_t i = 0; i < c->M; i++) bias[i] = cc_rand(-1, 1);
@@ -1142,7 +1268,7 @@ static double bench_fp32(const qconv_case *c, int th) {
     if (pr_cpu_impl_dnnl_conv.prepare(g, &g->nodes[0], &cfg, &st, &e) == PRECIS_OK) {
         pr_buf xb, yb;
         pr_buf_alloc(&xb, PRECIS_FLOAT32, 4, fin[0].dims, "x", &e);
-        pr_buf_alloc(&yb, PRECIS_FLOAT32, 4, (int64_t[]){c->N, c->M, c->H, c->W}, "y", &e);
+        pr_buf_alloc(&yb, PRECIS_FLOAT32, 4, (int64_t[]){c->N, c->M, OH(c), OW(c)}, "y", &e);
         for (int64_t i = 0; i < xb.numel; i++) ((float *)xb.data)[i] = cc_rand(0, 4);
         const pr_buf *bp[1] = {&xb};
         ms = time_runs(&pr_cpu_impl_dnnl_conv, st, g, 1, bp, &yb, th, 41);
@@ -1165,7 +1291,8 @@ static void bench_qconv(void) {
                                  NULL};
     const double ops = 2.0 * 64 * 64 * 9 * 56 * 56;
     for (int th = 1; th <= 2; th++) {
-        double u8 = bench_int8(&c, PRECIS_UINT8, th), s8 = bench_int8(&c, PRECIS_INT8, th);
+        double u8 = bench_int8(&c, PRECIS_UINT8, th, &pr_cpu_impl_dnnl_qconv),
+               s8 = bench_int8(&c, PRECIS_INT8, th, &pr_cpu_impl_dnnl_qconv);
         double f32 = bench_fp32(&c, th);
         if (u8 > 0 && s8 > 0 && f32 > 0)
             printf("speed 3x3 64->64 56x56 NHWC, %d thread%s: int8 (u8 src) %.3f ms (%.0f GOPS), "
@@ -1174,6 +1301,36 @@ static void bench_qconv(void) {
                    th, th > 1 ? "s" : "", u8, ops / u8 * 1e-6, s8, ops / s8 * 1e-6, f32,
                    ops / f32 * 1e-6, f32 / u8);
     }
+}
+
+/* Depthwise shapes of CenterFace, EfficientNet-Lite0, PP-OCRv4 rec: qdwconv against
+ * dnnl.qconv (u8 and s8 src) and the float32 dnnl.conv, 1 and 2 threads. */
+static void bench_qdw(void) {
+    static const qconv_case cs[] = {
+        {"192ch 40x40 3x3", 1, 192, 40, 40, 192, 3, 3, 192, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"672ch 14x14 5x5 s2", 1, 672, 14, 14, 672, 5, 5, 672, 2, 2, 1, 1, {2, 2, 2, 2}, NULL},
+        {"240ch 28x28 5x5", 1, 240, 28, 28, 240, 5, 5, 240, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"480ch 12x80 5x5", 1, 480, 12, 80, 480, 5, 5, 480, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+    };
+    qconv_case dummy = cs[0];
+    qnode q;
+    qconv_node(&q, &dummy, PRECIS_UINT8, PRECIS_UINT8);
+    qc_in in[5];
+    qconv_inputs(&dummy, PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+    bool ok = qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv);
+    qc_free(in, 5);
+    if (!ok) return;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int th = 1; th <= 2; th++) {
+            double d[2][2], f32 = bench_fp32(&cs[i], th);
+            for (int x = 0; x < 2; x++)
+                for (int m = 0; m < 2; m++)
+                    d[x][m] = bench_int8(&cs[i], x ? PRECIS_INT8 : PRECIS_UINT8, th,
+                                         m ? &pr_cpu_impl_dnnl_qconv : &pr_cpu_impl_qdwconv);
+            printf("speed depthwise %s, %d thread%s: qdwconv u8 %.3f s8 %.3f ms, dnnl.qconv u8 "
+                   "%.3f s8 %.3f ms, fp32 %.3f ms\n",
+                   cs[i].name, th, th > 1 ? "s" : "", d[0][0], d[1][0], d[0][1], d[1][1], f32);
+        }
 }
 
 /* Median ms of one node on impl (inputs in, NHWC where marked; output
@@ -1250,6 +1407,7 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     if (bench_only) {
         bench_qconv();
+        bench_qdw();
         bench_qelem();
         return check_report("test_cpu_int8");
     }
@@ -1260,6 +1418,7 @@ int main(int argc, char **argv) {
         test_qconv_zero_scale();
         test_qconv_symbolic();
         test_qconv_inplace();
+        test_qdwconv();
         test_qmatmul();
     }
     test_quant();
@@ -1279,6 +1438,7 @@ int main(int argc, char **argv) {
         printf("oneDNN / kernel implementations used:\n");
         for (int i = 0; i < n_seen; i++) printf("  %s\n", seen[i]);
         bench_qconv();
+        bench_qdw();
         bench_qelem();
     }
     int rc = check_report(own_only ? NULL : "test_cpu_int8");

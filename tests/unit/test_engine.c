@@ -321,6 +321,43 @@ static void test_batch_split(void) {
     split_case("data/batch_count.onnx", "x", 3, tr, 2, NULL, 0);
 }
 
+/* A Reshape whose shape comes from Shape/Slice/Concat: computed from the
+ * input's shape only, so after the planning run of a signature the context
+ * reuses the steps' output shapes (shapes_static); a new batch replans.
+ * Outputs checked against relu(x) flattened, batches 3, 3, 2, 2, 3. */
+static void test_shape_cache(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    precis_engine *e = NULL;
+    precis_context *c = NULL;
+    precis_build_options o = {.precision = "fp32", .backend = "cpu", .num_threads = 1};
+    setenv("PRECIS_BATCH_SPLIT", "0", 1);
+    CHECK(precis_build(ctx, "data/batch_reshape.onnx", &o, &e) == PRECIS_OK);
+    if (e) CHECK(precis_context_create(ctx, e, &c) == PRECIS_OK);
+    static const int64_t batches[5] = {3, 3, 2, 2, 3};
+    for (int r = 0; c && r < 5; r++) {
+        int64_t dims[3] = {batches[r], 4, 6};
+        precis_tensor *x = rand_input(ctx, 3, dims, 11u + (unsigned)r), *y = NULL;
+        const char *names[] = {"x"};
+        const precis_tensor *in[] = {x};
+        CHECK(precis_context_run(ctx, c, 1, names, in, &y) == PRECIS_OK);
+        if (y) {
+            CHECK(precis_tensor_rank(y) == 2 && precis_tensor_dims(y)[0] == batches[r] &&
+                  precis_tensor_dims(y)[1] == 24);
+            const float *xv = precis_tensor_data_const(x), *yv = precis_tensor_data_const(y);
+            int bad = 0;
+            for (int64_t i = 0; i < batches[r] * 24 && precis_tensor_numel(y) == batches[r] * 24; i++)
+                bad += yv[i] != (xv[i] > 0 ? xv[i] : 0.0f);
+            CHECK(bad == 0);
+        }
+        precis_tensor_destroy(x);
+        precis_tensor_destroy(y);
+    }
+    unsetenv("PRECIS_BATCH_SPLIT");
+    precis_context_destroy(c);
+    precis_engine_destroy(e);
+    precis_ctx_destroy(ctx);
+}
+
 static void test_bad_options(void) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
@@ -352,5 +389,6 @@ int main(int argc, char **argv) {
     test_concurrent();
     test_batch_split();
     test_split_auto();
+    test_shape_cache();
     return check_report("test_engine");
 }

@@ -36,7 +36,7 @@
 typedef struct pr_cpu_features {
     bool avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512dq;
-    bool avx512_vnni, avx512_bf16, avx512_fp16;
+    bool avx512_vnni, avx512_vbmi, avx512_bf16, avx512_fp16;
     bool amx_tile, amx_int8, amx_bf16;
 } pr_cpu_features;
 

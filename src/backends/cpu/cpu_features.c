@@ -56,6 +56,7 @@ static void detect(pr_cpu_features *f) {
         f->avx512bw = (b >> 30) & 1;
         f->avx512vl = (b >> 31) & 1;
         f->avx512_vnni = (c >> 11) & 1;
+        f->avx512_vbmi = (c >> 1) & 1;
         f->avx512_fp16 = (d >> 23) & 1;
         if (max_sub >= 1) {
             unsigned a1, b1, c1, d1;
@@ -87,7 +88,7 @@ static void cap(pr_cpu_features *f, const char *isa) {
         return; /* "avx512_fp16" or unknown: no cap */
     if (level < 2) {
         f->avx512f = f->avx512bw = f->avx512vl = f->avx512dq = false;
-        f->avx512_vnni = f->avx512_bf16 = false;
+        f->avx512_vnni = f->avx512_vbmi = f->avx512_bf16 = false;
     }
     f->avx512_fp16 = false;
     f->amx_tile = f->amx_int8 = f->amx_bf16 = false;

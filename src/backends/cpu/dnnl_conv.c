@@ -17,6 +17,7 @@
 #ifdef PRECIS_HAVE_DNNL
 
 #include "backends/cpu/dnnl_wino.h"
+#include "backends/cpu/kernels.h"
 #include "ir/infer_conv.h"
 
 typedef struct conv_state {
@@ -29,6 +30,7 @@ typedef struct conv_state {
                        * holds its own: other shapes' primitives start from it */
     bool has_z;
     pr_act act, act2;
+    pr_act late; /* act applied over the output after the primitive (as dnnl_qconv.c) */
     pr_dnnl_weights w;
     pr_dnnl_cache cache;
     char desc[96];
@@ -289,6 +291,14 @@ static precis_status prepare_common(const pr_graph *g, const pr_node *n, const p
         pr_act_from_node(n, "act2", &s->act2);
     }
     s->has_z = Z != NULL;
+    /* float32 out of < 16 channels: a transcendental act over the whole
+     * buffer afterwards (oneDNN's post-op spends a vector per pixel) */
+    if (s->dt == PRECIS_FLOAT32 && !s->has_z && s->OC < 16 && s->act2.kind == PR_ACT_NONE &&
+        (s->act.kind == PR_ACT_SIGMOID || s->act.kind == PR_ACT_TANH || s->act.kind == PR_ACT_GELU ||
+         s->act.kind == PR_ACT_GELU_TANH || s->act.kind == PR_ACT_SWISH)) {
+        s->late = s->act;
+        s->act.kind = PR_ACT_NONE;
+    }
     if (B) {
         s->bias = malloc((size_t)s->OC * sizeof(float));
         if (!s->bias) {
@@ -406,6 +416,8 @@ static precis_status conv_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
     st = pr_dnnl_execute(ent, ptrs, x, k->err);
     if (st) pr_err_prefix(k->err, "node '%s' (%s)", k->node->name, k->node->op_type);
 done:
+    if (!st && ent->prim && s->late.kind != PR_ACT_NONE)
+        pr_cpu_act_f32(Y->data, Y->numel, &s->late, x->num_threads > 0 ? x->num_threads : 1);
     if (temp) pr_dnnl_entry_free(ent);
     return st;
 }

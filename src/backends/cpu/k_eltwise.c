@@ -240,6 +240,40 @@ static void run_flat(un_fn fn, const void *x, size_t xes, void *y, size_t yes, i
     }
 }
 
+/* ------------------------------------------------------------------ act */
+
+#ifdef PR_CPU_X86
+static PR_AVX512 void act_512(float *x, int64_t n, const pr_act *a) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, pv_act(a, _mm512_loadu_ps(x + i)));
+    if (i < n) {
+        __mmask16 m = pv_tail(n - i);
+        _mm512_mask_storeu_ps(x + i, m, pv_act(a, _mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+#endif
+
+void pr_cpu_act_f32(float *x, int64_t n, const pr_act *a, int threads) {
+    if (a->kind == PR_ACT_NONE || n <= 0) return;
+    bool v512 = false;
+#ifdef PR_CPU_X86
+    v512 = pr_cpu_use_avx512();
+#endif
+    int64_t nch = (n + CHUNK - 1) / CHUNK;
+    int nt = threads > 1 && n >= PR_CPU_PAR_MIN ? (nch < threads ? (int)nch : threads) : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t c = 0; c < nch; c++) {
+        int64_t s = c * CHUNK, len = n - s < CHUNK ? n - s : CHUNK;
+#ifdef PR_CPU_X86
+        if (v512) {
+            act_512(x + s, len, a);
+            continue;
+        }
+#endif
+        for (int64_t i = s; i < s + len; i++) x[i] = pr_act_apply(a, x[i]);
+    }
+}
+
 /* ------------------------------------------------------------------ impl */
 
 typedef struct estate {

@@ -92,12 +92,29 @@ static inline void copy_short(char *d, const char *s, size_t b) {
 static void scopy_rows(const sjob *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     const splan *pl = j->pl;
     size_t rb = (size_t)(c1 - c0) * j->es;
-    if (pl->nr == 2 && pl->ds[0] == 1 && pl->ss[0] == 1 && rb <= 256) {
-        /* contiguous short rows at constant strides (NHWC channel blocks) */
+    if (pl->nr >= 2 && pl->ds[0] == 1 && pl->ss[0] == 1 && rb <= 256) {
+        /* contiguous short rows at constant strides along dim 1 (NHWC channel
+         * blocks; DepthToSpace's b*C-element pieces), outer dims per run */
         int64_t e = (int64_t)j->es, dstep = pl->ds[1] * e, sstep = pl->ss[1] * e;
-        char *d = j->d + (r0 * pl->ds[1] + c0) * e;
-        const char *s = j->s + (r0 * pl->ss[1] + c0) * e;
-        for (int64_t row = r0; row < r1; row++, d += dstep, s += sstep) copy_short(d, s, rb);
+        for (int64_t row = r0; row < r1;) {
+            int64_t i1 = row % pl->cd[1], rem = row / pl->cd[1];
+            int64_t od = i1 * pl->ds[1], os = i1 * pl->ss[1];
+            for (int d = 2; d < pl->nr; d++) {
+                od += rem % pl->cd[d] * pl->ds[d];
+                os += rem % pl->cd[d] * pl->ss[d];
+                rem /= pl->cd[d];
+            }
+            int64_t n = pl->cd[1] - i1 < r1 - row ? pl->cd[1] - i1 : r1 - row;
+            char *d = j->d + (od + c0) * e;
+            const char *s = j->s + (os + c0) * e;
+            if (rb == 8)
+                for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) memcpy(d, s, 8);
+            else if (rb == 4)
+                for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) memcpy(d, s, 4);
+            else
+                for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) copy_short(d, s, rb);
+            row += n;
+        }
         return;
     }
     int64_t idx[PR_MAX_RANK] = {0}, od = 0, os = 0, rem = r0, e = (int64_t)j->es;

@@ -10,8 +10,12 @@
  * vector over the last axis of a plain tensor (axis = rank - 1: the
  * per-channel quantization of a smoothed activation, quantize.h); a zero
  * point must be absent or an all-zero initializer (precis' INT8 is
- * symmetric), else the node is declined and runs on ref. Elementwise, so layout-agnostic (input and
- * output share the layout). AVX-512 when allowed, portable C otherwise
+ * symmetric), else the node is declined and runs on ref. Elementwise, so
+ * layout-agnostic (input and output share the layout), and QuantizeLinear
+ * also reads a plain rank-4 float32 tensor into an NHWC output (a plan's
+ * input quantize: the reorder after it is dropped, pr_plan_layouts): chunks
+ * of pixels are quantized per channel into scratch and interleaved (vpermb
+ * for up to 4 channels with AVX512-VBMI). AVX-512 when allowed, portable C otherwise
  * (PRECIS_CPU_ISA=scalar); OpenMP over chunks of QCHUNK elements. */
 #include <math.h>
 #include <omp.h>
@@ -25,7 +29,8 @@
 
 typedef struct qstate {
     bool quant; /* QuantizeLinear, else DequantizeLinear */
-    bool avx512;
+    bool avx512, vbmi;
+    bool to_nhwc; /* plain rank-4 input, NHWC output */
     float scale;
     int64_t C;     /* > 0: per-channel scales over the last axis */
     float *scales; /* C of them */
@@ -65,7 +70,8 @@ static bool zp_ok(const pr_tensor *z) { return zp_ok_n(z, 1); }
 static int64_t per_channel(const pr_graph *g, const pr_node *n, const pr_tensor *x) {
     const pr_tensor *s = pr_node_tin(g, n, 1);
     if (n->op != PR_OP_QuantizeLinear || !x || x->rank < 1 || !is_init(s) ||
-        s->dtype != PRECIS_FLOAT32 || s->rank != 1 || pr_cpu_layout_of(x) != PR_LAYOUT_PLAIN)
+        s->dtype != PRECIS_FLOAT32 || s->rank != 1 || pr_cpu_layout_of(x) != PR_LAYOUT_PLAIN ||
+        !pr_node_tout(g, n, 0) || pr_cpu_layout_of(pr_node_tout(g, n, 0)) != PR_LAYOUT_PLAIN)
         return 0;
     int64_t ax = pr_attr_int(n, "axis", 1), C = x->dims[x->rank - 1];
     if (ax < 0) ax += x->rank;
@@ -76,6 +82,13 @@ static int64_t per_channel(const pr_graph *g, const pr_node *n, const pr_tensor 
         if (!isfinite(v) || v == 0.0f) return 0;
     }
     return C;
+}
+
+/* A plain rank-4 float32 input quantized into an NHWC output (its rank may
+ * not be inferred yet). */
+static bool to_nhwc(const pr_tensor *x, const pr_tensor *y) {
+    return x->rank == 4 && (y->rank == 4 || y->rank < 0) && x->dtype == PRECIS_FLOAT32 &&
+           x->layout == PR_LAYOUT_PLAIN && y->layout == PR_LAYOUT_NHWC;
 }
 
 static bool default_domain(const pr_node *n) {
@@ -93,7 +106,8 @@ static bool q_common(const pr_graph *g, const pr_node *n, const pr_tensor **x,
         return false;
     if (pr_attr_int(n, "block_size", 0) != 0) return false; /* blocked quantization */
     if ((*x)->flags & PR_T_INIT) return false;
-    return pr_cpu_layout_of(*x) == pr_cpu_layout_of(*y);
+    return pr_cpu_layout_of(*x) == pr_cpu_layout_of(*y) ||
+           (n->op == PR_OP_QuantizeLinear && to_nhwc(*x, *y));
 }
 
 static bool quant_supports(const pr_graph *g, const pr_node *n) {
@@ -135,8 +149,10 @@ static precis_status q_prepare(const pr_graph *g, const pr_node *n, const pr_cpu
         }
         memcpy(s->scales, sc->data, (size_t)s->C * sizeof *s->scales);
     }
+    s->to_nhwc = quant && !s->C && to_nhwc(pr_node_tin(g, n, 0), pr_node_tout(g, n, 0));
 #ifdef PR_CPU_X86
     s->avx512 = pr_cpu_use_avx512();
+    s->vbmi = s->avx512 && pr_cpu_features_get()->avx512_vbmi;
 #endif
     *state = s;
     return PRECIS_OK;
@@ -232,6 +248,28 @@ static PR_AVX512 void dequant_512(const void *q, bool u8, float scale, void *y, 
         pv_store_m(y, i, ydt, dq16(b, u8, sc), m);
     }
 }
+
+/* C <= 4 planes of n bytes (planes at stride ps) -> n pixels of C bytes. */
+static __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) void
+interleave_vbmi(const uint8_t *t, int64_t ps, int64_t C, uint8_t *y, int64_t n) {
+    uint8_t idx[64];
+    for (int j = 0; j < 64; j++) idx[j] = (uint8_t)(j < 16 * C ? (j % C) * 16 + j / C : 0);
+    const __m512i ix = _mm512_loadu_si512((const void *)idx);
+    const __mmask64 all = C == 4 ? ~(__mmask64)0 : ((__mmask64)1 << (16 * C)) - 1;
+    int64_t p = 0;
+    for (; p + 16 <= n; p += 16) {
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(t + p)));
+        for (int64_t c = 1; c < C; c++) {
+            __m128i b = _mm_loadu_si128((const __m128i *)(t + c * ps + p));
+            v = c == 1   ? _mm512_inserti32x4(v, b, 1)
+                : c == 2 ? _mm512_inserti32x4(v, b, 2)
+                         : _mm512_inserti32x4(v, b, 3);
+        }
+        _mm512_mask_storeu_epi8(y + p * C, all, _mm512_permutexvar_epi8(ix, v));
+    }
+    for (; p < n; p++)
+        for (int64_t c = 0; c < C; c++) y[p * C + c] = t[c * ps + p];
+}
 #endif
 
 /* ------------------------------------------------------------ drivers */
@@ -298,6 +336,40 @@ static void dequant_run(const void *q, bool u8, float sc, void *y, pr_dtype ydt,
     }
 }
 
+#define QPIX 1024 /* pixels per piece of the NHWC quantize */
+
+/* x plain [N, C, HW] float32 -> y [N, HW, C] int8/uint8; scratch: C * QPIX
+ * bytes per thread. */
+static void quant_nhwc_run(const qstate *s, const float *x, int64_t N, int64_t C, int64_t HW,
+                           void *y, bool u8, uint8_t *scr, int nt) {
+    int64_t pieces = (HW + QPIX - 1) / QPIX, items = N * pieces;
+    nt = threads_for(N * C * HW, nt);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t it = 0; it < items; it++) {
+        int64_t n = it / pieces, p0 = it % pieces * QPIX, np = HW - p0 < QPIX ? HW - p0 : QPIX;
+        uint8_t *t = scr + (size_t)omp_get_thread_num() * (size_t)(C * QPIX);
+        uint8_t *yo = (uint8_t *)y + (n * HW + p0) * C;
+        for (int64_t c = 0; c < C; c++) {
+            const float *xc = x + (n * C + c) * HW + p0;
+#ifdef PR_CPU_X86
+            if (s->avx512) {
+                quant_512(xc, PRECIS_FLOAT32, s->scale, t + c * QPIX, u8, 0, np);
+                continue;
+            }
+#endif
+            quant_scalar(xc, PRECIS_FLOAT32, s->scale, t + c * QPIX, u8, 0, np);
+        }
+#ifdef PR_CPU_X86
+        if (s->vbmi && C <= 4) {
+            interleave_vbmi(t, QPIX, C, yo, np);
+            continue;
+        }
+#endif
+        for (int64_t p = 0; p < np; p++)
+            for (int64_t c = 0; c < C; c++) yo[p * C + c] = t[c * QPIX + p];
+    }
+}
+
 void pr_cpu_dequant_q8(const void *q, pr_dtype qdt, float scale, void *out, pr_dtype odt,
                        int64_t n, int threads) {
     bool v512 = false;
@@ -323,12 +395,21 @@ static precis_status q_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
         if (s->C > 0 && (x->rank < 1 || x->dims[x->rank - 1] != s->C))
             return pr_kernelf(k, PRECIS_ERR_SHAPE, "last axis %lld, %lld channel scales",
                               (long long)(x->rank ? x->dims[x->rank - 1] : 0), (long long)s->C);
-        if (x->numel > 0 && s->C > 0)
+        if (s->to_nhwc && x->numel > 0) {
+            if (x->dtype != PRECIS_FLOAT32 || x->rank != 4)
+                return pr_kernelf(k, PRECIS_ERR_INTERNAL, "NHWC quantize wants float32 [N,C,H,W]");
+            int64_t C = x->dims[1];
+            uint8_t *scr = xc ? pr_cpu_scratch(xc, (size_t)(C * QPIX) * (size_t)nt) : NULL;
+            if (!scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+            quant_nhwc_run(s, x->data, x->dims[0], C, x->dims[2] * x->dims[3], y->data,
+                           y->dtype == PRECIS_UINT8, scr, nt);
+        } else if (x->numel > 0 && s->C > 0) {
             quant_rows(x->data, x->dtype, s->scales, s->C, y->data, y->dtype == PRECIS_UINT8,
                        x->numel, nt, s->avx512);
-        else if (x->numel > 0)
+        } else if (x->numel > 0) {
             quant_run(x->data, x->dtype, s->scale, y->data, y->dtype == PRECIS_UINT8, x->numel, nt,
                       s->avx512);
+        }
     } else {
         if (!q8(x->dtype) || !pr_cpu_float_dt(y->dtype))
             return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "types %s -> %s",

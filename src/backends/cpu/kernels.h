@@ -23,12 +23,16 @@
  *       rounded half to even and saturated as ref) and DequantizeLinear
  *       (int8/uint8 -> float32/bfloat16/float16); scalar scale initializer,
  *       zero point absent or an all-zero initializer. Layout-agnostic.
+ *   pr_cpu_impl_qdwconv  (k_qdwconv.c) depthwise QConv (group == C == M),
+ *       NHWC int8/uint8 src, int8/uint8/float32 out, bias, act, act2; needs
+ *       AVX512-VNNI (declined otherwise: dnnl.qconv runs it).
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
 #define PR_BACKENDS_CPU_KERNELS_H
 
 #include "backends/cpu/cpu.h"
+#include "ir/act.h"
 
 extern const pr_cpu_impl pr_cpu_impl_eltwise;
 extern const pr_cpu_impl pr_cpu_impl_binary;
@@ -36,6 +40,7 @@ extern const pr_cpu_impl pr_cpu_impl_move;
 extern const pr_cpu_impl pr_cpu_impl_quantize;
 extern const pr_cpu_impl pr_cpu_impl_dequantize;
 extern const pr_cpu_impl pr_cpu_impl_qbinary;
+extern const pr_cpu_impl pr_cpu_impl_qdwconv;
 
 /* The broadcasting driver of the binary kernels (k_binary.c), shared with
  * QBinary. A row function computes o[i] = f(a[i sa], b[i sb]) for i < n (a,
@@ -67,5 +72,8 @@ void pr_cpu_nchw_nhwc(const void *src, void *dst, const int64_t *nchw, size_t es
  * when allowed (as DequantizeLinear). */
 void pr_cpu_dequant_q8(const void *q, pr_dtype qdt, float scale, void *out, pr_dtype odt,
                        int64_t n, int threads);
+/* x[i] = act(x[i]) for n float32 values in place (k_eltwise.c; pv_act /
+ * pr_act_apply), up to `threads` OpenMP threads. */
+void pr_cpu_act_f32(float *x, int64_t n, const pr_act *a, int threads);
 
 #endif

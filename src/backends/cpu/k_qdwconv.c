@@ -1,0 +1,515 @@
+/* Depthwise INT8 convolution with VNNI: QConv (ops.inc) with group == C ==
+ * M (one filter per channel), NHWC int8/uint8 src, int8 weights, output
+ * int8/uint8 (requantized) or float32, bias, act and act2 in the epilogue, no
+ * residual Z. Declined without AVX512-VNNI (dnnl.qconv takes the node).
+ *
+ *   R = act2(act(x_scale * w_scale[c] * sum(x * w) + B[c])),
+ *   Y = R (float32) or saturate(round_half_even(R * (1 / y_scale)))
+ * as ref_QConv, the sum exact in int32 (ref sums dequantized floats: outputs
+ * may differ from ref by one unit near halves, like dnnl.qconv).
+ *
+ * Why not oneDNN: 2.6 runs depthwise int8 with an int8 src on jit_int8
+ * (no faster than its f32 brdgmm_dw here) and with uint8 on brdgmm_dw, which
+ * uses one byte of each vpdpbusd lane. Here every vpdpbusd lane sums four
+ * taps of one channel: the taps of one kernel column (up to 4 kernel rows,
+ * more rows make more "quads"). For an output row and a block of 64
+ * channels, each input column is interleaved once into quads (V: per column
+ * and quad 4 vectors of 16 lanes x 4 bytes) and reused by every output pixel
+ * and kernel column that reads it. vpdpbusd takes uint8 x int8: an int8 src
+ * is biased by 128 (x ^ 0x80) and the accumulators start at -128 * sum(w)
+ * per channel; padding reads as x = 0 (byte 0, biased as the rest).
+ *
+ * Lane order: the byte interleave (unpack lo/hi of bytes, then of words)
+ * works within 128-bit lanes, so vector r lane L holds channel
+ * 16 (L / 4) + 4 r + L % 4 of the block; weights, scales, biases and the
+ * compensation are packed in that order, and the int32 -> int16 -> int8
+ * saturating packs put the channels back in order (float outputs through a
+ * 4x4 transpose of 128-bit blocks). */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/vec.h"
+#include "ir/infer_conv.h"
+
+#define QDW_MAXK 16 /* kernel rows/columns handled */
+
+typedef struct qdw_state {
+    pr_dtype xdt, ydt;
+    int64_t C, KH, KW, nqh, nblk;
+    pr_act act, act2;
+    float inv, lo, hi;
+    int8_t *wp;    /* [nblk][KW][nqh][4][64] */
+    int32_t *init; /* [nblk][4][16] accumulator start (compensation) */
+    float *sc, *bias; /* [nblk][4][16] x_scale * w_scale, B */
+} qdw_state;
+
+static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
+
+static bool is_init(const pr_tensor *t, pr_dtype dt) {
+    return t && (t->flags & PR_T_INIT) && t->data && t->dtype == dt;
+}
+
+static pr_dtype y_dtype(const pr_node *n) {
+    int64_t yt = pr_attr_int(n, "y_type", PRECIS_FLOAT32);
+    return yt == PRECIS_INT8 || yt == PRECIS_UINT8 || yt == PRECIS_FLOAT32 ? (pr_dtype)yt
+                                                                           : PRECIS_UNDEFINED;
+}
+
+/* PRECIS_QDWCONV=0 leaves depthwise QConv to dnnl.qconv (A/B timing). */
+static bool have_vnni(void) {
+#ifdef PR_CPU_X86
+    const char *env = getenv("PRECIS_QDWCONV");
+    if (env && !strcmp(env, "0")) return false;
+    return pr_cpu_use_avx512() && pr_cpu_features_get()->avx512_vnni;
+#else
+    return false;
+#endif
+}
+
+static bool qdw_supports(const pr_graph *g, const pr_node *n) {
+    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4 || !have_vnni()) return false;
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
+                    *B = pr_node_tin(g, n, 3), *Y = pr_node_tout(g, n, 0);
+    if (!X || !W || !S || !Y || !q8(X->dtype) || X->rank != 4 || X->layout != PR_LAYOUT_NHWC ||
+        Y->layout != PR_LAYOUT_NHWC)
+        return false;
+    pr_dtype ydt = y_dtype(n);
+    if (ydt == PRECIS_UNDEFINED || (Y->dtype != PRECIS_UNDEFINED && Y->dtype != ydt)) return false;
+    if (!is_init(W, PRECIS_INT8) || W->rank != 4 || W->dims[1] != 1) return false;
+    int64_t C = W->dims[0], G = pr_attr_int(n, "group", 1);
+    if (G != C || C < 1 || (pr_dim_known(X->dims[1]) && X->dims[1] != C)) return false;
+    /* Few channels waste lanes of the 64-channel blocks: there oneDNN is as
+     * fast (uint8 src: brdgmm_dw, up to ~144 channels at 112x112..56x56 in
+     * EfficientNet-Lite0 / CenterFace, stride 2 worst) or faster (int8 src,
+     * jit_int8, below ~48 channels in PP-OCRv4 rec); measured per layer. */
+    if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40)) return false;
+    if (W->dims[2] < 1 || W->dims[2] > QDW_MAXK || W->dims[3] < 1 || W->dims[3] > QDW_MAXK)
+        return false;
+    if (!is_init(S, PRECIS_FLOAT32) || S->rank != 1 || S->dims[0] != C) return false;
+    if (B && (!is_init(B, PRECIS_FLOAT32) || B->rank != 1 || B->dims[0] != C)) return false;
+    float xs = pr_attr_float(n, "x_scale", 0.0f);
+    if (!(xs > 0.0f) || !isfinite(xs)) return false;
+    for (int64_t c = 0; c < C; c++)
+        if (!isfinite(((const float *)S->data)[c]) || !isfinite(xs * ((const float *)S->data)[c]))
+            return false;
+    if (ydt != PRECIS_FLOAT32) {
+        float ys = pr_attr_float(n, "y_scale", 0.0f);
+        if (!(ys > 0.0f) || !isfinite(1.0f / ys)) return false;
+    }
+    pr_act a;
+    if (!pr_act_from_node(n, "act", &a) || !pr_act_from_node(n, "act2", &a)) return false;
+    const int64_t *v;
+    int nv = pr_attr_ints(n, "kernel_shape", &v);
+    if (nv >= 0 && (nv != 2 || v[0] != W->dims[2] || v[1] != W->dims[3])) return false;
+    if ((nv = pr_attr_ints(n, "strides", &v)) >= 0 && nv != 2) return false;
+    if ((nv = pr_attr_ints(n, "dilations", &v)) >= 0 && nv != 2) return false;
+    if ((nv = pr_attr_ints(n, "pads", &v)) >= 0 && nv != 4) return false;
+    return true;
+}
+
+static bool qdw_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
+
+static void qdw_destroy(void *state) {
+    qdw_state *s = state;
+    if (!s) return;
+    free(s->wp);
+    free(s->init);
+    free(s->sc);
+    free(s->bias);
+    free(s);
+}
+
+static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
+                                 void **state, pr_err *e) {
+    (void)cfg;
+    *state = NULL;
+    if (!qdw_supports(g, n))
+        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by qdwconv",
+                       n->name, n->op_type);
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
+                    *B = pr_node_tin(g, n, 3);
+    qdw_state *s = calloc(1, sizeof *s);
+    if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    s->xdt = X->dtype;
+    s->ydt = y_dtype(n);
+    s->C = W->dims[0];
+    s->KH = W->dims[2];
+    s->KW = W->dims[3];
+    s->nqh = (s->KH + 3) / 4;
+    s->nblk = (s->C + 63) / 64;
+    pr_act_from_node(n, "act", &s->act);
+    pr_act_from_node(n, "act2", &s->act2);
+    s->inv = s->ydt == PRECIS_FLOAT32 ? 1.0f : 1.0f / pr_attr_float(n, "y_scale", 1.0f);
+    s->lo = s->ydt == PRECIS_UINT8 ? 0.0f : -128.0f;
+    s->hi = s->ydt == PRECIS_UINT8 ? 255.0f : 127.0f;
+    size_t nw = (size_t)(s->nblk * s->KW * s->nqh * 256), nv = (size_t)(s->nblk * 64);
+    s->wp = aligned_alloc(64, nw); /* read as __m512i */
+    if (s->wp) memset(s->wp, 0, nw);
+    s->init = calloc(nv, sizeof(int32_t));
+    s->sc = calloc(nv, sizeof(float));
+    s->bias = calloc(nv, sizeof(float));
+    if (!s->wp || !s->init || !s->sc || !s->bias) {
+        qdw_destroy(s);
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    }
+    float xs = pr_attr_float(n, "x_scale", 1.0f);
+    const float *ws = S->data, *bv = B ? B->data : NULL;
+    const int8_t *w = W->data;
+    bool s8 = s->xdt == PRECIS_INT8;
+    for (int64_t c = 0; c < s->C; c++) {
+        int64_t cb = c / 64, ci = c % 64, k = ci / 16, r = (ci % 16) / 4, j = ci % 4;
+        int64_t lane = k * 4 + j, v = cb * 64 + r * 16 + lane;
+        bool zero = ws[c] == 0.0f; /* real weights 0: scale 1 keeps the bias exact */
+        int32_t sum = 0;
+        for (int64_t kw = 0; kw < s->KW; kw++)
+            for (int64_t kh = 0; kh < s->KH; kh++) {
+                int8_t q = zero ? 0 : w[(c * s->KH + kh) * s->KW + kw];
+                sum += q;
+                int64_t qh = kh / 4, t = kh % 4;
+                s->wp[(((cb * s->KW + kw) * s->nqh + qh) * 4 + r) * 64 + lane * 4 + t] = q;
+            }
+        s->init[v] = s8 ? -128 * sum : 0;
+        s->sc[v] = zero ? 1.0f : xs * ws[c];
+        s->bias[v] = bv ? bv[c] : 0.0f;
+    }
+    *state = s;
+    return PRECIS_OK;
+}
+
+#ifdef PR_CPU_X86
+#define PR_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
+#define VNNI_INLINE static inline __attribute__((always_inline)) PR_VNNI
+
+typedef struct qdw_geo {
+    int64_t IH, IW, OH, OW, sh, sw, dh, dw, pt, pl, ncol;
+} qdw_geo;
+
+/* V for one output row and channel block: column p reads iw = p - pl.
+ * Rows out of the image (and the rows past KH in the last quad) read a zero
+ * block with stride 0; columns out of it read the zero block too. */
+static PR_VNNI void qdw_build(const qdw_state *s, const qdw_geo *g, const uint8_t *x, int64_t oh,
+                              int64_t cb, __mmask64 cm, __m512i *V) {
+    static const uint8_t zb[64] __attribute__((aligned(64)));
+    const __m512i flip = _mm512_set1_epi8(s->xdt == PRECIS_INT8 ? (char)0x80 : 0);
+    const int64_t C = s->C, nqh = s->nqh;
+    const uint8_t *rows[QDW_MAXK + 4];
+    int64_t step[QDW_MAXK + 4];
+    for (int64_t kh = 0; kh < nqh * 4; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        bool ok = kh < s->KH && ih >= 0 && ih < g->IH;
+        rows[kh] = ok ? x + ih * g->IW * C + cb * 64 : zb;
+        step[kh] = ok ? C : 0;
+    }
+    for (int64_t qh = 0; qh < nqh; qh++) {
+        const uint8_t *const *r = rows + qh * 4;
+        const int64_t *st = step + qh * 4;
+        for (int64_t p = 0; p < g->ncol; p++) {
+            int64_t iw = p - g->pl;
+            bool in = iw >= 0 && iw < g->IW;
+            const uint8_t *p0 = in ? r[0] + iw * st[0] : zb, *p1 = in ? r[1] + iw * st[1] : zb;
+            const uint8_t *p2 = in ? r[2] + iw * st[2] : zb, *p3 = in ? r[3] + iw * st[3] : zb;
+            __m512i t0 = _mm512_xor_si512(_mm512_maskz_loadu_epi8(cm, p0), flip);
+            __m512i t1 = _mm512_xor_si512(_mm512_maskz_loadu_epi8(cm, p1), flip);
+            __m512i t2 = _mm512_xor_si512(_mm512_maskz_loadu_epi8(cm, p2), flip);
+            __m512i t3 = _mm512_xor_si512(_mm512_maskz_loadu_epi8(cm, p3), flip);
+            __m512i ab0 = _mm512_unpacklo_epi8(t0, t1), ab1 = _mm512_unpackhi_epi8(t0, t1);
+            __m512i cd0 = _mm512_unpacklo_epi8(t2, t3), cd1 = _mm512_unpackhi_epi8(t2, t3);
+            __m512i *o = V + (p * nqh + qh) * 4;
+            _mm512_store_si512(o, _mm512_unpacklo_epi16(ab0, cd0));
+            _mm512_store_si512(o + 1, _mm512_unpackhi_epi16(ab0, cd0));
+            _mm512_store_si512(o + 2, _mm512_unpacklo_epi16(ab1, cd1));
+            _mm512_store_si512(o + 3, _mm512_unpackhi_epi16(ab1, cd1));
+        }
+    }
+}
+
+/* The epilogue of one row and block. Fused (int8/uint8 out, act none,
+ * Relu, Clip or HardSwish, act2 none or Affine): requantized in registers,
+ * 1/y_scale folded into act2's affine; else F := sc * sum + bias for the
+ * activation passes and qdw_out. */
+enum { EP_F, EP_Q };
+typedef struct qdw_ep {
+    __m512i init[4];
+    __m512 sc[4], bi[4];
+    __m512 alo, ahi, a2a, a2b, lo, hi; /* act clip bounds, act2 affine (times inv), out range */
+    __m512 *F;
+    uint8_t *y; /* the row's first output of the block */
+    int64_t C;
+    __mmask64 m;
+    bool u8;
+} qdw_ep;
+
+/* One vector of a pixel's epilogue (no arrays: GCC keeps them on the stack). */
+VNNI_INLINE __m512i qdw_q(__m512i acc, __m512 sc, __m512 bi, const qdw_ep *e, int AK, bool AFF) {
+    __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), sc, bi);
+    if (AK == PR_ACT_RELU || AK == PR_ACT_CLIP) f = _mm512_min_ps(_mm512_max_ps(f, e->alo), e->ahi);
+    if (AK == PR_ACT_HARD_SWISH) {
+        __m512 v = _mm512_fmadd_ps(f, PV_C(1.0f / 6.0f), PV_C(0.5f));
+        f = _mm512_mul_ps(f, _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), PV_C(1.0f)));
+    }
+    f = AFF ? _mm512_fmadd_ps(f, e->a2a, e->a2b) : _mm512_mul_ps(f, e->a2a);
+    f = _mm512_min_ps(_mm512_max_ps(f, e->lo), e->hi);
+    return _mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+VNNI_INLINE void qdw_pixel(const qdw_ep *e, __m512i a0, __m512i a1, __m512i a2, __m512i a3,
+                           int64_t ow, int EK, int AK, bool AFF) {
+    if (EK == EP_F) {
+        __m512 *f = e->F + ow * 4;
+        f[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a0), e->sc[0], e->bi[0]);
+        f[1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a1), e->sc[1], e->bi[1]);
+        f[2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a2), e->sc[2], e->bi[2]);
+        f[3] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a3), e->sc[3], e->bi[3]);
+        return;
+    }
+    __m512i q0 = qdw_q(a0, e->sc[0], e->bi[0], e, AK, AFF);
+    __m512i q1 = qdw_q(a1, e->sc[1], e->bi[1], e, AK, AFF);
+    __m512i q2 = qdw_q(a2, e->sc[2], e->bi[2], e, AK, AFF);
+    __m512i q3 = qdw_q(a3, e->sc[3], e->bi[3], e, AK, AFF);
+    __m512i p01 = _mm512_packs_epi32(q0, q1), p23 = _mm512_packs_epi32(q2, q3);
+    __m512i b = e->u8 ? _mm512_packus_epi16(p01, p23) : _mm512_packs_epi16(p01, p23);
+    _mm512_mask_storeu_epi8(e->y + ow * e->C, e->m, b);
+}
+
+/* The row's pixels from V; KW, NQH, DW constants where specialised (3x3:
+ * the 12 weight vectors stay in registers). */
+VNNI_INLINE void qdw_conv_t(const __m512i *V, const __m512i *wb, const qdw_ep *e, int64_t OW,
+                            int64_t sw, int64_t KW, int64_t NQH, int64_t DW, int EK, int AK,
+                            bool AFF) {
+    if (KW == 3 && NQH == 1 && DW == 1) {
+        const __m512i w0 = wb[0], w1 = wb[1], w2 = wb[2], w3 = wb[3], w4 = wb[4], w5 = wb[5];
+        const __m512i w6 = wb[6], w7 = wb[7], w8 = wb[8], w9 = wb[9], w10 = wb[10], w11 = wb[11];
+        for (int64_t ow = 0; ow < OW; ow++) {
+            const __m512i *v = V + ow * sw * 4;
+            __m512i a0 = _mm512_dpbusd_epi32(e->init[0], v[0], w0);
+            __m512i a1 = _mm512_dpbusd_epi32(e->init[1], v[1], w1);
+            __m512i a2 = _mm512_dpbusd_epi32(e->init[2], v[2], w2);
+            __m512i a3 = _mm512_dpbusd_epi32(e->init[3], v[3], w3);
+            a0 = _mm512_dpbusd_epi32(a0, v[4], w4);
+            a1 = _mm512_dpbusd_epi32(a1, v[5], w5);
+            a2 = _mm512_dpbusd_epi32(a2, v[6], w6);
+            a3 = _mm512_dpbusd_epi32(a3, v[7], w7);
+            a0 = _mm512_dpbusd_epi32(a0, v[8], w8);
+            a1 = _mm512_dpbusd_epi32(a1, v[9], w9);
+            a2 = _mm512_dpbusd_epi32(a2, v[10], w10);
+            a3 = _mm512_dpbusd_epi32(a3, v[11], w11);
+            qdw_pixel(e, a0, a1, a2, a3, ow, EK, AK, AFF);
+        }
+        return;
+    }
+    for (int64_t ow = 0; ow < OW; ow++) {
+        __m512i a0 = e->init[0], a1 = e->init[1], a2 = e->init[2], a3 = e->init[3];
+        const __m512i *vp = V + ow * sw * NQH * 4;
+        for (int64_t kw = 0; kw < KW; kw++)
+            for (int64_t qh = 0; qh < NQH; qh++) {
+                const __m512i *v = vp + (kw * DW * NQH + qh) * 4, *w = wb + (kw * NQH + qh) * 4;
+                a0 = _mm512_dpbusd_epi32(a0, v[0], w[0]);
+                a1 = _mm512_dpbusd_epi32(a1, v[1], w[1]);
+                a2 = _mm512_dpbusd_epi32(a2, v[2], w[2]);
+                a3 = _mm512_dpbusd_epi32(a3, v[3], w[3]);
+            }
+        qdw_pixel(e, a0, a1, a2, a3, ow, EK, AK, AFF);
+    }
+}
+
+/* Geometry specialisations for one epilogue. */
+VNNI_INLINE void qdw_conv_g(const qdw_state *s, const qdw_geo *g, const __m512i *V,
+                            const __m512i *wb, const qdw_ep *e, int EK, int AK, bool AFF) {
+    if (s->KW == 3 && s->nqh == 1 && g->dw == 1)
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 3, 1, 1, EK, AK, AFF);
+    else if (s->KW == 5 && s->nqh == 2 && g->dw == 1)
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF);
+    else
+        qdw_conv_t(V, wb, e, g->OW, g->sw, s->KW, s->nqh, g->dw, EK, AK, AFF);
+}
+
+/* Whether the epilogue fuses (see qdw_ep). */
+static bool qdw_fused(const qdw_state *s) {
+    pr_act_kind a = s->act.kind, a2 = s->act2.kind;
+    return s->ydt != PRECIS_FLOAT32 &&
+           (a == PR_ACT_NONE || a == PR_ACT_RELU || a == PR_ACT_CLIP || a == PR_ACT_HARD_SWISH) &&
+           (a2 == PR_ACT_NONE || a2 == PR_ACT_AFFINE);
+}
+
+/* One row and block: the sums, then (fused) the outputs or F. Returns
+ * whether the outputs are written. */
+static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i *V, int64_t cb,
+                             __m512 *F, uint8_t *yrow) {
+    const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
+    const __m512i *wb = (const __m512i *)s->wp + cb * s->KW * s->nqh * 4;
+    qdw_ep e;
+    for (int r = 0; r < 4; r++) {
+        e.init[r] = _mm512_loadu_si512(s->init + cb * 64 + r * 16);
+        e.sc[r] = _mm512_loadu_ps(s->sc + cb * 64 + r * 16);
+        e.bi[r] = _mm512_loadu_ps(s->bias + cb * 64 + r * 16);
+    }
+    e.F = F;
+    e.y = yrow + cb * 64;
+    e.C = C;
+    e.m = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
+    e.u8 = s->ydt == PRECIS_UINT8;
+    if (!qdw_fused(s)) {
+        qdw_conv_g(s, g, V, wb, &e, EP_F, PR_ACT_NONE, false);
+        return false;
+    }
+    bool aff = s->act2.kind == PR_ACT_AFFINE;
+    e.alo = _mm512_set1_ps(s->act.kind == PR_ACT_CLIP ? s->act.alpha : 0.0f);
+    e.ahi = _mm512_set1_ps(s->act.kind == PR_ACT_CLIP ? s->act.beta : INFINITY);
+    e.a2a = _mm512_set1_ps(aff ? s->act2.alpha * s->inv : s->inv);
+    e.a2b = _mm512_set1_ps(aff ? s->act2.beta * s->inv : 0.0f);
+    e.lo = _mm512_set1_ps(s->lo);
+    e.hi = _mm512_set1_ps(s->hi);
+    switch (s->act.kind) {
+    case PR_ACT_RELU:
+    case PR_ACT_CLIP:
+        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_CLIP, true);
+        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_CLIP, false);
+        break;
+    case PR_ACT_HARD_SWISH:
+        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_HARD_SWISH, true);
+        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_HARD_SWISH, false);
+        break;
+    default:
+        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_NONE, true);
+        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_NONE, false);
+        break;
+    }
+    return true;
+}
+
+/* One activation over n vectors, the kind's loop chosen once. */
+#define QDW_ACT_LOOP(K)                                                                            \
+    case K: {                                                                                      \
+        const pr_act ak = {K, a->alpha, a->beta};                                                  \
+        for (int64_t i = 0; i < n; i++) F[i] = pv_act(&ak, F[i]);                                  \
+        break;                                                                                     \
+    }
+static PR_VNNI void qdw_act(const pr_act *a, __m512 *F, int64_t n) {
+    switch (a->kind) {
+        QDW_ACT_LOOP(PR_ACT_RELU)
+        QDW_ACT_LOOP(PR_ACT_LEAKY_RELU)
+        QDW_ACT_LOOP(PR_ACT_CLIP)
+        QDW_ACT_LOOP(PR_ACT_HARD_SIGMOID)
+        QDW_ACT_LOOP(PR_ACT_HARD_SWISH)
+        QDW_ACT_LOOP(PR_ACT_AFFINE)
+    case PR_ACT_NONE: break;
+    default:
+        for (int64_t i = 0; i < n; i++) F[i] = pv_act(a, F[i]);
+        break;
+    }
+}
+
+/* F (lane order above) -> the row's outputs of block cb. */
+static PR_VNNI void qdw_out(const qdw_state *s, const __m512 *F, int64_t OW, int64_t cb,
+                            uint8_t *y) {
+    const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
+    if (s->ydt == PRECIS_FLOAT32) {
+        float *yf = (float *)y + cb * 64;
+        for (int64_t ow = 0; ow < OW; ow++, yf += C) {
+            const __m512 *f = F + ow * 4;
+            __m512 t0 = _mm512_shuffle_f32x4(f[0], f[1], 0x44);
+            __m512 t1 = _mm512_shuffle_f32x4(f[2], f[3], 0x44);
+            __m512 t2 = _mm512_shuffle_f32x4(f[0], f[1], 0xEE);
+            __m512 t3 = _mm512_shuffle_f32x4(f[2], f[3], 0xEE);
+            __m512 o[4] = {_mm512_shuffle_f32x4(t0, t1, 0x88), _mm512_shuffle_f32x4(t0, t1, 0xDD),
+                           _mm512_shuffle_f32x4(t2, t3, 0x88), _mm512_shuffle_f32x4(t2, t3, 0xDD)};
+            for (int k = 0; k < 4 && k * 16 < nc; k++) {
+                if (nc - k * 16 >= 16)
+                    _mm512_storeu_ps(yf + k * 16, o[k]);
+                else
+                    _mm512_mask_storeu_ps(yf + k * 16, pv_tail(nc - k * 16), o[k]);
+            }
+        }
+        return;
+    }
+    const __m512 inv = _mm512_set1_ps(s->inv), lo = _mm512_set1_ps(s->lo), hi = _mm512_set1_ps(s->hi);
+    const bool u8 = s->ydt == PRECIS_UINT8;
+    const __mmask64 m = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
+    uint8_t *yb = y + cb * 64;
+    for (int64_t ow = 0; ow < OW; ow++, yb += C) {
+        const __m512 *f = F + ow * 4;
+        __m512i q0 = pv_q8_round(_mm512_mul_ps(f[0], inv), lo, hi);
+        __m512i q1 = pv_q8_round(_mm512_mul_ps(f[1], inv), lo, hi);
+        __m512i q2 = pv_q8_round(_mm512_mul_ps(f[2], inv), lo, hi);
+        __m512i q3 = pv_q8_round(_mm512_mul_ps(f[3], inv), lo, hi);
+        __m512i p01 = _mm512_packs_epi32(q0, q1), p23 = _mm512_packs_epi32(q2, q3);
+        __m512i b = u8 ? _mm512_packus_epi16(p01, p23) : _mm512_packs_epi16(p01, p23);
+        _mm512_mask_storeu_epi8(yb, m, b);
+    }
+}
+
+static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                         int64_t N, __m512i *scr, int64_t per, int nt) {
+    const int64_t items = N * g->OH * s->nblk, nv = g->ncol * s->nqh * 4;
+    const size_t ysz = pr_dtype_size(s->ydt);
+    const int64_t C = s->C;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t it = 0; it < items; it++) {
+        int64_t cb = it % s->nblk, row = it / s->nblk, n = row / g->OH, oh = row % g->OH;
+        int64_t nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
+        __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
+        __m512i *V = scr + (size_t)omp_get_thread_num() * (size_t)per;
+        __m512 *F = (__m512 *)(V + nv);
+        qdw_build(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, cm, V);
+        uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * ysz;
+        if (!qdw_conv(s, g, V, cb, F, yrow)) {
+            qdw_act(&s->act, F, g->OW * 4);
+            qdw_act(&s->act2, F, g->OW * 4);
+            qdw_out(s, F, g->OW, cb, yrow);
+        }
+    }
+}
+#endif
+
+static precis_status qdw_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
+    qdw_state *s = state;
+    const pr_buf *X = k->in[0];
+    pr_buf *Y = k->out[0];
+    if (X->dtype != s->xdt || Y->dtype != s->ydt)
+        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "prepared for %s -> %s, got %s -> %s",
+                          pr_dtype_name(s->xdt), pr_dtype_name(s->ydt), pr_dtype_name(X->dtype),
+                          pr_dtype_name(Y->dtype));
+    if (X->rank != 4 || X->dims[1] != s->C)
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "input must be [N, %lld, H, W]", (long long)s->C);
+    pr_conv_geom geo;
+    int64_t in_sp[2] = {X->dims[2], X->dims[3]}, wk[2] = {s->KH, s->KW};
+    precis_status st = pr_conv_geom_init(k->node, PR_CONV_KIND_CONV, 2, in_sp, wk, k->err, &geo);
+    if (st) return st;
+    if (Y->rank != 4 || Y->dims[0] != X->dims[0] || Y->dims[1] != s->C ||
+        Y->dims[2] != geo.out[0] || Y->dims[3] != geo.out[1])
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "output is not [%lld,%lld,%lld,%lld]",
+                          (long long)X->dims[0], (long long)s->C, (long long)geo.out[0],
+                          (long long)geo.out[1]);
+    if (Y->numel == 0) return PRECIS_OK;
+#ifdef PR_CPU_X86
+    qdw_geo g = {X->dims[2], X->dims[3], geo.out[0], geo.out[1], geo.stride[0], geo.stride[1],
+                 geo.dil[0], geo.dil[1], geo.pad_b[0], geo.pad_b[1], 0};
+    g.ncol = (g.OW - 1) * g.sw + (s->KW - 1) * g.dw + 1;
+    int nt = x->num_threads > 0 ? x->num_threads : 1;
+    int64_t per = g.ncol * s->nqh * 4 + g.OW * 4; /* V and F, in vectors */
+    __m512i *scr = pr_cpu_scratch(x, (size_t)per * sizeof(__m512i) * (size_t)nt);
+    if (!scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+    qdw_run_vnni(s, &g, X->data, Y->data, X->dims[0], scr, per, nt);
+    return PRECIS_OK;
+#else
+    return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "qdwconv needs x86 AVX512-VNNI");
+#endif
+}
+
+static const char *qdw_describe(void *state) {
+    (void)state;
+    return "qdwconv.avx512_vnni";
+}
+
+const pr_cpu_impl pr_cpu_impl_qdwconv = {
+    .name = "qdwconv",
+    .supports = qdw_supports,
+    .nhwc_ok = qdw_nhwc_ok,
+    .prepare = qdw_prepare,
+    .run = qdw_run,
+    .describe = qdw_describe,
+    .destroy = qdw_destroy,
+};
