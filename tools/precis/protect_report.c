@@ -142,6 +142,10 @@ static int write_json(const precis_protection *p, const char *model, const char 
 static const char *const k_roles[] = {"auto (chosen)", "all-int8", "all-fp32", "op-type",
                                       "contiguous block"};
 
+/* The summary rows of the Markdown report and the stderr lines, in order. */
+static const int k_order[] = {PRECIS_PROTECT_FP32, PRECIS_PROTECT_INT8, PRECIS_PROTECT_CHOSEN,
+                              PRECIS_PROTECT_OPTYPE, PRECIS_PROTECT_BLOCK};
+
 static void md_value(FILE *f, const precis_budget *b, const precis_protect_candidate *c) {
     double v = protect_value(b, c);
     if (isnan(v)) fputs(" - |", f);
@@ -187,15 +191,13 @@ static int write_md(const precis_protection *p, const char *model, const char *c
     fputs("\n", f);
     precis_protect_candidate c8;
     precis_protect_candidate_get(p, precis_protect_pick(p, PRECIS_PROTECT_INT8), &c8);
-    static const int order[] = {PRECIS_PROTECT_FP32, PRECIS_PROTECT_INT8, PRECIS_PROTECT_CHOSEN,
-                                PRECIS_PROTECT_OPTYPE, PRECIS_PROTECT_BLOCK};
     for (int r = 0; r < 5; r++) {
         precis_protect_candidate c;
-        int i = precis_protect_pick(p, order[r]);
+        int i = precis_protect_pick(p, k_order[r]);
         if (i < 0 || precis_protect_candidate_get(p, i, &c)) continue;
-        bool fp32 = order[r] == PRECIS_PROTECT_FP32;
-        fprintf(f, "| %s%s%s | ", order[r] == PRECIS_PROTECT_CHOSEN ? "**" : "", k_roles[order[r]],
-                order[r] == PRECIS_PROTECT_CHOSEN ? "**" : "");
+        bool fp32 = k_order[r] == PRECIS_PROTECT_FP32;
+        fprintf(f, "| %s%s%s | ", k_order[r] == PRECIS_PROTECT_CHOSEN ? "**" : "", k_roles[k_order[r]],
+                k_order[r] == PRECIS_PROTECT_CHOSEN ? "**" : "");
         if (fp32) fputs("all (fp32 engine)", f);
         for (int k = 0; !fp32 && k < c.num_layers && k < 12; k++) {
             precis_sens_layer l;
@@ -293,16 +295,14 @@ void protect_summary(const precis_protection *p, FILE *f) {
     fprintf(f, "protect: %d layers, %d sets verified in %.0f s; budget %s\n", n,
             precis_protect_num_candidates(p), precis_protect_seconds(p),
             precis_protect_met(p) ? "met" : "NOT met");
-    static const int order[] = {PRECIS_PROTECT_FP32, PRECIS_PROTECT_INT8, PRECIS_PROTECT_CHOSEN,
-                                PRECIS_PROTECT_OPTYPE, PRECIS_PROTECT_BLOCK};
     for (int r = 0; r < 5; r++) {
         precis_protect_candidate c;
-        int i = precis_protect_pick(p, order[r]);
+        int i = precis_protect_pick(p, k_order[r]);
         if (i < 0 || precis_protect_candidate_get(p, i, &c)) continue;
         char val[512];
         protect_budget_text(p, &c, val, sizeof val);
-        fprintf(f, "  %-17s %3d layers  %8.3f ms (%.2fx all-int8)  %s\n", k_roles[order[r]],
-                order[r] == PRECIS_PROTECT_FP32 ? n : c.num_layers, c.latency_ms,
+        fprintf(f, "  %-17s %3d layers  %8.3f ms (%.2fx all-int8)  %s\n", k_roles[k_order[r]],
+                k_order[r] == PRECIS_PROTECT_FP32 ? n : c.num_layers, c.latency_ms,
                 c8.latency_ms > 0 ? c.latency_ms / c8.latency_ms : NAN, val);
     }
 }
