@@ -69,10 +69,12 @@ static void check_model(const char *path, const char *input, int rank, const int
     CHECK(precis_session_create(ctx, m, NULL, &s) == PRECIS_OK);
     CHECK(precis_session_run(ctx, s, 1, names, in, ref) == PRECIS_OK);
     precis_build_options o = {.precision = precision, .backend = "cpu", .num_threads = 2};
-    /* whole batches only: the save/load check below compares runs bit for bit, and a timed
-     * batch-split trial (runs 3-4) would compare a split run with a whole one (split_case
-     * checks those against each other) */
+    /* the save/load check below compares runs bit for bit, and two choices are timed again
+     * when a plan is loaded (not stored in it yet: NOTES.md): Winograd or direct for conv2
+     * (16->16 3x3) and the batch-split trial (runs 3-4). Both are pinned here; their own
+     * tests compare them with tolerances (test_cpu_dnnl, split_case). */
     setenv("PRECIS_BATCH_SPLIT", "0", 1);
+    setenv("PRECIS_WINOGRAD", "0", 1);
     precis_status st = precis_build(ctx, path, &o, &e);
     CHECK(st == PRECIS_OK);
     if (st) fprintf(stderr, "%s %s: %s\n", path, precision, precis_last_error(ctx));
@@ -124,6 +126,7 @@ static void check_model(const char *path, const char *input, int rank, const int
     unlink(plan);
 done:
     unsetenv("PRECIS_BATCH_SPLIT");
+    unsetenv("PRECIS_WINOGRAD");
     for (int k = 0; k < 4; k++) {
         precis_tensor_destroy(ref[k]);
         precis_tensor_destroy(got[k]);
