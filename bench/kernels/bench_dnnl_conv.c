@@ -247,7 +247,7 @@ static void bench_impl(const shape *s, pr_dtype dt, int threads, double secs, ch
     n->outputs[0] = t[2];
     impl_ctx c;
     memset(&c, 0, sizeof c);
-    pr_cpu_cfg cfg = {threads};
+    pr_cpu_cfg cfg = {.num_threads = threads};
     if (!pr_cpu_impl_dnnl_conv.supports(g, n) ||
         pr_cpu_impl_dnnl_conv.prepare(g, n, &cfg, &c.state, &e)) {
         fprintf(stderr, "prepare failed: %s\n", e.msg);

@@ -351,8 +351,14 @@ static int smooth_tensor(pr_graph *g, const pr_quant_opts *o, int t, int nn, con
     }
     if (!lin) return 0;
     float *med = malloc((size_t)C * sizeof *med), *wm = calloc((size_t)C, sizeof *wm);
-    bool ok = med && wm;
-    if (ok) {
+    if (!med || !wm) {
+        free(med);
+        free(wm);
+        pr_errf(e, PRECIS_ERR_OOM, "out of memory smoothing '%s'", g->tensors[t].name);
+        return -1;
+    }
+    bool ok = true;
+    {
         memcpy(med, ct->chan_amax, (size_t)C * sizeof *med);
         qsort(med, (size_t)C, sizeof *med, cmp_float);
         float median = med[C / 2], top = med[C - 1];

@@ -14,6 +14,7 @@
 #include "ir/infer.h"
 #include "runtime/batch_split.h"
 #include "runtime/engine.h"
+#include "runtime/tactics.h"
 #include "runtime/exec.h"
 #include "runtime/mem_plan.h"
 #include "runtime/tensor.h"
@@ -405,6 +406,19 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
         }
     }
     if (c->split_state < 0) return -1;
+    char tk[256];
+    int tl = snprintf(tk, sizeof tk, "batch.split t%d", T);
+    for (int i = 0; i < c->split_sig_len && tl > 0 && tl < (int)sizeof tk - 24; i++)
+        tl += snprintf(tk + tl, sizeof tk - (size_t)tl, " %lld", (long long)c->split_sig[i]);
+    if (mode == 2 && !c->split_pick) { /* a choice the plan recorded (tactics.h) */
+        int chosen = tl < (int)sizeof tk - 24 ? pr_tactics_get(e->tactics, tk) : -1;
+        if (chosen >= 0) {
+            c->split_pick = chosen ? 1 : -1;
+            if (c->split_pick < 0)
+                snprintf(c->split.why, sizeof c->split.why,
+                         "whole was faster when the plan was timed");
+        }
+    }
     bool timed = false;
     if (mode == 2 && !c->split_pick) {
         int r = c->split_trial++;
@@ -466,6 +480,7 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
     if (timed) {
         c->split_ms[1] = 1e3 * (now() - t0);
         c->split_pick = c->split_ms[1] < c->split_ms[0] ? 1 : -1;
+        if (tl < (int)sizeof tk - 24) pr_tactics_put(e->tactics, tk, c->split_pick > 0);
         if (c->split_pick < 0)
             snprintf(c->split.why, sizeof c->split.why,
                      "whole was faster here (%.3f ms vs %.3f ms split, timed on the first runs)",

@@ -17,6 +17,7 @@
 #include "passes/prec_req.h"
 #include "plan/plan_file.h"
 #include "runtime/exec.h"
+#include "runtime/tactics.h"
 
 /* ------------------------------------------------------------- profiles */
 
@@ -166,6 +167,7 @@ void precis_engine_destroy(precis_engine *e) {
     free(e->first_def);
     free(e->last_use);
     pr_graph_destroy(e->g);
+    pr_tactics_destroy(e->tactics);
     free(e);
 }
 
@@ -203,7 +205,9 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
         return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
     precis_status st;
     bool cpu = strcmp(e->backend, "cpu") == 0, cuda = strcmp(e->backend, "cuda") == 0;
-    pr_cpu_cfg cfg = {e->num_threads};
+    if (!e->tactics && !(e->tactics = pr_tactics_create()))
+        return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+    pr_cpu_cfg cfg = {e->num_threads, e->tactics};
 #ifdef PRECIS_HAVE_CUDA
     pr_cuda_cfg ccfg = {cuda ? pr_cuda_dev_exec(e->cuda) : NULL,
                         cuda ? pr_cuda_dev_tcache(e->cuda) : NULL};
@@ -501,6 +505,11 @@ precis_status precis_engine_save(precis_ctx *ctx, const precis_engine *e, const 
     if (!ctx || !e || !path)
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "precis_engine_save: NULL argument");
     pr_err_clear(&ctx->err);
+    /* the choices timed so far travel with the plan (tactics.h) */
+    char *tac = pr_tactics_text(e->tactics);
+    bool ok = tac && (!tac[0] || meta_set(e->g, "precis.tactics", tac));
+    free(tac);
+    if (!ok) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     return pr_plan_save(e->g, path, &ctx->err);
 }
 
@@ -551,6 +560,11 @@ precis_status precis_engine_load(precis_ctx *ctx, const char *path, int num_thre
     e->num_threads = num_threads > 0 ? num_threads : atoi(th);
     if (e->num_threads < 1) e->num_threads = 1;
     if ((st = pr_parse_profile(e->g, e->shapes, &e->prof, &e->n_prof, err))) goto fail;
+    if (!(e->tactics = pr_tactics_create())) {
+        st = pr_errf(err, PRECIS_ERR_OOM, "out of memory");
+        goto fail;
+    }
+    if ((st = pr_tactics_parse(e->tactics, meta_get(e->g, "precis.tactics"), err))) goto fail;
     if ((st = engine_init(e, err)) || (st = pr_prec_report_parse(e, err))) goto fail;
     *out = e;
     return PRECIS_OK;

@@ -35,6 +35,7 @@ struct precis_engine {
     precis_node_info *nodes;   /* per original node (prec_report.c), arena */
     int n_nodes;
     pr_cuda_dev *cuda;         /* backend "cuda": the device and the uploaded weights */
+    struct pr_tactics *tactics; /* timed choices, saved in the plan (tactics.h) */
 };
 
 /* Called by a context after every step for each output it computed (and

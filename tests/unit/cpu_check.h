@@ -216,7 +216,7 @@ static inline float cc_run_tol(const tnode *t, int n_in, const cc_input *ins, in
         worst = INFINITY;
         goto done;
     }
-    pr_cpu_cfg cfg = {threads};
+    pr_cpu_cfg cfg = {.num_threads = threads};
     st = impl->prepare(gi, &gi->nodes[0], &cfg, &state, &e);
     CHECK(st == PRECIS_OK);
     if (st) {

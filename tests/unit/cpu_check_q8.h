@@ -211,7 +211,7 @@ static bool qc_prepare(qc_prep *p, const tnode *t, int n_in, const qc_in *gin, i
         return false;
     }
     pr_err e = {0};
-    pr_cpu_cfg cfg = {threads};
+    pr_cpu_cfg cfg = {.num_threads = threads};
     precis_status st = impl->prepare(p->gi, &p->gi->nodes[0], &cfg, &p->state, &e);
     CHECK(st == PRECIS_OK);
     if (st) {

@@ -542,7 +542,7 @@ static bool prep_make(prepared *p, const pr_cpu_impl *impl, const tnode *t, int 
     CHECK(ok);
     if (!ok) return false;
     pr_err e = {0};
-    pr_cpu_cfg cfg = {threads};
+    pr_cpu_cfg cfg = {.num_threads = threads};
     precis_status st = impl->prepare(p->gi, &p->gi->nodes[0], &cfg, &p->state, &e);
     CHECK(st == PRECIS_OK);
     if (st) fprintf(stderr, "prepare failed: %s\n", e.msg);

@@ -732,7 +732,7 @@ static void test_contract(void) {
              1, (const int64_t[]){4});
     void *st = NULL;
     pr_err e = {0};
-    pr_cpu_cfg cfg = {1};
+    pr_cpu_cfg cfg = {.num_threads = 1};
     CHECK(pr_cpu_impl_eltwise.prepare(g, &g->nodes[0], &cfg, &st, &e) == PRECIS_OK);
     const char *want = strcmp(pr_cpu_isa_name(), "scalar") && strcmp(pr_cpu_isa_name(), "avx2")
                            ? "eltwise.avx512"
@@ -762,7 +762,7 @@ static void inplace_case(const pr_cpu_impl *impl, tnode *t, int n_in, cc_input *
     }
     pr_graph *g = cc_graph(t, n_in, ins, dts, data, 1, NULL, true);
     void *st = NULL;
-    pr_cpu_cfg cfg = {threads};
+    pr_cpu_cfg cfg = {.num_threads = threads};
     CHECK(impl->supports(g, &g->nodes[0]));
     CHECK(impl->prepare(g, &g->nodes[0], &cfg, &st, &e) == PRECIS_OK);
     pr_buf_alloc(&out, dt, in[0].rank, in[0].dims, "y", &e);
@@ -926,7 +926,7 @@ static double time_impl_l(const pr_cpu_impl *impl, tnode *t, int n_in, pr_buf *i
     for (int i = 0; i < 2; i++) memcpy(ci[i].dims, in[0].dims, sizeof in[0].dims);
     pr_graph *g = cc_graph(t, n_in, ci, dts, NULL, 1, &nhwc_out, true);
     void *st = NULL;
-    pr_cpu_cfg cfg = {threads};
+    pr_cpu_cfg cfg = {.num_threads = threads};
     impl->prepare(g, &g->nodes[0], &cfg, &st, &e);
     const pr_buf *inp[2] = {&in[0], &in[1]};
     pr_kernel k = {g, &g->nodes[0], n_in, inp, 1, &out, &e, threads};

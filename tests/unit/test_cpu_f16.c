@@ -626,7 +626,7 @@ static void describe_case(int64_t C, int64_t M, int64_t k, int64_t stride, int64
     pr_graph *g = cc_graph(&t, 2, in, dt, data, 1, (bool[]){true}, true);
     pr_err e = {0};
     void *state = NULL;
-    pr_cpu_cfg cfg = {1};
+    pr_cpu_cfg cfg = {.num_threads = 1};
     CHECK(CONV->supports(g, &g->nodes[0]));
     CHECK(CONV->prepare(g, &g->nodes[0], &cfg, &state, &e) == PRECIS_OK);
     if (state) {
@@ -765,7 +765,7 @@ static void bench_conv(int64_t C, int64_t Mo, int64_t HW, int64_t k, int64_t gro
     pr_graph *g = cc_graph(&t, 3, in, dt, data, 1, (bool[]){true}, true);
     pr_err e = {0};
     void *state = NULL;
-    pr_cpu_cfg cfg = {nt};
+    pr_cpu_cfg cfg = {.num_threads = nt};
     if (!CONV->supports(g, &g->nodes[0]) || CONV->prepare(g, &g->nodes[0], &cfg, &state, &e)) {
         printf("conv bench: not supported / prepare failed: %s\n", e.msg);
         return;
@@ -809,7 +809,7 @@ static void bench_bmm(int64_t heads, int64_t M, int64_t K, int64_t N, int nt) {
     pr_graph *g = cc_graph(&t, 2, in, dt, data, 1, NULL, true);
     pr_err e = {0};
     void *state = NULL;
-    pr_cpu_cfg cfg = {nt};
+    pr_cpu_cfg cfg = {.num_threads = nt};
     if (!MM->supports(g, &g->nodes[0]) || MM->prepare(g, &g->nodes[0], &cfg, &state, &e)) {
         printf("bmm bench: not supported / prepare failed: %s\n", e.msg);
         pr_graph_destroy(g);

@@ -1264,7 +1264,7 @@ static double bench_fp32(const qconv_case *c, int th) {
     pr_dtype dts[3] = {PRECIS_FLOAT32, PRECIS_FLOAT32, PRECIS_FLOAT32};
     pr_graph *g = cc_graph(&t, 3, fin, dts, fd, 1, (bool[]){true}, true);
     void *st = NULL;
-    pr_cpu_cfg cfg = {th};
+    pr_cpu_cfg cfg = {.num_threads = th};
     if (pr_cpu_impl_dnnl_conv.prepare(g, &g->nodes[0], &cfg, &st, &e) == PRECIS_OK) {
         pr_buf xb, yb;
         pr_buf_alloc(&xb, PRECIS_FLOAT32, 4, fin[0].dims, "x", &e);

@@ -430,7 +430,7 @@ static void inplace_case(const tnode *t, int n_in, const cc_input *ins, bool nhw
     pr_buf_alloc(&y2, dt, ins[0].rank, ins[0].dims, "y2", &e);
     memcpy(y2.data, in[0].data, y2.nbytes);
     void *st = NULL;
-    pr_cpu_cfg cfg = {threads};
+    pr_cpu_cfg cfg = {.num_threads = threads};
     CHECK(impl->prepare(g, n, &cfg, &st, &e) == PRECIS_OK);
     pr_cpu_exec x = {threads, NULL, NULL, 0};
     pr_buf *o1[1] = {&y1}, *o2[1] = {&y2};
@@ -582,7 +582,7 @@ static void report_isa(void) {
     g->nodes[ni].name = "n";
     g->nodes[ni].domain = "";
     g->nodes[ni].opset = 13;
-    pr_cpu_cfg cfg = {1};
+    pr_cpu_cfg cfg = {.num_threads = 1};
     CHECK(pr_cpu_impl_softmax.prepare(g, &g->nodes[ni], &cfg, &st, &e) == PRECIS_OK);
     const char *d = st ? pr_cpu_impl_softmax.describe(st) : "?";
     printf("test_cpu_norm: ISA %s, softmax runs %s\n", pr_cpu_isa_name(), d);

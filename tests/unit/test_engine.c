@@ -12,7 +12,10 @@
 
 #include "check.h"
 #include "precis/precis.h"
+#include "ir/graph.h"
+#include "plan/plan_file.h"
 #include "runtime/mem_plan.h"
+#include "runtime/tactics.h"
 
 static void test_mem_plan(void) {
     /* a chain a->b->c->d with sizes; b aliases a; e lives across everything */
@@ -69,19 +72,16 @@ static void check_model(const char *path, const char *input, int rank, const int
     CHECK(precis_session_create(ctx, m, NULL, &s) == PRECIS_OK);
     CHECK(precis_session_run(ctx, s, 1, names, in, ref) == PRECIS_OK);
     precis_build_options o = {.precision = precision, .backend = "cpu", .num_threads = 2};
-    /* the save/load check below compares runs bit for bit, and two choices are timed again
-     * when a plan is loaded (not stored in it yet: NOTES.md): Winograd or direct for conv2
-     * (16->16 3x3) and the batch-split trial (runs 3-4). Both are pinned here; their own
-     * tests compare them with tolerances (test_cpu_dnnl, split_case). */
-    setenv("PRECIS_BATCH_SPLIT", "0", 1);
-    setenv("PRECIS_WINOGRAD", "0", 1);
+    /* the save/load check below compares runs bit for bit: the timed choices
+     * (Winograd or direct for conv2, 16->16 3x3; the batch-split trial of runs
+     * 1-4) are made before the save and travel in the plan (runtime/tactics.h) */
     precis_status st = precis_build(ctx, path, &o, &e);
     CHECK(st == PRECIS_OK);
     if (st) fprintf(stderr, "%s %s: %s\n", path, precision, precis_last_error(ctx));
     if (!e) goto done;
     CHECK(precis_context_create(ctx, e, &c) == PRECIS_OK);
     int nout = precis_engine_num_outputs(e);
-    for (int rep = 0; rep < 3; rep++) { /* planning run, then arena runs */
+    for (int rep = 0; rep < 5; rep++) { /* planning run, arena runs, the split trial */
         for (int k = 0; k < nout; k++) precis_tensor_destroy(got[k]), got[k] = NULL;
         st = precis_context_run(ctx, c, 1, names, in, got);
         CHECK(st == PRECIS_OK);
@@ -101,6 +101,18 @@ static void check_model(const char *path, const char *input, int rank, const int
     int fd = mkstemp(plan);
     close(fd);
     CHECK(precis_engine_save(ctx, e, plan) == PRECIS_OK);
+    if (!strcmp(precision, "fp32") && strstr(path, "cnn")) { /* both choices were timed */
+        pr_graph *pg = NULL;
+        pr_err pe = {0};
+        CHECK(pr_plan_load(plan, &pg, &pe) == PRECIS_OK);
+        const char *tac = NULL;
+        for (int i = 0; pg && i < pg->n_metadata; i++)
+            if (!strcmp(pg->metadata[i].key, "precis.tactics")) tac = pg->metadata[i].value;
+        CHECK(tac && strstr(tac, "conv.winograd ") && strstr(tac, "batch.split t2 "));
+        if (!(tac && strstr(tac, "conv.winograd ") && strstr(tac, "batch.split t2 ")))
+            fprintf(stderr, "precis.tactics: '%s'\n", tac ? tac : "(none)");
+        pr_graph_destroy(pg);
+    }
     st = precis_engine_load(ctx, plan, 0, &e2);
     CHECK(st == PRECIS_OK);
     if (st) fprintf(stderr, "load: %s\n", precis_last_error(ctx));
@@ -125,8 +137,6 @@ static void check_model(const char *path, const char *input, int rank, const int
     }
     unlink(plan);
 done:
-    unsetenv("PRECIS_BATCH_SPLIT");
-    unsetenv("PRECIS_WINOGRAD");
     for (int k = 0; k < 4; k++) {
         precis_tensor_destroy(ref[k]);
         precis_tensor_destroy(got[k]);
@@ -361,6 +371,36 @@ static void test_shape_cache(void) {
     precis_ctx_destroy(ctx);
 }
 
+/* The table of timed choices: text round trip, refused keys and lines. */
+static void test_tactics(void) {
+    pr_tactics *t = pr_tactics_create(), *u = pr_tactics_create();
+    pr_err e = {0};
+    CHECK(t && u);
+    if (!t || !u) goto done;
+    CHECK(pr_tactics_get(t, "a") == -1 && pr_tactics_get(NULL, "a") == -1);
+    CHECK(pr_tactics_put(t, "conv.winograd y 1x8x8 t2", 1));
+    CHECK(pr_tactics_put(t, "batch.split t2 4 8 3 16 16", 0));
+    CHECK(pr_tactics_put(t, "conv.winograd y 1x8x8 t2", 0)); /* replaced */
+    CHECK(!pr_tactics_put(t, "a=b", 1) && !pr_tactics_put(t, "a\nb", 1) && !pr_tactics_put(t, "", 1));
+    CHECK(!pr_tactics_put(t, "neg", -1));
+    char *txt = pr_tactics_text(t);
+    CHECK(txt && !strcmp(txt, "conv.winograd y 1x8x8 t2=0\nbatch.split t2 4 8 3 16 16=0\n"));
+    CHECK(pr_tactics_parse(u, txt, &e) == PRECIS_OK);
+    CHECK(pr_tactics_get(u, "conv.winograd y 1x8x8 t2") == 0);
+    CHECK(pr_tactics_get(u, "batch.split t2 4 8 3 16 16") == 0);
+    free(txt);
+    const char *bad[] = {"novalue\n", "=1\n", "k=x\n", "k=1junk\n", "k=-3\n", "ok=1\nk=\n"};
+    for (int i = 0; i < (int)(sizeof bad / sizeof *bad); i++) {
+        pr_err_clear(&e);
+        CHECK(pr_tactics_parse(u, bad[i], &e) == PRECIS_ERR_PARSE);
+        CHECK(strstr(e.msg, "precis.tactics, line ") != NULL);
+    }
+    CHECK(pr_tactics_parse(u, "", &e) == PRECIS_OK && pr_tactics_parse(u, NULL, &e) == PRECIS_OK);
+done:
+    pr_tactics_destroy(t);
+    pr_tactics_destroy(u);
+}
+
 static void test_bad_options(void) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
@@ -382,6 +422,7 @@ int main(int argc, char **argv) {
     }
     test_mem_plan();
     test_bad_options();
+    test_tactics();
     int64_t cnn[] = {2, 3, 16, 16}, mlp[] = {2, 5, 32};
     check_model("data/small_cnn.onnx", "input", 4, cnn, "fp32", 1e-5);
     check_model("data/small_cnn.onnx", "input", 4, cnn, "bf16", 3e-2);

@@ -50,7 +50,8 @@ const char *pr_cpu_isa_name(void);
 
 /* Build-time settings every impl sees. */
 typedef struct pr_cpu_cfg {
-    int num_threads; /* threads a run will use (>= 1) */
+    int num_threads;            /* threads a run will use (>= 1) */
+    struct pr_tactics *tactics; /* the engine's timed choices (runtime/tactics.h), or NULL */
 } pr_cpu_cfg;
 
 /* Per execution context (one thread): reused across runs. */

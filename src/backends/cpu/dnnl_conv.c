@@ -19,6 +19,7 @@
 #include "backends/cpu/dnnl_wino.h"
 #include "backends/cpu/kernels.h"
 #include "ir/infer_conv.h"
+#include "runtime/tactics.h"
 
 typedef struct conv_state {
     bool deconv;
@@ -34,6 +35,8 @@ typedef struct conv_state {
     pr_dnnl_weights w;
     pr_dnnl_cache cache;
     char desc[96];
+    pr_tactics *tac;    /* the engine's timed choices (Winograd or direct per shape) */
+    const char *yname;  /* the output tensor's name: the choices' key */
 } conv_state;
 
 typedef struct conv_ctx {
@@ -220,10 +223,18 @@ static precis_status conv_create(void *vctx, const int64_t *key, int nkey, pr_dn
                        : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
             user = plain;
         }
+        /* a choice the plan recorded for this shape is taken as it is */
+        char tk[320];
+        snprintf(tk, sizeof tk, "conv.winograd %s %lldx%lldx%lld t%lld", s->yname,
+                 (long long)N, (long long)key[K_H], (long long)key[K_W],
+                 (long long)key[K_THREADS]);
+        int chosen = pr_dnnl_wino_mode() == 1 ? pr_tactics_get(s->tac, tk) : -1;
         pr_wino_req wr = {.src = &smd, .dst = &dmd, .bias = s->bias ? &bmd : NULL,
                           .user_wei = &uw, .user = user, .pad_l = &pl, .pad_r = &pr,
-                          .attr = attr, .has_z = s->has_z, .threads = (int)key[K_THREADS]};
-        if (!st) st = pr_dnnl_wino_try(&wr, pd, ent, &won, e);
+                          .attr = attr, .has_z = s->has_z, .threads = (int)key[K_THREADS],
+                          .take = chosen == 1};
+        if (!st && chosen != 0) st = pr_dnnl_wino_try(&wr, pd, ent, &won, e);
+        if (!st && chosen < 0 && pr_dnnl_wino_mode() == 1) pr_tactics_put(s->tac, tk, won);
         free(plain);
         if (!st && won) {
             c->wino_used = true;
@@ -285,6 +296,8 @@ static precis_status prepare_common(const pr_graph *g, const pr_node *n, const p
     s->KH = W->dims[2];
     s->KW = W->dims[3];
     s->w.user = W->data;
+    s->tac = cfg ? cfg->tactics : NULL;
+    s->yname = Y->name;
     if ((st = pr_dnnl_check(user_wei_md(s, &s->w.user_md), e, "weights desc"))) goto fail;
     if (n->op == PR_OP_FusedConv) {
         pr_act_from_node(n, "act", &s->act);

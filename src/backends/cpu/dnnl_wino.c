@@ -204,10 +204,12 @@ precis_status pr_dnnl_wino_try(const pr_wino_req *r, const_dnnl_primitive_desc_t
     wseq[nw] = (tstep){.prim = t.rprim[2]};
     targ(&wseq[nw], DNNL_ARG_FROM, mby);
     targ(&wseq[nw++], DNNL_ARG_TO, my);
-    double td, tw;
-    PR_TRY(time_seq(&dseq, 1, t.strm, &td, e));
-    PR_TRY(time_seq(wseq, nw, t.strm, &tw, e));
-    if (!(tw < 0.95 * td) && pr_dnnl_wino_mode() != 2) goto done;
+    double td = 0, tw = 0;
+    if (!r->take) {
+        PR_TRY(time_seq(&dseq, 1, t.strm, &td, e));
+        PR_TRY(time_seq(wseq, nw, t.strm, &tw, e));
+        if (!(tw < 0.95 * td) && pr_dnnl_wino_mode() != 2) goto done;
+    }
 
     /* the Winograd path wins: ent takes the primitive, weights and stages */
     PR_TRY(pr_dnnl_entry_set_prim(ent, t.pd, e));
@@ -223,7 +225,10 @@ precis_status pr_dnnl_wino_try(const pr_wino_req *r, const_dnnl_primitive_desc_t
     ent->stage_bytes[0] = md_bytes(&bs);
     ent->stage_bytes[1] = md_bytes(&bd);
     char name[96];
-    snprintf(name, sizeof name, "%s+nChw16c (%.2f vs direct %.2f ms)", ent->impl, tw, td);
+    if (r->take)
+        snprintf(name, sizeof name, "%s+nChw16c (chosen by the plan)", ent->impl);
+    else
+        snprintf(name, sizeof name, "%s+nChw16c (%.2f vs direct %.2f ms)", ent->impl, tw, td);
     snprintf(ent->impl, sizeof ent->impl, "%s", name);
     *won = true;
 done:

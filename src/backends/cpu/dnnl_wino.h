@@ -35,6 +35,7 @@ typedef struct pr_wino_req {
     const_dnnl_primitive_attr_t attr; /* post-ops (the same as the direct one's) */
     bool has_z;                       /* a residual read by a sum post-op */
     int threads;
+    bool take; /* chosen before (tactics.h): no timing, the Winograd path if oneDNN has it */
 } pr_wino_req;
 
 /* 0: off (PRECIS_WINOGRAD=0), 1: timed (default), 2: forced. */
@@ -45,7 +46,8 @@ int pr_dnnl_wino_mode(void);
  * When the Winograd path is faster by more than 5%, ent gets it (prim, args
  * SRC/WEIGHTS/[BIAS]/DST on the staging buffers, its own weights, stage[])
  * and *won is set; otherwise ent is untouched. A shape oneDNN has no
- * Winograd kernel for is not an error (*won false). */
+ * Winograd kernel for is not an error (*won false). With r->take the
+ * Winograd path is taken without timing. */
 precis_status pr_dnnl_wino_try(const pr_wino_req *r, const_dnnl_primitive_desc_t direct,
                                pr_dnnl_entry *ent, bool *won, pr_err *e);
 
