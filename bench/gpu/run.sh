@@ -2,7 +2,7 @@
 # The CUDA backend on a GPU machine in one go: build (or use a carried build),
 # the CUDA tests against ref, and precis vs PyTorch side by side.
 #
-#   bench/gpu/run.sh [tests] [bench] [zoo] [-- BENCH.PY OPTIONS]  (default: tests bench)
+#   bench/gpu/run.sh [tests] [bench] [zoo] [metrics] [-- BENCH.PY OPTIONS]  (default: tests bench)
 #
 # Environment:
 #   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops,
@@ -14,6 +14,10 @@
 #                 efficientnet_lite0.onnx there)
 #   PRECIS_WHEELS a folder holding the efficientnet-lite-pytorch wheel (pure Python,
 #                 imported from the .whl: bench.py --models effnet)
+#   PRECIS_METRICS folders made by `bench/gpu/zoo_metrics.py prep` (metrics phase,
+#                 ':'-separated): each model's FP16/INT8 outputs on its eval samples
+#                 into OUT/<model>.npz for `zoo_metrics.py score` (and check_models
+#                 vs ref on random inputs for the CNNs among them)
 #   OUT           where results go (default: out/gpu); gpu_bench.json there is
 #                 what bench/results/gpu_*.json are copies of
 # cuDNN and cuBLASLt come from the CUDA toolkit or PyTorch's environment
@@ -90,7 +94,18 @@ for ph in "${phases[@]}"; do
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo.py" --precis "$PRECIS" --models "$ZOO" \
       --out "$OUT" ${ZOO_INT8:+--int8} || rc=1
     ;;
-  *) echo "unknown phase '$ph' (tests, bench, zoo)"; exit 2 ;;
+  metrics)
+    echo "== the zoo's task metrics (folders from zoo_metrics.py prep)"
+    IFS=: read -r -a mdirs <<< "${PRECIS_METRICS:-}"
+    for d in "${mdirs[@]}"; do
+      PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo_metrics.py" run "$d" "$OUT" --precis "$PRECIS" \
+        || rc=1
+      specs=$(python3 "$ROOT/bench/gpu/zoo_metrics.py" specs "$d")
+      [ -n "$specs" ] && { python3 "$ROOT/tests/cuda/check_models.py" "$PRECIS" $specs \
+        --out /tmp/precis-gpu-zm --json "$OUT/check_$(basename "$d").json" || rc=1; }
+    done
+    ;;
+  *) echo "unknown phase '$ph' (tests, bench, zoo, metrics)"; exit 2 ;;
   esac
 done
 exit $rc

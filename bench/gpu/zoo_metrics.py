@@ -38,6 +38,11 @@ def safe(name):
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
+def model_path(d):
+    """The model of a prep folder: <model name>.onnx (check_models.py names its cases by file)."""
+    return os.path.join(d, os.path.basename(os.path.normpath(d)) + ".onnx")
+
+
 def groups(samples):
     """Indices of the samples grouped by input shapes (each group runs as one batch)."""
     g = {}
@@ -80,12 +85,12 @@ def prep(a):
         os.makedirs(d)
         ev, cal = m.eval, pick(m.calib, 32)
         if m.name == "minilm_l6_v2":
-            remap = prune_minilm(m.path, os.path.join(d, "model.onnx"), ev + cal)
+            remap = prune_minilm(m.path, model_path(d), ev + cal)
             ren = lambda ss: [{**s, "input_ids": np.vectorize(remap.get)(s["input_ids"]).astype(
                 s["input_ids"].dtype)} for s in ss]
             ev, cal = ren(ev), ren(cal)
         else:
-            shutil.copyfile(m.path, os.path.join(d, "model.onnx"))
+            shutil.copyfile(m.path, model_path(d))
         batches = {}
         for k, idx in enumerate(groups(ev)):
             for n in m.inputs:
@@ -94,7 +99,7 @@ def prep(a):
         with tempfile.TemporaryDirectory() as tmp:
             dump_calib(cal, tmp)
             cache = os.path.join(d, "calib.cache")
-            r = subprocess.run([a.precis, "build", os.path.join(d, "model.onnx"), "-o",
+            r = subprocess.run([a.precis, "build", model_path(d), "-o",
                                 os.path.join(tmp, "p.plan"), "--precision", "int8", "--calib-data",
                                 tmp, "--calib-cache", cache, "--calibrator", best[m.name]],
                                capture_output=True, text=True)
@@ -114,7 +119,7 @@ def run_model(precis, d, prec, device, tmp, log):
     """Outputs of one precision: {"k/output": array} per batch k, or None (log says why)."""
     meta = json.load(open(os.path.join(d, "meta.json")))
     plan = os.path.join(tmp, f"{meta['name']}.{device}.{prec}.plan")
-    cmd = [precis, "build", os.path.join(d, "model.onnx"), "-o", plan, "--device", device,
+    cmd = [precis, "build", model_path(d), "-o", plan, "--device", device,
            "--precision", prec]
     if prec == "int8":
         cmd += ["--calib-cache", os.path.join(d, "calib.cache"), "--calibrator", meta["calibrator"]]
@@ -170,6 +175,22 @@ def run(a):
         print(line, flush=True)
 
 
+def specs(a):
+    """MODEL:NAME=DIMS (batch 1) for check_models.py: random inputs suit the float-input models."""
+    out = []
+    for name in sorted(os.listdir(a.dir)):
+        d = os.path.join(a.dir, name)
+        if not os.path.exists(os.path.join(d, "meta.json")):
+            continue
+        meta = json.load(open(os.path.join(d, "meta.json")))
+        ev = np.load(os.path.join(d, "eval.npz"))
+        x = ev[f"0/{meta['inputs'][0]}"]
+        if len(meta["inputs"]) == 1 and x.dtype == np.float32:
+            dims = "x".join(str(v) for v in (1,) + x.shape[1:])
+            out.append(f"{model_path(d)}:{meta['inputs'][0]}={dims}")
+    print(" ".join(out))
+
+
 # ------------------------------------------------------------------ score (here)
 
 def per_sample(meta, arrs, prec, outputs, rec):
@@ -212,7 +233,7 @@ def score(a):
                 for k, idx in enumerate(meta["groups"]):
                     for r, i in enumerate(idx):
                         ev[i]["input_ids"] = e[f"{k}/input_ids"][r:r + 1]
-            path = os.path.join(d, "model.onnx")
+            path = model_path(d)
             outputs = m.outputs or [o.name for o in ort_session(path, 2).get_outputs()]
             ref, _ = run_ort(ort_session(path, 2), ev, outputs)
             rec = ref[0][0].shape[-1] if m.name == "ppocr_v4_rec" else 0
@@ -279,8 +300,10 @@ def main():
     p.add_argument("gpu")
     p.add_argument("--precis", default=os.path.join(ROOT, "build", "precis"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "gpu_zoo_metrics.json"))
+    p = sub.add_parser("specs", help="check_models.py specs of DIR's single-input float models")
+    p.add_argument("dir")
     a = ap.parse_args()
-    {"prep": prep, "run": run, "score": score}[a.cmd](a)
+    {"prep": prep, "run": run, "score": score, "specs": specs}[a.cmd](a)
 
 
 if __name__ == "__main__":
