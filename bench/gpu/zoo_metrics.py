@@ -31,7 +31,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PRECISIONS = ("fp16", "int8")
+PRECISIONS = ("fp16", "bf16", "int8")
 
 
 def safe(name):
@@ -268,16 +268,16 @@ def markdown(res):
            f"`{res['command']}` — the same ONNX, evaluation samples and INT8 calibration statistics "
            "on both backends (cuda: NVIDIA H100; cpu: the 2-core x86 machine); metric against "
            "ONNX Runtime FP32.", "",
-           "| model | metric | CPU FP16 | GPU FP16 | CPU INT8 | GPU INT8 | INT8 calibrator |",
-           "|---|---|---|---|---|---|---|"]
+           "| model | metric | FP16 CPU / GPU | BF16 CPU / GPU | INT8 CPU / GPU | INT8 calibrator |",
+           "|---|---|---|---|---|---|"]
     for name, r in res["models"].items():
         key, _ = PRIMARY.get(name, (None, True))
 
         def v(col):
             x = (r.get(col) or {}).get(key)
-            return "failed" if x is None else f"{x:.4g}"
-        out.append(f"| {name} | {key} | {v('cpu_fp16')} | {v('cuda_fp16')} | {v('cpu_int8')} | "
-                   f"{v('cuda_int8')} | {r['calibrator']} |")
+            return "—" if x is None else f"{x:.4g}"
+        cells = [f"{v('cpu_' + p)} / {v('cuda_' + p)}" for p in PRECISIONS]
+        out.append(f"| {name} | {key} | " + " | ".join(cells) + f" | {r['calibrator']} |")
     if res.get("errors"):
         out += ["", "Errors:", ""] + [f"- {e}" for e in res["errors"]]
     return "\n".join(out) + "\n"
