@@ -10,6 +10,7 @@
 #                 cmake + ninja when missing)
 #   PRECIS_LIBS   extra shared libraries (a folder) the carried binaries need
 #   ZOO_INT8      set (e.g. 1): the zoo phase also times int8 (random calibration)
+#   ZOO_ARGS      more zoo.py options (e.g. "--no-speed --profile det=1:int8")
 #   PRECIS_ZOO    the zoo's ONNX files (zoo phase; bench.py --models effnet reads
 #                 efficientnet_lite0.onnx there)
 #   PRECIS_WHEELS a folder holding the efficientnet-lite-pytorch wheel (pure Python,
@@ -88,7 +89,7 @@ for ph in "${phases[@]}"; do
     echo "== the zoo (models from \$PRECIS_ZOO, default \$PRECIS_CACHE/models)"
     ZOO=${PRECIS_ZOO:-${PRECIS_CACHE:-$HOME/.cache/precis}/models}
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo.py" --precis "$PRECIS" --models "$ZOO" \
-      --out "$OUT" ${ZOO_INT8:+--int8} || rc=1
+      --out "$OUT" ${ZOO_INT8:+--int8} ${ZOO_ARGS:-} || rc=1
     ;;
   *) echo "unknown phase '$ph' (tests, bench, zoo)"; exit 2 ;;
   esac
