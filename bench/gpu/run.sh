@@ -2,7 +2,8 @@
 # The CUDA backend on a GPU machine in one go: build (or use a carried build),
 # the CUDA tests against ref, and precis vs PyTorch side by side.
 #
-#   bench/gpu/run.sh [tests] [bench] [zoo] [-- BENCH.PY OPTIONS]  (default: tests bench)
+#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [-- BENCH.PY OPTIONS]  (default: tests bench)
+# (ops: test_cuda_ops alone, the quick part of tests)
 #
 # Environment:
 #   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops,
@@ -80,6 +81,12 @@ for ph in "${phases[@]}"; do
     (cd "$ROOT/tests/cli" && python3 test_cuda_cli.py "$PRECIS" "$BUILD/tests/cli/cuda_plan_stub") \
       || rc=1
     ;;
+  ops)
+    echo "== cuda.ops: every CUDA impl vs ref"
+    timeout 300 "$BUILD/tests/cuda/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1 || rc=1
+    tail -n 1 "$OUT/test_cuda_ops.log"
+    grep -B1 "CHECK failed" "$OUT/test_cuda_ops.log" | head -n 20
+    ;;
   bench)
     echo "== precis vs PyTorch"
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/bench.py" --precis "$PRECIS" --out "$OUT" \
@@ -91,7 +98,7 @@ for ph in "${phases[@]}"; do
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo.py" --precis "$PRECIS" --models "$ZOO" \
       --out "$OUT" ${ZOO_INT8:+--int8} ${ZOO_ARGS:-} || rc=1
     ;;
-  *) echo "unknown phase '$ph' (tests, bench, zoo)"; exit 2 ;;
+  *) echo "unknown phase '$ph' (tests, ops, bench, zoo)"; exit 2 ;;
   esac
 done
 exit $rc
