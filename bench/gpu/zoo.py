@@ -8,7 +8,7 @@ $PRECIS_CACHE/models (PP-OCRv4 det and rec, EfficientNet-Lite0). For each model:
 correctness through tests/cuda/check_models.py (fp32, fp16, bf16 against ref on
 random inputs at batch 1) and `precis bench --device cuda` fp16 at batch 1 and 32
 with CUDA graphs on and off (GPU time and end-to-end); with --int8 also int8 (CUDA
-graphs on; calibrated on 8 random N(0, 1) samples, one calibration cache a model).
+graphs on; calibrated on 32 random N(0, 1) samples, one calibration cache a model).
 Writes OUT/gpu_zoo.json.
 """
 import argparse
@@ -131,13 +131,13 @@ def profile(a, res, f, n, d, batch, prec):
 
 
 def calib_args(work, f, dims):
-    """8 random N(0, 1) samples of one input (no batch dim) and a calibration cache."""
+    """32 random N(0, 1) samples of one input (no batch dim) and a calibration cache."""
     d = os.path.join(work, f"calib-{f}")
     if not os.path.isdir(d):
         os.makedirs(d)
         rng = np.random.default_rng(7)
         shape = [int(x) for x in dims.split("x")]
-        for i in range(8):
+        for i in range(32):  # a batch-32 plan calibrates on at least 32
             np.save(os.path.join(d, f"{i:02d}.npy"), rng.standard_normal(shape).astype(np.float32))
     return ["--calib-data", d, "--calib-cache", os.path.join(work, f"{f}.calib")]
 
