@@ -242,8 +242,8 @@ static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, boo
 
 /* FFT and Winograd algorithms transform the operands; in 16-bit types those
  * transforms round in 16 bits, which a plan's float32 accumulator does not
- * allow (PP-OCRv4 det/rec fp16 picked fft_tiling for some convs at some runs:
- * their error against ref moved between 1.7e-2 and 2.8e-2 from run to run). */
+ * allow. (PP-OCRv4 det/rec fp16 picked fft_tiling for some convs on some runs,
+ * and their error against ref moved between runs.) */
 static bool lossy_algo(cudnnConvolutionFwdAlgo_t a) {
     return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
            a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
