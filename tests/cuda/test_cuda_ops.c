@@ -720,7 +720,7 @@ static void test_cnn(void) {
             cu_run_lay(&t, v == 1 ? 5 : 4, a, 1, lay ? Y1 : NULL, v == 2 ? PRECIS_FLOAT16 : PRECIS_FLOAT32,
                        &pr_cuda_impl_qdwconv, v == 2 ? (cc_tolerance){4e-3f, 4e-3f} : Q_TOL, label);
         }
-    for (int lay = 0; lay < 2; lay++) { /* 1x1 + ReLU6: cuDNN's clipped ReLU (fused) or split */
+    for (int lay = 0; lay < 2; lay++) { /* 1x1 + ReLU6 (cuDNN, then our epilogue kernel) */
         tnode t;
         fused_node(&t, PR_OP_FusedConv, "FusedConv");
         n_ints(&t, "kernel_shape", (int64_t[]){1, 1}, 2);

@@ -136,9 +136,7 @@ static void describe_into(conv_state *s, const conv_shape *c) {
     char ep[192] = "";
     if (c && c->fused)
         snprintf(ep, sizeof ep, " fused bias%s%s", s->has_z ? "+residual" : "",
-                 s->a1.kind == PR_ACT_CLIP                                ? "+clipped relu"
-                 : s->a1.kind == PR_ACT_RELU || s->a2.kind == PR_ACT_RELU ? "+relu"
-                                                                          : "");
+                 s->a1.kind == PR_ACT_RELU || s->a2.kind == PR_ACT_RELU ? "+relu" : "");
     else if (s->has_bias || s->has_z || s->a1.kind || s->a2.kind)
         snprintf(ep, sizeof ep, " + epilogue kernel (%s%s%s%s%s%s)", s->has_bias ? "bias" : "",
                  s->a1.kind ? "+" : "", s->a1.kind ? pr_act_names[s->a1.kind] : "",
@@ -417,11 +415,9 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
     int b = pr_node_in(n, 2);
     s->has_bias = b >= 0;
     int k1 = s->a1.kind, k2 = s->a2.kind;
-    /* ReLU6 (Clip(0, c)) as cuDNN's clipped ReLU: MobileNet/EfficientNet-Lite's expand convs */
-    bool relu6 = k1 == PR_ACT_CLIP && s->a1.alpha == 0.0f && s->a1.beta > 0.0f && !s->has_z &&
-                 k2 == PR_ACT_NONE;
+    /* (ReLU6 as cuDNN's CLIPPED_RELU: cuDNN 9 refuses it in the fused call on an H100) */
     s->fusable = s->has_z ? (k1 == PR_ACT_NONE && (k2 == PR_ACT_NONE || k2 == PR_ACT_RELU))
-                          : (k2 == PR_ACT_NONE && (k1 == PR_ACT_NONE || k1 == PR_ACT_RELU || relu6));
+                          : (k2 == PR_ACT_NONE && (k1 == PR_ACT_NONE || k1 == PR_ACT_RELU));
     int64_t nw;
     if (!(wf = pr_cu_init_f32(g, n->inputs[1], &nw)) || !(bf = calloc((size_t)s->K, sizeof *bf))) {
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
@@ -482,10 +478,8 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
     DNN_TRY(cudnnCreateActivationDescriptor(&s->ad));
     bool relu = k1 == PR_ACT_RELU || k2 == PR_ACT_RELU;
     DNN_TRY(cudnnSetActivationDescriptor(s->ad,
-                                         relu6  ? CUDNN_ACTIVATION_CLIPPED_RELU
-                                         : relu ? CUDNN_ACTIVATION_RELU
-                                                : CUDNN_ACTIVATION_IDENTITY,
-                                         CUDNN_NOT_PROPAGATE_NAN, relu6 ? (double)s->a1.beta : 0.0));
+                                         relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                         CUDNN_NOT_PROPAGATE_NAN, 0.0));
     /* static shapes: choose the algorithm now, on scratch buffers */
     int64_t xn = pr_numel(X->rank, X->dims), yn = pr_numel(Y->rank, Y->dims);
     if (xn > 0 && s->asym)
