@@ -2,7 +2,8 @@
 # The CUDA backend on a GPU machine in one go: build (or use a carried build),
 # the CUDA tests against ref, and precis vs PyTorch side by side.
 #
-#   bench/gpu/run.sh [tests] [bench] [zoo] [metrics] [-- BENCH.PY OPTIONS]  (default: tests bench)
+#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [metrics] [-- BENCH.PY OPTIONS]  (default: tests bench)
+# (ops: test_cuda_ops alone, the quick part of tests)
 #
 # Environment:
 #   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops,
@@ -10,6 +11,7 @@
 #                 cmake + ninja when missing)
 #   PRECIS_LIBS   extra shared libraries (a folder) the carried binaries need
 #   ZOO_INT8      set (e.g. 1): the zoo phase also times int8 (random calibration)
+#   ZOO_ARGS      more zoo.py options (e.g. "--no-speed --profile det=1:int8")
 #   PRECIS_ZOO    the zoo's ONNX files (zoo phase; bench.py --models effnet reads
 #                 efficientnet_lite0.onnx there)
 #   PRECIS_WHEELS a folder holding the efficientnet-lite-pytorch wheel (pure Python,
@@ -83,6 +85,12 @@ for ph in "${phases[@]}"; do
     (cd "$ROOT/tests/cli" && python3 test_cuda_cli.py "$PRECIS" "$BUILD/tests/cli/cuda_plan_stub") \
       || rc=1
     ;;
+  ops)
+    echo "== cuda.ops: every CUDA impl vs ref"
+    timeout 300 "$BUILD/tests/cuda/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1 || rc=1
+    tail -n 1 "$OUT/test_cuda_ops.log"
+    grep -B1 "CHECK failed" "$OUT/test_cuda_ops.log" | head -n 20
+    ;;
   bench)
     echo "== precis vs PyTorch"
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/bench.py" --precis "$PRECIS" --out "$OUT" \
@@ -92,7 +100,7 @@ for ph in "${phases[@]}"; do
     echo "== the zoo (models from \$PRECIS_ZOO, default \$PRECIS_CACHE/models)"
     ZOO=${PRECIS_ZOO:-${PRECIS_CACHE:-$HOME/.cache/precis}/models}
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo.py" --precis "$PRECIS" --models "$ZOO" \
-      --out "$OUT" ${ZOO_INT8:+--int8} || rc=1
+      --out "$OUT" ${ZOO_INT8:+--int8} ${ZOO_ARGS:-} || rc=1
     ;;
   metrics)
     echo "== the zoo's task metrics (folders from zoo_metrics.py prep)"
@@ -105,7 +113,7 @@ for ph in "${phases[@]}"; do
         --out /tmp/precis-gpu-zm --json "$OUT/check_$(basename "$d").json" || rc=1; }
     done
     ;;
-  *) echo "unknown phase '$ph' (tests, bench, zoo, metrics)"; exit 2 ;;
+  *) echo "unknown phase '$ph' (tests, ops, bench, zoo, metrics)"; exit 2 ;;
   esac
 done
 exit $rc

@@ -8,7 +8,7 @@ $PRECIS_CACHE/models (PP-OCRv4 det and rec, EfficientNet-Lite0). For each model:
 correctness through tests/cuda/check_models.py (fp32, fp16, bf16 against ref on
 random inputs at batch 1) and `precis bench --device cuda` fp16 at batch 1 and 32
 with CUDA graphs on and off (GPU time and end-to-end); with --int8 also int8 (CUDA
-graphs on; calibrated on 8 random N(0, 1) samples, one calibration cache a model).
+graphs on; calibrated on 32 random N(0, 1) samples, one calibration cache a model).
 Writes OUT/gpu_zoo.json.
 """
 import argparse
@@ -34,20 +34,32 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--int8", action="store_true", help="also int8 rows")
     ap.add_argument("--work", default="/tmp/precis-zoo-work")
+    ap.add_argument("--profile", nargs="*", default=[],
+                    help="MODEL=BATCH[:PRECISION] (MODEL: a prefix of the file name): per-step "
+                         "GPU times, grouped by op and kernel, in gpu_zoo.json's 'profile'")
+    ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--no-check", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    res = {"correctness": None, "speed": [], "errors": []}
+    res = {"correctness": None, "speed": [], "profile": {}, "errors": []}
     specs = [f"{os.path.join(a.models, f)}:{n}=1x{d}" for f, n, d in ZOO
              if os.path.exists(os.path.join(a.models, f))]
     cj = os.path.join(a.out, "zoo_check.json")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "tests", "cuda", "check_models.py"),
+    p = None if a.no_check else subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "tests", "cuda", "check_models.py"),
                         a.precis, *specs, "--out", "/tmp/precis-zoo", "--json", cj],
                        capture_output=True, text=True)
-    print(p.stdout[-4000:], p.stderr[-2000:], flush=True)
-    if os.path.exists(cj):
+    if p:
+        print(p.stdout[-4000:], p.stderr[-2000:], flush=True)
+    if p and os.path.exists(cj):
         with open(cj) as f:
             res["correctness"] = json.load(f)
-    for f, n, d in ZOO:
+    for spec in a.profile:
+        model, _, rest = spec.partition("=")
+        batch, _, prec = rest.partition(":")
+        for f, n, d in ZOO:
+            if f.startswith(model) and os.path.exists(os.path.join(a.models, f)):
+                profile(a, res, f, n, d, int(batch), prec or "fp16")
+    for f, n, d in ([] if a.no_speed else ZOO):
         path = os.path.join(a.models, f)
         if not os.path.exists(path):
             res["errors"].append(f"{f} missing")
@@ -80,14 +92,52 @@ def main():
         json.dump(res, f, indent=1)
 
 
+def profile(a, res, f, n, d, batch, prec):
+    """precis bench --profile: per-step GPU time (a synchronize around every step) grouped
+    by (op, kernel, dtype); PRECIS_VERBOSE=1 so that nodes left to the host say why."""
+    path = os.path.join(a.models, f)
+    cmd = [a.precis, "bench", path, "--device", "cuda", "--precision", prec, "--shapes",
+           f"{n}:{batch}x{d}", "--warmup", "3", "--iterations", "10", "--profile", "--json"]
+    if prec == "int8":
+        cmd += calib_args(a.work, f, d)
+    q = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PRECIS_VERBOSE="1"))
+    key = f"{f} b{batch} {prec}"
+    if q.returncode:
+        res["errors"].append(f"profile {key}: {q.stderr.strip()[-600:]}")
+        print("ERROR profile", key, q.stderr.strip()[-600:], flush=True)
+        return
+    j = json.loads(q.stdout)
+    groups = {}
+    for st in j["profile"]:
+        k = (st["op"], st["kernel"][:100], st["dtype"], st.get("layout", ""))
+        g = groups.setdefault(k, [0.0, 0])
+        g[0] += st["ms"]
+        g[1] += 1
+    total = sum(g[0] for g in groups.values())
+    rows = sorted(([*k, v[0], v[1]] for k, v in groups.items()), key=lambda r: -r[4])
+    notes = [l for l in q.stderr.splitlines() if "host" in l or "warning" in l][:40]
+    res["profile"][key] = {"total_ms": total, "steps": len(j["profile"]), "groups": rows,
+                           "cuda_graph": j.get("cuda_graph"), "gpu_ms": j.get("device_ms_p50"),
+                           "stderr": notes, "command": " ".join(cmd),
+                           "all_steps": j["profile"]}
+    print(f"  profile {key}: {len(j['profile'])} steps, {total:.3f} ms summed "
+          f"(graph {j.get('cuda_graph')}, gpu p50 {j.get('device_ms_p50')})", flush=True)
+    for l in notes[:12]:
+        print("    |", l[:200], flush=True)
+    for r in rows[:16]:
+        print(f"    {r[4]:8.3f} ms {100 * r[4] / max(total, 1e-9):5.1f}% x{r[5]:<3d} {r[0]:16s} "
+              f"{r[2]:8s} {r[3]:5s} {r[1]}", flush=True)
+
+
 def calib_args(work, f, dims):
-    """8 random N(0, 1) samples of one input (no batch dim) and a calibration cache."""
+    """32 random N(0, 1) samples of one input (no batch dim) and a calibration cache."""
     d = os.path.join(work, f"calib-{f}")
     if not os.path.isdir(d):
         os.makedirs(d)
         rng = np.random.default_rng(7)
         shape = [int(x) for x in dims.split("x")]
-        for i in range(8):
+        for i in range(32):  # a batch-32 plan calibrates on at least 32
             np.save(os.path.join(d, f"{i:02d}.npy"), rng.standard_normal(shape).astype(np.float32))
     return ["--calib-data", d, "--calib-cache", os.path.join(work, f"{f}.calib")]
 

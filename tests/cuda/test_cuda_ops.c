@@ -633,6 +633,165 @@ static void test_igemm(void) {
                "igemm or cublasLt (timed) 3x3 relu+residual -> int8");
 }
 
+/* The CNN kernels of phase 6: our depthwise conv (forced: PRECIS_CUDA_DWCONV=1)
+ * in both layouts over every vector width (C 24, 12, 6, 5), 5x5 and 3x3,
+ * strides 1 and 2, asymmetric pads, ReLU6, residual + act2, no bias; global
+ * pools on large maps (split into segments), int8 average pools (global and
+ * windowed, both layouts), int8 nearest Resize. */
+static void test_cnn(void) {
+    printf("cnn\n");
+    static int8_t xb[8 * 32 * 13 * 11 > 2 * 24 * 40 * 40 ? 8 * 32 * 13 * 11 : 2 * 24 * 40 * 40];
+    static const bool Y1[1] = {true};
+    setenv("PRECIS_CUDA_DWCONV", "1", 1);
+    static const int chans[4] = {24, 12, 6, 5};
+    for (int ci = 0; ci < 4; ci++)
+        for (int lay = 0; lay < 2; lay++)
+            for (int v = 0; v < 3; v++) {
+                int C = chans[ci], k = v == 1 ? 3 : 5, st = v == 2 ? 2 : 1;
+                if (lay && C % 8) continue; /* NHWC convs need C % 8 == 0 (conv_nhwc_ok) */
+                tnode t;
+                fused_node(&t, PR_OP_FusedConv, "FusedConv");
+                int64_t p = k / 2, pads[4] = {p, p, p, p};
+                if (v == 2) {
+                    pads[0] = 1;
+                    pads[1] = 2;
+                    pads[2] = 2;
+                    pads[3] = 1;
+                }
+                n_ints(&t, "pads", pads, 4);
+                n_ints(&t, "strides", (int64_t[]){st, st}, 2);
+                n_ints(&t, "kernel_shape", (int64_t[]){k, k}, 2);
+                n_int(&t, "group", C);
+                n_str(&t, "act", "Clip");
+                n_float(&t, "act_alpha", 0.0f);
+                n_float(&t, "act_beta", 6.0f);
+                int64_t nb = lay ? 8 : 1, oh = (13 + 2 * p - k) / st + 1, ow = (11 + 2 * p - k) / st + 1;
+                if (v == 2) {
+                    oh = (13 + 3 - k) / 2 + 1;
+                    ow = (11 + 3 - k) / 2 + 1;
+                }
+                cc_input a[4] = {{.name = "x", .rank = 4, .dims = {nb, C, 13, 11}, .nhwc = lay, .lo = -3, .hi = 3},
+                                 {.name = "w", .rank = 4, .dims = {C, 1, k, k}, .init = true},
+                                 {.name = "b", .rank = 1, .dims = {C}, .init = true},
+                                 {.name = "z", .rank = 4, .dims = {nb, C, oh, ow}, .nhwc = lay}};
+                int nin = 3;
+                if (v == 1) { /* residual then act2, no bias */
+                    n_str(&t, "act2", "Relu");
+                    a[2].name = NULL;
+                    nin = 4;
+                }
+                for (int di = 0; di < 3; di++) {
+                    pr_dtype D = DTS[di];
+                    if (lay && D == PRECIS_FLOAT32) continue; /* NHWC: the 16-bit types */
+                    char label[128];
+                    snprintf(label, sizeof label, "dwconv ours %s C%d %dx%d s%d%s%s %s",
+                             lay ? "nhwc" : "nchw", C, k, k, st, v == 2 ? " asym" : "",
+                             v == 1 ? " residual+relu" : " relu6", dtn(D));
+                    cu_run_lay(&t, nin, a, 1, lay ? Y1 : NULL, D, &pr_cuda_impl_conv, conv_tol(D), label);
+                }
+            }
+    unsetenv("PRECIS_CUDA_DWCONV");
+    static const int qch[4] = {32, 24, 12, 5};
+    static int8_t wq[32 * 25], zq[8 * 32 * 13 * 11];
+    for (int ci = 0; ci < 4; ci++) /* int8 depthwise QConv (cuda_qdw.c) */
+        for (int v = 0; v < 3; v++) {
+            int C = qch[ci], lay = v != 2, k = v == 1 ? 3 : 5, st = v == 1 ? 2 : 1;
+            int64_t nb = lay ? 8 : 1, p = k / 2, oh = (13 + 2 * p - k) / st + 1,
+                    ow = (11 + 2 * p - k) / st + 1;
+            cc_input a[5] = {{.name = "x", .rank = 4, .dims = {nb, C, 13, 11}, .nhwc = lay,
+                              .dtype = PRECIS_INT8, .raw = rand_i8(xb, nb * C * 143, -128, 127)},
+                             {.name = "w", .rank = 4, .dims = {C, 1, k, k}, .init = true,
+                              .dtype = PRECIS_INT8, .raw = rand_i8(wq, C * k * k, -127, 127)},
+                             {.name = "ws", .rank = 1, .dims = {C}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                             {.name = "b", .rank = 1, .dims = {C}, .init = true},
+                             {.name = "z", .rank = 4, .dims = {nb, C, oh, ow}, .nhwc = lay,
+                              .dtype = PRECIS_INT8, .raw = rand_i8(zq, nb * C * oh * ow, -128, 127)}};
+            tnode t;
+            qconv_node(&t, k, st, (int)p, v == 2 ? 0.0f : 0.04f);
+            n_int(&t, "group", C);
+            n_str(&t, "act", "Clip");
+            n_float(&t, "act_alpha", 0.0f);
+            n_float(&t, "act_beta", 6.0f);
+            if (v == 1) n_float(&t, "z_scale", 0.03f);
+            char label[128];
+            snprintf(label, sizeof label, "qconv depthwise %s C%d %dx%d s%d relu6%s -> %s",
+                     lay ? "nhwc" : "nchw", C, k, k, st, v == 1 ? "+residual" : "",
+                     v == 2 ? "fp16" : "int8");
+            cu_run_lay(&t, v == 1 ? 5 : 4, a, 1, lay ? Y1 : NULL, v == 2 ? PRECIS_FLOAT16 : PRECIS_FLOAT32,
+                       &pr_cuda_impl_qdwconv, v == 2 ? (cc_tolerance){4e-3f, 4e-3f} : Q_TOL, label);
+        }
+    for (int lay = 0; lay < 2; lay++) { /* 1x1 + ReLU6 (cuDNN, then our epilogue kernel) */
+        tnode t;
+        fused_node(&t, PR_OP_FusedConv, "FusedConv");
+        n_ints(&t, "kernel_shape", (int64_t[]){1, 1}, 2);
+        n_str(&t, "act", "Clip");
+        n_float(&t, "act_alpha", 0.0f);
+        n_float(&t, "act_beta", 6.0f);
+        cc_input a[3] = {{.name = "x", .rank = 4, .dims = {lay ? 8 : 1, 32, 9, 7}, .nhwc = lay, .lo = -2, .hi = 2},
+                         {.name = "w", .rank = 4, .dims = {48, 32, 1, 1}, .init = true},
+                         {.name = "b", .rank = 1, .dims = {48}, .init = true}};
+        for (int di = lay; di < 3; di++) {
+            char label[128];
+            snprintf(label, sizeof label, "conv1x1 relu6 %s %s", lay ? "nhwc" : "nchw", dtn(DTS[di]));
+            cu_run_lay(&t, 3, a, 1, lay ? Y1 : NULL, DTS[di], &pr_cuda_impl_conv, conv_tol(DTS[di]), label);
+        }
+    }
+    for (int lay = 0; lay < 2; lay++) {
+        cc_input g[1] = {{.name = "x", .rank = 4, .dims = {2, 24, 40, 40}, .nhwc = lay}};
+        for (int mx = 0; mx < 2; mx++) {
+            tnode t;
+            if (mx) n_init(&t, PR_OP_GlobalMaxPool, "GlobalMaxPool", 1);
+            else n_init(&t, PR_OP_GlobalAveragePool, "GlobalAveragePool", 1);
+            for (int di = lay; di < 3; di++) {
+                char label[128];
+                snprintf(label, sizeof label, "global %s pool 40x40 %s %s", mx ? "max" : "average",
+                         lay ? "nhwc" : "nchw", dtn(DTS[di]));
+                cu_run_lay(&t, 1, g, 1, lay ? Y1 : NULL, DTS[di], &pr_cuda_impl_pool, cc_tol(DTS[di]),
+                           label);
+            }
+        }
+        cc_input q[1] = {{.name = "x", .rank = 4, .dims = {2, 24, 40, 40}, .nhwc = lay,
+                          .dtype = PRECIS_INT8, .raw = rand_i8(xb, 2 * 24 * 1600, -128, 127)}};
+        tnode t;
+        fused_node(&t, PR_OP_QPool, "QPool");
+        n_str(&t, "kind", "GlobalAveragePool");
+        n_float(&t, "x_scale", 0.02f);
+        n_int(&t, "y_type", 3);
+        n_float(&t, "y_scale", 0.002f);
+        cu_run_lay(&t, 1, q, 1, lay ? Y1 : NULL, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+                   lay ? "qpool global 40x40 nhwc -> int8" : "qpool global 40x40 nchw -> int8");
+        fused_node(&t, PR_OP_QPool, "QPool");
+        n_str(&t, "kind", "AveragePool");
+        n_ints(&t, "kernel_shape", (int64_t[]){3, 2}, 2);
+        n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+        n_ints(&t, "pads", (int64_t[]){1, 0, 1, 1}, 4);
+        n_int(&t, "count_include_pad", lay);
+        n_float(&t, "x_scale", 0.02f);
+        n_int(&t, "y_type", 3);
+        n_float(&t, "y_scale", 0.01f);
+        cu_run_lay(&t, 1, q, 1, lay ? Y1 : NULL, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+                   lay ? "qpool average 3x2 s2 nhwc count_include_pad -> int8"
+                       : "qpool average 3x2 s2 nchw -> int8");
+        fused_node(&t, PR_OP_QPool, "QPool");
+        n_str(&t, "kind", "AveragePool");
+        n_ints(&t, "kernel_shape", (int64_t[]){2, 2}, 2);
+        n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+        n_float(&t, "x_scale", 0.02f);
+        cu_run_lay(&t, 1, q, 1, lay ? Y1 : NULL, PRECIS_FLOAT32, &pr_cuda_impl_qelem, QF_TOL,
+                   lay ? "qpool average 2x2 nhwc -> float" : "qpool average 2x2 nchw -> float");
+    }
+    static const float sc[4] = {1, 1, 2, 2};
+    cc_input r[3] = {{.name = "x", .rank = 4, .dims = {2, 24, 7, 6}, .dtype = PRECIS_INT8,
+                      .raw = rand_i8(xb, 2 * 24 * 42, -128, 127)},
+                     {.name = "roi", .rank = 1, .dims = {0}, .init = true},
+                     {.name = "s", .rank = 1, .dims = {4}, .init = true, .data = sc}};
+    tnode t;
+    n_init(&t, PR_OP_Resize, "Resize", 13);
+    n_str(&t, "mode", "nearest");
+    cu_run_tol(&t, 3, r, 1, PRECIS_FLOAT32, &pr_cuda_impl_pool, (cc_tolerance){0, 0},
+               "resize nearest int8");
+}
+
 int main(void) {
     int rc = cu_setup();
     if (rc) return rc;
@@ -646,6 +805,7 @@ int main(void) {
     test_spatial();
     test_int8();
     test_igemm();
+    test_cnn();
     cu_teardown();
     return check_report("test_cuda_ops");
 }

@@ -14,7 +14,7 @@
 #include "ir/graph.h"
 #include "ir/infer.h"
 
-#define TNODE_MAX_ATTRS 8
+#define TNODE_MAX_ATTRS 16
 #define TNODE_MAX_INTS 16
 
 typedef struct tnode {

@@ -78,6 +78,7 @@ __device__ __forceinline__ float tof(float v) { return v; }
 __device__ __forceinline__ float tof(__half v) { return __half2float(v); }
 __device__ __forceinline__ float tof(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ float tof(signed char v) { return (float)v; }
+__device__ __forceinline__ float tof(unsigned char v) { return (float)v; }
 template <typename T> __device__ __forceinline__ T fromf(float v);
 template <> __device__ __forceinline__ float fromf<float>(float v) { return v; }
 template <> __device__ __forceinline__ __half fromf<__half>(float v) { return __float2half_rn(v); }

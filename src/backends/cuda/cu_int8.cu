@@ -209,27 +209,68 @@ extern "C" int pr_cu_qbinary(void *stream, const pr_cu_ew *w, float a_scale, flo
 
 // ------------------------------------------------------------------- QPool
 
-// Global average of int8/uint8 planes: y[b, c] from x (NHWC: [b, p, c];
-// else [b, c, p]); the sum is exact in int32, then scaled and averaged.
-__global__ void k_qgap(const void *x, int xdt, void *y, int ydt, int64_t N, int64_t C,
-                       int64_t hw, int nhwc, float xs, float yinv) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < N * C;
+// Average pooling of int8/uint8 x over a 2-D window (QPool kind AveragePool),
+// NCHW or NHWC, the window geometry and count rules of k_pool2d (cu_pool.cu):
+// the sum is exact in int32, y = sum * x_scale / count, quantized by y_inv
+// for int8/uint8 y.
+template <typename T>
+__global__ void k_qavgpool(const T *__restrict__ x, void *y, int ydt, pr_cu_pool p, float xs,
+                           float yinv, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t b = i / C, c = i - b * C;
-        long long sum = 0;
-        for (int64_t p = 0; p < hw; p++) {
-            int64_t j = nhwc ? (b * hw + p) * C + c : i * hw + p;
-            sum += xdt == DT_I8 ? (int)((const signed char *)x)[j]
-                                : (int)((const unsigned char *)x)[j];
+        int64_t c, oh, ow, b, t;
+        if (p.nhwc) {
+            c = i % p.C;
+            t = i / p.C;
+            ow = t % p.OW;
+            t /= p.OW;
+            oh = t % p.OH;
+            b = t / p.OH;
+        } else {
+            ow = i % p.OW;
+            t = i / p.OW;
+            oh = t % p.OH;
+            t /= p.OH;
+            c = t % p.C;
+            b = t / p.C;
         }
-        st_q(y, ydt, i, hw ? (float)sum * xs / (float)hw : 0.0f, yinv);
+        int64_t h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
+        int sum = 0, cnt = 0, ch = 0, cw = 0;
+        for (int a = 0; a < p.kh; a++) {
+            int64_t h = h0 + (int64_t)a * p.dh;
+            ch += h >= -p.ph && h < p.H + p.ph1;
+            if (h < 0 || h >= p.H) continue;
+            for (int q = 0; q < p.kw; q++) {
+                int64_t w = w0 + (int64_t)q * p.dw;
+                if (w < 0 || w >= p.W) continue;
+                int64_t src = p.nhwc ? ((b * p.H + h) * p.W + w) * p.C + c
+                                     : ((b * p.C + c) * p.H + h) * p.W + w;
+                sum += (int)x[src];
+                cnt++;
+            }
+        }
+        if (p.count_include_pad) {
+            for (int q = 0; q < p.kw; q++) {
+                int64_t w = w0 + (int64_t)q * p.dw;
+                cw += w >= -p.pw && w < p.W + p.pw1;
+            }
+            cnt = ch * cw;
+        }
+        st_q(y, ydt, i, cnt > 0 ? (float)sum * xs / (float)cnt : 0.0f, yinv);
     }
 }
 
-extern "C" int pr_cu_qgap(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N,
-                          int64_t C, int64_t hw, int nhwc, float x_scale, float y_inv) {
-    if (N * C <= 0) return 0;
-    k_qgap<<<grid_for(N * C, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, N, C, hw, nhwc,
-                                                                   x_scale, y_inv);
+extern "C" int pr_cu_qavgpool(void *stream, const void *x, int xdt, void *y, int ydt,
+                              const pr_cu_pool *p, float x_scale, float y_inv) {
+    int64_t n = p->N * p->C * p->OH * p->OW;
+    if (n <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (xdt == DT_I8)
+        k_qavgpool<signed char><<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, y, ydt,
+                                                                   *p, x_scale, y_inv, n);
+    else if (xdt == DT_U8)
+        k_qavgpool<unsigned char><<<grid_for(n, 256), 256, 0, s>>>((const unsigned char *)x, y,
+                                                                     ydt, *p, x_scale, y_inv, n);
+    else return (int)cudaErrorInvalidValue;
     return launch_result();
 }

@@ -27,6 +27,20 @@ int pr_cu_epilogue(void *stream, void *y, int ydt, int64_t n, const void *bias, 
                    int64_t bdiv, int64_t bmod, pr_cu_act pre, const void *z, int zdt,
                    pr_cu_act post);
 
+/* Depthwise 2-D convolution (group == C == K) with its epilogue:
+ * y = a2(a1(conv(x) + bias) + z). x, z, y of type dt (float32, float16,
+ * bfloat16), N,C,H,W or (nhwc) N,H,W,C; w float32 [kh * kw][C]; bias float32
+ * [C] or NULL; z NULL or y's shape. pt / pl: the top / left pads (the bottom /
+ * right ones follow from OH / OW). cu_dwconv.cu. */
+typedef struct pr_cu_dw {
+    int64_t N, C, H, W, OH, OW;
+    int kh, kw, sh, sw, pt, pl, dh, dw;
+    int nhwc;
+    pr_cu_act a1, a2;
+} pr_cu_dw;
+int pr_cu_dwconv(void *stream, int dt, const void *x, const float *w, const float *bias,
+                 const void *z, void *y, const pr_cu_dw *p);
+
 /* Elementwise ops over a strided walk: operand 0 is the output, 1..3 the
  * inputs (NULL when the op takes fewer); dims is the output's shape. */
 enum pr_cu_ew_op {
@@ -127,15 +141,17 @@ typedef struct pr_cu_pool {
     int64_t N, C, H, W, OH, OW;
     int kh, kw, sh, sw, ph, pw, dh, dw;
     int ph1, pw1; /* end pads (ph, pw: begin) */
-    int nhwc;     /* x and y stored N,H,W,C (float types only) */
+    int nhwc;     /* x and y stored N,H,W,C */
 } pr_cu_pool;
 int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int ydt, const pr_cu_pool *p);
-/* Global average (max != 0: max) over hw elements of each of planes. */
-int pr_cu_global_pool(void *stream, const void *x, int xdt, void *y, int ydt, int64_t planes,
-                      int64_t hw, int max);
-/* The same on N,H,W,C input (y is [N, C]). */
-int pr_cu_global_pool_nhwc(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N,
-                           int64_t C, int64_t hw, int max);
+/* Global average (max != 0: max) of x [N, C, hw] or (nhwc) [N, hw, C] into
+ * y [N, C]: y = sum * x_scale / hw (max: max * x_scale), quantized by y_inv
+ * when y is int8/uint8. x: a float type, int8 or uint8 (summed exactly).
+ * part: device float32 scratch of pr_cu_gpool_scratch(N, C, hw, nhwc)
+ * elements. */
+int64_t pr_cu_gpool_scratch(int64_t N, int64_t C, int64_t hw, int nhwc);
+int pr_cu_gpool(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N, int64_t C,
+                int64_t hw, int nhwc, int max, float x_scale, float y_inv, float *part);
 
 /* out[o, j, i] = data[o, idx[j], i] (negative indices count from the end;
  * an index out of range gives 0). idx int32 or int64. */
@@ -204,6 +220,16 @@ typedef struct pr_cu_qepi {
 } pr_cu_qepi;
 int pr_cu_qepilogue(void *stream, const int *acc, int64_t M, const pr_cu_qepi *q);
 
+/* Depthwise int8 convolution (QConv with group == C == K; cu_dwconv.cu):
+ * x int8 in g's layout (g.nhwc), w int8 [kh * kw][C], int32 sums, then q as
+ * pr_cu_qepilogue with N = C (q.nchw_hw unused: y's layout is ynhwc). */
+typedef struct pr_cu_qdw {
+    pr_cu_dw g;
+    pr_cu_qepi q;
+    int ynhwc;
+} pr_cu_qdw;
+int pr_cu_qdwconv(void *stream, const void *x, const void *w, const pr_cu_qdw *p);
+
 /* Implicit-GEMM int8 convolution (cu_igemm.cu, mma.sync IMMA, no im2col
  * copy): x NHWC int8 [N, H, W, C] with C % 16 == 0, w int8 [Nout][K] with
  * k = (r, s, c) (K = kh * kw * C), both 16-byte aligned; y through q as
@@ -225,9 +251,10 @@ int pr_cu_quantize(void *stream, const void *x, int xdt, void *y, int ydt, int64
  * int8/uint8 operands scaled by a_scale / b_scale; y quantized by y_inv
  * when it is int8/uint8. */
 int pr_cu_qbinary(void *stream, const pr_cu_ew *w, float a_scale, float b_scale, float y_inv);
-/* Global average pool of int8/uint8 x ([N, C, hw] or NHWC [N, hw, C]). */
-int pr_cu_qgap(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N, int64_t C,
-               int64_t hw, int nhwc, float x_scale, float y_inv);
+/* 2-D average pooling of int8/uint8 x (p->nhwc either layout): y = window
+ * sum * x_scale / count, quantized by y_inv for int8/uint8 y. */
+int pr_cu_qavgpool(void *stream, const void *x, int xdt, void *y, int ydt, const pr_cu_pool *p,
+                   float x_scale, float y_inv);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,11 @@
  * (act ReLU or identity) it runs as cudnnConvolutionBiasActivationForward;
  * when cuDNN refuses that for the chosen algorithm, or the epilogue does not
  * fit, the convolution is followed by one pass of our epilogue kernel
- * (bias, act, residual, act2). describe() names what runs. */
+ * (bias, act, residual, act2). Depthwise convolutions (group == C == K)
+ * also have our own kernel (cu_dwconv.cu: the epilogue in the same pass,
+ * asymmetric pads without a padded copy); it is timed against cuDNN's choice
+ * per shape and kept where it wins (PRECIS_CUDA_DWCONV=0: cuDNN only, 1: ours
+ * wherever it applies). describe() names what runs. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -29,7 +33,8 @@ typedef struct conv_shape {
     cudnnConvolutionFwdAlgo_t algo;
     size_t ws;
     bool fused;
-    float t_fused, t_split; /* ms measured at planning (0: not timed) */
+    bool dw;                       /* our depthwise kernel runs it */
+    float t_fused, t_split, t_dw; /* ms measured at planning (0: not timed) */
 } conv_shape;
 
 typedef struct conv_state {
@@ -44,6 +49,8 @@ typedef struct conv_state {
     int pt, pl, pb, pr;
     cudnnTensorFormat_t fmt;
     pr_cu_act a1, a2;
+    int dw_mode;      /* 0 cuDNN only; 1 our depthwise kernel timed against it; 2 ours */
+    float *dw_w, *dw_b; /* device float32 [kh * kw][C] and [C] (NULL: no bias) */
     cudnnFilterDescriptor_t wd;
     cudnnTensorDescriptor_t bd;
     cudnnActivationDescriptor_t ad;
@@ -117,6 +124,8 @@ static void conv_destroy(void *p) {
     if (s->bd) cudnnDestroyTensorDescriptor(s->bd);
     if (s->ad) cudnnDestroyActivationDescriptor(s->ad);
     if (s->w) cudaFree(s->w);
+    if (s->dw_w) cudaFree(s->dw_w);
+    if (s->dw_b) cudaFree(s->dw_b);
     if (s->bias) cudaFree(s->bias);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -138,7 +147,16 @@ static void describe_into(conv_state *s, const conv_shape *c) {
         snprintf(ep + l, sizeof ep - l, " [timed: fused %.3f ms, split %.3f ms]", c->t_fused,
                  c->t_split);
     }
-    if (c)
+    if (c && c->dw) {
+        char tm[96] = "";
+        if (c->t_dw > 0)
+            snprintf(tm, sizeof tm, " [timed: ours %.3f ms, cudnn algo %d %.3f ms]", c->t_dw,
+                     (int)c->algo, c->fused ? c->t_fused : c->t_split);
+        snprintf(s->what, sizeof s->what, "cu depthwise conv %s %s, epilogue fused (%s%s%s%s%s)%s",
+                 tn, s->nhwc ? "nhwc" : "nchw", s->has_bias ? "bias" : "", s->a1.kind ? "+" : "",
+                 s->a1.kind ? pr_act_names[s->a1.kind] : "", s->has_z ? "+residual" : "",
+                 s->a2.kind ? " then act2" : "", tm);
+    } else if (c)
         snprintf(s->what, sizeof s->what, "cudnn conv %s algo %d (%s) fwd %s%s", tn,
                  (int)c->algo, (unsigned)c->algo < 8 ? algo_names[c->algo] : "?",
                  s->nhwc ? "nhwc" : "nchw", ep);
@@ -148,10 +166,38 @@ static void describe_into(conv_state *s, const conv_shape *c) {
                  s->nhwc ? "nhwc" : "nchw", ep);
 }
 
-/* Milliseconds per run of the fused call or of convolution + epilogue kernel
- * (median of 5 after a warm-up); nonzero on failure. */
+/* Our depthwise kernel's geometry for input n x C x h x w as cuDNN sees it
+ * (h, w include asymmetric pads, which the kernel takes as offsets). */
+static pr_cu_dw dw_params(const conv_state *s, int64_t n, int64_t h, int64_t w, int64_t oh,
+                          int64_t ow) {
+    pr_cu_dw p;
+    memset(&p, 0, sizeof p);
+    p.N = n;
+    p.C = s->C;
+    p.H = h - s->pt - s->pb;
+    p.W = w - s->pl - s->pr;
+    p.OH = oh;
+    p.OW = ow;
+    p.kh = (int)s->kh;
+    p.kw = (int)s->kw;
+    p.sh = s->sh;
+    p.sw = s->sw;
+    p.pt = s->asym ? s->pt : s->ph;
+    p.pl = s->asym ? s->pl : s->pw;
+    p.dh = s->dh;
+    p.dw = s->dw;
+    p.nhwc = s->nhwc;
+    p.a1 = s->a1;
+    p.a2 = s->a2;
+    return p;
+}
+
+/* Milliseconds per run of the fused call, of convolution + epilogue kernel,
+ * or (dwp) of our depthwise kernel (median of 5 after a warm-up); nonzero on
+ * failure. */
 static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, bool fused,
-                        const void *xp, void *yp, const void *zp, int64_t hw, float *ms) {
+                        const pr_cu_dw *dwp, const void *xp, void *yp, const void *zp, int64_t hw,
+                        float *ms) {
     cudnnHandle_t dnn = (cudnnHandle_t)x->dnn;
     cudaStream_t st = (cudaStream_t)x->stream;
     cudaEvent_t a = NULL, b = NULL;
@@ -160,7 +206,9 @@ static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, boo
     float one = 1.0f, zero = 0.0f, a2 = zp ? 1.0f : 0.0f;
     for (int i = -1; i < 5 && !bad; i++) {
         bad |= cudaEventRecord(a, st) != cudaSuccess;
-        if (fused) {
+        if (dwp) {
+            bad |= pr_cu_dwconv(st, (int)s->dt, xp, s->dw_w, s->dw_b, zp, yp, dwp) != 0;
+        } else if (fused) {
             bad |= cudnnConvolutionBiasActivationForward(
                        dnn, &one, c->xd, xp, s->wd, s->w, c->cd, c->algo, x->ws, x->ws_bytes, &a2,
                        c->yd, zp ? zp : yp, s->bd, s->bias, s->ad, c->yd, yp) !=
@@ -190,13 +238,23 @@ static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, boo
     return 0;
 }
 
+/* FFT and Winograd algorithms transform the operands; in 16-bit types those
+ * transforms round in 16 bits, which a plan's float32 accumulator does not
+ * allow. (PP-OCRv4 det/rec fp16 picked fft_tiling for some convs on some runs,
+ * and their error against ref moved between runs.) */
+static bool lossy_algo(cudnnConvolutionFwdAlgo_t a) {
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+
 /* Descriptors, algorithm (timed on x/y/z buffers) and whether the fused
  * call runs, for input n x C x h x w. */
 static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64_t h, int64_t w,
                                 int64_t oh, int64_t ow, const void *xp, void *yp, const void *zp,
                                 conv_shape *out, pr_err *e) {
     precis_status st = PRECIS_OK;
-    conv_shape c = {n, h, w, NULL, NULL, NULL, 0, 0, false, 0, 0};
+    conv_shape c = {n, h, w, NULL, NULL, NULL, 0, 0, false, false, 0, 0, 0};
     cudnnHandle_t dnn = (cudnnHandle_t)x->dnn;
     DNN_TRY(cudnnCreateTensorDescriptor(&c.xd));
     DNN_TRY(cudnnCreateTensorDescriptor(&c.yd));
@@ -218,15 +276,17 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     /* the timing cache: the choice made for this problem by an earlier build */
     char key[256];
     snprintf(key, sizeof key, "cudnn.conv dt=%d fmt=%d n=%lld c=%lld h=%lld w=%lld k=%lld "
-             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d",
+             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d dw=%d v=2",
              (int)s->dt, (int)s->fmt, (long long)n, (long long)s->C, (long long)h, (long long)w,
              (long long)s->K, (long long)s->kh, (long long)s->kw, s->ph, s->pw, s->sh, s->sw,
-             s->dh, s->dw, s->group, (int)s->fusable, (int)s->has_z, s->a1.kind, s->a2.kind);
+             s->dh, s->dw, s->group, (int)s->fusable, (int)s->has_z, s->a1.kind, s->a2.kind,
+             s->dw_mode);
     struct { int32_t algo, math, fused, pad; uint64_t ws; } cached;
     if (pr_cuda_tcache_get(s->tc, key, &cached, sizeof cached)) {
         c.algo = (cudnnConvolutionFwdAlgo_t)cached.algo;
         c.ws = (size_t)cached.ws;
         c.fused = cached.fused != 0;
+        c.dw = cached.pad != 0 && s->dw_mode;
         DNN_TRY(cudnnSetConvolutionMathType(c.cd, (cudnnMathType_t)cached.math));
         if (c.ws > x->ws_bytes && (st = pr_cuda_workspace(x, c.ws, e))) goto fail;
         *out = c;
@@ -251,6 +311,8 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
         if (s->dt == PRECIS_FLOAT32 && perf[i].mathType != CUDNN_FMA_MATH &&
             perf[i].mathType != CUDNN_DEFAULT_MATH)
             continue; /* float32 stays float32: no TF32 */
+        if (s->dt != PRECIS_FLOAT32 && lossy_algo(perf[i].algo))
+            continue; /* fp16/bf16 accumulate in float32: no transforms in 16 bits */
         best = i;
     }
     if (best < 0) {
@@ -269,11 +331,25 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
         c.fused = r == CUDNN_STATUS_SUCCESS;
         /* and is it faster than the convolution followed by our epilogue? */
         float tf, tu;
-        if (c.fused && !time_variant(s, x, &c, true, xp, yp, zp, oh * ow, &tf) &&
-            !time_variant(s, x, &c, false, xp, yp, zp, oh * ow, &tu)) {
+        if (c.fused && !time_variant(s, x, &c, true, NULL, xp, yp, zp, oh * ow, &tf) &&
+            !time_variant(s, x, &c, false, NULL, xp, yp, zp, oh * ow, &tu)) {
             c.fused = tf <= tu;
             c.t_fused = tf;
             c.t_split = tu;
+        }
+        cudaGetLastError();
+    }
+    if (s->dw_mode) { /* our depthwise kernel against cuDNN's choice */
+        pr_cu_dw p = dw_params(s, n, h, w, oh, ow);
+        float td = 0, tc = c.fused ? c.t_fused : c.t_split;
+        if (s->dw_mode == 2) {
+            c.dw = true;
+        } else if (!time_variant(s, x, &c, false, &p, xp, yp, zp, oh * ow, &td) &&
+                   (tc > 0 || !time_variant(s, x, &c, c.fused, NULL, xp, yp, zp, oh * ow, &tc))) {
+            c.dw = td < tc;
+            c.t_dw = td;
+            if (c.fused) c.t_fused = tc;
+            else c.t_split = tc;
         }
         cudaGetLastError();
     }
@@ -282,6 +358,7 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     cached.algo = (int32_t)c.algo;
     cached.math = (int32_t)perf[best].mathType;
     cached.fused = c.fused;
+    cached.pad = c.dw;
     cached.ws = c.ws;
     pr_cuda_tcache_put(s->tc, key, &cached, sizeof cached);
     *out = c;
@@ -338,12 +415,30 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
     int b = pr_node_in(n, 2);
     s->has_bias = b >= 0;
     int k1 = s->a1.kind, k2 = s->a2.kind;
+    /* (ReLU6 as cuDNN's CLIPPED_RELU: cuDNN 9 refuses it in the fused call on an H100) */
     s->fusable = s->has_z ? (k1 == PR_ACT_NONE && (k2 == PR_ACT_NONE || k2 == PR_ACT_RELU))
                           : (k2 == PR_ACT_NONE && (k1 == PR_ACT_NONE || k1 == PR_ACT_RELU));
     int64_t nw;
     if (!(wf = pr_cu_init_f32(g, n->inputs[1], &nw)) || !(bf = calloc((size_t)s->K, sizeof *bf))) {
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         goto fail;
+    }
+    if (s->group == s->C && s->K == s->C && W->dims[1] == 1) { /* depthwise */
+        const char *dv = getenv("PRECIS_CUDA_DWCONV");
+        s->dw_mode = dv && !strcmp(dv, "0") ? 0 : dv && !strcmp(dv, "1") ? 2 : 1;
+    }
+    if (s->dw_mode) { /* K, 1, kh, kw -> [kh * kw][C] */
+        int64_t taps = s->kh * s->kw;
+        float *t = malloc((size_t)(taps * s->C) * sizeof *t);
+        if (!t) {
+            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            goto fail;
+        }
+        for (int64_t c = 0; c < s->C; c++)
+            for (int64_t r = 0; r < taps; r++) t[r * s->C + c] = wf[c * taps + r];
+        st = pr_cu_upload_as(t, taps * s->C, PRECIS_FLOAT32, (void **)&s->dw_w, stream, e);
+        free(t);
+        if (st) goto fail;
     }
     s->nhwc = X->layout == PR_LAYOUT_NHWC;
     s->fmt = s->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -372,6 +467,9 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
         free(t);
     }
     if ((st = pr_cu_upload_as(bf, s->K, s->dt, &s->bias, stream, e))) goto fail;
+    if (s->dw_mode && s->has_bias &&
+        (st = pr_cu_upload_as(bf, s->K, PRECIS_FLOAT32, (void **)&s->dw_b, stream, e)))
+        goto fail;
     DNN_TRY(cudnnCreateFilterDescriptor(&s->wd));
     DNN_TRY(cudnnSetFilter4dDescriptor(s->wd, s->ddt, s->fmt, (int)s->K, (int)W->dims[1],
                                        (int)s->kh, (int)s->kw));
@@ -437,6 +535,22 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     if (Y->numel == 0) return PRECIS_OK;
     const void *xp = X->data;
     int64_t hp = X->dims[2] + s->pt + s->pb, wp = X->dims[3] + s->pl + s->pr;
+    conv_shape c = {0};
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_shapes && !found; i++)
+        if (s->shapes[i].n == X->dims[0] && s->shapes[i].h == X->dims[2] &&
+            s->shapes[i].w == X->dims[3]) {
+            c = s->shapes[i];
+            found = true;
+        }
+    pthread_mutex_unlock(&s->mu);
+    if (found && c.dw) { /* our depthwise kernel: pads as offsets, epilogue fused */
+        pr_cu_dw dp = dw_params(s, X->dims[0], hp, wp, Y->dims[2], Y->dims[3]);
+        KL_TRY(pr_cu_dwconv(x->stream, (int)s->dt, X->data, s->dw_w, s->dw_b, Z ? Z->data : NULL,
+                            Y->data, &dp));
+        return PRECIS_OK;
+    }
     if (s->asym) { /* zero-padded copy of X in scratch */
         size_t es = pr_dtype_size(X->dtype), bytes = (size_t)(X->dims[0] * X->dims[1] * hp * wp) * es;
         unsigned char *pad = pr_cuda_scratch(x, bytes, e);
@@ -469,10 +583,8 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
         KL_TRY(pr_cu_elementwise(x->stream, &w));
         xp = pad;
     }
-    conv_shape c = {0};
-    bool found = false;
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->n_shapes && !found; i++)
+    for (int i = 0; i < s->n_shapes && !found; i++) /* planned by another thread meanwhile? */
         if (s->shapes[i].n == X->dims[0] && s->shapes[i].h == X->dims[2] &&
             s->shapes[i].w == X->dims[3]) {
             c = s->shapes[i];
@@ -493,6 +605,12 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     }
     pthread_mutex_unlock(&s->mu);
     if (st) return pr_err_prefix(e, "node '%s'", k->node->name);
+    if (c.dw) {
+        pr_cu_dw dp = dw_params(s, X->dims[0], hp, wp, Y->dims[2], Y->dims[3]);
+        KL_TRY(pr_cu_dwconv(x->stream, (int)s->dt, X->data, s->dw_w, s->dw_b, Z ? Z->data : NULL,
+                            Y->data, &dp));
+        return PRECIS_OK;
+    }
     if (c.ws > x->ws_bytes && (st = pr_cuda_workspace(x, c.ws, e))) goto fail;
     cudnnHandle_t dnn = (cudnnHandle_t)x->dnn;
     float one = 1.0f, zero = 0.0f;

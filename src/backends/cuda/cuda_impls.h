@@ -14,6 +14,7 @@ extern const pr_cuda_impl pr_cuda_impl_gather;    /* cuda_move.c */
 extern const pr_cuda_impl pr_cuda_impl_norm;      /* cuda_norm.c: Softmax, LayerNorm */
 extern const pr_cuda_impl pr_cuda_impl_reduce;    /* cuda_norm.c */
 extern const pr_cuda_impl pr_cuda_impl_pool;      /* cuda_pool.c: pools, Resize */
+extern const pr_cuda_impl pr_cuda_impl_qdwconv;   /* cuda_qdw.c: depthwise QConv */
 extern const pr_cuda_impl pr_cuda_impl_qgemm;     /* cuda_qgemm.c: QConv, QMatMul (IMMA) */
 extern const pr_cuda_impl pr_cuda_impl_qelem;     /* cuda_qelem.c: Q/DQ, QBinary, QPool */
 

@@ -30,9 +30,13 @@ static bool pool_supports(const pr_graph *g, const pr_node *n) {
     int x = pr_node_in(n, 0), y = pr_node_out(n, 0);
     if (x < 0 || y < 0 || n->n_outputs != 1) return false;
     if (pr_cu_tdt(g, y) != pr_cu_tdt(g, x)) return false;
-    if (!pr_cu_float(pr_cu_tdt(g, x))) /* int8: max pooling (values move unchanged) */
-        return pr_cu_tdt(g, x) == PRECIS_INT8 && n->op == PR_OP_MaxPool &&
-               g->tensors[x].rank == 4;
+    if (!pr_cu_float(pr_cu_tdt(g, x))) { /* int8: max pooling, nearest Resize (values move) */
+        pr_dtype d = pr_cu_tdt(g, x);
+        if (n->op == PR_OP_Resize || n->op == PR_OP_Upsample)
+            return (d == PRECIS_INT8 || d == PRECIS_UINT8) && resize_ok(g, n) &&
+                   !strcmp(pr_attr_str(n, "mode", "nearest"), "nearest");
+        return d == PRECIS_INT8 && n->op == PR_OP_MaxPool && g->tensors[x].rank == 4;
+    }
     switch (n->op) {
     case PR_OP_GlobalAveragePool: case PR_OP_GlobalMaxPool:
         return g->tensors[x].rank >= 3;
@@ -114,17 +118,13 @@ static precis_status pool_run(void *s, pr_kernel *k, pr_cuda_exec *x) {
     if (Y->numel == 0) return PRECIS_OK;
     if (n->op == PR_OP_Resize || n->op == PR_OP_Upsample) return resize_run(k, x);
     bool nhwc = is_nhwc(k, n->inputs[0]);
-    if (nhwc && (n->op == PR_OP_GlobalAveragePool || n->op == PR_OP_GlobalMaxPool)) {
-        KL_TRY(pr_cu_global_pool_nhwc(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype,
-                                      X->dims[0], X->dims[1], X->dims[2] * X->dims[3],
-                                      n->op == PR_OP_GlobalMaxPool));
-        return PRECIS_OK;
-    }
     if (n->op == PR_OP_GlobalAveragePool || n->op == PR_OP_GlobalMaxPool) {
-        int64_t planes = X->dims[0] * X->dims[1];
-        KL_TRY(pr_cu_global_pool(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, planes,
-                                 X->numel / (planes ? planes : 1),
-                                 n->op == PR_OP_GlobalMaxPool));
+        int64_t N = X->dims[0], C = X->dims[1], planes = N * C;
+        int64_t hw = X->numel / (planes ? planes : 1);
+        float *part = pr_cuda_scratch(x, (size_t)pr_cu_gpool_scratch(N, C, hw, nhwc) * 4, e);
+        if (!part) goto fail;
+        KL_TRY(pr_cu_gpool(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, N, C, hw,
+                           nhwc, n->op == PR_OP_GlobalMaxPool, 1.0f, 1.0f, part));
         return PRECIS_OK;
     }
     rc_geom3 g;

@@ -1,16 +1,18 @@
 /* The INT8 plan's other ops on the GPU (kernels in cu_int8.cu):
  * QuantizeLinear / DequantizeLinear with one scale and a zero (or absent)
- * zero point, QBinary (Add, Sub, Mul with broadcast) and QPool's global
- * average. Outputs are requantized as ref does (sat(round_half_even)). */
+ * zero point, QBinary (Add, Sub, Mul with broadcast) and QPool (global
+ * average, or a 2-D average window; either layout). Outputs are requantized as ref does (sat(round_half_even)). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_impls.h"
+#include "backends/ref/ref_conv.h"
 #include "passes/graph_edit.h"
 
 typedef struct qel_state {
     float scale, a_scale, b_scale, y_inv;
     int ew_op;
+    bool avg; /* QPool kind AveragePool (else GlobalAveragePool) */
     pr_cu_act act;
     char what[96];
 } qel_state;
@@ -45,9 +47,13 @@ static bool qel_supports(const pr_graph *g, const pr_node *n) {
         return (qint(xd) || pr_cu_float(xd)) && (qint(bd) || pr_cu_float(bd)) &&
                (qint(yd) || pr_cu_float(yd)) && g->tensors[y].rank <= PR_CU_MAXR;
     }
-    case PR_OP_QPool:
-        return strcmp(pr_attr_str(n, "kind", ""), "GlobalAveragePool") == 0 && qint(xd) &&
+    case PR_OP_QPool: {
+        const char *k = pr_attr_str(n, "kind", "");
+        const int64_t *ks;
+        bool avg = !strcmp(k, "AveragePool") && pr_attr_ints(n, "kernel_shape", &ks) == 2;
+        return (avg || !strcmp(k, "GlobalAveragePool")) && qint(xd) &&
                (qint(yd) || pr_cu_float(yd)) && g->tensors[x].rank == 4;
+    }
     default:
         return false;
     }
@@ -98,7 +104,9 @@ static precis_status qel_prepare(const pr_graph *g, const pr_node *n, const pr_c
     }
     default:
         s->scale = pr_attr_float(n, "x_scale", 1.0f);
-        snprintf(s->what, sizeof s->what, "cu int8 global average pool (-> %s)", yt);
+        s->avg = !strcmp(pr_attr_str(n, "kind", ""), "AveragePool");
+        snprintf(s->what, sizeof s->what, "cu int8 %saverage pool (-> %s)", s->avg ? "" : "global ",
+                 yt);
         break;
     }
     *out = s;
@@ -132,8 +140,23 @@ static precis_status qel_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     }
     default: {
         bool nhwc = k->g->tensors[n->inputs[0]].layout == PR_LAYOUT_NHWC;
-        KL_TRY(pr_cu_qgap(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, X->dims[0],
-                          X->dims[1], X->dims[2] * X->dims[3], nhwc, s->scale, s->y_inv));
+        int64_t N = X->dims[0], C = X->dims[1], hw = X->dims[2] * X->dims[3];
+        if (s->avg) { /* a 2-D window: the geometry as the ref pool kernel reads it */
+            rc_geom3 g;
+            if ((st = pr_refconv_geom(k, PR_CONV_KIND_POOL, X, NULL, Y, &g))) return st;
+            pr_cu_pool pp = {1, (int)(pr_attr_int(n, "count_include_pad", 0) == 1),
+                            N, C, X->dims[2], X->dims[3], Y->dims[2], Y->dims[3],
+                            (int)g.k[1], (int)g.k[2], (int)g.s[1], (int)g.s[2], (int)g.pb[1],
+                            (int)g.pb[2], (int)g.d[1], (int)g.d[2], (int)g.pe[1], (int)g.pe[2],
+                            nhwc};
+            KL_TRY(pr_cu_qavgpool(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, &pp,
+                                  s->scale, s->y_inv));
+            break;
+        }
+        float *part = pr_cuda_scratch(x, (size_t)pr_cu_gpool_scratch(N, C, hw, nhwc) * 4, e);
+        if (!part) goto fail;
+        KL_TRY(pr_cu_gpool(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, N, C, hw,
+                           nhwc, 0, s->scale, s->y_inv, part));
         break;
     }
     }

@@ -1,0 +1,357 @@
+// Depthwise 2-D convolution (group == C == K: one filter a channel) with its
+// epilogue in the same pass: y = act2(act1(conv(x) + bias) + z), float32
+// accumulation. Memory bound, so the layouts are read the way they are laid
+// out:
+//   NHWC  a thread computes V consecutive channels of one output pixel
+//         (16-byte loads of x for fp16/bf16 with C % 8 == 0, float4 for
+//         float32 with C % 4 == 0, narrower otherwise); a warp covers
+//         consecutive channel groups, then pixels: coalesced loads and stores.
+//   NCHW  a thread computes one output element, consecutive threads along the
+//         output row.
+// Weights are float32 [kh * kw][C] (tap-major, channels fastest), bias
+// float32 [C] (or NULL); z (the residual) has y's type and layout (or NULL).
+// Pads may differ at the two ends: taps outside the input are skipped.
+#include "backends/cuda/cu_int8.cuh"
+
+template <int BYTES> struct raw_of;
+template <> struct raw_of<16> { typedef uint4 t; };
+template <> struct raw_of<8> { typedef uint2 t; };
+template <> struct raw_of<4> { typedef unsigned t; };
+template <> struct raw_of<2> { typedef unsigned short t; };
+template <> struct raw_of<1> { typedef signed char t; };
+
+template <typename T, int V> struct vec_io {
+    typedef typename raw_of<sizeof(T) * V>::t R;
+    __device__ static __forceinline__ void load(const T *p, float *v) {
+        R r = *reinterpret_cast<const R *>(p);
+        const T *e = reinterpret_cast<const T *>(&r);
+#pragma unroll
+        for (int j = 0; j < V; j++) v[j] = tof(e[j]);
+    }
+    __device__ static __forceinline__ void store(T *p, const float *v) {
+        R r;
+        T *e = reinterpret_cast<T *>(&r);
+#pragma unroll
+        for (int j = 0; j < V; j++) e[j] = fromf<T>(v[j]);
+        *reinterpret_cast<R *>(p) = r;
+    }
+};
+template <typename T> struct vec_io<T, 1> {
+    __device__ static __forceinline__ void load(const T *p, float *v) { v[0] = tof(*p); }
+    __device__ static __forceinline__ void store(T *p, const float *v) { *p = fromf<T>(v[0]); }
+};
+
+// The epilogue: act1 and act2 general (act_apply) but kept out of line of the
+// tap loop; the common case (act1 Clip/Relu/none, no z, no act2) is inline.
+template <int V>
+__device__ __forceinline__ void dw_epilogue(float *acc, const float *zv, const pr_cu_dw &p) {
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        float r = act_apply(p.a1, acc[j]);
+        if (zv) r += zv[j];
+        acc[j] = act_apply(p.a2, r);
+    }
+}
+
+// V float32 weights: 16-byte loads where V allows (w rows are 16-byte aligned
+// when C % 4 == 0, which V >= 4 implies).
+template <int V> struct wload {
+    __device__ static __forceinline__ void get(const float *p, float *v) {
+#pragma unroll
+        for (int j = 0; j < V; j += 4) {
+            float4 q = __ldg(reinterpret_cast<const float4 *>(p + j));
+            v[j] = q.x;
+            v[j + 1] = q.y;
+            v[j + 2] = q.z;
+            v[j + 3] = q.w;
+        }
+    }
+};
+template <> struct wload<2> {
+    __device__ static __forceinline__ void get(const float *p, float *v) {
+        float2 q = __ldg(reinterpret_cast<const float2 *>(p));
+        v[0] = q.x;
+        v[1] = q.y;
+    }
+};
+template <> struct wload<1> {
+    __device__ static __forceinline__ void get(const float *p, float *v) { v[0] = __ldg(p); }
+};
+
+// KS: the window (KS x KS) known at compile time, the tap loops unrolled so
+// that every load of a thread is in flight at once (at batch 1 the grid is
+// about one wave and a run-time loop waited on each tap in turn); 0: any
+// window at run time. Indices are 32-bit: the launcher splits the batch so
+// that one launch covers fewer than 2^31 outputs.
+template <typename T, int V, int KS>
+__global__ void __launch_bounds__(256) k_dw_nhwc(const T *__restrict__ x, const float *__restrict__ w,
+                                                 const float *__restrict__ bias, const T *__restrict__ z,
+                                                 T *__restrict__ y, pr_cu_dw p, int total) {
+    const int CV = (int)p.C / V, OW = (int)p.OW, OH = (int)p.OH, H = (int)p.H, W = (int)p.W,
+              C = (int)p.C;
+    const int kh = KS ? KS : p.kh, kw = KS ? KS : p.kw;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int cv = i % CV, t = i / CV;
+        int ow = t % OW;
+        t /= OW;
+        int oh = t % OH, n = t / OH;
+        int c0 = cv * V;
+        float acc[V];
+        if (bias) wload<V>::get(bias + c0, acc);
+        else
+#pragma unroll
+            for (int j = 0; j < V; j++) acc[j] = 0.0f;
+        int h0 = oh * p.sh - p.pt, w0 = ow * p.sw - p.pl;
+        const T *xn = x + (int64_t)n * H * W * C + c0;
+#pragma unroll
+        for (int r = 0; r < kh; r++) {
+            int h = h0 + r * p.dh;
+            if (h < 0 || h >= H) continue;
+#pragma unroll
+            for (int s = 0; s < kw; s++) {
+                int ww = w0 + s * p.dw;
+                if (ww < 0 || ww >= W) continue;
+                float xv[V], wv[V];
+                vec_io<T, V>::load(xn + (h * W + ww) * C, xv);
+                wload<V>::get(w + (r * kw + s) * C + c0, wv);
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[j] = fmaf(xv[j], wv[j], acc[j]);
+            }
+        }
+        int64_t yo = (((int64_t)n * OH + oh) * OW + ow) * C + c0;
+        if (z) {
+            float zv[V];
+            vec_io<T, V>::load(z + yo, zv);
+            dw_epilogue<V>(acc, zv, p);
+        } else {
+            dw_epilogue<V>(acc, nullptr, p);
+        }
+        vec_io<T, V>::store(y + yo, acc);
+    }
+}
+
+template <typename T, int KS>
+__global__ void __launch_bounds__(256) k_dw_nchw(const T *__restrict__ x, const float *__restrict__ w,
+                                                 const float *__restrict__ bias, const T *__restrict__ z,
+                                                 T *__restrict__ y, pr_cu_dw p, int total) {
+    const int OW = (int)p.OW, OH = (int)p.OH, H = (int)p.H, W = (int)p.W, C = (int)p.C;
+    const int kh = KS ? KS : p.kh, kw = KS ? KS : p.kw;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int ow = i % OW, t = i / OW;
+        int oh = t % OH, plane = t / OH; // n * C + c
+        int c = plane % C;
+        float acc = bias ? __ldg(bias + c) : 0.0f;
+        int h0 = oh * p.sh - p.pt, w0 = ow * p.sw - p.pl;
+        const T *xp = x + (int64_t)plane * H * W;
+#pragma unroll
+        for (int r = 0; r < kh; r++) {
+            int h = h0 + r * p.dh;
+            if (h < 0 || h >= H) continue;
+#pragma unroll
+            for (int s = 0; s < kw; s++) {
+                int ww = w0 + s * p.dw;
+                if (ww < 0 || ww >= W) continue;
+                acc = fmaf(tof(xp[h * W + ww]), __ldg(w + (r * kw + s) * C + c), acc);
+            }
+        }
+        float zv = z ? tof(z[i]) : 0.0f;
+        dw_epilogue<1>(&acc, z ? &zv : nullptr, p);
+        y[i] = fromf<T>(acc);
+    }
+}
+
+// Batches per launch so that one launch stays under 2^31 outputs.
+static int64_t dw_batch_chunk(const pr_cu_dw &p) {
+    int64_t per = p.C * p.OH * p.OW, nb = ((int64_t)1 << 30) / (per > 0 ? per : 1);
+    return nb < 1 ? 1 : nb;
+}
+
+template <typename T, int V, int KS>
+static void launch_nhwc(cudaStream_t s, const T *x, const float *w, const float *b, const T *z,
+                        T *y, const pr_cu_dw &p) {
+    int total = (int)(p.N * p.OH * p.OW * (p.C / V));
+    k_dw_nhwc<T, V, KS><<<grid_for(total, 256), 256, 0, s>>>(x, w, b, z, y, p, total);
+}
+
+template <typename T, int V>
+static void nhwc_ks(cudaStream_t s, const T *x, const float *w, const float *b, const T *z, T *y,
+                    const pr_cu_dw &p) {
+    if (p.kh == 3 && p.kw == 3) launch_nhwc<T, V, 3>(s, x, w, b, z, y, p);
+    else if (p.kh == 5 && p.kw == 5) launch_nhwc<T, V, 5>(s, x, w, b, z, y, p);
+    else launch_nhwc<T, V, 0>(s, x, w, b, z, y, p);
+}
+
+// VMAX: the channels of a 16-byte access (8 for 16-bit types, 4 for float32).
+template <typename T, int VMAX>
+static int dw_typed(cudaStream_t s, const void *xv, const float *w, const float *b, const void *zv,
+                    void *yv, const pr_cu_dw &p0) {
+    const int64_t chunk = dw_batch_chunk(p0), xs = p0.C * p0.H * p0.W, ys = p0.C * p0.OH * p0.OW;
+    for (int64_t n0 = 0; n0 < p0.N; n0 += chunk) {
+        pr_cu_dw p = p0;
+        p.N = p0.N - n0 < chunk ? p0.N - n0 : chunk;
+        const T *x = (const T *)xv + n0 * xs, *z = zv ? (const T *)zv + n0 * ys : nullptr;
+        T *y = (T *)yv + n0 * ys;
+        if (!p.nhwc) {
+            int total = (int)(p.N * p.C * p.OH * p.OW);
+            unsigned g = grid_for(total, 256);
+            if (p.kh == 3 && p.kw == 3) k_dw_nchw<T, 3><<<g, 256, 0, s>>>(x, w, b, z, y, p, total);
+            else if (p.kh == 5 && p.kw == 5) k_dw_nchw<T, 5><<<g, 256, 0, s>>>(x, w, b, z, y, p, total);
+            else k_dw_nchw<T, 0><<<g, 256, 0, s>>>(x, w, b, z, y, p, total);
+            continue;
+        }
+        constexpr int V2 = VMAX / 2, V4 = VMAX / 4 > 0 ? VMAX / 4 : 1;
+        if (p.C % VMAX == 0) nhwc_ks<T, VMAX>(s, x, w, b, z, y, p);
+        else if (p.C % V2 == 0) nhwc_ks<T, V2>(s, x, w, b, z, y, p);
+        else if (p.C % V4 == 0) nhwc_ks<T, V4>(s, x, w, b, z, y, p);
+        else nhwc_ks<T, 1>(s, x, w, b, z, y, p);
+    }
+    return launch_result();
+}
+
+extern "C" int pr_cu_dwconv(void *stream, int dt, const void *x, const float *w, const float *bias,
+                            const void *z, void *y, const pr_cu_dw *p) {
+    if (p->N * p->C * p->OH * p->OW <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (dt) {
+    case DT_F32: return dw_typed<float, 4>(s, x, w, bias, z, y, *p);
+    case DT_F16: return dw_typed<__half, 8>(s, x, w, bias, z, y, *p);
+    case DT_BF16: return dw_typed<__nv_bfloat16, 8>(s, x, w, bias, z, y, *p);
+    default: return (int)cudaErrorInvalidValue;
+    }
+}
+
+// ------------------------------------------------------------ int8 (QConv)
+// int8 x and weights, int32 sums (exact), the QConv epilogue of cu_int8.cuh
+// (qepi_one: scale, bias, act, residual, act2) and a quantized (int8/uint8)
+// or float y in y's own layout. NHWC x: V channels a thread (16-byte loads
+// for C % 16 == 0); NCHW x: one output a thread.
+static inline int pr_cu_dt_size(int dt) {
+    return dt == DT_F32 || dt == DT_I32 ? 4 : dt == DT_F16 || dt == DT_BF16 ? 2 : dt == DT_I8 || dt == DT_U8 ? 1 : 8;
+}
+
+__device__ __forceinline__ int64_t qdw_yindex(const pr_cu_qdw &p, int64_t n, int64_t c, int64_t oh,
+                                              int64_t ow) {
+    return p.ynhwc ? ((n * p.g.OH + oh) * p.g.OW + ow) * p.g.C + c
+                   : ((n * p.g.C + c) * p.g.OH + oh) * p.g.OW + ow;
+}
+
+template <int V, int KS>
+__global__ void __launch_bounds__(256) k_qdw_nhwc(const signed char *__restrict__ x,
+                                                  const signed char *__restrict__ w, pr_cu_qdw p,
+                                                  int total) {
+    const pr_cu_dw &g = p.g;
+    const int CV = (int)g.C / V, OW = (int)g.OW, OH = (int)g.OH, H = (int)g.H, W = (int)g.W,
+              C = (int)g.C;
+    const int kh = KS ? KS : g.kh, kw = KS ? KS : g.kw;
+    typedef typename raw_of<V>::t R;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int cv = i % CV, t = i / CV;
+        int ow = t % OW;
+        t /= OW;
+        int oh = t % OH, n = t / OH;
+        int c0 = cv * V;
+        int acc[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) acc[j] = 0;
+        int h0 = oh * g.sh - g.pt, w0 = ow * g.sw - g.pl;
+        const signed char *xn = x + (int64_t)n * H * W * C + c0;
+#pragma unroll
+        for (int r = 0; r < kh; r++) {
+            int h = h0 + r * g.dh;
+            if (h < 0 || h >= H) continue;
+#pragma unroll
+            for (int s = 0; s < kw; s++) {
+                int ww = w0 + s * g.dw;
+                if (ww < 0 || ww >= W) continue;
+                R xr = *reinterpret_cast<const R *>(xn + (h * W + ww) * C);
+                R wr = __ldg(reinterpret_cast<const R *>(w + (r * kw + s) * C + c0));
+                const signed char *xe = reinterpret_cast<const signed char *>(&xr);
+                const signed char *we = reinterpret_cast<const signed char *>(&wr);
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[j] += (int)xe[j] * (int)we[j];
+            }
+        }
+        if (p.ynhwc && p.q.ydt == DT_I8 && !p.q.z) { // the common case: one vector store
+            R yr;
+            signed char *ye = reinterpret_cast<signed char *>(&yr);
+#pragma unroll
+            for (int j = 0; j < V; j++)
+                ye[j] = (signed char)sat_q(qepi_one(p.q, acc[j], c0 + j, 0) * p.q.y_inv, DT_I8);
+            *reinterpret_cast<R *>((signed char *)p.q.y + qdw_yindex(p, n, c0, oh, ow)) = yr;
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                int64_t yi = qdw_yindex(p, n, c0 + j, oh, ow);
+                st_q(p.q.y, p.q.ydt, yi, qepi_one(p.q, acc[j], c0 + j, yi), p.q.y_inv);
+            }
+        }
+    }
+}
+
+template <int KS>
+__global__ void __launch_bounds__(256) k_qdw_nchw(const signed char *__restrict__ x,
+                                                  const signed char *__restrict__ w, pr_cu_qdw p,
+                                                  int total) {
+    const pr_cu_dw &g = p.g;
+    const int OW = (int)g.OW, OH = (int)g.OH, H = (int)g.H, W = (int)g.W, C = (int)g.C;
+    const int kh = KS ? KS : g.kh, kw = KS ? KS : g.kw;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int ow = i % OW, t = i / OW;
+        int oh = t % OH, plane = t / OH;
+        int c = plane % C, n = plane / C;
+        int acc = 0;
+        int h0 = oh * g.sh - g.pt, w0 = ow * g.sw - g.pl;
+        const signed char *xp = x + (int64_t)plane * H * W;
+#pragma unroll
+        for (int r = 0; r < kh; r++) {
+            int h = h0 + r * g.dh;
+            if (h < 0 || h >= H) continue;
+#pragma unroll
+            for (int s = 0; s < kw; s++) {
+                int ww = w0 + s * g.dw;
+                if (ww < 0 || ww >= W) continue;
+                acc += (int)xp[h * W + ww] * (int)__ldg(w + (r * kw + s) * C + c);
+            }
+        }
+        int64_t yi = qdw_yindex(p, n, c, oh, ow);
+        st_q(p.q.y, p.q.ydt, yi, qepi_one(p.q, acc, c, yi), p.q.y_inv);
+    }
+}
+
+template <int V, int KS>
+static void qdw_launch(cudaStream_t s, const void *x, const void *w, const pr_cu_qdw &p) {
+    const pr_cu_dw &g = p.g;
+    int total = (int)(g.nhwc ? g.N * g.OH * g.OW * (g.C / V) : g.N * g.C * g.OH * g.OW);
+    if (g.nhwc)
+        k_qdw_nhwc<V, KS><<<grid_for(total, 256), 256, 0, s>>>((const signed char *)x,
+                                                               (const signed char *)w, p, total);
+    else
+        k_qdw_nchw<KS><<<grid_for(total, 256), 256, 0, s>>>((const signed char *)x,
+                                                             (const signed char *)w, p, total);
+}
+
+template <int V> static void qdw_ks(cudaStream_t s, const void *x, const void *w, const pr_cu_qdw &p) {
+    if (p.g.kh == 3 && p.g.kw == 3) qdw_launch<V, 3>(s, x, w, p);
+    else if (p.g.kh == 5 && p.g.kw == 5) qdw_launch<V, 5>(s, x, w, p);
+    else qdw_launch<V, 0>(s, x, w, p);
+}
+
+extern "C" int pr_cu_qdwconv(void *stream, const void *x, const void *w, const pr_cu_qdw *p0) {
+    const pr_cu_dw &g0 = p0->g;
+    if (g0.N * g0.C * g0.OH * g0.OW <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    const int64_t chunk = dw_batch_chunk(g0), xs = g0.C * g0.H * g0.W, ys = g0.C * g0.OH * g0.OW;
+    for (int64_t n0 = 0; n0 < g0.N; n0 += chunk) { // one launch under 2^31 outputs
+        pr_cu_qdw p = *p0;
+        p.g.N = g0.N - n0 < chunk ? g0.N - n0 : chunk;
+        const signed char *xc = (const signed char *)x + n0 * xs;
+        p.q.y = (char *)p0->q.y + n0 * ys * (int64_t)pr_cu_dt_size(p0->q.ydt);
+        if (p0->q.z) p.q.z = (const char *)p0->q.z + n0 * ys * (int64_t)pr_cu_dt_size(p0->q.zdt);
+        if (!g0.nhwc) qdw_ks<1>(s, xc, w, p);
+        else if (g0.C % 16 == 0) qdw_ks<16>(s, xc, w, p);
+        else if (g0.C % 8 == 0) qdw_ks<8>(s, xc, w, p);
+        else if (g0.C % 4 == 0) qdw_ks<4>(s, xc, w, p);
+        else qdw_ks<1>(s, xc, w, p);
+    }
+    return launch_result();
+}
