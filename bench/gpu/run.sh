@@ -78,6 +78,8 @@ for ph in "${phases[@]}"; do
     echo "== cli.cuda"
     (cd "$ROOT/tests/cli" && python3 test_cuda_cli.py "$PRECIS" "$BUILD/tests/cli/cuda_plan_stub") \
       || rc=1
+    echo "== cli.fp8"
+    (cd "$ROOT/tests/cli" && python3 test_fp8.py "$PRECIS") || rc=1
     ;;
   bench)
     echo "== precis vs PyTorch"
