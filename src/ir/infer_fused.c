@@ -104,6 +104,24 @@ precis_status pr_infer_Attention(pr_infer *ic) {
     }
     /* heads_bshd bit i (Q K V; 8: Y): stored with axes r-3 and r-2 swapped */
     const int64_t hb = pr_attr_int(ic->node, "heads_bshd", 0);
+    /* qkv_heads H: Q, K, V are thirds of P [..., S, 3HD], each stored [..., S, H, D] */
+    const int64_t qh = pr_attr_int(ic->node, "qkv_heads", 0);
+    if (qh) {
+        if ((hb & 7) != 7 || pr_attr_int(ic->node, "k_transposed", 0) || qh < 0)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE,
+                             "qkv_heads needs heads_bshd bits 0-2 and k_transposed 0");
+        for (int i = 0; i < 3; i++) {
+            int r = in[i].rank;
+            if (r < 0) continue;
+            int64_t c = in[i].dims[r - 1];
+            if (r < 2 || r + 1 > PR_MAX_RANK || (pr_dim_known(c) && c % (3 * qh)))
+                return pr_inferf(ic, PRECIS_ERR_SHAPE, "qkv_heads %lld: %s [.., %lld] is not "
+                                 "[.., S, 3 * heads * D]", (long long)qh, names[i], (long long)c);
+            in[i].dims[r - 1] = qh;
+            in[i].dims[r] = pr_dim_known(c) ? c / (3 * qh) : c;
+            in[i].rank = r + 1;
+        }
+    }
     for (int i = 0; i < 3; i++)
         if (hb >> i & 1) {
             int r = in[i].rank;

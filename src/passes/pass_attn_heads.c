@@ -11,7 +11,20 @@
  * node: Q, K (k_transposed 0), V and Y of one low float type, plain, rank 4,
  * D = Dv in {32, 64, 128}; the batched-GEMM path would have to fall back to
  * the per-row kernel on such strides. PRECIS_CUDA_FLASH=0 turns both off.
+ *
+ * Then the three projections of such an Attention (all three operands
+ * folded) become one GEMM:
+ *
+ *   A -> FusedMatMul(W_q, b_q) -> Reshape [.., S, H, D] -> Attention Q
+ *   A -> FusedMatMul(W_k, b_k) -> Reshape [.., S, H, D] -> Attention K
+ *   A -> FusedMatMul(W_v, b_v) -> Reshape [.., S, H, D] -> Attention V
+ *
+ * become A -> FusedMatMul([W_q W_k W_v], [b_q b_k b_v]) -> P [.., S, 3HD] read
+ * in place by the Attention (attribute qkv_heads H): float weights, no
+ * activation or residual, the same transB / alpha and output type.
+ * PRECIS_CUDA_QKV=0 keeps the three.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +61,106 @@ static bool candidate(const pr_graph *g, const pr_node *n) {
            g->tensors[n->inputs[1]].dims[3] == d;
 }
 
+/* Q, K or V (input i of Attention ni): Reshape [.., S, H, D] of a float
+ * projection FusedMatMul / MatMul [.., S, H * D] read only there. *mm the
+ * projection, *rs the Reshape; false when it is not one. */
+static bool projection(const pr_graph *g, const pr_uses *u, int ni, int i, int *mm, int *rs) {
+    int t = g->nodes[ni].inputs[i], r = pr_producer(g, t);
+    if (r < 0 || g->nodes[r].op != PR_OP_Reshape || pr_single_consumer(g, u, t) != ni ||
+        pr_is_graph_output(g, t))
+        return false;
+    int x = pr_node_in(&g->nodes[r], 0), m = pr_producer(g, x);
+    if (m < 0 || pr_single_consumer(g, u, x) != r || pr_is_graph_output(g, x)) return false;
+    const pr_node *n = &g->nodes[m];
+    if (n->op != PR_OP_FusedMatMul && n->op != PR_OP_MatMul) return false;
+    if (n->n_outputs != 1 || pr_node_in(n, 3) >= 0 || pr_attr_str(n, "act", "")[0] ||
+        pr_attr_str(n, "act2", "")[0] || pr_attr_int(n, "transA", 0))
+        return false;
+    const pr_tensor *X = &g->tensors[x], *T = &g->tensors[t];
+    int w = pr_node_in(n, 1), b = pr_node_in(n, 2);
+    if (!pr_is_init(g, w) || g->tensors[w].dtype != PRECIS_FLOAT32 || g->tensors[w].rank != 2)
+        return false;
+    if (b >= 0 && (!pr_is_init(g, b) || g->tensors[b].dtype != PRECIS_FLOAT32 ||
+                   pr_numel(g->tensors[b].rank, g->tensors[b].dims) != X->dims[X->rank - 1]))
+        return false;
+    if (X->rank + 1 != T->rank || X->dtype != T->dtype || X->layout != PR_LAYOUT_PLAIN) return false;
+    for (int d = 0; d + 1 < X->rank; d++)
+        if (X->dims[d] != T->dims[d]) return false;
+    if (!pr_dim_known(X->dims[X->rank - 1]) ||
+        X->dims[X->rank - 1] != T->dims[T->rank - 2] * T->dims[T->rank - 1])
+        return false;
+    *mm = m;
+    *rs = r;
+    return true;
+}
+
+/* [W_q W_k W_v] (along N) and [b_q b_k b_v] into node m[0]; 0 done, 1 not
+ * packable, < 0 error. */
+static int pack_qkv(pr_graph *g, pr_uses *u, int ni, pr_err *e) {
+    int m[3], r[3];
+    for (int i = 0; i < 3; i++)
+        if (!projection(g, u, ni, i, &m[i], &r[i])) return 1;
+    const pr_node *n0 = &g->nodes[m[0]];
+    int a = pr_node_in(n0, 0);
+    bool tb = pr_attr_int(n0, "transB", 0) != 0, bias = pr_node_in(n0, 2) >= 0;
+    float alpha = n0->op == PR_OP_MatMul ? 1.0f : pr_attr_float(n0, "alpha", 1.0f);
+    const pr_tensor *W0 = &g->tensors[pr_node_in(n0, 1)];
+    int64_t K = tb ? W0->dims[1] : W0->dims[0], N = tb ? W0->dims[0] : W0->dims[1];
+    for (int i = 1; i < 3; i++) {
+        const pr_node *n = &g->nodes[m[i]];
+        const pr_tensor *W = &g->tensors[pr_node_in(n, 1)];
+        float al = n->op == PR_OP_MatMul ? 1.0f : pr_attr_float(n, "alpha", 1.0f);
+        if (m[i] == m[0] || pr_node_in(n, 0) != a || (pr_attr_int(n, "transB", 0) != 0) != tb ||
+            (pr_node_in(n, 2) >= 0) != bias || al != alpha || W->dims[0] != W0->dims[0] ||
+            W->dims[1] != W0->dims[1] ||
+            g->tensors[n->outputs[0]].dtype != g->tensors[n0->outputs[0]].dtype)
+            return 1;
+    }
+    float *w = malloc((size_t)(K * 3 * N) * sizeof *w), *b = malloc((size_t)(3 * N) * sizeof *b);
+    if (!w || !b) {
+        free(w);
+        free(b);
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory"), -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        const pr_node *n = &g->nodes[m[i]];
+        const float *wi = g->tensors[pr_node_in(n, 1)].data;
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) {
+                float v = tb ? wi[j * K + k] : wi[k * N + j];
+                if (tb) w[(i * N + j) * K + k] = v;
+                else w[k * 3 * N + i * N + j] = v;
+            }
+        if (bias) memcpy(b + i * N, g->tensors[pr_node_in(n, 2)].data, (size_t)N * sizeof *b);
+    }
+    const pr_tensor *X = &g->tensors[n0->outputs[0]];
+    int64_t wd[2] = {tb ? 3 * N : K, tb ? K : 3 * N}, bd[1] = {3 * N}, pd[PR_MAX_RANK];
+    memcpy(pd, X->dims, sizeof pd);
+    pd[X->rank - 1] = 3 * N;
+    char nm[600];
+    snprintf(nm, sizeof nm, "%s/qkv_weights", g->nodes[ni].name);
+    int tw = pr_graph_add_init_f32(g, nm, 2, wd, w, e);
+    snprintf(nm, sizeof nm, "%s/qkv_bias", g->nodes[ni].name);
+    int tbias = tw < 0 || !bias ? -1 : pr_graph_add_init_f32(g, nm, 1, bd, b, e);
+    free(w);
+    free(b);
+    if (tw < 0 || (bias && tbias < 0)) return -1;
+    int tp = pr_graph_new_tensor(g, g->nodes[ni].name, "/qkv", X->dtype, X->rank, pd, e);
+    if (tp < 0) return -1;
+    int64_t heads = g->tensors[g->nodes[ni].inputs[0]].dims[g->tensors[g->nodes[ni].inputs[0]].rank - 2];
+    if (pr_node_set_input(g, u, m[0], 1, tw, e) ||
+        (bias && pr_node_set_input(g, u, m[0], 2, tbias, e)) ||
+        pr_node_set_output(g, m[0], 0, tp, e))
+        return -1;
+    int others[2] = {m[1], m[2]};
+    if (pr_fuse_absorb(g, u, m[0], others, 2, -1, e) < 0) return -1;
+    for (int i = 0; i < 3; i++)
+        if (pr_node_set_input(g, u, ni, i, tp, e)) return -1;
+    if (pr_fuse_absorb(g, u, ni, r, 3, -1, e) < 0) return -1;
+    if (pr_node_set_int(g, ni, "qkv_heads", heads, e)) return -1;
+    return 0;
+}
+
 precis_status pr_fold_attention_heads(pr_graph *g, pr_err *e) {
     const char *env = getenv("PRECIS_CUDA_FLASH");
     if (env && !strcmp(env, "0")) return PRECIS_OK;
@@ -80,6 +193,14 @@ precis_status pr_fold_attention_heads(pr_graph *g, pr_err *e) {
             int nn = pr_fuse_absorb(g, &u, ni, &c, 1, c, e);
             if (nn < 0) st = PRECIS_ERR_OOM;
         }
+    }
+    const char *qkv = getenv("PRECIS_CUDA_QKV");
+    for (int ni = 0; ni < g->n_nodes && !st && !(qkv && !strcmp(qkv, "0")); ni++) {
+        const pr_node *n = &g->nodes[ni];
+        if (pr_node_dead(n) || n->op != PR_OP_Attention ||
+            (pr_attr_int(n, "heads_bshd", 0) & 7) != 7 || pr_attr_int(n, "qkv_heads", 0))
+            continue;
+        if (pack_qkv(g, &u, ni, e) < 0) st = e->status ? e->status : PRECIS_ERR_OOM;
     }
     pr_uses_free(&u);
     if (st) return st;

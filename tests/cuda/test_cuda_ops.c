@@ -125,6 +125,18 @@ static void test_attention(void) {
     cc_input hq[3] = {{.name = "q", .rank = 4, .dims = {2, 33, 2, 32}}, {.name = "k", .rank = 4, .dims = {2, 2, 33, 32}}, {.name = "v", .rank = 4, .dims = {2, 33, 2, 32}}};
     ALL_DT((snprintf(label, sizeof label, "attention heads_bshd Q and V only %s", dtn(D)),
             cu_run(&t, 3, hq, 1, D, &pr_cuda_impl_attention, label)));
+    /* qkv_heads: Q, K, V thirds of one [B, S, 3HD] tensor (the packed projection GEMM);
+     * each slot gets its own copy of it here, in ref and on the GPU alike */
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.125f);
+    n_int(&t, "heads_bshd", 15);
+    n_int(&t, "qkv_heads", 3);
+    cc_input pk[4] = {{.name = "p", .rank = 3, .dims = {2, 50, 3 * 3 * 64}},
+                      {.name = "p", .rank = 3, .dims = {2, 50, 3 * 3 * 64}},
+                      {.name = "p", .rank = 3, .dims = {2, 50, 3 * 3 * 64}},
+                      {.name = "m", .rank = 4, .dims = {2, 1, 1, 50}, .init = true, .lo = -3, .hi = 0}};
+    ALL_DT((snprintf(label, sizeof label, "attention qkv_heads packed (flash fp16/bf16) %s", dtn(D)),
+            cu_run(&t, 4, pk, 1, D, &pr_cuda_impl_attention, label)));
     /* K an initializer (float32 beside low Q): the row kernel */
     fused_node(&t, PR_OP_Attention, "Attention");
     n_float(&t, "scale", 0.25f);
