@@ -2,7 +2,8 @@
 # The CUDA backend on a GPU machine in one go: build (or use a carried build),
 # the CUDA tests against ref, and precis vs PyTorch side by side.
 #
-#   bench/gpu/run.sh [tests] [bench] [zoo] [-- BENCH.PY OPTIONS]  (default: tests bench)
+#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [-- BENCH.PY OPTIONS]  (default: tests bench;
+#   ops: test_cuda_ops and cli.fp8 only)
 #
 # Environment:
 #   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops,
@@ -81,6 +82,13 @@ for ph in "${phases[@]}"; do
     echo "== cli.fp8"
     (cd "$ROOT/tests/cli" && python3 test_fp8.py "$PRECIS") || rc=1
     ;;
+  ops)  # the kernel checks and the fp8 CLI checks only (a quick first look)
+    echo "== cuda.ops: every CUDA impl vs ref"
+    timeout 300 "$BUILD/tests/cuda/test_cuda_ops" 2>&1 | tee "$OUT/test_cuda_ops.log" | tail -n 200
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    echo "== cli.fp8"
+    (cd "$ROOT/tests/cli" && python3 test_fp8.py "$PRECIS") || rc=1
+    ;;
   bench)
     echo "== precis vs PyTorch"
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/bench.py" --precis "$PRECIS" --out "$OUT" \
@@ -92,7 +100,7 @@ for ph in "${phases[@]}"; do
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/zoo.py" --precis "$PRECIS" --models "$ZOO" \
       --out "$OUT" ${ZOO_INT8:+--int8} || rc=1
     ;;
-  *) echo "unknown phase '$ph' (tests, bench, zoo)"; exit 2 ;;
+  *) echo "unknown phase '$ph' (tests, ops, bench, zoo)"; exit 2 ;;
   esac
 done
 exit $rc
