@@ -250,9 +250,19 @@ static precis_status quantize_tensor(pr_graph *g, int t, float s, pr_dtype dt, b
     return PRECIS_OK;
 }
 
+static float amax_f32(const pr_tensor *W) {
+    const float *src = W->data;
+    float amax = 0;
+    for (int64_t i = 0, n = pr_numel(W->rank, W->dims); i < n; i++)
+        if (fabsf(src[i]) > amax) amax = fabsf(src[i]);
+    return amax;
+}
+
 /* Weight initializer w of node ni (input slot): e4m3 with one scale
- * (max |w| / 448) through a per-tensor DequantizeLinear. */
-static precis_status quantize_weight_fp8(pr_graph *g, int ni, int slot, int w, pr_err *e) {
+ * (amax / 448; amax the largest |w| of w and its siblings: quantize.h)
+ * through a per-tensor DequantizeLinear. */
+static precis_status quantize_weight_fp8(pr_graph *g, int ni, int slot, int w, float amax,
+                                         pr_err *e) {
     const pr_tensor *W = &g->tensors[w];
     int rank = W->rank;
     int64_t dims[PR_MAX_RANK];
@@ -261,9 +271,6 @@ static precis_status quantize_weight_fp8(pr_graph *g, int ni, int slot, int w, p
     const float *src = W->data;
     uint8_t *q = pr_edit_alloc((size_t)(n ? n : 1));
     if (!q) return pr_errf(e, PRECIS_ERR_OOM, "out of memory quantizing '%s'", W->name);
-    float amax = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (fabsf(src[i]) > amax) amax = fabsf(src[i]);
     float s = amax >= PR_W_AMAX_MIN && isfinite(amax) ? amax / E4M3_MAX : 1.0f;
     for (int64_t i = 0; i < n; i++) q[i] = pr_f32_to_e4m3(src[i] / s);
     char base[600], nm[640];
@@ -592,8 +599,10 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         if (pr_calib_find(o->stats, g->tensors[y].name) >= 0) want[y] = 1;
         else pr_prec_note(g, n, "no calibration data for its output");
     }
-    /* 2. backwards through pass-through nodes whose output is wanted */
-    for (bool changed = true; changed;) {
+    /* 2. backwards through pass-through nodes whose output is wanted (not fp8: e4m3
+     * tensors feed the FP8 GEMMs only; a head-merge Transpose stays fp16, where the
+     * cuda attention folds it into its store) */
+    for (bool changed = !fp8; changed;) {
         changed = false;
         for (int i = nn - 1; i >= 0; i--) {
             const pr_node *n = &g->nodes[i];
@@ -671,7 +680,15 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         if (!isq[i] || qc[i].elem) continue;
         r.compute_nodes++;
         if (qc[i].w >= 0) {
-            st = fp8 ? quantize_weight_fp8(g, i, 1, qc[i].w, e)
+            /* fp8: linear layers reading one activation (Q, K, V) share one weight scale,
+             * so that the cuda plan can run them as one GEMM (pass_attn_heads.c) */
+            float amax = 0;
+            for (int j = 0; fp8 && j < nn; j++)
+                if (isq[j] && !qc[j].elem && qc[j].w >= 0 && qc[j].a == qc[i].a) {
+                    float aj = amax_f32(&g->tensors[qc[j].w]);
+                    if (aj > amax) amax = aj;
+                }
+            st = fp8 ? quantize_weight_fp8(g, i, 1, qc[i].w, amax, e)
                      : quantize_weight(g, i, 1, qc[i].w, qc[i].w_axis, e);
             if (st) goto done;
             r.weights++;

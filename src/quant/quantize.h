@@ -68,7 +68,9 @@ typedef struct pr_quant_opts {
      * FusedMatMul with constant rank-2 weights are quantized (no convs, no
      * elementwise / pooling nodes, no activation x activation products), their
      * activations and weights e4m3 with one scale each (amax / 448; weights per
-     * tensor: cuBLASLt's FP8 GEMMs on sm_90 take scalar scales), Q/DQ of opset 19 */
+     * tensor: cuBLASLt's FP8 GEMMs on sm_90 take scalar scales; linear layers that
+     * read one activation, such as Q, K and V, share their weights' scale), Q/DQ of
+     * opset 19, quantized right before the linear layers (no pass-through runs e4m3) */
     pr_dtype qtype;
 } pr_quant_opts;
 
