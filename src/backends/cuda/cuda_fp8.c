@@ -126,7 +126,9 @@ static precis_status make_layouts(const f8_state *s, int64_t M, f8_plan *p, pr_e
     p->m = M;
     LT_TRY(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_8F_E4M3, (uint64_t)s->K, (uint64_t)s->N, s->K));
     LT_TRY(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_8F_E4M3, (uint64_t)s->K, (uint64_t)M, s->K));
-    LT_TRY(cublasLtMatrixLayoutCreate(&p->lc, s->cct, (uint64_t)s->N, (uint64_t)M, s->N));
+    /* C: D's own descriptor when of D's type (in place, C == D, needs the same one) */
+    if (s->cct != s->yct)
+        LT_TRY(cublasLtMatrixLayoutCreate(&p->lc, s->cct, (uint64_t)s->N, (uint64_t)M, s->N));
     LT_TRY(cublasLtMatrixLayoutCreate(&p->ld, s->yct, (uint64_t)s->N, (uint64_t)M, s->N));
     return PRECIS_OK;
 fail:
@@ -180,8 +182,9 @@ static bool probe(f8_state *s, pr_cuda_exec *x) {
               cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
               cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                    &wsb, sizeof wsb) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, s->desc, p.la, p.lb, p.lc,
-                                             p.ld, pref, 1, &h, &nres) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, s->desc, p.la, p.lb,
+                                             p.lc ? p.lc : p.ld, p.ld, pref, 1, &h,
+                                             &nres) == CUBLAS_STATUS_SUCCESS &&
               nres > 0;
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     plan_free(&p);
@@ -297,11 +300,15 @@ typedef struct f8_args {
     float beta;
 } f8_args;
 
+/* An fp8 D has a 16-bit C layout: C must not be D then (cuBLASLt takes C == D
+ * only with one descriptor for both); beta is 0 there, so C is never read and
+ * the weights stand in for it. */
 static cublasStatus_t call(const f8_state *s, pr_cuda_exec *x, const f8_plan *p,
                            const cublasLtMatmulAlgo_t *algo, const f8_args *g) {
+    const void *c = p->lc ? s->w : g->c;
     return cublasLtMatmul((cublasLtHandle_t)x->lt, s->desc, &s->alpha, s->w, p->la, g->a, p->lb,
-                          &g->beta, g->c, p->lc, g->d, p->ld, algo, x->ws, x->ws_bytes,
-                          (cudaStream_t)x->stream);
+                          &g->beta, c, p->lc ? p->lc : p->ld, g->d, p->ld, algo, x->ws,
+                          x->ws_bytes, (cudaStream_t)x->stream);
 }
 
 /* Median of 3 timed calls (ms), < 0 on failure. */
@@ -347,8 +354,9 @@ static precis_status get_plan(f8_state *s, pr_cuda_exec *x, int64_t M, const f8_
              (long long)s->N, (long long)s->K);
     cublasLtMatmulHeuristicResult_t chk;
     if (pr_cuda_tcache_get(s->tc, key, &np.algo, sizeof np.algo) &&
-        cublasLtMatmulAlgoCheck((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb, np.lc, np.ld,
-                                &np.algo, &chk) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoCheck((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb,
+                                np.lc ? np.lc : np.ld, np.ld, &np.algo,
+                                &chk) == CUBLAS_STATUS_SUCCESS &&
         chk.workspaceSize <= x->ws_bytes)
         goto store; /* an earlier build's choice */
     LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
@@ -357,8 +365,8 @@ static precis_status get_plan(f8_state *s, pr_cuda_exec *x, int64_t M, const f8_
                                                 &wsb, sizeof wsb));
     cublasLtMatmulHeuristicResult_t h[F8_CAND];
     int nres = 0;
-    LT_TRY(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb, np.lc,
-                                          np.ld, pref, F8_CAND, h, &nres));
+    LT_TRY(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb,
+                                          np.lc ? np.lc : np.ld, np.ld, pref, F8_CAND, h, &nres));
     if (nres < 1) {
         st = pr_errf(e, PRECIS_ERR_UNSUPPORTED,
                      "cuBLASLt has no fp8 algorithm for m=%lld n=%lld k=%lld", (long long)M,
