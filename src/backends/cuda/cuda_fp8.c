@@ -37,7 +37,7 @@ typedef struct f8_state {
     pr_dtype ydt;
     cudaDataType_t yct, cct; /* D's type; C's (and the bias's): fp16 or bf16 */
     void *w;                 /* device e4m3 [N][K] */
-    float *scales;           /* device: w_scale, a_scale, 1 / y_scale */
+    float *scales;           /* device: w_scale, a_scale, 1 / y_scale at [0], [4], [8] */
     void *bias;              /* device, cct */
     float alpha;
     bool has_z;
@@ -147,7 +147,9 @@ static precis_status make_desc(f8_state *s, cublasLtEpilogue_t epi, pr_err *e) {
     cublasLtMatmulDesc_t d = s->desc;
     LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
     LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn));
-    const float *sa = s->scales, *sb = s->scales + 1, *sd = s->scales + 2;
+    /* each scale 16-byte aligned (cuBLASLt's FP8 kernels answer NOT_SUPPORTED at run time,
+     * not in the heuristic, for scale pointers 4 bytes apart) */
+    const float *sa = s->scales, *sb = s->scales + 4, *sd = s->scales + 8;
     LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
     LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
     if (f8(s->ydt))
@@ -238,8 +240,8 @@ static precis_status f8_prepare(const pr_graph *g, const pr_node *n, const pr_cu
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         goto fail;
     }
-    float sc[3] = {wsc[0], pr_attr_float(n, "a_scale", 1.0f),
-                   1.0f / pr_attr_float(n, "y_scale", 1.0f)};
+    float sc[12] = {wsc[0], 0, 0, 0, pr_attr_float(n, "a_scale", 1.0f), 0, 0, 0,
+                    1.0f / pr_attr_float(n, "y_scale", 1.0f), 0, 0, 0};
     free(wsc);
     if ((st = upload(sc, sizeof sc, (void **)&s->scales, str, e))) goto fail;
     int b = pr_node_in(n, 3);
