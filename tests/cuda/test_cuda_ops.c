@@ -688,6 +688,10 @@ static void test_fp8(void) {
     n_int(&t, "y_type", F8);
     n_float(&t, "y_scale", 0.05f);
     cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT16, &pr_cuda_impl_fp8, F8_TOL, "fp8 qmatmul bias+relu -> fp8");
+    fused_node(&t, PR_OP_QMatMul, "QMatMul"); /* float32 out: a bf16 bias (5e-3 off at 1) */
+    n_float(&t, "a_scale", 0.0625f);
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_fp8, (cc_tolerance){8e-3f, 4e-3f},
+               "fp8 qmatmul bias -> fp32");
     cc_input mt[3] = {m[0], m[1], m[2]};
     mt[1].dims[0] = 96;
     mt[1].dims[1] = 128;

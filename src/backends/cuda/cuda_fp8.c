@@ -9,8 +9,9 @@
  * 1 / y_scale, so D = e4m3(act(alpha * a_scale * w_scale * acc + beta * Z +
  * bias) / y_scale) in one call: bias (fp16/bf16), ReLU or GELU (tanh form)
  * and the residual Z (as C, beta 1; only with no activation before it) run
- * in cuBLASLt's epilogue. Y is float16/bfloat16, or float8e4m3fn when the
- * consumer quantizes anyway. Should cuBLASLt have no algorithm with the
+ * in cuBLASLt's epilogue (a 16-bit bias: fp16 / bf16 as C, bf16 for a float32
+ * Y). Y is float16/bfloat16 (float32 where a rule asks), or float8e4m3fn when
+ * the consumer quantizes anyway. Should cuBLASLt have no algorithm with the
  * activation in its epilogue, the activation runs in our epilogue kernel
  * after it (16-bit Y only). Algorithms: the fastest of the heuristic's
  * candidates per M, timed on the call's buffers (or the timing cache's). */
@@ -35,7 +36,8 @@ typedef struct f8_plan {
 typedef struct f8_state {
     int64_t N, K;
     pr_dtype ydt;
-    cudaDataType_t yct, cct; /* D's type; C's (and the bias's): fp16 or bf16 */
+    cudaDataType_t yct, cct; /* D's type; C's: fp16 or bf16 (fp32 for a float32 D) */
+    cudaDataType_t bct;      /* the bias's: C's, bf16 for a float32 D (cuBLASLt's FP8 table) */
     void *w;                 /* device e4m3 [N][K] */
     float *scales;           /* device: w_scale, a_scale, 1 / y_scale at [0], [4], [8] */
     void *bias;              /* device, cct */
@@ -54,6 +56,7 @@ typedef struct f8_state {
 
 static bool f8(pr_dtype d) { return d == PRECIS_FLOAT8E4M3FN; }
 static bool h16(pr_dtype d) { return d == PRECIS_FLOAT16 || d == PRECIS_BFLOAT16; }
+static bool fl(pr_dtype d) { return h16(d) || d == PRECIS_FLOAT32; }
 static bool lt_act_kind(int k) {
     return k == PR_ACT_NONE || k == PR_ACT_RELU || k == PR_ACT_GELU || k == PR_ACT_GELU_TANH;
 }
@@ -71,8 +74,8 @@ static bool f8_supports(const pr_graph *g, const pr_node *n) {
     bool tb = pr_attr_int(n, "transB", 0) != 0;
     int64_t K = X->dims[X->rank - 1], N = tb ? W->dims[0] : W->dims[1];
     if (!pr_dim_known(K) || (tb ? W->dims[1] : W->dims[0]) != K || K % 16 || N % 16) return false;
-    pr_dtype yd = pr_cu_tdt(g, y);
-    if (!h16(yd) && !f8(yd)) return false;
+    pr_dtype yd = pr_cu_tdt(g, y); /* float32 at lowering; the plan's float type later */
+    if (!fl(yd) && !f8(yd)) return false;
     int b = pr_node_in(n, 3), z = pr_node_in(n, 4);
     if (b >= 0 && (!pr_cu_is_init(g, b) || pr_cu_tdt(g, b) != PRECIS_FLOAT32 ||
                    pr_numel(g->tensors[b].rank, g->tensors[b].dims) != N))
@@ -81,7 +84,7 @@ static bool f8_supports(const pr_graph *g, const pr_node *n) {
     if (!pr_act_from_node(n, "act", &a1) || !pr_act_from_node(n, "act2", &a2)) return false;
     if (!lt_act_kind(a1.kind) || !lt_act_kind(a2.kind)) return false;
     if (z >= 0) /* Z rides in C: no activation before it, Y's type */
-        return !pr_cu_is_init(g, z) && pr_cu_tdt(g, z) == yd && h16(yd) && a1.kind == PR_ACT_NONE;
+        return !pr_cu_is_init(g, z) && pr_cu_tdt(g, z) == yd && fl(yd) && a1.kind == PR_ACT_NONE;
     return a2.kind == PR_ACT_NONE;
 }
 
@@ -157,7 +160,7 @@ static precis_status make_desc(f8_state *s, cublasLtEpilogue_t epi, pr_err *e) {
                                               sizeof sd));
     LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     if (s->bias) {
-        int32_t bt = (int32_t)s->cct;
+        int32_t bt = (int32_t)s->bct;
         LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &s->bias,
                                               sizeof s->bias));
         LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
@@ -221,8 +224,12 @@ static precis_status f8_prepare(const pr_graph *g, const pr_node *n, const pr_cu
     s->ydt = g->tensors[n->outputs[0]].dtype;
     s->yct = s->ydt == PRECIS_FLOAT16    ? CUDA_R_16F
              : s->ydt == PRECIS_BFLOAT16 ? CUDA_R_16BF
+             : s->ydt == PRECIS_FLOAT32  ? CUDA_R_32F
                                          : CUDA_R_8F_E4M3;
-    s->cct = s->ydt == PRECIS_BFLOAT16 ? CUDA_R_16BF : CUDA_R_16F;
+    s->cct = s->ydt == PRECIS_BFLOAT16 ? CUDA_R_16BF
+             : s->ydt == PRECIS_FLOAT32 ? CUDA_R_32F
+                                        : CUDA_R_16F;
+    s->bct = s->cct == CUDA_R_32F ? CUDA_R_16BF : s->cct;
     s->alpha = pr_attr_float(n, "alpha", 1.0f);
     s->has_z = pr_node_in(n, 4) >= 0;
     /* W as e4m3 [N][K] */
@@ -251,7 +258,7 @@ static precis_status f8_prepare(const pr_graph *g, const pr_node *n, const pr_cu
             st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
             goto fail;
         }
-        if ((st = pr_cu_upload_as(bf, s->N, s->cct == CUDA_R_16BF ? PRECIS_BFLOAT16 : PRECIS_FLOAT16,
+        if ((st = pr_cu_upload_as(bf, s->N, s->bct == CUDA_R_16BF ? PRECIS_BFLOAT16 : PRECIS_FLOAT16,
                                   &s->bias, str, e)))
             goto fail;
     }
