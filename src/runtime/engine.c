@@ -419,6 +419,16 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
 #ifdef PRECIS_HAVE_CUDA
     if (cuda && (st = pr_cuda_dev_open(&e->cuda, err))) goto fail;
     if (cuda && (st = pr_cuda_dev_open_tcache(e->cuda, o->timing_cache, err))) goto fail;
+    if (cuda && int8 && fp8) { /* e4m3 Tensor Cores: sm_89 (Ada) and later */
+        const char *arch = pr_cuda_dev_arch(e->cuda);
+        int sm = arch && !strncmp(arch, "sm_", 3) ? atoi(arch + 3) : 0;
+        if (sm < 89) {
+            st = pr_errf(err, PRECIS_ERR_UNSUPPORTED,
+                         "fp8 needs a GPU with FP8 Tensor Cores (sm_89 or later); this %s is %s",
+                         pr_cuda_dev_name(e->cuda), arch ? arch : "unknown");
+            goto fail;
+        }
+    }
 #endif
     st = pr_onnx_load_file(onnx_path, &e->g, err);
     if (st) goto fail;
