@@ -20,6 +20,8 @@ on this machine (so both run the same weights), then
   --int8       int8 rows too (precis only; calibrated on 8 random samples drawn like the
                timing inputs, one batch-free calibration cache per model) and an int8
                correctness row (a batch-1 int8 plan vs PyTorch fp32 and ref);
+  --fp8        fp8 rows too (e4m3 on Hopper: the same calibration data and cache as int8,
+               default calibrator minmax) and an fp8 correctness row, like --int8;
   --int8-gemm  precis's int8 GEMM path at 8192^3 (tests/cuda/bench_imma) vs torch._int_mm;
   --profile MODEL=BATCH[:PRECISION]  per-step GPU times (a synchronize around each step).
 effnet: EfficientNet-Lite0, precis on the zoo's ONNX ($PRECIS_ZOO), PyTorch from the
@@ -41,6 +43,7 @@ import numpy as np
 import torch
 
 INT8 = False  # --int8: int8 rows too
+FP8 = False  # --fp8: fp8 rows too
 PRECIS = "precis"
 RESULTS = {"meta": {}, "correctness": [], "speed": [], "profile": {}, "errors": []}
 
@@ -253,17 +256,18 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
     runs = [("ref", []), ("cuda fp32", ["--device", "cuda", "--precision", "fp32"]),
             ("cuda fp16", ["--device", "cuda", "--precision", "fp16"]),
             ("cuda bf16", ["--device", "cuda", "--precision", "bf16"])]
-    if INT8:  # `precis run` takes no calibration options: build a batch-1 plan and run it
-        ca = calib_args(name, names, shapes, out_dir, "int8", path)
+    # `precis run` takes no calibration options: build a batch-1 plan and run it
+    for q in (["int8"] if INT8 else []) + (["fp8"] if FP8 else []):
+        ca = calib_args(name, names, shapes, out_dir, q, path)
         spec = ",".join(f"{n}:{'x'.join(str(d) for d in (1,) + tuple(shapes[n]))}" for n in names)
-        rc, _, e = run([precis, "build", path, "-o", os.path.join(out_dir, f"{name}.int8.plan"),
-                        "--device", "cuda", "--precision", "int8", "--shapes", spec, *ca])
+        rc, _, e = run([precis, "build", path, "-o", os.path.join(out_dir, f"{name}.{q}.plan"),
+                        "--device", "cuda", "--precision", q, "--shapes", spec, *ca])
         if rc:
-            err(f"{name} int8 plan", e.strip()[-600:])
-        runs.append(("cuda int8", None))
+            err(f"{name} {q} plan", e.strip()[-600:])
+        runs.append((f"cuda {q}", None))
     for label, extra in runs:
         if extra is None:
-            path_or_plan, extra = os.path.join(out_dir, f"{name}.int8.plan"), []
+            path_or_plan, extra = os.path.join(out_dir, f"{name}.{label.split()[-1]}.plan"), []
         else:
             path_or_plan = path
         d = os.path.join(out_dir, f"{name}.{label.replace(' ', '_')}")
@@ -288,9 +292,9 @@ def correctness(name, precis, path, names, shapes, onames, out_dir):
 
 
 def calib_args(name, names, shapes, work, prec, path=None):
-    """int8: --calib-data (8 random samples like the timing inputs, written once) and a
-    calibration cache shared by every build of the model."""
-    if prec != "int8":
+    """int8 / fp8: --calib-data (8 random samples like the timing inputs, written once) and a
+    calibration cache shared by every build of the model (the statistics are the same)."""
+    if prec not in ("int8", "fp8"):
         return []
     d = os.path.join(work, f"calib-{name}")
     if not os.path.isdir(d):
@@ -481,11 +485,13 @@ def main():
     ap.add_argument("--profile", nargs="*", default=[],
                     help="MODEL=BATCH[:PRECISION]: per-step profile (default fp16)")
     ap.add_argument("--int8", action="store_true", help="also time precis int8 (random calibration)")
+    ap.add_argument("--fp8", action="store_true", help="also time precis fp8 (random calibration)")
     ap.add_argument("--int8-gemm", action="store_true", help="int8 GEMM 8192^3 vs torch._int_mm")
     ap.add_argument("--build", default="", help="build folder holding tests/cuda/bench_imma")
     a = ap.parse_args()
-    global INT8, PRECIS
+    global INT8, FP8, PRECIS
     INT8 = a.int8
+    FP8 = a.fp8
     PRECIS = os.path.abspath(a.precis)
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.work, exist_ok=True)
@@ -535,7 +541,8 @@ def main():
         for batch in batches[name]:
             iters = 200 if batch == 1 else 50 if batch <= 64 else 20
             ends = batch in (batches[name][0], batches[name][-1])
-            precs = ["fp16"] + (["int8"] if a.int8 else []) + (["fp32"] if a.fp32_speed and ends else [])
+            precs = ["fp16"] + (["int8"] if a.int8 else []) + (["fp8"] if a.fp8 else []) + (
+                ["fp32"] if a.fp32_speed and ends else [])
             for prec in precs:
                 try:
                     precis_speed(name, precis, path, names, shapes, batch, prec, iters, a.work)

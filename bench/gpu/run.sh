@@ -2,8 +2,8 @@
 # The CUDA backend on a GPU machine in one go: build (or use a carried build),
 # the CUDA tests against ref, and precis vs PyTorch side by side.
 #
-#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [metrics] [-- BENCH.PY OPTIONS]  (default: tests bench)
-# (ops: test_cuda_ops alone, the quick part of tests)
+#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [metrics] [-- BENCH.PY OPTIONS]  (default: tests
+#   bench; ops: test_cuda_ops and cli.fp8 only)
 #
 # Environment:
 #   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops,
@@ -84,12 +84,16 @@ for ph in "${phases[@]}"; do
     echo "== cli.cuda"
     (cd "$ROOT/tests/cli" && python3 test_cuda_cli.py "$PRECIS" "$BUILD/tests/cli/cuda_plan_stub") \
       || rc=1
+    echo "== cli.fp8"
+    (cd "$ROOT/tests/cli" && python3 test_fp8.py "$PRECIS") || rc=1
     ;;
-  ops)
+  ops)  # the kernel checks and the fp8 CLI checks only (a quick first look)
     echo "== cuda.ops: every CUDA impl vs ref"
     timeout 300 "$BUILD/tests/cuda/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1 || rc=1
     tail -n 1 "$OUT/test_cuda_ops.log"
     grep -B1 "CHECK failed" "$OUT/test_cuda_ops.log" | head -n 20
+    echo "== cli.fp8"
+    (cd "$ROOT/tests/cli" && python3 test_fp8.py "$PRECIS") || rc=1
     ;;
   bench)
     echo "== precis vs PyTorch"

@@ -61,7 +61,8 @@ typedef enum precis_dtype {
     PRECIS_FLOAT64 = 11,
     PRECIS_UINT32 = 12,
     PRECIS_UINT64 = 13,
-    PRECIS_BFLOAT16 = 16
+    PRECIS_BFLOAT16 = 16,
+    PRECIS_FLOAT8E4M3FN = 17 /* e4m3, finite only (max 448), ONNX FLOAT8E4M3FN */
 } precis_dtype;
 
 /* "float32", "int64", ... ; "undefined" for unknown values. Static string. */

@@ -21,7 +21,32 @@ static const pr_dtype_traits k_traits[PR_DTYPE_MAX + 1] = {
     [14] = {"complex64", NULL, 0, false, false, false},
     [15] = {"complex128", NULL, 0, false, false, false},
     [PRECIS_BFLOAT16] = {"bfloat16", NULL, 2, true, true, false},
+    [PRECIS_FLOAT8E4M3FN] = {"float8e4m3fn", NULL, 1, true, true, false},
 };
+
+float pr_e4m3_to_f32(uint8_t c) {
+    int ex = (c >> 3) & 15, m = c & 7;
+    float v = ex == 15 && m == 7 ? NAN : ex ? ldexpf(1.0f + (float)m / 8.0f, ex - 7)
+                                            : ldexpf((float)m, -9);
+    return (c & 0x80) ? -v : v;
+}
+
+uint8_t pr_f32_to_e4m3(float x) {
+    uint8_t sign = signbit(x) ? 0x80 : 0;
+    if (isnan(x)) return (uint8_t)(sign | 0x7f);
+    float a = fabsf(x);
+    if (a >= 448.0f) return (uint8_t)(sign | 0x7e); /* saturate (inf too) */
+    int ex;
+    (void)frexpf(a, &ex);                   /* a in [2^(ex-1), 2^ex) */
+    int e = ex - 1 < -6 ? -6 : ex - 1;      /* subnormals share 2^-6's quantum */
+    float r = nearbyintf(ldexpf(a, 3 - e)); /* units of the quantum 2^(e-3): exact, RNE */
+    r = ldexpf(r, e - 3);
+    if (r >= 448.0f) return (uint8_t)(sign | 0x7e);
+    if (r < 0x1p-6f) return (uint8_t)(sign | (uint8_t)ldexpf(r, 9)); /* subnormal or zero */
+    float f = frexpf(r, &ex);               /* r = f 2^ex, f in [0.5, 1) */
+    int mant = (int)((f * 2.0f - 1.0f) * 8.0f);
+    return (uint8_t)(sign | ((ex - 1 + 7) << 3) | mant);
+}
 
 static const pr_dtype_traits k_unknown = {"unknown", NULL, 0, false, false, false};
 
@@ -61,6 +86,7 @@ double pr_load_f64(const void *p, pr_dtype dt, int64_t i) {
     case PRECIS_INT64: return (double)((const int64_t *)p)[i];
     case PRECIS_UINT64: return (double)((const uint64_t *)p)[i];
     case PRECIS_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
+    case PRECIS_FLOAT8E4M3FN: return pr_e4m3_to_f32(((const uint8_t *)p)[i]);
     default: return 0.0;
     }
 }
@@ -93,6 +119,7 @@ void pr_store_f64(void *p, pr_dtype dt, int64_t i, double v) {
         ((uint64_t *)p)[i] = isnan(v) || v <= 0 ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
         break;
     case PRECIS_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case PRECIS_FLOAT8E4M3FN: ((uint8_t *)p)[i] = pr_f32_to_e4m3((float)v); break;
     default: break;
     }
 }

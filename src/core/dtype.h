@@ -11,7 +11,7 @@
 typedef precis_dtype pr_dtype;
 
 /* Type traits table, indexed by precis_dtype (0..PR_DTYPE_MAX). */
-#define PR_DTYPE_MAX 16
+#define PR_DTYPE_MAX 17
 typedef struct pr_dtype_traits {
     const char *name;     /* "float32" ... */
     const char *npy;      /* numpy descr without byte order, e.g. "f4"; NULL if none */
@@ -82,6 +82,15 @@ static inline uint16_t pr_f32_to_bf16(float f) {
     x += 0x7fff + ((x >> 16) & 1);
     return (uint16_t)(x >> 16);
 }
+
+/* FLOAT8E4M3FN (1 sign, 4 exponent bits of bias 7, 3 mantissa bits; no
+ * infinities; S.1111.111 is NaN; largest finite 448, smallest subnormal
+ * 2^-9). Decoding is exact. */
+float pr_e4m3_to_f32(uint8_t c);
+/* Round to nearest even, saturating: |x| beyond 448 (and +-inf) gives +-448,
+ * NaN gives NaN (0x7f with x's sign): ONNX's QuantizeLinear / Cast with
+ * saturate=1. */
+uint8_t pr_f32_to_e4m3(float x);
 
 /* "float32, int64" for a set of dtypes given as a mask of bits 1u << dt
  * (into buf, truncated to cap; returns buf). */

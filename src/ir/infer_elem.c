@@ -359,7 +359,9 @@ precis_status pr_infer_Dropout(pr_infer *ic) {
 
 /* ----------------------------------------------------------- quantization */
 
-#define T_Q (M_(PRECIS_UINT8) | M_(PRECIS_INT8) | M_(PRECIS_UINT16) | M_(PRECIS_INT16))
+#define T_Q                                                                                        \
+    (M_(PRECIS_UINT8) | M_(PRECIS_INT8) | M_(PRECIS_UINT16) | M_(PRECIS_INT16) |                   \
+     M_(PRECIS_FLOAT8E4M3FN))
 #define T_QS (M_(PRECIS_FLOAT32) | M_(PRECIS_FLOAT16) | M_(PRECIS_BFLOAT16))
 
 /* Scale (input 1) and zero point (input 2) against x (input 0): per tensor

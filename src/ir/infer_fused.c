@@ -104,6 +104,24 @@ precis_status pr_infer_Attention(pr_infer *ic) {
     }
     /* heads_bshd bit i (Q K V; 8: Y): stored with axes r-3 and r-2 swapped */
     const int64_t hb = pr_attr_int(ic->node, "heads_bshd", 0);
+    /* qkv_heads H: Q, K, V are thirds of P [..., S, 3HD], each stored [..., S, H, D] */
+    const int64_t qh = pr_attr_int(ic->node, "qkv_heads", 0);
+    if (qh) {
+        if ((hb & 7) != 7 || pr_attr_int(ic->node, "k_transposed", 0) || qh < 0)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE,
+                             "qkv_heads needs heads_bshd bits 0-2 and k_transposed 0");
+        for (int i = 0; i < 3; i++) {
+            int r = in[i].rank;
+            if (r < 0) continue;
+            int64_t c = in[i].dims[r - 1];
+            if (r < 2 || r + 1 > PR_MAX_RANK || (pr_dim_known(c) && c % (3 * qh)))
+                return pr_inferf(ic, PRECIS_ERR_SHAPE, "qkv_heads %lld: %s [.., %lld] is not "
+                                 "[.., S, 3 * heads * D]", (long long)qh, names[i], (long long)c);
+            in[i].dims[r - 1] = qh;
+            in[i].dims[r] = pr_dim_known(c) ? c / (3 * qh) : c;
+            in[i].rank = r + 1;
+        }
+    }
     for (int i = 0; i < 3; i++)
         if (hb >> i & 1) {
             int r = in[i].rank;
@@ -167,18 +185,20 @@ precis_status pr_infer_Reorder(pr_infer *ic) {
 /* ------------------------------------------------------------------ INT8 */
 
 static bool q8(pr_dtype d) { return d == PRECIS_INT8 || d == PRECIS_UINT8; }
+static bool f8(pr_dtype d) { return d == PRECIS_FLOAT8E4M3FN; }
 
-/* Output dtype from attribute y_type (absent / 1: float32; 3: int8; 2: uint8)
- * and its scale; -1 (error set) when invalid. */
+/* Output dtype from attribute y_type (absent / 1: float32; 3: int8; 2: uint8;
+ * 17: float8e4m3fn, QMatMul only) and its scale; -1 (error set) when invalid. */
 static int q_out_type(pr_infer *ic, pr_dtype *dt) {
     int64_t yt = pr_attr_int(ic->node, "y_type", PRECIS_FLOAT32);
     if (yt == PRECIS_FLOAT32) {
         *dt = PRECIS_FLOAT32;
         return 0;
     }
-    if (yt != PRECIS_INT8 && yt != PRECIS_UINT8) {
-        pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "y_type %lld is not float, int8 or uint8",
-                  (long long)yt);
+    if (yt != PRECIS_INT8 && yt != PRECIS_UINT8 &&
+        !(yt == PRECIS_FLOAT8E4M3FN && ic->node->op == PR_OP_QMatMul)) {
+        pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "y_type %lld is not float, int8 or uint8%s",
+                  (long long)yt, ic->node->op == PR_OP_QMatMul ? " or float8e4m3fn" : "");
         return -1;
     }
     float ys = pr_attr_float(ic->node, "y_scale", 0.0f);
@@ -267,8 +287,10 @@ precis_status pr_infer_QMatMul(pr_infer *ic) {
     if (st) return st;
     if ((st = pr_infer_need_input(ic, 0, "A")) || (st = pr_infer_need_input(ic, 1, "B")))
         return st;
-    if (!q8(ic->in[0].dtype) || !q8(ic->in[1].dtype))
-        return pr_inferf(ic, PRECIS_ERR_SHAPE, "A and B must be int8/uint8, got %s, %s",
+    if (!(q8(ic->in[0].dtype) && q8(ic->in[1].dtype)) &&
+        !(f8(ic->in[0].dtype) && f8(ic->in[1].dtype)))
+        return pr_inferf(ic, PRECIS_ERR_SHAPE,
+                         "A and B must be int8/uint8 (or both float8e4m3fn), got %s, %s",
                          pr_dtype_name(ic->in[0].dtype), pr_dtype_name(ic->in[1].dtype));
     if ((st = q_scale_attr(ic, "a_scale"))) return st;
     pr_tinfo ab[2];

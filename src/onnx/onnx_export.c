@@ -681,6 +681,9 @@ precis_status pr_onnx_save_memory(const pr_graph *g, void **out, size_t *len, pr
     x.e = e;
     int64_t v = pr_graph_opset(g, "");
     x.opset = v > 13 ? v : 13;
+    /* float8 tensors (an fp8 QDQ graph) need QuantizeLinear / DequantizeLinear 19 */
+    for (int t = 0; t < g->n_tensors && x.opset < 19; t++)
+        if (g->tensors[t].dtype == PRECIS_FLOAT8E4M3FN) x.opset = 19;
     x.a = pr_arena_create();
     size_t nt = (size_t)(g->n_tensors > 0 ? g->n_tensors : 1);
     x.tname = calloc(nt, sizeof *x.tname);

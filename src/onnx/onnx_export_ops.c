@@ -38,7 +38,9 @@
  * (float16/bfloat16 inputs normalized in float32, as stash_type 1), then
  * Mul scale, Add bias; HardSwish (14) -> x * HardSigmoid(1/6, 1/2); Mish (18)
  * -> x * Tanh(Softplus(x)). The exported opset is never raised: a file that
- * declares max(13, the model's opset) keeps every other node's definition.
+ * declares max(13, the model's opset) keeps every other node's definition
+ * (but a graph with float8 tensors, an fp8 QDQ model, is written at 19 at
+ * least: the first opset with float8 QuantizeLinear / DequantizeLinear).
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -282,7 +282,8 @@ precis_status pr_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *wha
     case PRECIS_UINT8:
     case PRECIS_BOOL:
     case PRECIS_FLOAT16:
-    case PRECIS_BFLOAT16: have = tp->n_int32_data; break;
+    case PRECIS_BFLOAT16:
+    case PRECIS_FLOAT8E4M3FN: have = tp->n_int32_data; break;
     default:
         return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "%s: data type %s (%d) is not supported", what,
                        pr_dtype_name(dt), (int)tp->data_type);
@@ -323,6 +324,7 @@ precis_status pr_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *wha
         break;
     case PRECIS_INT8:
     case PRECIS_UINT8:
+    case PRECIS_FLOAT8E4M3FN:
         for (size_t i = 0; i < n; i++) ((uint8_t *)d)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
         break;
     case PRECIS_BOOL:

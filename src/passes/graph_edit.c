@@ -888,7 +888,8 @@ bool pr_const_scalar(const pr_graph *g, int t, float *v) {
     case PRECIS_INT32:
     case PRECIS_INT64:
     case PRECIS_UINT32:
-    case PRECIS_UINT64: pr_ref_to_f32(x->data, x->dtype, 1, v); return true;
+    case PRECIS_UINT64:
+    case PRECIS_FLOAT8E4M3FN: pr_ref_to_f32(x->data, x->dtype, 1, v); return true;
     default: return false;
     }
 }

@@ -38,12 +38,16 @@ precis_status pr_prec_stamp(pr_graph *g, const pr_prec_rules *rs, pr_dtype dflt,
     precis_status st = pr_rules_check(&now, g, e);
     free(now.r);
     if (st) return st;
-    for (int i = 0; i < rs->n; i++)
-        if (rs->r[i].type == PRECIS_INT8 && dflt != PRECIS_INT8)
+    for (int i = 0; i < rs->n; i++) {
+        pr_dtype t = rs->r[i].type;
+        if ((t == PRECIS_INT8 || t == PRECIS_FLOAT8E4M3FN) && dflt != t) {
+            const char *tn = t == PRECIS_INT8 ? "int8" : "fp8";
             return pr_errf(e, PRECIS_ERR_INVALID_ARG,
-                           "%s: rule '%s' asks for int8: build with --precision int8 (and "
+                           "%s: rule '%s' asks for %s: build with --precision %s (and "
                            "calibration data), then keep other nodes float with rules",
-                           rs->r[i].source, rs->r[i].text);
+                           rs->r[i].source, rs->r[i].text, tn, tn);
+        }
+    }
     pr_prec_plan *p = pr_arena_alloc(g->arena, sizeof *p);
     if (!p) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     memset(p, 0, sizeof *p);
@@ -155,7 +159,8 @@ bool pr_prec_fusable_f32(pr_graph *g, int ni, const int *nodes, int n, int out_n
         const pr_node *x = &g->nodes[nodes[i]];
         if (nodes[i] == ni || pr_prec_effective(g, x) == c) continue;
         if (nodes[i] == f32 && pr_prec_effective(g, x) == PRECIS_FLOAT32 &&
-            (c == PRECIS_FLOAT16 || c == PRECIS_BFLOAT16 || c == PRECIS_INT8))
+            (c == PRECIS_FLOAT16 || c == PRECIS_BFLOAT16 || c == PRECIS_INT8 ||
+             c == PRECIS_FLOAT8E4M3FN))
             continue; /* the fused kernel computes this part in float32 anyway */
         note2(g, h, x, "not fused: '%s' (%s) asks %s, '%s' (%s) %s", h->name, h->op_type,
               pr_prec_type_name(c), x->name, x->op_type, pr_prec_type_name(pr_prec_effective(g, x)));

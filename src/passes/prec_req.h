@@ -46,7 +46,8 @@ typedef struct pr_prec_plan {
     int n;
     pr_prec_late *late;
     int n_late;
-    pr_dtype dflt;       /* the build's precision: FLOAT32, BFLOAT16, FLOAT16 or INT8 */
+    pr_dtype dflt;       /* the build's precision: FLOAT32, BFLOAT16, FLOAT16, INT8 or
+                          * FLOAT8E4M3FN */
     int n_rules;         /* rules applied (0: the report has no requests) */
 } pr_prec_plan;
 
@@ -99,7 +100,7 @@ static inline bool pr_prec_is_float(pr_dtype t) {
     return t == PRECIS_FLOAT32 || t == PRECIS_BFLOAT16 || t == PRECIS_FLOAT16;
 }
 
-/* "fp32", "fp16", "bf16", "int8", else the dtype's name, for messages. */
+/* "fp32", "fp16", "bf16", "int8", "fp8", else the dtype's name, for messages. */
 const char *pr_prec_type_name(pr_dtype t);
 
 /* Does g carry any request (compute or output) at all? */

@@ -18,7 +18,8 @@ static const struct {
 } k_types[] = {{"fp32", PRECIS_FLOAT32},
                {"fp16", PRECIS_FLOAT16},
                {"bf16", PRECIS_BFLOAT16},
-               {"int8", PRECIS_INT8}};
+               {"int8", PRECIS_INT8},
+               {"fp8", PRECIS_FLOAT8E4M3FN}};
 
 const char *pr_rule_type_name(pr_dtype t) {
     for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++)

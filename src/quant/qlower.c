@@ -30,8 +30,8 @@ static int dq_of(const pr_graph *g, int t, int *q, float *s) {
     if (n->op != PR_OP_DequantizeLinear) return -1;
     int x = pr_node_in(n, 0), sc = pr_node_in(n, 1), zp = pr_node_in(n, 2);
     float z = 0;
-    if (x < 0 || (g->tensors[x].dtype != PRECIS_INT8 && g->tensors[x].dtype != PRECIS_UINT8))
-        return -1;
+    pr_dtype xd = x < 0 ? PRECIS_UNDEFINED : g->tensors[x].dtype;
+    if (xd != PRECIS_INT8 && xd != PRECIS_UINT8 && xd != PRECIS_FLOAT8E4M3FN) return -1;
     if (!pr_const_scalar(g, sc, s) || !(*s > 0.0f)) return -1;
     if (zp >= 0 && (!pr_const_scalar(g, zp, &z) || z != 0.0f)) return -1;
     *q = x;
@@ -73,7 +73,7 @@ static int q_after(const pr_graph *g, const pr_uses *u, int y, float *s, pr_dtyp
     if (!pr_const_scalar(g, pr_node_in(n, 1), s) || !(*s > 0.0f) || out < 0) return -1;
     if (zp >= 0 && (!pr_const_scalar(g, zp, &z) || z != 0.0f)) return -1;
     *dt = g->tensors[out].dtype;
-    if (*dt != PRECIS_INT8 && *dt != PRECIS_UINT8) return -1;
+    if (*dt != PRECIS_INT8 && *dt != PRECIS_UINT8 && *dt != PRECIS_FLOAT8E4M3FN) return -1;
     return c;
 }
 
@@ -97,11 +97,18 @@ static precis_status lower_compute(pr_graph *g, pr_uses *u, int ni, bool *done, 
     int w = pr_node_in(n, 1);
     int axis = conv ? 0 : (pr_attr_int(n, "transB", 0) ? 0 : 1);
     if (dq_weight(g, w, axis, &wq, &wscale) < 0) {
-        if (conv || pr_attr_int(n, "transB", 0) || dq_of(g, w, &wq, &bs) < 0) return PRECIS_OK;
+        /* per-tensor B: an int8 activation, or fp8 weights (transB too) */
+        if (conv || dq_of(g, w, &wq, &bs) < 0) return PRECIS_OK;
+        bool f8w = g->tensors[wq].dtype == PRECIS_FLOAT8E4M3FN;
+        if (pr_attr_int(n, "transB", 0) && !f8w) return PRECIS_OK;
+        if (f8w != (g->tensors[xq].dtype == PRECIS_FLOAT8E4M3FN)) return PRECIS_OK;
+    } else if (g->tensors[xq].dtype == PRECIS_FLOAT8E4M3FN) {
+        return PRECIS_OK;
     }
     int bias = conv || n->op == PR_OP_FusedMatMul ? pr_node_in(n, 2) : -1;
     int z = conv || n->op == PR_OP_FusedMatMul ? pr_node_in(n, 3) : -1;
-    if (z >= 0 && dq_of(g, z, &zq, &zs) < 0) zq = -1;
+    if (z >= 0 && (dq_of(g, z, &zq, &zs) < 0 || g->tensors[zq].dtype == PRECIS_FLOAT8E4M3FN))
+        zq = -1; /* an fp8 residual is read dequantized */
     float ys = 0;
     pr_dtype yt = PRECIS_FLOAT32;
     int qn = q_after(g, u, pr_node_out(n, 0), &ys, &yt);
@@ -192,6 +199,7 @@ static precis_status lower_elem(pr_graph *g, pr_uses *u, int ni, bool *done, pr_
     for (int j = 0; j < nin; j++) {
         int t = n->inputs[j];
         if (dq_of(g, t, &qin[j], &sc[j]) >= 0) {
+            if (g->tensors[qin[j]].dtype == PRECIS_FLOAT8E4M3FN) return PRECIS_OK; /* no fp8 QBinary */
             nq++;
         } else {
             if (!bin || t < 0 || g->tensors[t].dtype != PRECIS_FLOAT32) return PRECIS_OK;
@@ -258,7 +266,7 @@ static int conv_node(pr_graph *g, pr_op op, int q, int scale, int zp, int out, i
     char nm[640];
     snprintf(nm, sizeof nm, "%s/%s", g->tensors[q].name,
              op == PR_OP_QuantizeLinear ? "QuantizeLinear" : "DequantizeLinear");
-    int ni = pr_node_new(g, op, 13, nm, 3, 1, e);
+    int ni = pr_node_new(g, op, g->tensors[zp].dtype == PRECIS_FLOAT8E4M3FN ? 19 : 13, nm, 3, 1, e);
     if (ni < 0) return -1;
     g->nodes[ni].inputs[0] = q;
     g->nodes[ni].inputs[1] = scale;
@@ -288,14 +296,18 @@ static int dequantized_init(pr_graph *g, int q, int sc, int axis, pr_err *e) {
     const pr_tensor *Q = &g->tensors[q], *S = &g->tensors[sc];
     int64_t n = pr_numel(Q->rank, Q->dims), C = Q->dims[axis], inner = 1;
     for (int i = axis + 1; i < Q->rank; i++) inner *= Q->dims[i];
-    if (S->rank != 1 || S->dims[0] != C || S->dtype != PRECIS_FLOAT32)
+    bool one = S->rank == 1 && S->dims[0] == 1; /* per tensor (fp8 weights) */
+    if (S->rank != 1 || (S->dims[0] != C && !one) || S->dtype != PRECIS_FLOAT32)
         return pr_errf(e, PRECIS_ERR_INTERNAL, "'%s': scale does not match its weights",
                        Q->name), -1;
     float *d = pr_edit_alloc((size_t)(n ? n : 1) * sizeof(float));
     if (!d) return pr_errf(e, PRECIS_ERR_OOM, "out of memory"), -1;
     const int8_t *qv = Q->data;
     const float *sv = S->data;
-    for (int64_t i = 0; i < n; i++) d[i] = (float)qv[i] * sv[(i / inner) % C];
+    for (int64_t i = 0; i < n; i++) {
+        float v = Q->dtype == PRECIS_FLOAT8E4M3FN ? pr_e4m3_to_f32((uint8_t)qv[i]) : (float)qv[i];
+        d[i] = v * sv[one ? 0 : (i / inner) % C];
+    }
     int64_t dims[PR_MAX_RANK];
     memcpy(dims, Q->dims, sizeof dims);
     char nm[600];
@@ -397,10 +409,14 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, bool cuda, pr_err *e) 
     precis_status st = pr_uses_build(g, &u, e);
     if (st) return st;
     int n_compute = 0, n_pass = 0, n_elem = 0, n_dropped = 0;
+    /* the build's quantized type: int8, or fp8 (stamped by pr_prec_stamp) */
+    pr_dtype qt = g->prec && g->prec->dflt == PRECIS_FLOAT8E4M3FN ? PRECIS_FLOAT8E4M3FN
+                                                                   : PRECIS_INT8;
+    const char *qn = qt == PRECIS_INT8 ? "int8" : "fp8";
     for (int i = 0; i < g->n_nodes; i++) {
         if (pr_node_dead(&g->nodes[i])) continue;
         /* a precision rule keeps it float: its DQ inputs and Q output stay steps of their own */
-        if (g->prec && pr_prec_effective(g, &g->nodes[i]) != PRECIS_INT8) continue;
+        if (g->prec && pr_prec_effective(g, &g->nodes[i]) != qt) continue;
         bool done = false;
         if ((st = lower_compute(g, &u, i, &done, e))) goto out;
         if (done) {
@@ -445,15 +461,15 @@ precis_status pr_quantize_lower(pr_graph *g, int verbose, bool cuda, pr_err *e) 
         if (!cuda) runs = pr_cpu_find_impl(g, n) != NULL;
         if (runs) continue;
         if (verbose)
-            fprintf(stderr, "precis: int8: node '%s' (%s) has no int8 %s kernel: stays float\n",
-                    n->name, n->op_type, cuda ? "CUDA" : "CPU");
+            fprintf(stderr, "precis: %s: node '%s' (%s) has no %s %s kernel: stays float\n", qn,
+                    n->name, n->op_type, qn, cuda ? "CUDA" : "CPU");
         st = unlower(g, i, e);
         n_back++;
     }
     if (!st) st = pr_graph_compact(g, e);
     if (!st && verbose)
-        fprintf(stderr, "precis: int8 lowering: %d compute nodes (%d back to float), %d "
-                "pass-through, %d elementwise/pool, %d Q/DQ dropped\n", n_compute, n_back, n_pass,
+        fprintf(stderr, "precis: %s lowering: %d compute nodes (%d back to float), %d "
+                "pass-through, %d elementwise/pool, %d Q/DQ dropped\n", qn, n_compute, n_back, n_pass,
                 n_elem, n_dropped);
 out:
     pr_uses_free(&u);

@@ -10,6 +10,8 @@
 #include "passes/prec_req.h"
 
 #define Q_OPSET 13
+#define Q_OPSET_FP8 19 /* QuantizeLinear / DequantizeLinear with float8 types */
+#define E4M3_MAX 448.0f
 /* weight channels whose largest |w| is below this quantize to zeros */
 #define PR_W_AMAX_MIN 1e-30f
 
@@ -44,9 +46,12 @@ static bool activation(const pr_graph *g, int t) {
            g->tensors[t].rank >= 0;
 }
 
-/* A precision rule keeps n in a float type (int8 builds stamp every graph). */
-static bool keep_float(const pr_graph *g, const pr_node *n) {
-    return g->prec && pr_prec_effective(g, n) != PRECIS_INT8;
+static bool is_fp8(const pr_quant_opts *o) { return o->qtype == PRECIS_FLOAT8E4M3FN; }
+static pr_dtype qtype_of(const pr_quant_opts *o) { return is_fp8(o) ? o->qtype : PRECIS_INT8; }
+
+/* A precision rule keeps n in a float type (int8 / fp8 builds stamp every graph). */
+static bool keep_float(const pr_graph *g, const pr_node *n, pr_dtype qt) {
+    return g->prec && pr_prec_effective(g, n) != qt;
 }
 
 static bool f32_init(const pr_graph *g, int t) {
@@ -61,13 +66,14 @@ typedef struct qcompute {
     bool elem;
 } qcompute;
 
-static bool compute_node(const pr_graph *g, const pr_node *n, qcompute *q) {
+static bool compute_node(const pr_graph *g, const pr_node *n, bool fp8, qcompute *q) {
     q->a = q->b = q->w = -1;
     q->w_axis = 0;
     q->elem = false;
     int x = pr_node_in(n, 0), y = pr_node_in(n, 1);
     if (!activation(g, x)) return false;
     if (n->op == PR_OP_FusedConv) {
+        if (fp8) return false; /* fp8: linear layers only */
         if (!f32_init(g, y) || g->tensors[y].rank != 4 || g->tensors[x].rank != 4) return false;
         q->a = x;
         q->w = y;
@@ -82,7 +88,7 @@ static bool compute_node(const pr_graph *g, const pr_node *n, qcompute *q) {
         q->w_axis = tb ? 0 : 1;
         return true;
     }
-    if (activation(g, y) && !tb) {
+    if (activation(g, y) && !tb && !fp8) {
         q->b = y;
         return true;
     }
@@ -180,7 +186,8 @@ static void uf_join(int *p, int a, int b) {
 /* Node op(in0, scale, zp [axis]) -> out, marked as inserted by precis. */
 static int qdq_node(pr_graph *g, pr_op op, const char *name, int in0, int scale, int zp, int out,
                     int axis, pr_err *e) {
-    int ni = pr_node_new(g, op, Q_OPSET, name, 3, 1, e);
+    bool f8 = g->tensors[zp].dtype == PRECIS_FLOAT8E4M3FN;
+    int ni = pr_node_new(g, op, f8 ? Q_OPSET_FP8 : Q_OPSET, name, 3, 1, e);
     if (ni < 0) return -1;
     pr_node *n = &g->nodes[ni];
     n->inputs[0] = in0;
@@ -240,6 +247,47 @@ static precis_status quantize_tensor(pr_graph *g, int t, float s, pr_dtype dt, b
     if (qdq_node(g, PR_OP_QuantizeLinear, nm, t, sc, zp, tq, -1, e) < 0) return e->status;
     snprintf(nm, sizeof nm, "%s/DequantizeLinear", base);
     if (qdq_node(g, PR_OP_DequantizeLinear, nm, tq, sc, zp, tdq, -1, e) < 0) return e->status;
+    return PRECIS_OK;
+}
+
+static float amax_f32(const pr_tensor *W) {
+    const float *src = W->data;
+    float amax = 0;
+    for (int64_t i = 0, n = pr_numel(W->rank, W->dims); i < n; i++)
+        if (fabsf(src[i]) > amax) amax = fabsf(src[i]);
+    return amax;
+}
+
+/* Weight initializer w of node ni (input slot): e4m3 with one scale
+ * (amax / 448; amax the largest |w| of w and its siblings: quantize.h)
+ * through a per-tensor DequantizeLinear. */
+static precis_status quantize_weight_fp8(pr_graph *g, int ni, int slot, int w, float amax,
+                                         pr_err *e) {
+    const pr_tensor *W = &g->tensors[w];
+    int rank = W->rank;
+    int64_t dims[PR_MAX_RANK];
+    memcpy(dims, W->dims, sizeof dims);
+    int64_t n = pr_numel(rank, dims);
+    const float *src = W->data;
+    uint8_t *q = pr_edit_alloc((size_t)(n ? n : 1));
+    if (!q) return pr_errf(e, PRECIS_ERR_OOM, "out of memory quantizing '%s'", W->name);
+    float s = amax >= PR_W_AMAX_MIN && isfinite(amax) ? amax / E4M3_MAX : 1.0f;
+    for (int64_t i = 0; i < n; i++) q[i] = pr_f32_to_e4m3(src[i] / s);
+    char base[600], nm[640];
+    snprintf(base, sizeof base, "%s", W->name);
+    int tq = pr_graph_add_init(g, join(nm, sizeof nm, base, "/quantized"), PRECIS_FLOAT8E4M3FN,
+                               rank, dims, q, e);
+    int ts = tq < 0 ? -1
+                    : scalar_init(g, join(nm, sizeof nm, base, "/scale"), PRECIS_FLOAT32, s, e);
+    int tz = ts < 0 ? -1
+                    : scalar_init(g, join(nm, sizeof nm, base, "/zero_point"),
+                                  PRECIS_FLOAT8E4M3FN, 0, e);
+    int tdq = tz < 0 ? -1
+                     : pr_graph_new_tensor(g, base, "/dequantized", PRECIS_FLOAT32, rank, dims, e);
+    if (tdq < 0) return e->status;
+    snprintf(nm, sizeof nm, "%s/DequantizeLinear", base);
+    if (qdq_node(g, PR_OP_DequantizeLinear, nm, tq, ts, tz, tdq, -1, e) < 0) return e->status;
+    g->nodes[ni].inputs[slot] = tdq;
     return PRECIS_OK;
 }
 
@@ -476,6 +524,9 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     smoothed *sm = NULL;
     int n_sm = 0;
     precis_status st = PRECIS_OK;
+    bool fp8 = is_fp8(o);
+    pr_dtype qt = qtype_of(o);
+    const char *qn = fp8 ? "fp8" : "int8";
     if (!want || !uf || !qc || !isq || !gmax || !gneg || !fsrc) {
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         goto done;
@@ -485,12 +536,13 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     /* 1. compute nodes and the activations they read */
     for (int i = 0; i < nn; i++) {
         const pr_node *n = &g->nodes[i];
-        if (!pr_node_dead(n) && keep_float(g, n)) { /* a precision rule asks for a float type */
-            if (compute_node(g, n, &qc[i])) r.float_nodes++;
+        if (!pr_node_dead(n) && keep_float(g, n, qt)) { /* a rule asks for a float type */
+            if (compute_node(g, n, fp8, &qc[i])) r.float_nodes++;
             qc[i] = (qcompute){-1, -1, -1, 0, false};
             continue;
         }
-        if (!pr_node_dead(n) && !compute_node(g, n, &qc[i]) && elem_node(g, &u, n, &qc[i])) {
+        if (!pr_node_dead(n) && !fp8 && !compute_node(g, n, fp8, &qc[i]) &&
+            elem_node(g, &u, n, &qc[i])) {
             /* elementwise / pooling: int8 when every activation operand has statistics */
             if ((qc[i].a < 0 || pr_calib_find(o->stats, g->tensors[qc[i].a].name) >= 0) &&
                 (qc[i].b < 0 || pr_calib_find(o->stats, g->tensors[qc[i].b].name) >= 0)) {
@@ -503,18 +555,19 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
             }
             continue;
         }
-        if (pr_node_dead(n) || !compute_node(g, n, &qc[i])) {
+        if (pr_node_dead(n) || !compute_node(g, n, fp8, &qc[i])) {
             bool attn = n->op == PR_OP_Attention; /* its products read activations only */
             if (!pr_node_dead(n) && (n->op == PR_OP_FusedConv || n->op == PR_OP_FusedMatMul ||
                                      n->op == PR_OP_MatMul || n->op == PR_OP_Conv || attn)) {
                 r.float_nodes++;
                 if (o->verbose)
-                    fprintf(stderr, "precis: int8: node '%s' (%s) stays float (%s)\n", n->name,
-                            n->op_type, attn ? "no int8 attention kernel" : "operands");
-                pr_prec_note(g, n, "%s", attn ? "no int8 attention kernel"
-                                              : "its operands have no int8 form (not constant weights)");
+                    fprintf(stderr, "precis: %s: node '%s' (%s) stays float (%s)\n", qn, n->name,
+                            n->op_type, attn ? "no quantized attention kernel" : "operands");
+                pr_prec_note(g, n, "%s", attn ? "no quantized attention kernel"
+                                     : fp8 ? "fp8 takes linear layers with constant weights only"
+                                           : "its operands have no int8 form (not constant weights)");
             } else if (!pr_node_dead(n) && !pr_quant_passthrough(g, n, NULL)) {
-                pr_prec_note(g, n, "no int8 kernel for %s", n->op_type);
+                pr_prec_note(g, n, "no %s kernel for %s", qn, n->op_type);
             }
             continue;
         }
@@ -527,8 +580,8 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
             pr_prec_note(g, n, "no calibration data for its input");
             r.float_nodes++;
             if (o->verbose)
-                fprintf(stderr, "precis: int8: node '%s' (%s) stays float (no calibration data "
-                        "for its input)\n", n->name, n->op_type);
+                fprintf(stderr, "precis: %s: node '%s' (%s) stays float (no calibration data "
+                        "for its input)\n", qn, n->name, n->op_type);
             continue;
         }
         isq[i] = true;
@@ -537,7 +590,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         int z = n->op == PR_OP_FusedConv ? pr_node_in(n, 3) : -1, zp; /* X, W, B, Z */
         if (o->signed_only && z >= 0 && activation(g, z) &&
             (zp = g->tensors[z].producer) >= 0 && g->nodes[zp].op == PR_OP_FusedConv &&
-            !keep_float(g, &g->nodes[zp]) &&
+            !keep_float(g, &g->nodes[zp], qt) &&
             (g->nodes[zp].req_output == PRECIS_UNDEFINED ||
              g->nodes[zp].req_output == PRECIS_INT8) &&
             pr_calib_find(o->stats, g->tensors[z].name) >= 0)
@@ -548,17 +601,20 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     for (int i = 0; i < nn; i++) {
         const pr_node *n = &g->nodes[i];
         int y = pr_node_out(n, 0);
-        if (!isq[i] || n->req_output != PRECIS_INT8 || !activation(g, y)) continue;
+        if (!isq[i] || n->req_output != qt || !activation(g, y)) continue;
         if (pr_calib_find(o->stats, g->tensors[y].name) >= 0) want[y] = 1;
         else pr_prec_note(g, n, "no calibration data for its output");
     }
-    /* 2. backwards through pass-through nodes whose output is wanted */
-    for (bool changed = true; changed;) {
+    /* 2. backwards through pass-through nodes whose output is wanted (not fp8: e4m3
+     * tensors feed the FP8 GEMMs only; a head-merge Transpose stays fp16, where the
+     * cuda attention folds it into its store) */
+    for (bool changed = !fp8; changed;) {
         changed = false;
         for (int i = nn - 1; i >= 0; i--) {
             const pr_node *n = &g->nodes[i];
             int nd;
-            if (pr_node_dead(n) || keep_float(g, n) || !pr_quant_passthrough(g, n, &nd)) continue;
+            if (pr_node_dead(n) || keep_float(g, n, qt) || !pr_quant_passthrough(g, n, &nd))
+                continue;
             bool out_wanted = false;
             for (int j = 0; j < n->n_outputs; j++)
                 if (n->outputs[j] >= 0 && want[n->outputs[j]]) out_wanted = true;
@@ -630,19 +686,29 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
         if (!isq[i] || qc[i].elem) continue;
         r.compute_nodes++;
         if (qc[i].w >= 0) {
-            if ((st = quantize_weight(g, i, 1, qc[i].w, qc[i].w_axis, e))) goto done;
+            /* fp8: linear layers reading one activation (Q, K, V) share one weight scale,
+             * so that the cuda plan can run them as one GEMM (pass_attn_heads.c) */
+            float amax = 0;
+            for (int j = 0; fp8 && j < nn; j++)
+                if (isq[j] && !qc[j].elem && qc[j].w >= 0 && qc[j].a == qc[i].a) {
+                    float aj = amax_f32(&g->tensors[qc[j].w]);
+                    if (aj > amax) amax = aj;
+                }
+            st = fp8 ? quantize_weight_fp8(g, i, 1, qc[i].w, amax, e)
+                     : quantize_weight(g, i, 1, qc[i].w, qc[i].w_axis, e);
+            if (st) goto done;
             r.weights++;
         }
     }
     for (int t = 0; t < nt; t++) {
         if (!want[t]) continue;
         int root = uf_find(uf, t);
-        pr_dtype dt = gneg[root] || o->signed_only ? PRECIS_INT8 : PRECIS_UINT8;
+        pr_dtype dt = fp8 ? qt : gneg[root] || o->signed_only ? PRECIS_INT8 : PRECIS_UINT8;
         float amax = gmax[root];
-        float s = amax > 0.0f && isfinite(amax) ? amax / (dt == PRECIS_INT8 ? 127.0f : 255.0f)
-                                                : 1.0f;
+        float qmax = fp8 ? E4M3_MAX : dt == PRECIS_INT8 ? 127.0f : 255.0f;
+        float s = amax > 0.0f && isfinite(amax) ? amax / qmax : 1.0f;
         if (o->verbose > 1)
-            fprintf(stderr, "precis: int8: tensor '%s' %s scale %g (amax %g)\n",
+            fprintf(stderr, "precis: %s: tensor '%s' %s scale %g (amax %g)\n", qn,
                     g->tensors[t].name, pr_dtype_name(dt), (double)s, (double)amax);
         /* an int8 producer's (or int8 pass-through's) float output vanishes */
         if ((st = quantize_tensor(g, t, s, dt, fsrc[t], e))) goto done;

@@ -64,6 +64,14 @@ typedef struct pr_quant_opts {
      * scale of x / s is its max (from the per-channel maxima). In the QDQ
      * graph: x -> Mul(1 / s) -> Q -> DQ -> MatMul(DQ(W'_q)). */
     float smooth_alpha, smooth_spread;
+    /* PRECIS_INT8 (0 reads as int8), or PRECIS_FLOAT8E4M3FN: only MatMul /
+     * FusedMatMul with constant rank-2 weights are quantized (no convs, no
+     * elementwise / pooling nodes, no activation x activation products), their
+     * activations and weights e4m3 with one scale each (amax / 448; weights per
+     * tensor: cuBLASLt's FP8 GEMMs on sm_90 take scalar scales; linear layers that
+     * read one activation, such as Q, K and V, share their weights' scale), Q/DQ of
+     * opset 19, quantized right before the linear layers (no pass-through runs e4m3) */
+    pr_dtype qtype;
 } pr_quant_opts;
 
 /* Defaults (precis build): alpha 0.8, spread 4 (MiniLM's FFN and QKV inputs

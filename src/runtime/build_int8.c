@@ -150,7 +150,8 @@ static precis_status calibrate(precis_ctx *ctx, const char *onnx_path,
                                pr_calib_source *src, int batches, pr_calib_stats *stats,
                                pr_err *err) {
     precis_build_options fo = {0};
-    fo.precision = "fp32";
+    /* fp32 on the cpu; "fp8" only stamps the fp8 rules (pr_build_engine) */
+    fo.precision = o->precision && !strcmp(o->precision, "fp8") ? "fp8" : "fp32";
     fo.backend = "cpu";
     fo.num_threads = o->num_threads;
     fo.shapes = o->shapes;
@@ -267,10 +268,15 @@ static bool file_exists(const char *p) {
 }
 
 precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
-                            pr_graph *g, bool lower, bool cuda, pr_err *err) {
+                            pr_graph *g, pr_dtype qtype, bool lower, bool cuda, pr_err *err) {
+    bool fp8 = qtype == PRECIS_FLOAT8E4M3FN;
+    const char *qn = fp8 ? "fp8" : "int8";
     /* default percentile 99.99: entropy (TensorRT's default) collapses PP-OCRv4 rec
      * (CER 100%) and loses to percentile/minmax/mse on the other zoo models (NOTES.md) */
     pr_calib_cfg cfg = {PR_CALIB_PERCENTILE, o->percentile};
+    /* fp8: max |x| (e4m3's relative step is the same over its range, so clipping
+     * outliers buys little; TensorRT's FP8 recipe calibrates the max too) */
+    if (fp8 && !o->calibrator) cfg.method = PR_CALIB_MINMAX;
     if (o->calibrator && !pr_calibrator_parse(o->calibrator, &cfg.method))
         return pr_errf(err, PRECIS_ERR_INVALID_ARG,
                        "unknown calibrator '%s' (minmax, entropy, percentile or mse)",
@@ -284,8 +290,8 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
     bool have_cache = file_exists(o->calib_cache);
     if (!o->calib_data && !have_cache)
         return pr_errf(err, PRECIS_ERR_INVALID_ARG,
-                       "int8 needs calibration data (--calib-data) or an existing calibration "
-                       "cache (--calib-cache)");
+                       "%s needs calibration data (--calib-data) or an existing calibration "
+                       "cache (--calib-cache)", qn);
     pr_calib_key key = {0};
     key.preprocess = o->calib_preprocess ? o->calib_preprocess : "";
     precis_status st = hash_file(onnx_path, &key.model, err);
@@ -326,7 +332,7 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
         int n_miss = got.graph == key.graph ? 0 : missing_stats(g, stats, &miss);
         /* a cache from before smoothing lacks the per-channel maxima: recalibrate when the
          * data is here (else those tensors are quantized unsmoothed) */
-        int n_chan = !n_miss && src && o->smooth >= 0 ? missing_channels(g, stats, &miss) : 0;
+        int n_chan = !n_miss && src && o->smooth >= 0 && !fp8 ? missing_channels(g, stats, &miss) : 0;
         if (n_miss && !src) {
             st = pr_errf(err, PRECIS_ERR_INVALID_ARG,
                          "calibration cache '%s' was made for another optimized graph (other "
@@ -372,15 +378,19 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
         if (o->calib_cache && (st = pr_calib_cache_save(stats, &key, o->calib_cache, err)))
             goto done;
     }
+    /* fp8: no smoothing (e4m3's exponent covers outlier channels; the Mul would be a
+     * step of its own on cuda) */
     pr_quant_opts qo = {stats, cfg, o->verbose, cuda,
-                        o->smooth < 0 ? 0.0f : o->smooth > 0 ? (float)o->smooth : PR_SMOOTH_ALPHA,
-                        PR_SMOOTH_SPREAD};
+                        fp8 || o->smooth < 0 ? 0.0f
+                        : o->smooth > 0      ? (float)o->smooth
+                                             : PR_SMOOTH_ALPHA,
+                        PR_SMOOTH_SPREAD, qtype};
     pr_quant_report rep;
     if ((st = pr_quantize_insert(g, &qo, &rep, err))) goto done;
     if (o->verbose)
-        fprintf(stderr, "precis: int8 (%s): %d compute nodes int8, %d float; %d elementwise/pool "
-                "nodes int8; %d activations (%d smoothed), %d weights quantized\n",
-                pr_calibrator_name(cfg.method), rep.compute_nodes, rep.float_nodes,
+        fprintf(stderr, "precis: %s (%s): %d compute nodes %s, %d float; %d elementwise/pool "
+                "nodes int8; %d activations (%d smoothed), %d weights quantized\n", qn,
+                pr_calibrator_name(cfg.method), rep.compute_nodes, qn, rep.float_nodes,
                 rep.elem_nodes, rep.tensors, rep.smoothed, rep.weights);
     if (o->qdq_path && (st = pr_onnx_save(g, o->qdq_path, err))) goto done;
     if (lower) st = pr_quantize_lower(g, o->verbose, cuda, err);

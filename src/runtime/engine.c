@@ -351,7 +351,9 @@ static precis_dtype precision_dtype(const char *p) {
 }
 
 static pr_dtype build_dtype(const char *p) {
-    return strcmp(p, "int8") == 0 ? PRECIS_INT8 : precision_dtype(p);
+    return strcmp(p, "int8") == 0   ? PRECIS_INT8
+           : strcmp(p, "fp8") == 0 ? PRECIS_FLOAT8E4M3FN
+                                   : precision_dtype(p);
 }
 
 precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
@@ -372,13 +374,22 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     const char *prec = o->precision ? o->precision : "fp32";
     const char *backend = o->backend ? o->backend : "cpu";
     if (strcmp(prec, "fp32") && strcmp(prec, "bf16") && strcmp(prec, "fp16") &&
-        strcmp(prec, "int8"))
+        strcmp(prec, "int8") && strcmp(prec, "fp8"))
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG,
-                           "unknown precision '%s' (fp32, bf16, fp16 or int8)", prec);
+                           "unknown precision '%s' (fp32, bf16, fp16, int8 or fp8)", prec);
     if (strcmp(backend, "cpu") && strcmp(backend, "ref") && strcmp(backend, "cuda"))
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "unknown backend '%s' (cpu, cuda or ref)",
                            backend);
-    bool int8 = strcmp(prec, "int8") == 0, cuda = strcmp(backend, "cuda") == 0;
+    /* int8 / fp8 (e4m3): calibrated and quantized (build_int8.c). A calibration
+     * engine (calibration: fp32 on the cpu) is stamped with the quantized type
+     * so that it fuses as the quantized build will. */
+    pr_dtype bdt = build_dtype(prec);
+    bool fp8 = bdt == PRECIS_FLOAT8E4M3FN;
+    bool int8 = !calibration && (bdt == PRECIS_INT8 || fp8), cuda = strcmp(backend, "cuda") == 0;
+    if (int8 && fp8 && strcmp(backend, "cpu") == 0)
+        return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
+                           "fp8 runs on the cuda backend (Hopper FP8 Tensor Cores); the cpu "
+                           "backend has no fp8 kernels (--device ref runs the fp8 QDQ model)");
 #ifndef PRECIS_HAVE_CUDA
     if (cuda)
         return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
@@ -388,7 +399,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         return pr_ctx_fail(ctx, PRECIS_ERR_INVALID_ARG, "int8 needs the graph passes");
     if (strcmp(backend, "ref") == 0 && strcmp(prec, "fp32") != 0 && !int8)
         return pr_ctx_fail(ctx, PRECIS_ERR_UNSUPPORTED,
-                           "the ref backend runs the model as written (fp32, or int8 as QDQ)");
+                           "the ref backend runs the model as written (fp32, or int8/fp8 as QDQ)");
     pr_prec_rules rules = {0};
     precis_status st = pr_engine_rules(o, &rules, err);
     if (st) {
@@ -412,6 +423,16 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
 #ifdef PRECIS_HAVE_CUDA
     if (cuda && (st = pr_cuda_dev_open(&e->cuda, err))) goto fail;
     if (cuda && (st = pr_cuda_dev_open_tcache(e->cuda, o->timing_cache, err))) goto fail;
+    if (cuda && int8 && fp8) { /* e4m3 Tensor Cores: sm_89 (Ada) and later */
+        const char *arch = pr_cuda_dev_arch(e->cuda);
+        int sm = arch && !strncmp(arch, "sm_", 3) ? atoi(arch + 3) : 0;
+        if (sm < 89) {
+            st = pr_errf(err, PRECIS_ERR_UNSUPPORTED,
+                         "fp8 needs a GPU with FP8 Tensor Cores (sm_89 or later); this %s is %s",
+                         pr_cuda_dev_name(e->cuda), arch ? arch : "unknown");
+            goto fail;
+        }
+    }
 #endif
     st = pr_onnx_load_file(onnx_path, &e->g, err);
     if (st) goto fail;
@@ -421,7 +442,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     if ((st = apply_profile(e, err))) goto fail;
     if ((st = pr_graph_infer(e->g, err))) goto fail;
     /* requests on the nodes as imported; calibration fuses as the int8 build will */
-    if ((st = pr_prec_stamp(e->g, &rules, calibration ? PRECIS_INT8 : build_dtype(prec), err)))
+    if ((st = pr_prec_stamp(e->g, &rules, calibration ? (fp8 ? bdt : PRECIS_INT8) : bdt, err)))
         goto fail;
     bool cpu = strcmp(backend, "cpu") == 0;
     if ((cpu || cuda || int8) && !o->no_optimize) {
@@ -432,11 +453,11 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         goto fail;
     }
     if (int8) {
-        if ((st = pr_build_int8(ctx, onnx_path, o, e->g, cpu || cuda, cuda, err))) goto fail;
+        if ((st = pr_build_int8(ctx, onnx_path, o, e->g, bdt, cpu || cuda, cuda, err))) goto fail;
         drop_unused_inits(e->g);
     }
     precis_dtype low = precision_dtype(prec);
-    /* cuda int8: the float remainder (LayerNorm, attention, GELU, softmax...)
+    /* cuda int8 / fp8: the float remainder (LayerNorm, attention, GELU, softmax...)
      * in fp16 unless PRECIS_CUDA_INT8_FLOAT=fp32 */
     const char *i8f = getenv("PRECIS_CUDA_INT8_FLOAT");
     if (cuda && int8 && !(i8f && !strcmp(i8f, "fp32"))) low = PRECIS_FLOAT16;

@@ -50,8 +50,10 @@ void pr_context_observe(precis_context *c, pr_observe_fn fn, void *user);
  * asked, and with `lower` lower it to the int8 ops (the CPU backend; ref
  * runs the QDQ form); g is the optimized graph (build_int8.c). `cuda`: every
  * activation int8 (no uint8), as the CUDA backend's IMMA GEMMs need. */
+/* qtype: PRECIS_INT8, or PRECIS_FLOAT8E4M3FN (precision fp8: the linear layers'
+ * activations and weights e4m3 per tensor, scale amax / 448; quantize.h). */
 precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
-                            pr_graph *g, bool lower, bool cuda, pr_err *err);
+                            pr_graph *g, pr_dtype qtype, bool lower, bool cuda, pr_err *err);
 
 /* precis_build, and the FP32 engine int8 calibration runs (calibration:
  * the options' precision rules shape fusion as in the int8 build, every

@@ -35,6 +35,7 @@ precis_status pr_engine_rules(const precis_build_options *o, pr_prec_rules *rs, 
 }
 
 static bool is_q8(pr_dtype t) { return t == PRECIS_INT8 || t == PRECIS_UINT8; }
+static bool is_quant(pr_dtype t) { return is_q8(t) || t == PRECIS_FLOAT8E4M3FN; }
 
 /* The type node n computes in: the int8 ops their (int8/uint8) data input's
  * (QBinary: whichever operand is int8),
@@ -44,7 +45,7 @@ static pr_dtype compute_of(const pr_graph *g, const pr_node *n) {
     switch (n->op) {
     case PR_OP_QBinary: /* either operand may be the int8 one */
         t = pr_node_in(n, 0);
-        if (t < 0 || !is_q8(g->tensors[t].dtype)) t = pr_node_in(n, 1);
+        if (t < 0 || !is_quant(g->tensors[t].dtype)) t = pr_node_in(n, 1);
         break;
     case PR_OP_QConv:
     case PR_OP_QMatMul:
@@ -70,7 +71,7 @@ static bool sums(pr_op op) {
 static pr_dtype accumulator_of(const pr_node *n, pr_dtype compute) {
     if (!sums(n->op)) return PRECIS_UNDEFINED;
     if (is_q8(compute)) return PRECIS_INT32;
-    return pr_prec_is_float(compute) ? PRECIS_FLOAT32 : compute;
+    return pr_prec_is_float(compute) || compute == PRECIS_FLOAT8E4M3FN ? PRECIS_FLOAT32 : compute;
 }
 
 /* Does a requested type match what runs? int8 requests take uint8 too. */
@@ -118,7 +119,7 @@ static float tensor_scale(const pr_graph *g, const int *producer, int t, int dep
     }
     default: {
         int in = pr_node_in(n, 0);
-        return in >= 0 && is_q8(g->tensors[in].dtype)
+        return in >= 0 && is_quant(g->tensors[in].dtype)
                    ? tensor_scale(g, producer, in, depth + 1)
                    : 0;
     }

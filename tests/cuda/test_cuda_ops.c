@@ -125,6 +125,18 @@ static void test_attention(void) {
     cc_input hq[3] = {{.name = "q", .rank = 4, .dims = {2, 33, 2, 32}}, {.name = "k", .rank = 4, .dims = {2, 2, 33, 32}}, {.name = "v", .rank = 4, .dims = {2, 33, 2, 32}}};
     ALL_DT((snprintf(label, sizeof label, "attention heads_bshd Q and V only %s", dtn(D)),
             cu_run(&t, 3, hq, 1, D, &pr_cuda_impl_attention, label)));
+    /* qkv_heads: Q, K, V thirds of one [B, S, 3HD] tensor (the packed projection GEMM);
+     * each slot gets its own copy of it here, in ref and on the GPU alike */
+    fused_node(&t, PR_OP_Attention, "Attention");
+    n_float(&t, "scale", 0.125f);
+    n_int(&t, "heads_bshd", 15);
+    n_int(&t, "qkv_heads", 3);
+    cc_input pk[4] = {{.name = "p", .rank = 3, .dims = {2, 50, 3 * 3 * 64}},
+                      {.name = "p", .rank = 3, .dims = {2, 50, 3 * 3 * 64}},
+                      {.name = "p", .rank = 3, .dims = {2, 50, 3 * 3 * 64}},
+                      {.name = "m", .rank = 4, .dims = {2, 1, 1, 50}, .init = true, .lo = -3, .hi = 0}};
+    ALL_DT((snprintf(label, sizeof label, "attention qkv_heads packed (flash fp16/bf16) %s", dtn(D)),
+            cu_run(&t, 4, pk, 1, D, &pr_cuda_impl_attention, label)));
     /* K an initializer (float32 beside low Q): the row kernel */
     fused_node(&t, PR_OP_Attention, "Attention");
     n_float(&t, "scale", 0.25f);
@@ -792,6 +804,77 @@ static void test_cnn(void) {
                "resize nearest int8");
 }
 
+/* ------------------------------------------------------------------- FP8 */
+
+/* n random e4m3 codes of values in [-r, r) (one pool per call site). */
+static uint8_t *rand_f8(uint8_t *buf, int64_t n, float r) {
+    for (int64_t i = 0; i < n; i++) buf[i] = pr_f32_to_e4m3(cc_rand(-r, r));
+    return buf;
+}
+
+/* The fp8 QMatMul (cuBLASLt, e4m3 x e4m3, float32 accumulation) against
+ * ref's float32 sums of the dequantized products: fp16 outputs to fp16
+ * rounding, fp8 outputs within one e4m3 step (1/8 relative) plus what the
+ * bias costs near zero: cuBLASLt's FP8 epilogue takes a 16-bit bias (fp16
+ * here: up to 2.4e-4 off for |b| < 1, i.e. 5e-3 in units of y_scale 0.05);
+ * Q / DQ to and from e4m3 exactly. */
+static void test_fp8(void) {
+    printf("fp8\n");
+    static uint8_t ab[4 * 32 * 128], wb[128 * 96];
+    static const float ws[1] = {0.125f}, qs[1] = {0.05f};
+    static const uint8_t zp8[1] = {0};
+    const pr_dtype F8 = PRECIS_FLOAT8E4M3FN;
+    const cc_tolerance H_TOL = {4e-3f, 4e-3f}, F8_TOL = {5e-3f, 0.126f};
+    cc_input m[5] = {{.name = "a", .rank = 3, .dims = {4, 32, 128}, .dtype = F8,
+                      .raw = rand_f8(ab, 4 * 32 * 128, 4.0f)},
+                     {.name = "w", .rank = 2, .dims = {128, 96}, .init = true, .dtype = F8,
+                      .raw = rand_f8(wb, 128 * 96, 2.0f)},
+                     {.name = "ws", .rank = 1, .dims = {1}, .init = true, .data = ws},
+                     {.name = "bias", .rank = 1, .dims = {96}, .init = true},
+                     {.name = "z", .rank = 3, .dims = {4, 32, 96}}};
+    tnode t;
+    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.0625f);
+    n_str(&t, "act", "Gelu");
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT16, &pr_cuda_impl_fp8, H_TOL, "fp8 qmatmul bias+gelu -> fp16");
+    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.0625f);
+    cu_run_tol(&t, 5, m, 1, PRECIS_BFLOAT16, &pr_cuda_impl_fp8, cc_tol(PRECIS_BFLOAT16),
+               "fp8 qmatmul bias+residual -> bf16");
+    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.0625f);
+    n_str(&t, "act", "Relu");
+    n_int(&t, "y_type", F8);
+    n_float(&t, "y_scale", 0.05f);
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT16, &pr_cuda_impl_fp8, F8_TOL, "fp8 qmatmul bias+relu -> fp8");
+    fused_node(&t, PR_OP_QMatMul, "QMatMul"); /* float32 out: a bf16 bias (5e-3 off at 1) */
+    n_float(&t, "a_scale", 0.0625f);
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_fp8, (cc_tolerance){8e-3f, 4e-3f},
+               "fp8 qmatmul bias -> fp32");
+    cc_input mt[3] = {m[0], m[1], m[2]};
+    mt[1].dims[0] = 96;
+    mt[1].dims[1] = 128;
+    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.0625f);
+    n_int(&t, "transB", 1);
+    cu_run_tol(&t, 3, mt, 1, PRECIS_FLOAT16, &pr_cuda_impl_fp8, H_TOL, "fp8 qmatmul transB -> fp16");
+    /* Quantize (saturating: inputs reach 2x the range) / Dequantize, exact */
+    cc_input q[3] = {{.name = "x", .rank = 2, .dims = {37, 64}, .lo = -45, .hi = 45},
+                     {.name = "s", .rank = 0, .init = true, .data = qs},
+                     {.name = "zp", .rank = 0, .init = true, .dtype = F8, .raw = zp8}};
+    n_init(&t, PR_OP_QuantizeLinear, "QuantizeLinear", 19);
+    cu_run_tol(&t, 3, q, 1, PRECIS_FLOAT16, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+               "quantize fp16 -> fp8 (vector)");
+    q[0].dims[1] = 63;
+    cu_run_tol(&t, 3, q, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+               "quantize fp32 -> fp8");
+    cc_input dq[3] = {{.name = "x", .rank = 2, .dims = {37, 64}, .dtype = F8,
+                       .raw = rand_f8(ab, 37 * 64, 400.0f)}, q[1], q[2]};
+    n_init(&t, PR_OP_DequantizeLinear, "DequantizeLinear", 19);
+    cu_run_tol(&t, 3, dq, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+               "dequantize fp8 -> fp32");
+}
+
 int main(void) {
     int rc = cu_setup();
     if (rc) return rc;
@@ -806,6 +889,7 @@ int main(void) {
     test_int8();
     test_igemm();
     test_cnn();
+    test_fp8();
     cu_teardown();
     return check_report("test_cuda_ops");
 }

@@ -11,6 +11,7 @@
 #include "ir/ops.h"
 
 #include "check.h"
+#include "e4m3_table.h"
 
 static void test_err(void) {
     pr_err e = {0};
@@ -66,6 +67,35 @@ static void test_f16(void) {
     CHECK(isnan(pr_bf16_to_f32(pr_f32_to_bf16(NAN))));
 }
 
+/* FLOAT8E4M3FN against ml_dtypes' table (e4m3_table.h): every code's value,
+ * round-to-nearest-even at every midpoint and its neighbours, and ONNX's
+ * saturation (ml_dtypes gives NaN out of range; QuantizeLinear saturates). */
+static void test_e4m3(void) {
+    int bad_dec = 0, bad_enc = 0, bad_rnd = 0;
+    for (int c = 0; c < 256; c++) {
+        float want, got = pr_e4m3_to_f32((uint8_t)c);
+        memcpy(&want, &k_e4m3_bits[c], 4);
+        if (isnan(want) ? !isnan(got) : memcmp(&want, &got, 4) != 0) bad_dec++;
+        if (!isnan(want) && pr_f32_to_e4m3(want) != c) bad_enc++;
+    }
+    for (size_t i = 0; i < sizeof k_e4m3_round / sizeof k_e4m3_round[0]; i++) {
+        float x;
+        memcpy(&x, &k_e4m3_round[i].x, 4);
+        if (pr_f32_to_e4m3(x) != k_e4m3_round[i].code || pr_f32_to_e4m3(-x) != (k_e4m3_round[i].code | 0x80))
+            bad_rnd++;
+    }
+    CHECK(bad_dec == 0 && bad_enc == 0 && bad_rnd == 0);
+    CHECK(pr_f32_to_e4m3(448.0f) == 0x7e && pr_f32_to_e4m3(1e9f) == 0x7e);
+    CHECK(pr_f32_to_e4m3(-INFINITY) == 0xfe && pr_f32_to_e4m3(470.0f) == 0x7e);
+    CHECK((pr_f32_to_e4m3(NAN) & 0x7f) == 0x7f && isnan(pr_e4m3_to_f32(0xff)));
+    CHECK(pr_f32_to_e4m3(ldexpf(1.0f, -11)) == 0x00); /* below half the smallest subnormal */
+    CHECK(strcmp(pr_dtype_name(PRECIS_FLOAT8E4M3FN), "float8e4m3fn") == 0 &&
+          pr_dtype_size(PRECIS_FLOAT8E4M3FN) == 1);
+    uint8_t q[1];
+    pr_store_f64(q, PRECIS_FLOAT8E4M3FN, 0, -3.3);
+    CHECK(pr_load_f64(q, PRECIS_FLOAT8E4M3FN, 0) == -3.25);
+}
+
 static void test_dtype(void) {
     CHECK(pr_dtype_size(PRECIS_FLOAT32) == 4 && pr_dtype_size(PRECIS_BOOL) == 1);
     CHECK(pr_dtype_size(PRECIS_STRING) == 0 && pr_dtype_size((pr_dtype)99) == 0);
@@ -113,6 +143,7 @@ int main(void) {
     test_err();
     test_arena();
     test_f16();
+    test_e4m3();
     test_dtype();
     test_graph();
     return check_report(NULL);

@@ -568,6 +568,76 @@ static void test_attention(void) {
     attn_run(&split, 2);
 }
 
+/* Attention qkv_heads (ops.inc: Q, K, V thirds of one [B, S, 3HD] tensor, each
+ * stored [B, S, H, D]) in ref equals the same attention on the three thirds
+ * copied out (heads_bshd 15), bit for bit; the CPU impl refuses the form. */
+static float *ref_attn(tnode *t, int n_in, const pr_buf *in, int64_t numel) {
+    cc_input ins[4] = {{.name = "q"}, {.name = "k"}, {.name = "v"}, {.name = "m"}};
+    pr_dtype dts[4] = {PRECIS_FLOAT32, PRECIS_FLOAT32, PRECIS_FLOAT32, PRECIS_FLOAT32};
+    float *plain[4] = {0};
+    for (int i = 0; i < n_in; i++) {
+        ins[i].rank = in[i].rank;
+        memcpy(ins[i].dims, in[i].dims, sizeof ins[i].dims);
+    }
+    pr_graph *g = cc_graph(t, n_in, ins, dts, plain, 1, NULL, false);
+    const pr_buf *inp[4] = {&in[0], &in[1], &in[2], n_in > 3 ? &in[3] : NULL};
+    pr_buf out[1];
+    memset(out, 0, sizeof out);
+    pr_err e = {0};
+    precis_status st = pr_exec_node(g, &g->nodes[0], inp, out, 1, &e);
+    CHECK(st == PRECIS_OK && out[0].numel == numel);
+    if (st) fprintf(stderr, "ref attention: %s\n", e.msg);
+    float *y = st ? NULL : malloc((size_t)numel * sizeof *y);
+    if (y) memcpy(y, out[0].data, (size_t)numel * sizeof *y);
+    if (!st) pr_buf_free(&out[0]);
+    pr_graph_destroy(g);
+    return y;
+}
+
+static void test_attention_packed(void) {
+    const int64_t B = 2, S = 9, H = 3, D = 8, HD = H * D;
+    pr_err e = {0};
+    pr_buf p = {0}, q[3], m = {0};
+    int64_t pd[3] = {B, S, 3 * HD}, qd[4] = {B, S, H, D}, md[4] = {B, 1, 1, S};
+    pr_buf_alloc(&p, PRECIS_FLOAT32, 3, pd, "p", &e);
+    pr_buf_alloc(&m, PRECIS_FLOAT32, 4, md, "m", &e);
+    float *pv = p.data, *mv = m.data;
+    for (int64_t i = 0; i < p.numel; i++) pv[i] = cc_rand(-1, 1);
+    for (int64_t i = 0; i < m.numel; i++) mv[i] = cc_rand(-3, 0);
+    for (int o = 0; o < 3; o++) {
+        memset(&q[o], 0, sizeof q[o]);
+        pr_buf_alloc(&q[o], PRECIS_FLOAT32, 4, qd, "q", &e);
+        float *qv = q[o].data;
+        for (int64_t r = 0; r < B * S; r++) /* row (b, s): [Q | K | V] of H * D each */
+            memcpy(qv + r * HD, pv + r * 3 * HD + o * HD, (size_t)HD * sizeof *qv);
+    }
+    tnode t;
+    n_init(&t, PR_OP_Attention, "Attention", 1);
+    t.node.domain = PR_FUSED_DOMAIN;
+    n_float(&t, "scale", 0.35f);
+    n_int(&t, "heads_bshd", 15);
+    pr_buf sep[4] = {q[0], q[1], q[2], m};
+    float *want = ref_attn(&t, 4, sep, B * S * HD);
+    n_int(&t, "qkv_heads", H);
+    pr_buf pk[4] = {p, p, p, m};
+    float *got = ref_attn(&t, 4, pk, B * S * HD);
+    CHECK(want && got && memcmp(want, got, (size_t)(B * S * HD) * sizeof *got) == 0);
+    /* the CPU impl takes no folded heads (a cuda plan's form) */
+    cc_input ci[4] = {{.name = "p", .rank = 3, .dims = {B, S, 3 * HD}}, {.name = "p"},
+                      {.name = "p"}, {.name = "m", .rank = 4, .dims = {B, 1, 1, S}}};
+    pr_dtype dts[4] = {PRECIS_FLOAT32, PRECIS_FLOAT32, PRECIS_FLOAT32, PRECIS_FLOAT32};
+    float *plain[4] = {0};
+    ci[1] = ci[2] = ci[0];
+    pr_graph *g = cc_graph(&t, 4, ci, dts, plain, 1, NULL, false);
+    CHECK(g && !pr_cpu_impl_attention.supports(g, &g->nodes[0]));
+    pr_graph_destroy(g);
+    free(want);
+    free(got);
+    for (int o = 0; o < 3; o++) pr_buf_free(&q[o]);
+    pr_buf_free(&p);
+    pr_buf_free(&m);
+}
+
 /* ------------------------------------------------------------ main */
 
 static void report_isa(void) {
@@ -601,6 +671,7 @@ int main(int argc, char **argv) {
     test_pool();
     test_resize();
     test_attention();
+    test_attention_packed();
     test_inplace();
     int rc = check_report(env ? "test_cpu_norm (PRECIS_CPU_ISA set)" : "test_cpu_norm");
     if (env) return rc;

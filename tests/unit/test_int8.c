@@ -19,7 +19,8 @@
  *   - outlier_mlp: the LayerNorm output (2 channels 25x the rest) is
  *     smoothed (a per-channel QuantizeLinear step), the CPU
  *     still matches the QDQ graph (which holds the smoothing Mul), smoothing
- *     is closer to fp32 than --smooth off, and a bad alpha is refused. */
+ *     is closer to fp32 than --smooth off, and a bad alpha is refused;
+ *   - fp8 on ref: Q/DQ of the linear layers only, close to fp32; cpu refuses. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -328,6 +329,50 @@ static void test_smooth(void) {
     trio_done(&t, "outlier_mlp");
 }
 
+/* fp8 (e4m3) on the ref backend: the QDQ graph of the linear layers only
+ * (float8 Q/DQ steps, convs untouched), close to fp32 and apart from it; the
+ * cpu backend refuses fp8 with one line. */
+static void test_fp8(void) {
+    precis_ctx *ctx = precis_ctx_create();
+    int64_t dims[3] = {2, 5, 32};
+    make_calib(ctx, "mlp8", 3, dims, 6);
+    char calib[512];
+    snprintf(calib, sizeof calib, "%s/mlp8", dir);
+    precis_tensor *in = rand_input(ctx, 3, dims, 17), *f32[1] = {0}, *f8[1] = {0};
+    precis_build_options o = {.precision = "fp32", .num_threads = 2};
+    CHECK(build_run(ctx, "data/small_mlp.onnx", &o, "x", in, f32, NULL) == PRECIS_OK);
+    o.precision = "fp8";
+    o.calib_data = calib;
+    precis_engine *e = NULL;
+    CHECK(precis_build(ctx, "data/small_mlp.onnx", &o, &e) == PRECIS_ERR_UNSUPPORTED &&
+          strstr(precis_last_error(ctx), "fp8 runs on the cuda backend"));
+    o.backend = "ref";
+    CHECK(build_run(ctx, "data/small_mlp.onnx", &o, "x", in, f8, &e) == PRECIS_OK);
+    if (e) {
+        CHECK(count_steps(e, "QuantizeLinear", PRECIS_UNDEFINED) == 2); /* x, the GELU output */
+        CHECK(count_steps(e, "DequantizeLinear", PRECIS_UNDEFINED) == 4); /* and both weights */
+        CHECK(!strcmp(precis_engine_precision(e), "fp8"));
+    }
+    double c = cosine(f8[0], f32[0]);
+    printf("small_mlp: cos(fp8 ref QDQ, fp32) %.6f\n", c);
+    CHECK(c > 0.995 && c < 1.0);
+    precis_engine_destroy(e);
+    e = NULL;
+    /* a conv net: only its Gemm head (a linear layer) is quantized, the 4 convs stay float */
+    int64_t cd[4] = {1, 3, 16, 16};
+    make_calib(ctx, "cnn8", 4, cd, 4);
+    snprintf(calib, sizeof calib, "%s/cnn8", dir);
+    o.calib_data = calib;
+    CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_OK);
+    if (e) CHECK(count_steps(e, "QuantizeLinear", PRECIS_UNDEFINED) == 1 &&
+                 count_steps(e, "DequantizeLinear", PRECIS_UNDEFINED) == 2);
+    precis_engine_destroy(e);
+    precis_tensor_destroy(f32[0]);
+    precis_tensor_destroy(f8[0]);
+    precis_tensor_destroy(in);
+    precis_ctx_destroy(ctx);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/precis_int8_XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -336,6 +381,7 @@ int main(void) {
     test_odd();
     test_se();
     test_smooth();
+    test_fp8();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -126,6 +126,9 @@ static void test_rules_file(void) {
     p = write_tmp("[{\"select\": \"re:^/pooler\", \"precision\": \"int8\"}]");
     CHECK(pr_rules_load(&rs, p, &e) == 0 && rs.n == 1 && rs.r[0].kind == PR_SEL_REGEX);
     pr_rules_free(&rs);
+    p = write_tmp("[{\"select\": \"op:MatMul\", \"precision\": \"fp8\"}]");
+    CHECK(pr_rules_load(&rs, p, &e) == 0 && rs.n == 1 && rs.r[0].type == PRECIS_FLOAT8E4M3FN);
+    pr_rules_free(&rs);
 
     static const struct {
         const char *text, *needle;
@@ -135,7 +138,7 @@ static void test_rules_file(void) {
          PRECIS_ERR_INVALID_ARG},
         {"{\"rules\": [{\"select\": \"a\"}]}", "neither", PRECIS_ERR_INVALID_ARG},
         {"{\"rules\": [{\"precision\": \"fp32\"}]}", "\"select\" string", PRECIS_ERR_INVALID_ARG},
-        {"{\"rules\": [{\"select\": \"a\", \"precision\": \"fp8\"}]}", "unknown type 'fp8'",
+        {"{\"rules\": [{\"select\": \"a\", \"precision\": \"fp4\"}]}", "unknown type 'fp4'",
          PRECIS_ERR_INVALID_ARG},
         {"{\"rules\": [{\"select\": \"a\", \"precision\": 32}]}", "must be a string",
          PRECIS_ERR_INVALID_ARG},

@@ -109,6 +109,7 @@ const char *dtype_short(precis_dtype t) {
     case PRECIS_FLOAT16: return "fp16";
     case PRECIS_BFLOAT16: return "bf16";
     case PRECIS_INT8: return "int8";
+    case PRECIS_FLOAT8E4M3FN: return "fp8";
     case PRECIS_UINT8: return "uint8";
     case PRECIS_INT32: return "int32";
     default: return precis_dtype_name(t);

@@ -14,7 +14,7 @@
 
 void usage_build(FILE *f) {
     fprintf(f,
-            "usage: precis build MODEL.onnx -o OUT.plan [--precision fp32|bf16|fp16|int8]\n"
+            "usage: precis build MODEL.onnx -o OUT.plan [--precision fp32|bf16|fp16|int8|fp8]\n"
             "                    [--threads N] [--shapes NAME:MIN/OPT/MAX[,...]]\n"
             "                    [--device cpu|cuda] [--backend cpu|cuda|ref] [--no-optimize]\n"
             "                    [--verbose]\n"
@@ -30,7 +30,7 @@ void usage_build(FILE *f) {
             "bias, activation and residual add, LayerNorm/GELU recognition), chooses the\n"
             "precision and layout of every tensor and a CPU kernel for every node, and\n"
             "writes the engine plan. --device cuda builds for the NVIDIA GPU of this machine\n"
-            "(cuBLASLt, cuDNN and precis's kernels; fp32, fp16, bf16, int8); nodes with no GPU\n"
+            "(cuBLASLt, cuDNN and precis's kernels; fp32, fp16, bf16, int8, fp8); nodes with no GPU\n"
             "kernel run on the host (\"ref(host)\" in inspect). --timing-cache FILE keeps the\n"
             "GPU algorithm choices timed during the build and reuses them in later builds on\n"
             "the same GPU and CUDA/cuBLASLt/cuDNN versions (another GPU or version: refused). --shapes gives the range of dynamic input dims\n"
@@ -45,10 +45,13 @@ void usage_build(FILE *f) {
             "per-channel ranges spread over 4x their median (transformers' LayerNorm and\n"
             "GELU outputs) are smoothed: per-channel factors max|x|^a / max|w|^(1-a) move\n"
             "the outlier channels' range into the weights (SmoothQuant; --smooth ALPHA sets\n"
-            "a, default 0.8; --smooth off).\n\n"
+            "a, default 0.8; --smooth off).\n"
+            "fp8 (--device cuda, Hopper): calibrated the same way (default calibrator minmax),\n"
+            "the MatMuls with constant weights get FLOAT8E4M3FN activations and weights, one\n"
+            "scale each (amax / 448), on cuBLASLt's FP8 GEMMs; the rest runs fp16.\n\n"
             "Per-layer precision: --layer-precision SEL:TYPE sets the type nodes compute in,\n"
             "--layer-output-type SEL:TYPE the type their outputs are stored and passed on\n"
-            "in (TYPE fp32, fp16, bf16, or int8 in int8 builds). SEL is an exact node name,\n"
+            "in (TYPE fp32, fp16, bf16; int8 / fp8 in those builds). SEL is an exact node name,\n"
             "a shell glob over names ('LayerNorm*', '/encoder/layer.*/attention/*'),\n"
             "'re:REGEX' or 'op:OPTYPE' ('op:Softmax'). --rules FILE.json gives the same as\n"
             "{\"rules\": [{\"select\": \"op:Softmax\", \"precision\": \"fp32\"}]} (applied first).\n"
@@ -191,12 +194,14 @@ void usage_export_qdq(FILE *f) {
             "usage: precis export-qdq MODEL.onnx -o OUT.onnx --calib-data DIR|LIST\n"
             "                    [--calib-preprocess SPEC] [--calibrator C] [--percentile P]\n"
             "                    [--calib-cache FILE] [--calib-batches N] [--shapes SPEC]\n"
-            "                    [--smooth off|ALPHA] [--threads N] [--verbose]\n\n"
-            "Calibrates MODEL exactly as `precis build --precision int8` does and writes the\n"
+            "                    [--smooth off|ALPHA] [--threads N] [--verbose]\n"
+            "                    [--precision int8|fp8]\n\n"
+            "Calibrates MODEL exactly as `precis build --precision int8` (or fp8) does and writes the\n"
             "result as standard QDQ ONNX (QuantizeLinear/DequantizeLinear around the int8\n"
             "nodes, int8 weights per output channel) that ONNX Runtime and other runtimes\n"
             "load. The graph is precis's optimized one (BatchNorm folded, fusions written\n"
-            "back as standard ops).\n\n%s",
+            "back as standard ops). fp8: the linear layers' activations and weights as\n"
+            "FLOAT8E4M3FN with one scale each (QuantizeLinear/DequantizeLinear of opset 19).\n\n%s",
             k_exit_codes);
 }
 
@@ -256,14 +261,17 @@ static int build_or_export(int argc, char **argv, bool qdq) {
     }
     if (!a.model) return usage_error(usage, "missing MODEL.onnx%s", "");
     if (!out) return usage_error(usage, "missing -o %s", qdq ? "OUT.onnx" : "OUT.plan");
-    if (qdq && a.precision && strcmp(a.precision, "int8"))
-        return usage_error(usage, "export-qdq writes int8 (not --precision %s)", a.precision);
+    if (qdq && a.precision && strcmp(a.precision, "int8") && strcmp(a.precision, "fp8"))
+        return usage_error(usage, "export-qdq writes int8 or fp8 (not --precision %s)",
+                           a.precision);
     precis_ctx *ctx = precis_ctx_create();
     if (!ctx) return PRECIS_ERR_OOM;
     precis_engine *e = NULL;
     double t0 = now_ms();
     precis_build_options bo = engine_build_opts(&a);
     if (qdq) bo.qdq_path = out;
+    /* fp8 QDQ: the build behind the export needs no cpu fp8 kernels (ref runs QDQ) */
+    if (qdq && !a.backend && !strcmp(bo.precision, "fp8")) bo.backend = "ref";
     precis_status st = precis_build(ctx, a.model, &bo, &e);
     double t1 = now_ms();
     if (!st && !qdq) st = precis_engine_save(ctx, e, out);

@@ -67,14 +67,14 @@ void xml_text(FILE *f, const char *s, int max) {
     xml_chars(f, p, n - tail, n);
 }
 
-/* Fill colour classes: 0 fp32, 1 bf16, 2 fp16, 3 int8/uint8, 4 other, 5 inserted. */
+/* Fill colour classes: 0 fp32, 1 bf16, 2 fp16, 3 int8/uint8/fp8, 4 other, 5 inserted. */
 static const char *const k_fill[] = {"#9ecae1", "#c2a5cf", "#a1d99b", "#fdae6b", "#f0f0b8", "#e0e0e0"};
-static const char *const k_label[] = {"fp32", "bf16", "fp16", "int8/uint8", "other dtype",
+static const char *const k_label[] = {"fp32", "bf16", "fp16", "int8/uint8/fp8", "other dtype",
                                       "inserted conversion"};
 
 static int dtype_class(precis_dtype t) {
     return t == PRECIS_FLOAT32 ? 0 : t == PRECIS_BFLOAT16 ? 1 : t == PRECIS_FLOAT16 ? 2
-           : t == PRECIS_INT8 || t == PRECIS_UINT8     ? 3 : 4;
+           : t == PRECIS_INT8 || t == PRECIS_UINT8 || t == PRECIS_FLOAT8E4M3FN ? 3 : 4;
 }
 
 /* Columns of about equal height, the drawing about 1.6 times wider than tall. */

@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -15,8 +16,17 @@
 // the C headers.
 enum {
     DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_I32 = 6, DT_I64 = 7, DT_BOOL = 9, DT_F16 = 10,
-    DT_F64 = 11, DT_BF16 = 16
+    DT_F64 = 11, DT_BF16 = 16, DT_F8 = 17 /* float8e4m3fn */
 };
+
+// float -> e4m3, round to nearest even, saturated to +-448 (NaN stays NaN): ref's pr_f32_to_e4m3
+__device__ __forceinline__ unsigned char to_e4m3(float v) {
+    return (unsigned char)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+}
+__device__ __forceinline__ float from_e4m3(unsigned char c) {
+    __half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, __NV_E4M3);
+    return __half2float(__half(h));
+}
 // pr_act_kind (ir/act.h)
 enum {
     ACT_NONE = 0, ACT_RELU, ACT_LEAKY_RELU, ACT_CLIP, ACT_SIGMOID, ACT_HARD_SIGMOID,
@@ -33,6 +43,7 @@ __device__ __forceinline__ float ldf(const void *p, int dt, int64_t i) {
     case DT_I32: return (float)((const int *)p)[i];
     case DT_I8: return (float)((const signed char *)p)[i];
     case DT_U8: case DT_BOOL: return (float)((const unsigned char *)p)[i];
+    case DT_F8: return from_e4m3(((const unsigned char *)p)[i]);
     default: return 0.0f;
     }
 }
@@ -48,6 +59,7 @@ __device__ __forceinline__ void stf(void *p, int dt, int64_t i, float v) {
     case DT_I8: ((signed char *)p)[i] = (signed char)v; break;
     case DT_U8: ((unsigned char *)p)[i] = (unsigned char)v; break;
     case DT_BOOL: ((unsigned char *)p)[i] = v != 0.0f; break;
+    case DT_F8: ((unsigned char *)p)[i] = to_e4m3(v); break;
     default: break;
     }
 }

@@ -247,6 +247,11 @@ int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm
 /* quant: y = sat(round(x / scale)) into int8/uint8; else y = x * scale. */
 int pr_cu_quantize(void *stream, const void *x, int xdt, void *y, int ydt, int64_t n, float scale,
                    int quant);
+/* FP8 (cu_fp8.cu): y (float8e4m3fn) = e4m3(x / scale) for float32/16/bf16 x
+ * (round to nearest even, saturated: ref's QuantizeLinear), or x (e4m3) *
+ * scale into a float y (quant 0). */
+int pr_cu_quant_fp8(void *stream, const void *x, int xdt, void *y, int ydt, int64_t n,
+                    float scale, int quant);
 /* QBinary over a walk set up by pr_cu_ew_setup (op PR_EW_ADD/SUB/MUL, act):
  * int8/uint8 operands scaled by a_scale / b_scale; y quantized by y_inv
  * when it is int8/uint8. */

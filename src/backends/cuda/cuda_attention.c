@@ -123,6 +123,12 @@ static bool flash_form(const pr_attn_geom *a, pr_dtype dt, bool acts_same, pr_dt
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+/* Operand o (Q, K, V) at its offset in its buffer (qkv_heads: thirds of one). */
+static const void *opnd(const pr_kernel *k, const pr_attn_geom *a, int o) {
+    const pr_buf *b = k->in[o];
+    return (const char *)b->data + (size_t)a->off0[o] * pr_dtype_size(b->dtype);
+}
+
 /* Y = the fused kernel over geometry a (flash_form holds). */
 static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dtype dt) {
     pr_cu_flash f;
@@ -134,9 +140,9 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
     f.sq = a->Sq;
     f.sk = a->Sk;
     f.scale = a->scale;
-    f.q = k->in[0]->data;
-    f.k = k->in[1]->data;
-    f.v = k->in[2]->data;
+    f.q = opnd(k, a, 0);
+    f.k = opnd(k, a, 1);
+    f.v = opnd(k, a, 2);
     f.m = M ? M->data : NULL;
     f.mdt = M ? (int)M->dtype : 0;
     f.y = k->out[0]->data;
@@ -344,12 +350,12 @@ static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x) {
     for (int i = 0; i < 3; i++)
         same = same && k->in[i]->dtype == s->dt && !pr_cu_is_init(k->g, k->node->inputs[i]);
     attn_geo g;
-    if (flash_form(&a, s->dt, same, M ? M->dtype : 0) && aligned16(k->in[0]->data) && aligned16(k->in[1]->data) &&
-        aligned16(k->in[2]->data) && aligned16(Y->data)) {
+    if (flash_form(&a, s->dt, same, M ? M->dtype : 0) && aligned16(opnd(k, &a, 0)) &&
+        aligned16(opnd(k, &a, 1)) && aligned16(opnd(k, &a, 2)) && aligned16(Y->data)) {
         KL_TRY(flash_run(x, &a, k, s->dt));
         return PRECIS_OK;
     }
-    if (a.Sk > 0 && gemm_form(&a, same, &g)) {
+    if (a.Sk > 0 && !a.off0[1] && gemm_form(&a, same, &g)) {
         size_t es = pr_dtype_size(s->dt), nsc = (size_t)(g.nb * g.sq * g.sk);
         size_t off_p = (nsc * 4 + 255) & ~(size_t)255;
         unsigned char *scr = pr_cuda_scratch(x, off_p + nsc * es, e);
@@ -403,7 +409,7 @@ static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x) {
     c.has_mask = M != NULL;
     for (int o = 0; o < 4; o++) {
         const pr_buf *b = pr_kin(k, o);
-        c.op[o] = b ? b->data : NULL;
+        c.op[o] = b ? (o < 3 ? opnd(k, &a, o) : b->data) : NULL;
         c.dt[o] = b ? (int)b->dtype : 0;
         memcpy(c.bst[o], a.bst[o], sizeof c.bst[o]);
         c.rs[o] = a.rs[o];

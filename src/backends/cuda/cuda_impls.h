@@ -17,5 +17,6 @@ extern const pr_cuda_impl pr_cuda_impl_pool;      /* cuda_pool.c: pools, Resize 
 extern const pr_cuda_impl pr_cuda_impl_qdwconv;   /* cuda_qdw.c: depthwise QConv */
 extern const pr_cuda_impl pr_cuda_impl_qgemm;     /* cuda_qgemm.c: QConv, QMatMul (IMMA) */
 extern const pr_cuda_impl pr_cuda_impl_qelem;     /* cuda_qelem.c: Q/DQ, QBinary, QPool */
+extern const pr_cuda_impl pr_cuda_impl_fp8;       /* cuda_fp8.c: fp8 QMatMul (cuBLASLt) */
 
 #endif

@@ -1,7 +1,8 @@
 /* The INT8 plan's other ops on the GPU (kernels in cu_int8.cu):
  * QuantizeLinear / DequantizeLinear with one scale and a zero (or absent)
- * zero point, QBinary (Add, Sub, Mul with broadcast) and QPool (global
- * average, or a 2-D average window; either layout). Outputs are requantized as ref does (sat(round_half_even)). */
+ * zero point (also to and from float8e4m3fn: cu_fp8.cu), QBinary (Add, Sub, Mul with
+ * broadcast) and QPool (global average, or a 2-D average window; either layout). Outputs
+ * are requantized as ref does (sat(round_half_even)). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ typedef struct qel_state {
 } qel_state;
 
 static bool qint(pr_dtype d) { return d == PRECIS_INT8 || d == PRECIS_UINT8; }
+static bool qf8(pr_dtype d) { return d == PRECIS_FLOAT8E4M3FN; }
 
 /* A per-tensor scale and a zero (or no) zero point. */
 static bool qdq_params(const pr_graph *g, const pr_node *n, float *s) {
@@ -34,9 +36,9 @@ static bool qel_supports(const pr_graph *g, const pr_node *n) {
     float s;
     switch (n->op) {
     case PR_OP_QuantizeLinear:
-        return pr_cu_float(xd) && qint(yd) && qdq_params(g, n, &s);
+        return pr_cu_float(xd) && (qint(yd) || qf8(yd)) && qdq_params(g, n, &s);
     case PR_OP_DequantizeLinear:
-        return qint(xd) && pr_cu_float(yd) && qdq_params(g, n, &s);
+        return (qint(xd) || qf8(xd)) && pr_cu_float(yd) && qdq_params(g, n, &s);
     case PR_OP_QBinary: {
         const char *k = pr_attr_str(n, "kind", "");
         int b = pr_node_in(n, 1);
@@ -125,8 +127,12 @@ static precis_status qel_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     if (Y->numel == 0) return PRECIS_OK;
     switch (n->op) {
     case PR_OP_QuantizeLinear: case PR_OP_DequantizeLinear:
-        KL_TRY(pr_cu_quantize(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, Y->numel,
-                              s->scale, n->op == PR_OP_QuantizeLinear));
+        if (X->dtype == PRECIS_FLOAT8E4M3FN || Y->dtype == PRECIS_FLOAT8E4M3FN)
+            KL_TRY(pr_cu_quant_fp8(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype,
+                                   Y->numel, s->scale, n->op == PR_OP_QuantizeLinear));
+        else
+            KL_TRY(pr_cu_quantize(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype,
+                                  Y->numel, s->scale, n->op == PR_OP_QuantizeLinear));
         break;
     case PR_OP_QBinary: {
         pr_cu_ew w;

@@ -57,6 +57,7 @@ static inline bool pr_cu_ldst(pr_dtype dt) {
     switch (dt) {
     case PRECIS_FLOAT32: case PRECIS_FLOAT16: case PRECIS_BFLOAT16: case PRECIS_FLOAT64:
     case PRECIS_INT64: case PRECIS_INT32: case PRECIS_INT8: case PRECIS_UINT8: case PRECIS_BOOL:
+    case PRECIS_FLOAT8E4M3FN:
         return true;
     default:
         return false;

@@ -79,6 +79,7 @@ typedef struct pr_attn_geom {
     int64_t bst[4][PR_MAX_RANK];
     int64_t rs[4], cs[4];
     int64_t ybst[PR_MAX_RANK], yrs; /* Y's batch and row strides (its columns contiguous) */
+    int64_t off0[3]; /* element offsets of Q, K, V in their buffers (qkv_heads: 0, HD, 2HD) */
 } pr_attn_geom;
 
 /* Fills a from the node and its input / output buffers; fails (SHAPE)

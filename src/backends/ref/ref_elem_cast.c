@@ -250,6 +250,12 @@ precis_status ref_QuantizeLinear(pr_kernel *k) {
             case PRECIS_INT8: QUANT_LOOP(int8_t); break;
             case PRECIS_UINT16: QUANT_LOOP(uint16_t); break;
             case PRECIS_INT16: QUANT_LOOP(int16_t); break;
+            case PRECIS_FLOAT8E4M3FN: { /* saturate=1: round to nearest even, clamp to +-448 */
+                uint8_t *q = (uint8_t *)y->data + base;
+                for (int64_t i = 0; i < inner; i++)
+                    q[i] = pr_f32_to_e4m3((float)pr_load_f64(x->data, x->dtype, base + i) / sc + zp);
+                break;
+            }
             default: return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "output dtype %s",
                                        pr_dtype_name(y->dtype));
             }
@@ -285,6 +291,12 @@ precis_status ref_DequantizeLinear(pr_kernel *k) {
             case PRECIS_UINT16: DEQUANT_LOOP(uint16_t); break;
             case PRECIS_INT16: DEQUANT_LOOP(int16_t); break;
             case PRECIS_INT32: DEQUANT_LOOP(int32_t); break;
+            case PRECIS_FLOAT8E4M3FN: {
+                const uint8_t *q = (const uint8_t *)x->data + base;
+                for (int64_t i = 0; i < inner; i++)
+                    pr_store_f64(y->data, y->dtype, base + i, (pr_e4m3_to_f32(q[i]) - zp) * sc);
+                break;
+            }
             default: return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "input dtype %s",
                                        pr_dtype_name(x->dtype));
             }

@@ -129,6 +129,28 @@ precis_status pr_attn_geom_of(pr_kernel *k, pr_attn_geom *a) {
     const int64_t hb = pr_attr_int(k->node, "heads_bshd", 0);
     if (hb && (Y->rank < 3 || Q->rank < 3 || K->rank < 3 || V->rank < 3))
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "heads_bshd needs Q, K, V and Y of rank >= 3");
+    /* qkv_heads H: Q, K, V are views [.., S, H, D] of P [.., S, 3HD] at offsets 0, HD, 2HD */
+    const int64_t qh = pr_attr_int(k->node, "qkv_heads", 0);
+    pr_buf pv[3];
+    int64_t hd = 0;
+    if (qh) {
+        if ((hb & 7) != 7 || a->kt || Q->rank + 1 > PR_MAX_RANK || qh < 1 ||
+            Q->dims[Q->rank - 1] % (3 * qh))
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "qkv_heads %lld: Q [.., %lld] does not split",
+                              (long long)qh, (long long)Q->dims[Q->rank - 1]);
+        hd = Q->dims[Q->rank - 1] / 3;
+        for (int o = 0; o < 3; o++) {
+            pv[o] = *Q;
+            pv[o].dims[Q->rank - 1] = qh;
+            pv[o].dims[Q->rank] = hd / qh;
+            pv[o].rank = Q->rank + 1;
+            pv[o].numel = Q->numel / 3;
+            a->off0[o] = o * hd;
+        }
+        Q = &pv[0];
+        K = &pv[1];
+        V = &pv[2];
+    }
     int64_t ld[4][PR_MAX_RANK]; /* logical dims of Q, K, V, Y */
     const pr_buf *qkvy[4] = {Q, K, V, Y};
     for (int o = 0; o < 4; o++) {
@@ -191,6 +213,8 @@ precis_status pr_attn_geom_of(pr_kernel *k, pr_attn_geom *a) {
                 return pr_kernelf(k, PRECIS_ERR_SHAPE, "input %d dim %d (%lld) does not broadcast",
                                   o, d, (long long)x->dims[d]);
         pr_bcast_strides(x, Y->rank, od, st);
+        for (int d = 0; qh && o < 3 && d < Y->rank; d++) /* dims outside the head split */
+            if (st[d] >= hd) st[d] *= 3;
         if (sw) {
             int64_t t = st[yr - 3];
             st[yr - 3] = st[yr - 2];
@@ -226,7 +250,10 @@ int64_t pr_attn_yoff(const pr_attn_geom *a, int64_t b) {
 }
 
 void pr_attn_offsets(const pr_attn_geom *a, int64_t b, int64_t off[4]) {
-    off[0] = off[1] = off[2] = off[3] = 0;
+    off[0] = a->off0[0];
+    off[1] = a->off0[1];
+    off[2] = a->off0[2];
+    off[3] = 0;
     for (int d = a->nbd - 1; d >= 0; d--) {
         int64_t i = b % a->bdims[d];
         b /= a->bdims[d];
