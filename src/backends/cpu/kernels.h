@@ -75,5 +75,13 @@ void pr_cpu_dequant_q8(const void *q, pr_dtype qdt, float scale, void *out, pr_d
 /* x[i] = act(x[i]) for n float32 values in place (k_eltwise.c; pv_act /
  * pr_act_apply), up to `threads` OpenMP threads. */
 void pr_cpu_act_f32(float *x, int64_t n, const pr_act *a, int threads);
+/* The late INT8 epilogue (k_qact.c): for rows x rows of C float32 values
+ * (rows xs >= C values apart), R = act2(act(x) + z_scale * Z) and
+ * y = saturate(round_half_even(R * inv_y)) into int8/uint8 ydt; z (int8/
+ * uint8 zdt, dense rows of C like y) may be NULL, act/act2 NULL or NONE;
+ * y may be z. Up to `threads` OpenMP threads. */
+void pr_cpu_qact_rows(const float *x, int64_t xs, int64_t rows, int64_t C, const pr_act *act,
+                      const pr_act *act2, const void *z, pr_dtype zdt, float z_scale, void *y,
+                      pr_dtype ydt, float inv_y, int threads);
 
 #endif
