@@ -870,10 +870,11 @@ static void test_quant(void) {
         qc_free(in, 3);
     }
     /* a plain float32 input quantized into an NHWC output (a plan's input):
-     * 1-5 channels (vpermb interleave up to 4), pieces of 1024 pixels and a
-     * tail, batch 2, int8 and uint8 */
-    for (int c = 1; c <= 5; c++)
-        for (int z = 0; z < 2; z++) {
+     * 1-5 channels (vpermb interleave up to 4), 8, 16 and 19 (tile
+     * transpose), pieces of 1024 pixels and a tail, batch 2, int8 and uint8 */
+    static const int QC[] = {1, 2, 3, 4, 5, 8, 16, 19};
+    for (size_t ci = 0; ci < sizeof QC / sizeof QC[0]; ci++)
+        for (int z = 0, c = QC[ci]; z < 2; z++) {
             qnode q;
             qn_init(&q, PR_OP_QuantizeLinear, "QuantizeLinear", 13, false);
             float sc = 0.031f;
