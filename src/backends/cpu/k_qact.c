@@ -8,8 +8,9 @@
  * oneDNN 2.6's Swish/Logistic post-ops cost ~0.24 ns per output on this Zen 5
  * (3x a 1x1 32->32 int8 conv's MACs: 0.023 -> 0.073 ms at 80x80, one
  * thread), more than writing float32 and this pass together. Swish and
- * Sigmoid use exp2 with a degree-5 polynomial (relative error ~3.4e-6,
- * far below an int8 step) and one division; the other acts pv_act. Rows
+ * Sigmoid use exp2 with a degree-4 polynomial (relative error ~3e-6, far
+ * below an int8 step) and one division; the other acts pv_act. x holds
+ * finite values (a conv's outputs: +-inf may come out as NaN, then 0). Rows
  * of the float input may be padded (xs >= C values apart: the padded output
  * channels of dnnl_qconv.c); Z and Y are dense. AVX-512 when allowed,
  * pr_act_apply per value otherwise (PRECIS_CPU_ISA=scalar); OpenMP over
@@ -49,23 +50,23 @@ static void qa_row_scalar(const qa_args *a, int64_t r, int64_t c0, int64_t c1) {
 }
 
 #ifdef PR_CPU_X86
-/* 2^t: t = n + f, |f| <= 1/2, degree-5 polynomial, scaled by vscalefps */
+/* 2^t: t = n + f, |f| <= 1/2, a degree-4 minimax polynomial for 2^f
+ * (relative error 2.6e-6), scaled by vscalefps (0 and inf beyond the float
+ * range, so no clamp: t is finite here, a conv's output times -log2 e) */
 PR_VINLINE __m512 qa_exp2(__m512 t) {
-    t = _mm512_min_ps(PV_C(126.0f), _mm512_max_ps(PV_C(-126.0f), t));
     __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 f = _mm512_sub_ps(t, n);
-    __m512 p = PV_C(1.3333558e-3f);
-    p = _mm512_fmadd_ps(p, f, PV_C(9.6181291e-3f));
-    p = _mm512_fmadd_ps(p, f, PV_C(5.5504109e-2f));
-    p = _mm512_fmadd_ps(p, f, PV_C(2.4022651e-1f));
-    p = _mm512_fmadd_ps(p, f, PV_C(6.9314718e-1f));
-    p = _mm512_fmadd_ps(p, f, PV_C(1.0f));
+    __m512 p = PV_C(9.570087306201458e-3f);
+    p = _mm512_fmadd_ps(p, f, PV_C(5.591787025332451e-2f));
+    p = _mm512_fmadd_ps(p, f, PV_C(2.402474582195282e-1f));
+    p = _mm512_fmadd_ps(p, f, PV_C(6.931217908859253e-1f));
+    p = _mm512_fmadd_ps(p, f, PV_C(9.999992847442627e-1f));
     return _mm512_scalef_ps(p, n);
 }
 
 PR_VINLINE __m512 qa_act(const pr_act *a, __m512 x) {
     if (a->kind == PR_ACT_SWISH || a->kind == PR_ACT_SIGMOID) {
-        /* NaN passes: the clamp in qa_exp2 keeps it, and so does the division */
+        /* NaN passes (to 0 in the quantization, as in ref) */
         __m512 d = _mm512_add_ps(PV_C(1.0f),
                                  qa_exp2(_mm512_mul_ps(x, PV_C(-1.44269504088896341f))));
         return _mm512_div_ps(a->kind == PR_ACT_SWISH ? x : PV_C(1.0f), d);
