@@ -371,6 +371,59 @@ static void test_qdwconv(void) {
     }
 }
 
+/* qfc: 1x1 convs of 1x1 images (squeeze-excitation FCs), both ISA paths */
+static void test_qfc(void) {
+    static const qconv_case fcs[] = {
+        {"se 8->2 batch 3", 3, 8, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"se 88->22", 1, 88, 1, 1, 22, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"se 22->88 batch 2", 2, 22, 1, 1, 88, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"se 200->50 batch 8", 8, 200, 1, 1, 50, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"fc 512->70 stride 2", 2, 512, 1, 1, 70, 1, 1, 1, 2, 2, 1, 1, {0, 0, 0, 0}, NULL},
+        {"fc 17->130 SAME_UPPER", 1, 17, 1, 1, 130, 1, 1, 1, 1, 1, 1, 1, {0}, "SAME_UPPER"},
+    };
+    static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
+    static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};
+    static const qact hsig = {"HardSigmoid", 0.2f, 0.5f}, aff = {"Affine", 1.5f, -0.25f};
+    const qconv_case *c0 = &fcs[0];
+    qconv_impl = &pr_cpu_impl_qfc;
+    int k = 0;
+    for (size_t i = 0; i < sizeof fcs / sizeof fcs[0]; i++)
+        for (int x = 0; x < 2; x++)
+            for (int y = 0; y < 3; y++, k++)
+                qconv_one(&fcs[i], XT[x], YT[y], k % 4 != 3, PRECIS_UNDEFINED, k % 2,
+                          k % 3 == 0 ? &hsig : &ACTS[k % N_ACTS], k % 5 == 1 ? &aff : NULL, 1,
+                          fcs[i].name);
+    /* zero w_scale channels: real weights 0, the output is act(bias) */
+    qnode q;
+    qc_in in[5];
+    qconv_node(&q, &fcs[3], PRECIS_INT8, PRECIS_UINT8);
+    qn_act(&q, "act", "Relu", 0, 0);
+    qconv_inputs(&fcs[3], PRECIS_INT8, true, PRECIS_UNDEFINED, true, in);
+    float *ws = in[2].data;
+    ws[0] = ws[17] = ws[49] = 0.0f;
+    qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_qfc, 1, 1, false, "qfc zero w_scale");
+    qc_free(in, 5);
+    qconv_impl = &pr_cpu_impl_dnnl_qconv;
+    /* declined: images over 1x1, a residual, groups, pads, IC over 512 */
+    static const qconv_case big = {"513->8", 1, 513, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+                                   NULL};
+    static const qconv_case padded = {"pads", 1, 8, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, {1, 1, 1, 1},
+                                      NULL};
+    const qconv_case *no[] = {&qconv_cases[0], &qconv_cases[6], &big, &padded};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        qconv_node(&q, no[i], PRECIS_UINT8, PRECIS_UINT8);
+        qconv_inputs(no[i], PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+        CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qfc));
+        qc_free(in, 5);
+    }
+    qconv_node(&q, c0, PRECIS_UINT8, PRECIS_UINT8);
+    qconv_inputs(c0, PRECIS_UINT8, true, PRECIS_UINT8, true, in);
+    CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qfc));
+    qn_float(&q, "z_scale", ZS);
+    CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_qfc));
+    qc_free(in, 5);
+}
+
 #define SYM(i) pr_dim_from_sym(i)
 
 static void test_qconv_symbolic(void) {
@@ -1555,6 +1608,7 @@ int main(int argc, char **argv) {
     }
     test_quant();
     test_qact_rows();
+    test_qfc();
     test_move();
     test_maxpool();
     test_resize_q8();

@@ -26,6 +26,9 @@
  *   pr_cpu_impl_qdwconv  (k_qdwconv.c) depthwise QConv (group == C == M),
  *       NHWC int8/uint8 src, int8/uint8/float32 out, bias, act, act2; needs
  *       AVX512-VNNI (declined otherwise: dnnl.qconv runs it).
+ *   pr_cpu_impl_qfc  (k_qfc.c) QConv of 1x1 images with a 1x1 kernel (the
+ *       squeeze-excitation FCs after a GlobalAveragePool): a matrix-vector
+ *       product per image, bias, act, act2, int8/uint8/float32 out, no Z.
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
@@ -41,6 +44,7 @@ extern const pr_cpu_impl pr_cpu_impl_quantize;
 extern const pr_cpu_impl pr_cpu_impl_dequantize;
 extern const pr_cpu_impl pr_cpu_impl_qbinary;
 extern const pr_cpu_impl pr_cpu_impl_qdwconv;
+extern const pr_cpu_impl pr_cpu_impl_qfc;
 
 /* The broadcasting driver of the binary kernels (k_binary.c), shared with
  * QBinary. A row function computes o[i] = f(a[i sa], b[i sb]) for i < n (a,
