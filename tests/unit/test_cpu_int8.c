@@ -314,6 +314,15 @@ static void test_qdwconv(void) {
         {"dw 9x3 (3 quads)", 1, 170, 12, 8, 170, 9, 3, 170, 1, 1, 1, 1, {4, 1, 4, 1}, NULL},
         {"dw SAME_UPPER stride 2", 1, 168, 11, 12, 168, 3, 3, 168, 2, 2, 1, 1, {0}, "SAME_UPPER"},
         {"dw 2x2 stride 2 no pad", 1, 200, 6, 7, 200, 2, 2, 200, 2, 2, 1, 1, {0, 0, 0, 0}, NULL},
+        /* quads in the padding skipped (PP-OCR cls's last stages) */
+        {"dw 5x5 3x20 batch 2", 2, 168, 3, 20, 168, 5, 5, 168, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 5x5 2x19", 1, 200, 2, 19, 200, 5, 5, 200, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 5x5 stride 2x1 3x17", 1, 176, 3, 17, 176, 5, 5, 176, 2, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 5x5 one row", 1, 160, 1, 9, 160, 5, 5, 160, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 9x3 one row (no live quad but one)", 1, 160, 1, 6, 160, 9, 3, 160, 1, 1, 1, 1,
+         {4, 1, 4, 1}, NULL},
+        {"dw 3x3 pads 4 (rows of padding only)", 1, 160, 3, 5, 160, 3, 3, 160, 1, 1, 1, 1,
+         {4, 1, 4, 1}, NULL},
     };
     static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
     static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};
