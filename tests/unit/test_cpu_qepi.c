@@ -121,8 +121,8 @@ static void test_qact_rows(void) {
                 x[3] = 3e38f;
                 for (int64_t i = 0; i < rows * C; i++) z[i] = (uint8_t)(i * 31 + 7);
                 const float zs = 0.03f, ys = 0.021f;
-                pr_cpu_qact_rows(x, xs, rows, C, &A, &A2, zdt ? z : NULL, zdt, zs, y, ydt, 1.0f / ys,
-                                 1 + v % 2);
+                pr_cpu_qact_rows(x, xs, rows, C, &A, &A2, zdt ? z : NULL, zdt, zs, y, ydt,
+                                 1.0f / ys, 1 + v % 2);
                 int64_t bad = 0;
                 for (int64_t r = 0; r < rows; r++)
                     for (int64_t c = 0; c < C; c++) {
@@ -133,9 +133,11 @@ static void test_qact_rows(void) {
                             continue;
                         }
                         R = acts[a][0][0] ? qa_act_ref(acts[a][0], xv) : xv;
-                        if (zdt) R += zs * (zdt == PRECIS_UINT8 ? (double)z[i] : (double)(int8_t)z[i]);
+                        if (zdt)
+                            R += zs * (zdt == PRECIS_UINT8 ? (double)z[i] : (double)(int8_t)z[i]);
                         if (acts[a][1][0]) R = qa_act_ref(acts[a][1], R);
-                        double lo = ydt == PRECIS_UINT8 ? 0 : -128, hi = ydt == PRECIS_UINT8 ? 255 : 127;
+                        double lo = ydt == PRECIS_UINT8 ? 0 : -128;
+                        double hi = ydt == PRECIS_UINT8 ? 255 : 127;
                         double q = nearbyint(R / ys);
                         q = q < lo ? lo : q > hi ? hi : q;
                         double got = ydt == PRECIS_UINT8 ? (double)y[i] : (double)(int8_t)y[i];

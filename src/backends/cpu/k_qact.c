@@ -9,10 +9,10 @@
  * (3x a 1x1 32->32 int8 conv's MACs: 0.023 -> 0.073 ms at 80x80, one
  * thread), more than writing float32 and this pass together. Swish and
  * Sigmoid use exp2 with a degree-5 polynomial (relative error 7.5e-8) and
- * one division; the other acts pv_act. x holds
- * finite values (a conv's outputs: +-inf may come out as NaN, then 0). Rows
- * of the float input may be padded (xs >= C values apart: the padded output
- * channels of dnnl_qconv.c); Z and Y are dense. AVX-512 when allowed,
+ * one division; the other acts pv_act. x holds finite values (a conv's
+ * outputs: +-inf may come out as NaN, then 0). Rows of the float input may
+ * be padded (xs >= C values apart: the padded output channels of
+ * dnnl_qconv.c); Z and Y are dense. AVX-512 when allowed,
  * pr_act_apply per value otherwise (PRECIS_CPU_ISA=scalar); OpenMP over
  * blocks of rows. */
 #include <math.h>
@@ -110,7 +110,8 @@ static PR_AVX512 void qa_row_512(const qa_args *a, int64_t r, int64_t c0, int64_
     if (A2.kind == PR_ACT_NONE && (A.kind == PR_ACT_SWISH || A.kind == PR_ACT_SIGMOID)) {
         /* the plans' cases, specialised */
         bool s = A.kind == PR_ACT_SWISH;
-#define QA_CASE(act, zz, zu, yu) qa_row_t(x, act, none, zz, zu, a->z_scale, a->y, yu, a->inv_y, i0, n)
+#define QA_CASE(act, zz, zu, yu)                                                                   \
+    qa_row_t(x, act, none, zz, zu, a->z_scale, a->y, yu, a->inv_y, i0, n)
         if (!z && !yu8) s ? QA_CASE(sw, NULL, false, false) : QA_CASE(sg, NULL, false, false);
         else if (!z) s ? QA_CASE(sw, NULL, false, true) : QA_CASE(sg, NULL, false, true);
         else if (!zu8 && !yu8) s ? QA_CASE(sw, z, false, false) : QA_CASE(sg, z, false, false);
@@ -144,7 +145,8 @@ void pr_cpu_qact_rows(const float *x, int64_t xs, int64_t rows, int64_t C, const
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t it = 0; it < items; it++) {
         int64_t r0 = it / cut * per, r1 = r0 + per < R ? r0 + per : R;
-        int64_t c0 = it % cut * QA_CHUNK, c1 = cut == 1 ? L : (c0 + QA_CHUNK < L ? c0 + QA_CHUNK : L);
+        int64_t c0 = it % cut * QA_CHUNK;
+        int64_t c1 = cut == 1 ? L : (c0 + QA_CHUNK < L ? c0 + QA_CHUNK : L);
         for (int64_t r = r0; r < r1; r++) {
 #ifdef PR_CPU_X86
             if (v512) {

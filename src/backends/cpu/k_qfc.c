@@ -15,11 +15,12 @@
  * (times 1 / y_scale when the acts are positively homogeneous: folded),
  * Linear / HardSigmoid as a fused multiply-add, 1 / y_scale last otherwise;
  * so the outputs are dnnl.qconv's bit for bit where the acts are exact
- * (measured on PP-OCRv4 rec; otherwise its CER moved by a character). No residual, group 1, IC up to
- * 512 (the float sums stay exact); an image of 1x1 pixel is the same bytes
- * in plain and NHWC layouts. Weights are kept as floats, [IC][OCp] with OCp
- * OC rounded up to 64 (zeros), so that four vectors of outputs accumulate in
- * registers; AVX-512 when allowed, portable C otherwise. */
+ * (measured on PP-OCRv4 rec: its CER had moved by a character without).
+ * No residual, group 1, IC up to 512 (the float sums stay exact); an image
+ * of 1x1 pixel is the same bytes in plain and NHWC layouts. Weights are
+ * kept as floats, [IC][OCp] with OCp OC rounded up to 64 (zeros), so that
+ * four vectors of outputs accumulate in registers; AVX-512 when allowed,
+ * portable C otherwise. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +94,8 @@ static bool qfc_supports(const pr_graph *g, const pr_node *n) {
     if (X->dims[2] != 1 || X->dims[3] != 1) return false; /* known 1x1 images only */
     pr_dtype ydt = y_dtype(n);
     if (ydt == PRECIS_UNDEFINED || (Y->dtype != PRECIS_UNDEFINED && Y->dtype != ydt)) return false;
-    if (!is_init(W, PRECIS_INT8) || W->rank != 4 || W->dims[2] != 1 || W->dims[3] != 1) return false;
+    if (!is_init(W, PRECIS_INT8) || W->rank != 4 || W->dims[2] != 1 || W->dims[3] != 1)
+        return false;
     int64_t OC = W->dims[0], IC = W->dims[1];
     if (OC < 1 || IC < 1 || IC > QFC_MAX_IC || pr_attr_int(n, "group", 1) != 1) return false;
     if (pr_dim_known(X->dims[1]) && X->dims[1] != IC) return false;
