@@ -718,6 +718,16 @@ static void test_move(void) {
                 qc_run(&q.t, 3, in, 1, l, mv, th, 0, true, label);
                 qc_free(in, 3);
             }
+            { /* channel blocks of 16, 32, 64 bytes: the one-move rows of k_move.c */
+                qnode q;
+                qn_init(&q, PR_OP_Concat, "Concat", 13, false);
+                qn_int(&q, "axis", 1);
+                qc_in in[3] = {q_act("a", 4, (int64_t[]){2, 16, 7, 9}, dt, l),
+                               q_act("b", 4, (int64_t[]){2, 32, 7, 9}, dt, l),
+                               q_act("c", 4, (int64_t[]){2, 64, 7, 9}, dt, l)};
+                qc_run(&q.t, 3, in, 1, l, mv, th, 0, true, "concat 16/32/64 channels");
+                qc_free(in, 3);
+            }
             /* Slice of a rank-4 tensor, Split along channels */
             {
                 qnode q;
