@@ -15,12 +15,16 @@
  * qc_prepare / qc_exec / qc_release run one prepared state on several
  * concrete shapes (symbolic graph dims) or with the output in an input's
  * buffer (in place). Every mismatch is a failed CHECK naming the case.
- * time_runs() gives the median time of a prepared impl for speed prints. */
+ * time_runs() gives the median time of a prepared impl for speed prints;
+ * q8_also_scalar() reruns the test binary with PRECIS_CPU_ISA=scalar. */
 #ifndef PR_TESTS_UNIT_CPU_CHECK_Q8_H
 #define PR_TESTS_UNIT_CPU_CHECK_Q8_H
 
 #include <assert.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backends/cpu/dnnl_common.h"
 #include "cpu_check.h"
@@ -35,13 +39,13 @@ typedef struct qnode {
     int64_t ints[QN_MAX][8];
 } qnode;
 
-static void qn_init(qnode *q, pr_op op, const char *type, int64_t opset, bool fused) {
+static inline void qn_init(qnode *q, pr_op op, const char *type, int64_t opset, bool fused) {
     n_init(&q->t, op, type, opset);
     if (fused) q->t.node.domain = PR_FUSED_DOMAIN;
     q->t.node.attrs = q->attrs;
 }
 
-static pr_attr *qn_attr(qnode *q, const char *name, pr_attr_type type) {
+static inline pr_attr *qn_attr(qnode *q, const char *name, pr_attr_type type) {
     assert(q->t.node.n_attrs < QN_MAX);
     pr_attr *a = &q->attrs[q->t.node.n_attrs++];
     memset(a, 0, sizeof *a);
@@ -49,16 +53,18 @@ static pr_attr *qn_attr(qnode *q, const char *name, pr_attr_type type) {
     a->type = type;
     return a;
 }
-static void qn_int(qnode *q, const char *name, int64_t v) { qn_attr(q, name, PR_ATTR_INT)->i = v; }
-static void qn_float(qnode *q, const char *name, float v) {
+static inline void qn_int(qnode *q, const char *name, int64_t v) {
+    qn_attr(q, name, PR_ATTR_INT)->i = v;
+}
+static inline void qn_float(qnode *q, const char *name, float v) {
     qn_attr(q, name, PR_ATTR_FLOAT)->f = v;
 }
-static void qn_str(qnode *q, const char *name, const char *s) {
+static inline void qn_str(qnode *q, const char *name, const char *s) {
     pr_attr *a = qn_attr(q, name, PR_ATTR_STRING);
     a->s = s;
     a->s_len = strlen(s);
 }
-static void qn_ints(qnode *q, const char *name, const int64_t *v, int n) {
+static inline void qn_ints(qnode *q, const char *name, const int64_t *v, int n) {
     assert(n <= 8);
     int k = q->t.node.n_attrs;
     pr_attr *a = qn_attr(q, name, PR_ATTR_INTS);
@@ -66,7 +72,7 @@ static void qn_ints(qnode *q, const char *name, const int64_t *v, int n) {
     a->ints = q->ints[k];
     a->n = n;
 }
-static void qn_act(qnode *q, const char *prefix, const char *act, float alpha, float beta) {
+static inline void qn_act(qnode *q, const char *prefix, const char *act, float alpha, float beta) {
     bool two = !strcmp(prefix, "act2");
     qn_str(q, prefix, act);
     qn_float(q, two ? "act2_alpha" : "act_alpha", alpha);
@@ -84,10 +90,10 @@ typedef struct qc_in {
     void *data; /* plain (logical) order, owned by the case */
 } qc_in;
 
-static int64_t qc_numel(const qc_in *q) { return pr_numel(q->rank, q->dims); }
+static inline int64_t qc_numel(const qc_in *q) { return pr_numel(q->rank, q->dims); }
 
 /* Random contents: int8 in [lo, hi], uint8 likewise, float types in [flo, fhi). */
-static void *rnd_data(pr_dtype dt, int64_t n, int lo, int hi, float flo, float fhi) {
+static inline void *rnd_data(pr_dtype dt, int64_t n, int lo, int hi, float flo, float fhi) {
     size_t es = pr_dtype_size(dt);
     unsigned char *d = malloc((size_t)(n ? n : 1) * es);
     for (int64_t i = 0; i < n; i++) {
@@ -106,7 +112,7 @@ static void *rnd_data(pr_dtype dt, int64_t n, int lo, int hi, float flo, float f
     return d;
 }
 
-static qc_in q_act(const char *name, int rank, const int64_t *dims, pr_dtype dt, bool nhwc) {
+static inline qc_in q_act(const char *name, int rank, const int64_t *dims, pr_dtype dt, bool nhwc) {
     qc_in q = {name, rank, {0}, dt, false, nhwc, NULL};
     if (rank > 0) memcpy(q.dims, dims, (size_t)rank * sizeof *dims);
     int lo = dt == PRECIS_UINT8 ? 0 : -128, hi = dt == PRECIS_UINT8 ? 255 : 127;
@@ -114,7 +120,8 @@ static qc_in q_act(const char *name, int rank, const int64_t *dims, pr_dtype dt,
     return q;
 }
 
-static qc_in q_init(const char *name, int rank, const int64_t *dims, pr_dtype dt, const void *src) {
+static inline qc_in q_init(const char *name, int rank, const int64_t *dims, pr_dtype dt,
+                           const void *src) {
     qc_in q = {name, rank, {0}, dt, true, false, NULL};
     if (rank > 0) memcpy(q.dims, dims, (size_t)rank * sizeof *dims);
     size_t nb = (size_t)qc_numel(&q) * pr_dtype_size(dt);
@@ -123,7 +130,7 @@ static qc_in q_init(const char *name, int rank, const int64_t *dims, pr_dtype dt
     return q;
 }
 
-static void qc_free(qc_in *in, int n) {
+static inline void qc_free(qc_in *in, int n) {
     for (int i = 0; i < n; i++) {
         free(in[i].data);
         in[i].data = NULL;
@@ -131,7 +138,7 @@ static void qc_free(qc_in *in, int n) {
 }
 
 /* Byte-wise N,C,H,W <-> N,H,W,C of elements of es bytes. */
-static void bytes_nhwc(const void *s, void *d, const int64_t *dm, size_t es, bool to_nhwc) {
+static inline void bytes_nhwc(const void *s, void *d, const int64_t *dm, size_t es, bool to_nhwc) {
     int64_t N = dm[0], C = dm[1], HW = dm[2] * dm[3];
     const unsigned char *sp = s;
     unsigned char *dp = d;
@@ -152,7 +159,7 @@ static double f_worst; /* worst |diff| / max|ref| of float32 outputs */
 /* Names of the implementations oneDNN picked, with a case each. */
 static char seen[32][160];
 static int n_seen;
-static void note_impl(const char *impl, const char *label) {
+static inline void note_impl(const char *impl, const char *label) {
     for (int i = 0; i < n_seen; i++)
         if (!strncmp(seen[i], impl, strlen(impl)) && seen[i][strlen(impl)] == ' ') return;
     if (n_seen < 32) snprintf(seen[n_seen++], sizeof seen[0], "%s (%s)", impl, label);
@@ -170,7 +177,8 @@ typedef struct qc_prep {
     void *state;
 } qc_prep;
 
-static void to_cc(const qc_in *in, int n, cc_input *cc, pr_dtype *dt, float **fd, bool layouts) {
+static inline void to_cc(const qc_in *in, int n, cc_input *cc, pr_dtype *dt, float **fd,
+                         bool layouts) {
     memset(cc, 0, (size_t)n * sizeof *cc);
     for (int i = 0; i < n; i++) {
         dt[i] = in[i].dt;
@@ -189,8 +197,9 @@ static void to_cc(const qc_in *in, int n, cc_input *cc, pr_dtype *dt, float **fd
 
 /* Builds the impl's graph on gin (dims may be symbolic) and prepares it;
  * false (CHECKed) when the impl declines or fails. */
-static bool qc_prepare(qc_prep *p, const tnode *t, int n_in, const qc_in *gin, int n_out,
-                       bool out_nhwc, const pr_cpu_impl *impl, int threads, const char *label) {
+static inline bool qc_prepare(qc_prep *p, const tnode *t, int n_in, const qc_in *gin, int n_out,
+                              bool out_nhwc, const pr_cpu_impl *impl, int threads,
+                              const char *label) {
     memset(p, 0, sizeof *p);
     p->impl = impl;
     p->t = t;
@@ -222,7 +231,7 @@ static bool qc_prepare(qc_prep *p, const tnode *t, int n_in, const qc_in *gin, i
     return true;
 }
 
-static void qc_release(qc_prep *p) {
+static inline void qc_release(qc_prep *p) {
     if (p->state && p->impl->destroy) p->impl->destroy(p->state);
     pr_graph_destroy(p->gi);
     p->state = NULL;
@@ -231,8 +240,8 @@ static void qc_release(qc_prep *p) {
 
 /* Compares output j; tol_units: allowed difference of integer outputs;
  * float outputs within 1e-4 of their largest magnitude (exact: 0). */
-static bool qc_compare(const pr_buf *ref, const pr_buf *got, bool nhwc, int tol_units, bool exact,
-                       const char *label) {
+static inline bool qc_compare(const pr_buf *ref, const pr_buf *got, bool nhwc, int tol_units,
+                              bool exact, const char *label) {
     int64_t ne = ref->numel;
     float *r = malloc((size_t)(ne ? ne : 1) * sizeof(float));
     float *v = malloc((size_t)(ne ? ne : 1) * sizeof(float));
@@ -282,8 +291,8 @@ static bool qc_compare(const pr_buf *ref, const pr_buf *got, bool nhwc, int tol_
  * 0: output 0 is written into that input's (impl) buffer. out_dt: the
  * impl's output dtype (PRECIS_UNDEFINED: ref's); ref's float32 is rounded
  * to it before comparing. */
-static void qc_exec(qc_prep *p, const qc_in *in, int inplace, pr_dtype out_dt, int tol_units,
-                    bool exact, const char *label) {
+static inline void qc_exec(qc_prep *p, const qc_in *in, int inplace, pr_dtype out_dt, int tol_units,
+                           bool exact, const char *label) {
     cc_input cc[CC_MAX_IO];
     pr_dtype dt[CC_MAX_IO];
     float *fd[CC_MAX_IO];
@@ -367,9 +376,9 @@ done:
 }
 
 /* One case: prepare on the concrete dims, run, compare. */
-static void qc_run(const tnode *t, int n_in, const qc_in *in, int n_out, bool out_nhwc,
-                   const pr_cpu_impl *impl, int threads, int tol_units, bool exact,
-                   const char *label) {
+static inline void qc_run(const tnode *t, int n_in, const qc_in *in, int n_out, bool out_nhwc,
+                          const pr_cpu_impl *impl, int threads, int tol_units, bool exact,
+                          const char *label) {
     qc_prep p;
     qc_threads = threads;
     if (qc_prepare(&p, t, n_in, in, n_out, out_nhwc, impl, threads, label))
@@ -378,8 +387,8 @@ static void qc_run(const tnode *t, int n_in, const qc_in *in, int n_out, bool ou
 }
 
 /* Whether impl takes the node (graph from in, layouts as given). */
-static bool qc_supports(const tnode *t, int n_in, const qc_in *in, bool out_nhwc,
-                        const pr_cpu_impl *impl) {
+static inline bool qc_supports(const tnode *t, int n_in, const qc_in *in, bool out_nhwc,
+                               const pr_cpu_impl *impl) {
     cc_input cc[CC_MAX_IO];
     pr_dtype dt[CC_MAX_IO];
     float *fd[CC_MAX_IO];
@@ -394,22 +403,22 @@ static bool qc_supports(const tnode *t, int n_in, const qc_in *in, bool out_nhwc
 
 /* ------------------------------------------------------------ misc */
 
-static const char *dn(pr_dtype d) { return d == PRECIS_UNDEFINED ? "-" : pr_dtype_name(d); }
+static inline const char *dn(pr_dtype d) { return d == PRECIS_UNDEFINED ? "-" : pr_dtype_name(d); }
 
-static double now_s(void) {
+static inline double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_d(const void *a, const void *b) {
+static inline int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Median ms of `reps` runs of a prepared impl (after warm-up). */
-static double time_runs(const pr_cpu_impl *impl, void *state, const pr_graph *g, int n_in,
-                        const pr_buf *const *in, pr_buf *out, int threads, int reps) {
+static inline double time_runs(const pr_cpu_impl *impl, void *state, const pr_graph *g, int n_in,
+                               const pr_buf *const *in, pr_buf *out, int threads, int reps) {
     pr_err e = {0};
     pr_cpu_exec x = {threads, pr_dnnl_stream_create(&e), NULL, 0};
     pr_buf *outs[1] = {out};
@@ -426,6 +435,30 @@ static double time_runs(const pr_cpu_impl *impl, void *state, const pr_graph *g,
     free(x.scratch);
     qsort(t, (size_t)reps, sizeof *t, cmp_d);
     return 1e3 * t[reps / 2];
+}
+
+/* The test binary again with PRECIS_CPU_ISA=scalar and --own-kernels (our
+ * kernels' portable paths; the oneDNN impls do not depend on the cap), after
+ * a run without a cap; rc: this run's. Prints "<name>: ok (both ISA paths)"
+ * or FAILED; the exit status for main. */
+static inline int q8_also_scalar(char **argv, int rc, const char *name) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("PRECIS_CPU_ISA", "scalar", 1);
+        static char own[] = "--own-kernels";
+        char *args[3] = {argv[0], own, NULL};
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "the PRECIS_CPU_ISA=scalar run failed\n");
+        rc = 1;
+    }
+    printf("%s: %s\n", name, rc ? "FAILED" : "ok (both ISA paths)");
+    return rc;
 }
 
 #endif

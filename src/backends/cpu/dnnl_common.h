@@ -186,6 +186,7 @@ typedef struct pr_dnnl_entry {
     bool own_wei;                  /* wei is this entry's (else the state's shared copy) */
     int64_t out_dims[PR_MAX_RANK]; /* output dims the primitive computes */
     char impl[96];                 /* oneDNN implementation name */
+    int flags;                     /* the owning impl's (dnnl_qconv.c: late epilogue) */
     /* staged execution (the Winograd path of dnnl_wino.c): stage[0] reorders
      * the input into a staging buffer, stage[1] (or NULL) the residual into
      * the staged output, prim runs on the staging buffers, stage[2] reorders

@@ -111,6 +111,12 @@ static void scopy_rows(const sjob *j, int64_t r0, int64_t r1, int64_t c0, int64_
                 for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) memcpy(d, s, 8);
             else if (rb == 4)
                 for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) memcpy(d, s, 4);
+            else if (rb == 16) /* int8 NHWC blocks of 16/32/64 channels: one move a row */
+                for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) memcpy(d, s, 16);
+            else if (rb == 32)
+                for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) memcpy(d, s, 32);
+            else if (rb == 64)
+                for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) memcpy(d, s, 64);
             else
                 for (int64_t q = 0; q < n; q++, d += dstep, s += sstep) copy_short(d, s, rb);
             row += n;

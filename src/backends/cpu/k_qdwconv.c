@@ -24,7 +24,12 @@
  * 16 (L / 4) + 4 r + L % 4 of the block; weights, scales, biases and the
  * compensation are packed in that order, and the int32 -> int16 -> int8
  * saturating packs put the channels back in order (float outputs through a
- * 4x4 transpose of 128-bit blocks). */
+ * 4x4 transpose of 128-bit blocks).
+ *
+ * Quads whose rows all lie in the padding are skipped for the row (built
+ * and summed: nothing), their compensation added back for an int8 src: a
+ * 5x5 kernel on the 2-3 row images of PP-OCR cls's last stages has its
+ * second quad (kernel row 4) in the padding for most output rows. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -43,6 +48,7 @@ typedef struct qdw_state {
     float inv, lo, hi;
     int8_t *wp;    /* [nblk][KW][nqh][4][64] */
     int32_t *init; /* [nblk][4][16] accumulator start (compensation) */
+    int32_t *qcomp; /* [nblk][nqh][4][16] a quad's share of it, negated (int8 src) */
     float *sc, *bias; /* [nblk][4][16] x_scale * w_scale, B */
 } qdw_state;
 
@@ -117,6 +123,7 @@ static void qdw_destroy(void *state) {
     if (!s) return;
     free(s->wp);
     free(s->init);
+    free(s->qcomp);
     free(s->sc);
     free(s->bias);
     free(s);
@@ -149,9 +156,10 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     s->wp = aligned_alloc(64, nw); /* read as __m512i */
     if (s->wp) memset(s->wp, 0, nw);
     s->init = calloc(nv, sizeof(int32_t));
+    s->qcomp = calloc(nv * (size_t)s->nqh, sizeof(int32_t));
     s->sc = calloc(nv, sizeof(float));
     s->bias = calloc(nv, sizeof(float));
-    if (!s->wp || !s->init || !s->sc || !s->bias) {
+    if (!s->wp || !s->init || !s->qcomp || !s->sc || !s->bias) {
         qdw_destroy(s);
         return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
@@ -170,6 +178,7 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
                 sum += q;
                 int64_t qh = kh / 4, t = kh % 4;
                 s->wp[(((cb * s->KW + kw) * s->nqh + qh) * 4 + r) * 64 + lane * 4 + t] = q;
+                if (s8) s->qcomp[(cb * s->nqh + qh) * 64 + r * 16 + lane] += 128 * q;
             }
         s->init[v] = s8 ? -128 * sum : 0;
         s->sc[v] = zero ? 1.0f : xs * ws[c];
@@ -191,7 +200,7 @@ typedef struct qdw_geo {
  * Rows out of the image (and the rows past KH in the last quad) read a zero
  * block with stride 0; columns out of it read the zero block too. */
 static PR_VNNI void qdw_build(const qdw_state *s, const qdw_geo *g, const uint8_t *x, int64_t oh,
-                              int64_t cb, __mmask64 cm, __m512i *V) {
+                              int64_t cb, __mmask64 cm, __m512i *V, int64_t q0, int64_t q1) {
     static const uint8_t zb[64] __attribute__((aligned(64)));
     const __m512i flip = _mm512_set1_epi8(s->xdt == PRECIS_INT8 ? (char)0x80 : 0);
     const int64_t C = s->C, nqh = s->nqh;
@@ -203,7 +212,7 @@ static PR_VNNI void qdw_build(const qdw_state *s, const qdw_geo *g, const uint8_
         rows[kh] = ok ? x + ih * g->IW * C + cb * 64 : zb;
         step[kh] = ok ? C : 0;
     }
-    for (int64_t qh = 0; qh < nqh; qh++) {
+    for (int64_t qh = q0; qh < q1; qh++) {
         const uint8_t *const *r = rows + qh * 4;
         const int64_t *st = step + qh * 4;
         for (int64_t p = 0; p < g->ncol; p++) {
@@ -278,8 +287,8 @@ VNNI_INLINE void qdw_pixel(const qdw_ep *e, __m512i a0, __m512i a1, __m512i a2, 
  * the 12 weight vectors stay in registers). */
 VNNI_INLINE void qdw_conv_t(const __m512i *V, const __m512i *wb, const qdw_ep *e, int64_t OW,
                             int64_t sw, int64_t KW, int64_t NQH, int64_t DW, int EK, int AK,
-                            bool AFF) {
-    if (KW == 3 && NQH == 1 && DW == 1) {
+                            bool AFF, int64_t Q0, int64_t Q1) {
+    if (KW == 3 && NQH == 1 && DW == 1 && Q0 == 0 && Q1 == 1) {
         const __m512i w0 = wb[0], w1 = wb[1], w2 = wb[2], w3 = wb[3], w4 = wb[4], w5 = wb[5];
         const __m512i w6 = wb[6], w7 = wb[7], w8 = wb[8], w9 = wb[9], w10 = wb[10], w11 = wb[11];
         for (int64_t ow = 0; ow < OW; ow++) {
@@ -304,7 +313,7 @@ VNNI_INLINE void qdw_conv_t(const __m512i *V, const __m512i *wb, const qdw_ep *e
         __m512i a0 = e->init[0], a1 = e->init[1], a2 = e->init[2], a3 = e->init[3];
         const __m512i *vp = V + ow * sw * NQH * 4;
         for (int64_t kw = 0; kw < KW; kw++)
-            for (int64_t qh = 0; qh < NQH; qh++) {
+            for (int64_t qh = Q0; qh < Q1; qh++) {
                 const __m512i *v = vp + (kw * DW * NQH + qh) * 4, *w = wb + (kw * NQH + qh) * 4;
                 a0 = _mm512_dpbusd_epi32(a0, v[0], w[0]);
                 a1 = _mm512_dpbusd_epi32(a1, v[1], w[1]);
@@ -315,15 +324,18 @@ VNNI_INLINE void qdw_conv_t(const __m512i *V, const __m512i *wb, const qdw_ep *e
     }
 }
 
-/* Geometry specialisations for one epilogue. */
+/* Geometry specialisations for one epilogue; quads q0..q1-1 live. */
 VNNI_INLINE void qdw_conv_g(const qdw_state *s, const qdw_geo *g, const __m512i *V,
-                            const __m512i *wb, const qdw_ep *e, int EK, int AK, bool AFF) {
-    if (s->KW == 3 && s->nqh == 1 && g->dw == 1)
-        qdw_conv_t(V, wb, e, g->OW, g->sw, 3, 1, 1, EK, AK, AFF);
-    else if (s->KW == 5 && s->nqh == 2 && g->dw == 1)
-        qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF);
+                            const __m512i *wb, const qdw_ep *e, int EK, int AK, bool AFF,
+                            int64_t q0, int64_t q1) {
+    if (s->KW == 3 && s->nqh == 1 && g->dw == 1 && q0 == 0 && q1 == 1)
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 3, 1, 1, EK, AK, AFF, 0, 1);
+    else if (s->KW == 5 && s->nqh == 2 && g->dw == 1 && q0 == 0 && q1 == 2)
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF, 0, 2);
+    else if (s->KW == 5 && s->nqh == 2 && g->dw == 1 && q0 == 0 && q1 == 1)
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF, 0, 1);
     else
-        qdw_conv_t(V, wb, e, g->OW, g->sw, s->KW, s->nqh, g->dw, EK, AK, AFF);
+        qdw_conv_t(V, wb, e, g->OW, g->sw, s->KW, s->nqh, g->dw, EK, AK, AFF, q0, q1);
 }
 
 /* Whether the epilogue fuses (see qdw_ep). */
@@ -337,12 +349,16 @@ static bool qdw_fused(const qdw_state *s) {
 /* One row and block: the sums, then (fused) the outputs or F. Returns
  * whether the outputs are written. */
 static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i *V, int64_t cb,
-                             __m512 *F, uint8_t *yrow) {
+                             __m512 *F, uint8_t *yrow, int64_t q0, int64_t q1) {
     const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
     const __m512i *wb = (const __m512i *)s->wp + cb * s->KW * s->nqh * 4;
     qdw_ep e;
     for (int r = 0; r < 4; r++) {
         e.init[r] = _mm512_loadu_si512(s->init + cb * 64 + r * 16);
+        for (int64_t qh = 0; qh < s->nqh; qh++) /* skipped quads' compensation back */
+            if (qh < q0 || qh >= q1)
+                e.init[r] = _mm512_add_epi32(
+                    e.init[r], _mm512_loadu_si512(s->qcomp + (cb * s->nqh + qh) * 64 + r * 16));
         e.sc[r] = _mm512_loadu_ps(s->sc + cb * 64 + r * 16);
         e.bi[r] = _mm512_loadu_ps(s->bias + cb * 64 + r * 16);
     }
@@ -352,7 +368,7 @@ static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i
     e.m = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
     e.u8 = s->ydt == PRECIS_UINT8;
     if (!qdw_fused(s)) {
-        qdw_conv_g(s, g, V, wb, &e, EP_F, PR_ACT_NONE, false);
+        qdw_conv_g(s, g, V, wb, &e, EP_F, PR_ACT_NONE, false, q0, q1);
         return false;
     }
     bool aff = s->act2.kind == PR_ACT_AFFINE;
@@ -365,16 +381,16 @@ static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i
     switch (s->act.kind) {
     case PR_ACT_RELU:
     case PR_ACT_CLIP:
-        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_CLIP, true);
-        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_CLIP, false);
+        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_CLIP, true, q0, q1);
+        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_CLIP, false, q0, q1);
         break;
     case PR_ACT_HARD_SWISH:
-        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_HARD_SWISH, true);
-        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_HARD_SWISH, false);
+        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_HARD_SWISH, true, q0, q1);
+        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_HARD_SWISH, false, q0, q1);
         break;
     default:
-        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_NONE, true);
-        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_NONE, false);
+        if (aff) qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_NONE, true, q0, q1);
+        else qdw_conv_g(s, g, V, wb, &e, EP_Q, PR_ACT_NONE, false, q0, q1);
         break;
     }
     return true;
@@ -453,9 +469,18 @@ static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x,
         __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
         __m512i *V = scr + (size_t)omp_get_thread_num() * (size_t)per;
         __m512 *F = (__m512 *)(V + nv);
-        qdw_build(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, cm, V);
+        /* the quads with a kernel row in the image */
+        int64_t q0 = s->nqh, q1 = 0;
+        for (int64_t kh = 0; kh < s->KH; kh++) {
+            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+            if (ih < 0 || ih >= g->IH) continue;
+            if (kh / 4 < q0) q0 = kh / 4;
+            if (kh / 4 + 1 > q1) q1 = kh / 4 + 1;
+        }
+        if (q1 <= q0) q0 = q1 = 0;
+        qdw_build(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, cm, V, q0, q1);
         uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * ysz;
-        if (!qdw_conv(s, g, V, cb, F, yrow)) {
+        if (!qdw_conv(s, g, V, cb, F, yrow, q0, q1)) {
             qdw_act(&s->act, F, g->OW * 4);
             qdw_act(&s->act2, F, g->OW * 4);
             qdw_out(s, F, g->OW, cb, yrow);

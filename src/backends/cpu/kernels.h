@@ -26,6 +26,9 @@
  *   pr_cpu_impl_qdwconv  (k_qdwconv.c) depthwise QConv (group == C == M),
  *       NHWC int8/uint8 src, int8/uint8/float32 out, bias, act, act2; needs
  *       AVX512-VNNI (declined otherwise: dnnl.qconv runs it).
+ *   pr_cpu_impl_qfc  (k_qfc.c) QConv of 1x1 images with a 1x1 kernel (the
+ *       squeeze-excitation FCs after a GlobalAveragePool): a matrix-vector
+ *       product per image, bias, act, act2, int8/uint8/float32 out, no Z.
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
@@ -41,6 +44,7 @@ extern const pr_cpu_impl pr_cpu_impl_quantize;
 extern const pr_cpu_impl pr_cpu_impl_dequantize;
 extern const pr_cpu_impl pr_cpu_impl_qbinary;
 extern const pr_cpu_impl pr_cpu_impl_qdwconv;
+extern const pr_cpu_impl pr_cpu_impl_qfc;
 
 /* The broadcasting driver of the binary kernels (k_binary.c), shared with
  * QBinary. A row function computes o[i] = f(a[i sa], b[i sb]) for i < n (a,
@@ -75,5 +79,13 @@ void pr_cpu_dequant_q8(const void *q, pr_dtype qdt, float scale, void *out, pr_d
 /* x[i] = act(x[i]) for n float32 values in place (k_eltwise.c; pv_act /
  * pr_act_apply), up to `threads` OpenMP threads. */
 void pr_cpu_act_f32(float *x, int64_t n, const pr_act *a, int threads);
+/* The late INT8 epilogue (k_qact.c): for rows x rows of C float32 values
+ * (rows xs >= C values apart), R = act2(act(x) + z_scale * Z) and
+ * y = saturate(round_half_even(R * inv_y)) into int8/uint8 ydt; z (int8/
+ * uint8 zdt, dense rows of C like y) may be NULL, act/act2 NULL or NONE;
+ * y may be z. Up to `threads` OpenMP threads. */
+void pr_cpu_qact_rows(const float *x, int64_t xs, int64_t rows, int64_t C, const pr_act *act,
+                      const pr_act *act2, const void *z, pr_dtype zdt, float z_scale, void *y,
+                      pr_dtype ydt, float inv_y, int threads);
 
 #endif

@@ -1,0 +1,229 @@
+/* The INT8 epilogue paths of the CPU backend against the ref backend:
+ * dnnl.qconv's late epilogue (Swish/Sigmoid into int8/uint8: the primitive
+ * writes float32, pr_cpu_qact_rows requantizes; padded output channels,
+ * residuals in place, act2, batches cut into image groups under the float
+ * budget and the post-op chain over it, 1 and 2 threads), pr_cpu_qact_rows
+ * itself against double precision (every act pairing plans use, padded
+ * rows, NaN and huge values), and qfc (1x1 convs of 1x1 images, the
+ * squeeze-excitation FCs: every act, act2, int8/uint8 in, int8/uint8/float32
+ * out, zero weight scales, what it declines). Tolerances as test_cpu_int8.c:
+ * int8/uint8 outputs may differ from ref by one unit near halves.
+ *
+ * The process runs everything with the best ISA, then runs itself again
+ * with PRECIS_CPU_ISA=scalar for the portable paths of k_qact.c and k_qfc.c
+ * (--own-kernels: the oneDNN cases are skipped there). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/kernels.h"
+#include "cpu_check_qconv.h"
+
+/* The late INT8 epilogue (Swish/Sigmoid into int8/uint8: float32 primitive
+ * output, then pr_cpu_qact_rows): padded output channels, residuals, act2,
+ * in place, batches, sizes over one work chunk, 1 and 2 threads. */
+static void test_qconv_late(void) {
+    const qact swish = {"Swish", 0, 0}, sigm = {"Sigmoid", 0, 0}, relu = ACTS[0];
+    const qact clip = {"Clip", -0.5f, 2.0f};
+    static const qconv_case big = {"1x1 32->32 40x40", 1, 32, 40, 40, 32, 1, 1, 1, 1, 1, 1, 1,
+                                   {0, 0, 0, 0}, NULL};
+    static const qconv_case bigpad = {"3x3 16->40 33x31 padded batch 2", 2, 16, 33, 31, 40, 3, 3,
+                                      1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL};
+    static const qconv_case odd = {"1x1 24->7 batch 3", 3, 24, 9, 10, 7, 1, 1, 1, 1, 1, 1, 1,
+                                   {0, 0, 0, 0}, NULL};
+    const qconv_case *cs[] = {&qconv_cases[15], &qconv_cases[16], &big, &bigpad, &odd,
+                              &qconv_cases[8]};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int t = 1; t <= 2; t++) {
+            qconv_one(cs[i], PRECIS_INT8, PRECIS_INT8, true, PRECIS_UNDEFINED, true, &swish, NULL,
+                      t, "late swish");
+            qconv_one(cs[i], PRECIS_UINT8, PRECIS_UINT8, t == 1, PRECIS_UNDEFINED, true, &sigm,
+                      NULL, t, "late sigmoid");
+            qconv_one(cs[i], PRECIS_INT8, PRECIS_INT8, true, PRECIS_INT8, true, &swish, NULL, t,
+                      "late swish + residual");
+            qconv_one(cs[i], PRECIS_UINT8, PRECIS_UINT8, true, PRECIS_INT8, true, &sigm, &relu, t,
+                      "late sigmoid + residual + relu");
+            qconv_one(cs[i], PRECIS_INT8, PRECIS_INT8, true, PRECIS_UINT8, true, &swish, &clip, t,
+                      "late swish + u8 residual + clip");
+        }
+    /* a small budget (read at prepare): batches cut into groups of images
+     * (5 = 2 + 2 + 1: two primitives), images over it on the post-op chain */
+    static const qconv_case b5 = {"3x3 8->16 4x4 batch 5", 5, 8, 4, 4, 16, 3, 3, 1, 1, 1, 1, 1,
+                                  {1, 1, 1, 1}, NULL};
+    static const qconv_case b3 = {"1x1 8->16 5x5 batch 3", 3, 8, 5, 5, 16, 1, 1, 1, 1, 1, 1, 1,
+                                  {0, 0, 0, 0}, NULL};
+    setenv("PRECIS_QCONV_LATE_KB", "2", 1);
+    for (int t = 1; t <= 2; t++) {
+        qconv_one(&b5, PRECIS_INT8, PRECIS_INT8, true, PRECIS_UNDEFINED, true, &swish, NULL, t,
+                  "late swish, groups of 2 images");
+        qconv_one(&b5, PRECIS_INT8, PRECIS_INT8, true, PRECIS_INT8, true, &swish, &relu, t,
+                  "late swish + residual, groups of 2 images");
+        qconv_one(&b3, PRECIS_UINT8, PRECIS_UINT8, true, PRECIS_UINT8, true, &sigm, NULL, t,
+                  "late sigmoid + residual, image by image");
+        qconv_one(&bigpad, PRECIS_INT8, PRECIS_INT8, true, PRECIS_UNDEFINED, true, &swish, NULL,
+                  t, "swish over the budget (post-op chain)");
+    }
+    unsetenv("PRECIS_QCONV_LATE_KB");
+    /* in place over the residual */
+    static const qconv_case c = {"late in place", 1, 16, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1,
+                                 {1, 1, 1, 1}, NULL};
+    qnode q;
+    qconv_node(&q, &c, PRECIS_INT8, PRECIS_INT8);
+    qn_act(&q, "act", swish.name, 0, 0);
+    qn_float(&q, "z_scale", ZS);
+    qc_in in[5];
+    qconv_inputs(&c, PRECIS_INT8, true, PRECIS_INT8, true, in);
+    qc_prep p;
+    qc_threads = 1;
+    if (qc_prepare(&p, &q.t, 5, in, 1, true, &pr_cpu_impl_dnnl_qconv, 1, "late in place")) {
+        CHECK(pr_cpu_impl_dnnl_qconv.inplace_input(p.gi, &p.gi->nodes[0]) == 4);
+        qc_exec(&p, in, 4, PRECIS_UNDEFINED, 1, false, "late in place");
+    }
+    qc_release(&p);
+    qc_free(in, 5);
+}
+
+/* pr_cpu_qact_rows against double precision: every act and act2 pairing
+ * used in plans, padded and dense rows, residuals, NaN/inf/saturation;
+ * within one unit (ties of a float32 R may round either way). */
+static double qa_act_ref(const char *k, double x) {
+    if (!strcmp(k, "Swish")) return x / (1.0 + exp(-x));
+    if (!strcmp(k, "Sigmoid")) return 1.0 / (1.0 + exp(-x));
+    if (!strcmp(k, "Relu")) return x < 0 ? 0 : x;
+    if (!strcmp(k, "Clip")) return x < -0.5 ? -0.5 : x > 2.0 ? 2.0 : x;
+    return x;
+}
+
+static void test_qact_rows(void) {
+    static const char *acts[][2] = {{"Swish", ""}, {"Sigmoid", ""}, {"Swish", "Relu"},
+                                    {"Sigmoid", "Clip"}, {"Relu", "Swish"}, {"", ""}};
+    const int64_t shapes[][3] = {{37, 24, 24}, {5, 7, 16}, {300, 40, 48}, {1, 70000, 70000}};
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int v = 0; v < 4; v++) {
+                int64_t rows = shapes[sh][0], C = shapes[sh][1], xs = shapes[sh][2];
+                pr_dtype ydt = v & 1 ? PRECIS_UINT8 : PRECIS_INT8;
+                pr_dtype zdt = v & 2 ? (a % 2 ? PRECIS_UINT8 : PRECIS_INT8) : PRECIS_UNDEFINED;
+                pr_act A = {PR_ACT_NONE, 0, 0}, A2 = {PR_ACT_NONE, 0, 0};
+                if (acts[a][0][0]) A.kind = pr_act_kind_of(acts[a][0]);
+                if (acts[a][1][0]) A2.kind = pr_act_kind_of(acts[a][1]);
+                if (A2.kind == PR_ACT_CLIP) A2.alpha = -0.5f, A2.beta = 2.0f;
+                float *x = malloc((size_t)(rows * xs) * sizeof(float));
+                uint8_t *z = malloc((size_t)(rows * C)), *y = malloc((size_t)(rows * C));
+                for (int64_t i = 0; i < rows * xs; i++)
+                    x[i] = (float)((i * 7919 + 13) % 4001) / 250.0f - 8.0f;
+                x[0] = NAN; /* finite otherwise (a conv's outputs) */
+                x[1] = 1e30f;
+                x[2] = -1e30f;
+                x[3] = 3e38f;
+                for (int64_t i = 0; i < rows * C; i++) z[i] = (uint8_t)(i * 31 + 7);
+                const float zs = 0.03f, ys = 0.021f;
+                pr_cpu_qact_rows(x, xs, rows, C, &A, &A2, zdt ? z : NULL, zdt, zs, y, ydt,
+                                 1.0f / ys, 1 + v % 2);
+                int64_t bad = 0;
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t c = 0; c < C; c++) {
+                        int64_t i = r * C + c;
+                        double xv = x[r * xs + c], R;
+                        if (isnan(xv)) {
+                            CHECK(y[i] == 0 || zdt); /* NaN -> 0 (with Z: NaN + Z) */
+                            continue;
+                        }
+                        R = acts[a][0][0] ? qa_act_ref(acts[a][0], xv) : xv;
+                        if (zdt)
+                            R += zs * (zdt == PRECIS_UINT8 ? (double)z[i] : (double)(int8_t)z[i]);
+                        if (acts[a][1][0]) R = qa_act_ref(acts[a][1], R);
+                        double lo = ydt == PRECIS_UINT8 ? 0 : -128;
+                        double hi = ydt == PRECIS_UINT8 ? 255 : 127;
+                        double q = nearbyint(R / ys);
+                        q = q < lo ? lo : q > hi ? hi : q;
+                        double got = ydt == PRECIS_UINT8 ? (double)y[i] : (double)(int8_t)y[i];
+                        if (fabs(got - q) > 1.0) bad++;
+                    }
+                if (bad)
+                    fprintf(stderr, "qact_rows %s/%s rows %lld C %lld xs %lld v %d: %lld off\n",
+                            acts[a][0], acts[a][1], (long long)rows, (long long)C, (long long)xs, v,
+                            (long long)bad);
+                CHECK(bad == 0);
+                free(x);
+                free(z);
+                free(y);
+            }
+}
+
+/* qfc: 1x1 convs of 1x1 images (squeeze-excitation FCs), both ISA paths */
+static void test_qfc(void) {
+    static const qconv_case fcs[] = {
+        {"se 8->2 batch 3", 3, 8, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"se 88->22", 1, 88, 1, 1, 22, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"se 22->88 batch 2", 2, 22, 1, 1, 88, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"se 200->50 batch 8", 8, 200, 1, 1, 50, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"fc 512->70 stride 2", 2, 512, 1, 1, 70, 1, 1, 1, 2, 2, 1, 1, {0, 0, 0, 0}, NULL},
+        {"fc 17->130 SAME_UPPER", 1, 17, 1, 1, 130, 1, 1, 1, 1, 1, 1, 1, {0}, "SAME_UPPER"},
+    };
+    static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
+    static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};
+    static const qact hsig = {"HardSigmoid", 0.2f, 0.5f}, aff = {"Affine", 1.5f, -0.25f};
+    const qconv_case *c0 = &fcs[0];
+    qconv_impl = &pr_cpu_impl_qfc;
+    int k = 0;
+    for (size_t i = 0; i < sizeof fcs / sizeof fcs[0]; i++)
+        for (int x = 0; x < 2; x++)
+            for (int y = 0; y < 3; y++, k++)
+                qconv_one(&fcs[i], XT[x], YT[y], k % 4 != 3, PRECIS_UNDEFINED, k % 2,
+                          k % 3 == 0 ? &hsig : &ACTS[k % N_ACTS], k % 5 == 1 ? &aff : NULL, 1,
+                          fcs[i].name);
+    /* zero w_scale channels: real weights 0, the output is act(bias) */
+    qnode q;
+    qc_in in[5];
+    qconv_node(&q, &fcs[3], PRECIS_INT8, PRECIS_UINT8);
+    qn_act(&q, "act", "Relu", 0, 0);
+    qconv_inputs(&fcs[3], PRECIS_INT8, true, PRECIS_UNDEFINED, true, in);
+    float *ws = in[2].data;
+    ws[0] = ws[17] = ws[49] = 0.0f;
+    qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_qfc, 1, 1, false, "qfc zero w_scale");
+    qc_free(in, 5);
+    qconv_impl = &pr_cpu_impl_dnnl_qconv;
+    /* declined: images over 1x1, a residual, groups, pads, IC over 512 */
+    static const qconv_case big = {"513->8", 1, 513, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+                                   NULL};
+    static const qconv_case padded = {"pads", 1, 8, 1, 1, 8, 1, 1, 1, 1, 1, 1, 1, {1, 1, 1, 1},
+                                      NULL};
+    const qconv_case *no[] = {&qconv_cases[0], &qconv_cases[6], &big, &padded};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        qconv_node(&q, no[i], PRECIS_UINT8, PRECIS_UINT8);
+        qconv_inputs(no[i], PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+        CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qfc));
+        qc_free(in, 5);
+    }
+    qconv_node(&q, c0, PRECIS_UINT8, PRECIS_UINT8);
+    qconv_inputs(c0, PRECIS_UINT8, true, PRECIS_UINT8, true, in);
+    CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qfc));
+    qn_float(&q, "z_scale", ZS);
+    CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_qfc));
+    qc_free(in, 5);
+}
+
+int main(int argc, char **argv) {
+    const char *cap = getenv("PRECIS_CPU_ISA");
+    bool own_only = argc > 1 && !strcmp(argv[1], "--own-kernels");
+    double t0 = now_s();
+    if (!own_only) test_qconv_late();
+    test_qact_rows();
+    test_qfc();
+    printf("[%s] %d passed, %d failed in %.1f s\n", pr_cpu_isa_name(), n_pass, n_fail,
+           now_s() - t0);
+    if (!own_only) {
+        printf("int8/uint8 outputs: %lld of %lld (%.4f%%) differ from ref by one unit\n",
+               (long long)q_diff1, (long long)q_total,
+               q_total ? 100.0 * (double)q_diff1 / (double)q_total : 0.0);
+        printf("kernel implementations used:\n");
+        for (int i = 0; i < n_seen; i++) printf("  %s\n", seen[i]);
+    }
+    int rc = check_report(own_only ? NULL : "test_cpu_qepi");
+    if (cap || own_only) return rc;
+    return q8_also_scalar(argv, rc, "test_cpu_qepi");
+}
