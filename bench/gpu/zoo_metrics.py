@@ -106,7 +106,8 @@ def prep(a):
             if r.returncode:
                 raise RuntimeError(f"{m.name}: {r.stderr.strip()[-300:]}")
         meta = {"name": m.name, "inputs": m.inputs, "outputs": m.outputs or [],
-                "calibrator": best[m.name], "groups": groups(ev), "samples": len(ev)}
+                "calibrator": best[m.name], "groups": groups(ev), "samples": len(ev),
+                "fp8": m.name == "minilm_l6_v2"}  # fp8 quantizes the MatMuls of constant weights
         with open(os.path.join(d, "meta.json"), "w") as f:
             json.dump(meta, f)
         mb = sum(os.path.getsize(os.path.join(d, x)) for x in os.listdir(d)) / 2**20
@@ -119,8 +120,10 @@ def run_model(precis, d, prec, device, tmp, log):
     """Outputs of one precision: {"k/output": array} per batch k, or None (log says why)."""
     meta = json.load(open(os.path.join(d, "meta.json")))
     plan = os.path.join(tmp, f"{meta['name']}.{device}.{prec}.plan")
-    cmd = [precis, "build", model_path(d), "-o", plan, "--device", device,
-           "--precision", prec]
+    cmd = [precis, "build", model_path(d), "-o", plan, "--precision", prec]
+    cmd += ["--backend", "ref"] if device == "ref" else ["--device", device]
+    if prec == "fp8":  # the int8 build's statistics (fp8's default calibrator, minmax)
+        cmd += ["--calib-cache", os.path.join(d, "calib.cache")]
     if prec == "int8":
         cmd += ["--calib-cache", os.path.join(d, "calib.cache"), "--calibrator", meta["calibrator"]]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -147,6 +150,12 @@ def run_model(precis, d, prec, device, tmp, log):
     return outs
 
 
+def precisions(d):
+    """FP16, BF16 and INT8; FP8 too for the transformers (the cpu backend has none: the ref
+    backend runs its QDQ model for the CPU column)."""
+    return PRECISIONS + (("fp8",) if json.load(open(os.path.join(d, "meta.json"))).get("fp8") else ())
+
+
 def reduce(name, outs):
     """What the metric reads: PP-OCR rec's CTC decoding reads the argmax per step only."""
     if name == "ppocr_v4_rec":
@@ -163,7 +172,7 @@ def run(a):
             if not os.path.exists(os.path.join(d, "meta.json")):
                 continue
             res = {}
-            for prec in PRECISIONS:
+            for prec in precisions(d):
                 o = run_model(a.precis, d, prec, a.device, tmp, log)
                 if o is not None:
                     res.update({f"{prec}/{k}": v for k, v in reduce(name, o).items()})
@@ -239,13 +248,13 @@ def score(a):
             rec = ref[0][0].shape[-1] if m.name == "ppocr_v4_rec" else 0
             row = {"calibrator": meta["calibrator"], "samples": meta["samples"]}
             cpu = {}
-            for prec in PRECISIONS:
-                o = run_model(a.precis, d, prec, "cpu", tmp, log)
+            for prec in precisions(d):
+                o = run_model(a.precis, d, prec, "ref" if prec == "fp8" else "cpu", tmp, log)
                 if o is not None:
                     cpu.update({f"{prec}/{k}": v for k, v in reduce(m.name, o).items()})
             gpu = np.load(g)
             for dev, arrs in (("cpu", cpu), ("cuda", gpu)):
-                for prec in PRECISIONS:
+                for prec in precisions(d):
                     cand = per_sample(meta, arrs, prec, outputs, rec)
                     row[f"{dev}_{prec}"] = m.metric(cand, ref) if cand else None
             res["models"][m.name] = row
@@ -268,15 +277,15 @@ def markdown(res):
            f"`{res['command']}` — the same ONNX, evaluation samples and INT8 calibration statistics "
            "on both backends (cuda: NVIDIA H100; cpu: the 2-core x86 machine); metric against "
            "ONNX Runtime FP32.", "",
-           "| model | metric | FP16 CPU / GPU | BF16 CPU / GPU | INT8 CPU / GPU | INT8 calibrator |",
-           "|---|---|---|---|---|---|"]
+           "| model | metric | FP16 CPU / GPU | BF16 CPU / GPU | INT8 CPU / GPU | FP8 ref / GPU | INT8 calibrator |",
+           "|---|---|---|---|---|---|---|"]
     for name, r in res["models"].items():
         key, _ = PRIMARY.get(name, (None, True))
 
         def v(col):
             x = (r.get(col) or {}).get(key)
             return "—" if x is None else f"{x:.4g}"
-        cells = [f"{v('cpu_' + p)} / {v('cuda_' + p)}" for p in PRECISIONS]
+        cells = [f"{v('cpu_' + p)} / {v('cuda_' + p)}" for p in PRECISIONS + ("fp8",)]
         out.append(f"| {name} | {key} | " + " | ".join(cells) + f" | {r['calibrator']} |")
     if res.get("errors"):
         out += ["", "Errors:", ""] + [f"- {e}" for e in res["errors"]]
