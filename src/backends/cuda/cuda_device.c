@@ -234,6 +234,24 @@ float *pr_cu_init_f32(const pr_graph *g, int t, int64_t *n) {
     return f;
 }
 
+precis_status pr_cu_qparams(const pr_graph *g, const pr_node *n, int64_t count, const char *what,
+                            float **scale, int64_t *n_scale, float **bias, pr_err *e) {
+    *bias = NULL;
+    if (!(*scale = pr_cu_init_f32(g, n->inputs[2], n_scale)))
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    if (*n_scale != 1 && *n_scale != count)
+        return pr_errf(e, PRECIS_ERR_SHAPE, "%lld weight scales for %lld %s", (long long)*n_scale,
+                       (long long)count, what);
+    int b = pr_node_in(n, 3);
+    int64_t nb = 0;
+    if (b < 0) return PRECIS_OK;
+    if (!(*bias = pr_cu_init_f32(g, b, &nb))) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    if (nb != count)
+        return pr_errf(e, PRECIS_ERR_SHAPE, "bias of %lld for %lld %s", (long long)nb,
+                       (long long)count, what);
+    return PRECIS_OK;
+}
+
 precis_status pr_cu_upload_as(const float *src, int64_t n, pr_dtype dt, void **out,
                               cudaStream_t s, pr_err *e) {
     precis_status st = PRECIS_OK;

@@ -81,7 +81,7 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     s->C = W->dims[0];
     s->kh = W->dims[2];
     s->kw = W->dims[3];
-    int64_t taps = s->kh * s->kw, nb = 0;
+    int64_t taps = s->kh * s->kw;
     if (!w || !(wt = malloc((size_t)(taps * s->C) + 1))) {
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         goto fail;
@@ -89,27 +89,10 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     for (int64_t c = 0; c < s->C; c++) /* [C][1][kh][kw] -> [kh * kw][C] */
         for (int64_t r = 0; r < taps; r++) wt[r * s->C + c] = w[c * taps + r];
     if ((st = put(wt, (size_t)(taps * s->C), &s->w, stream, e))) goto fail;
-    if (!(sf = pr_cu_init_f32(g, n->inputs[2], &s->n_wscale))) {
-        st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    if ((st = pr_cu_qparams(g, n, s->C, "channels", &sf, &s->n_wscale, &bf, e)) ||
+        (st = put(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream, e)) ||
+        (bf && (st = put(bf, (size_t)s->C * sizeof(float), (void **)&s->bias, stream, e))))
         goto fail;
-    }
-    if (s->n_wscale != 1 && s->n_wscale != s->C) {
-        st = pr_errf(e, PRECIS_ERR_SHAPE, "%lld weight scales for %lld channels",
-                     (long long)s->n_wscale, (long long)s->C);
-        goto fail;
-    }
-    if ((st = put(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream, e)))
-        goto fail;
-    int b = pr_node_in(n, 3);
-    if (b >= 0) {
-        if (!(bf = pr_cu_init_f32(g, b, &nb)) || nb != s->C) {
-            st = bf ? pr_errf(e, PRECIS_ERR_SHAPE, "bias of %lld for %lld channels", (long long)nb,
-                              (long long)s->C)
-                    : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-            goto fail;
-        }
-        if ((st = put(bf, (size_t)nb * sizeof(float), (void **)&s->bias, stream, e))) goto fail;
-    }
     s->pre = pr_cu_act_of(n, "act");
     s->post = pr_cu_act_of(n, "act2");
     s->x_scale = pr_attr_float(n, "x_scale", 1.0f);

@@ -231,28 +231,10 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         goto fail;
     }
     if ((st = upload(wp, (size_t)(s->N * s->Kp), &s->w, stream, e))) goto fail;
-    int64_t nb;
-    if (!(sf = pr_cu_init_f32(g, n->inputs[2], &s->n_wscale))) {
-        st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    if ((st = pr_cu_qparams(g, n, s->N, "outputs", &sf, &s->n_wscale, &bf, e)) ||
+        (st = upload(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream, e)) ||
+        (bf && (st = upload(bf, (size_t)s->N * sizeof(float), (void **)&s->bias, stream, e))))
         goto fail;
-    }
-    if (s->n_wscale != 1 && s->n_wscale != s->N) {
-        st = pr_errf(e, PRECIS_ERR_SHAPE, "%lld weight scales for %lld outputs",
-                     (long long)s->n_wscale, (long long)s->N);
-        goto fail;
-    }
-    if ((st = upload(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream, e)))
-        goto fail;
-    int b = pr_node_in(n, 3);
-    if (b >= 0) {
-        if (!(bf = pr_cu_init_f32(g, b, &nb)) || nb != s->N) {
-            st = bf ? pr_errf(e, PRECIS_ERR_SHAPE, "bias of %lld for %lld outputs", (long long)nb,
-                              (long long)s->N)
-                    : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-            goto fail;
-        }
-        if ((st = upload(bf, (size_t)nb * sizeof(float), (void **)&s->bias, stream, e))) goto fail;
-    }
     s->pre = pr_cu_act_of(n, "act");
     s->post = pr_cu_act_of(n, "act2");
     s->z_input = pr_node_in(n, 4) >= 0 ? 4 : -1;

@@ -88,6 +88,12 @@ precis_status pr_cu_upload_as(const float *src, int64_t n, pr_dtype dt, void **o
                               cudaStream_t s, pr_err *e);
 /* An initializer's values as float32 (malloc'd, n elements; NULL on OOM). */
 float *pr_cu_init_f32(const pr_graph *g, int t, int64_t *n);
+/* A quantized conv / matmul's float parameters as host float32 arrays (malloc'd, the caller
+ * frees both, also on error): the weight scales of input 2 (1 or `count`: *n_scale) and the
+ * optional bias of input 3 (`count`; *bias NULL without one). `what` names the count in
+ * messages ("channels", "outputs"). */
+precis_status pr_cu_qparams(const pr_graph *g, const pr_node *n, int64_t count, const char *what,
+                            float **scale, int64_t *n_scale, float **bias, pr_err *e);
 
 /* The act attributes (act, act2) of a fused node as kernel descriptors. */
 pr_cu_act pr_cu_act_of(const pr_node *n, const char *prefix);
