@@ -244,6 +244,17 @@ static void test_fused_conv(void) {
             run_all(&t, n_in, in, true, false, &pr_cpu_impl_dnnl_conv, what);
         }
     }
+    /* Swish / Sigmoid above ran after the primitive (outputs in cache: dnnl_conv.c); the
+     * oneDNN post-op path too */
+    setenv("PRECIS_CONV_LATE", "0", 1);
+    for (int a = 0; a < 2; a++) {
+        conv_node(&t, &c, true);
+        n_str(&t, "act", a ? "Swish" : "Sigmoid");
+        conv_inputs(&c, in);
+        run_all(&t, 3, in, true, false, &pr_cpu_impl_dnnl_conv,
+                a ? "fused conv act Swish (post-op)" : "fused conv act Sigmoid (post-op)");
+    }
+    unsetenv("PRECIS_CONV_LATE");
     /* fewer than 16 output channels: transcendental acts are applied after
      * the primitive over the whole buffer (float32; bf16/fp16 in post-ops) */
     static const conv_case few = {"fused 4 out", 2, 24, 7, 9, 4,           1,    1,

@@ -32,6 +32,7 @@ typedef struct conv_state {
     bool has_z;
     pr_act act, act2;
     pr_act late; /* act applied over the output after the primitive (as dnnl_qconv.c) */
+    bool late_fit; /* Swish/Sigmoid after the primitive for outputs that stay in cache */
     pr_dnnl_weights w;
     pr_dnnl_cache cache;
     char desc[96];
@@ -125,6 +126,10 @@ static dnnl_status_t user_wei_md(const conv_state *s, dnnl_memory_desc_t *md) {
     return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, s->deconv ? dnnl_iohw : dnnl_oihw);
 }
 
+/* Float32 output bytes up to which a primitive leaves Swish/Sigmoid to a pass after it (one
+ * core's L2, as dnnl_qconv.c's late epilogue); PRECIS_CONV_LATE=0 keeps the post-op. */
+#define CONV_LATE_MAX ((size_t)1 << 20)
+
 /* Shapes oneDNN 2.6 has float32 Winograd kernels for (see dnnl_wino.h). */
 static bool wino_shape(const conv_state *s, const pr_conv_geom *geo) {
     return !s->deconv && s->dt == PRECIS_FLOAT32 && s->G == 1 && s->KH == 3 && s->KW == 3 &&
@@ -199,7 +204,15 @@ static precis_status conv_create(void *vctx, const int64_t *key, int nkey, pr_dn
                            e, "convolution desc");
     if (st) return st;
 
-    PR_TRY(pr_dnnl_check(pr_dnnl_po_epilogue(&po, &s->act, s->has_z, &s->act2), e, "post-ops"));
+    /* a float32 output in cache takes its Swish/Sigmoid in one AVX-512 pass after the
+     * primitive: oneDNN's eltwise post-op costs ~0.24 ns a value for these (exp + divide),
+     * several times a small conv's MACs (NOTES.md, session 9) */
+    bool late = s->late_fit &&
+                (size_t)(N * s->OC * geo.out[0] * geo.out[1]) * sizeof(float) <= CONV_LATE_MAX;
+    const pr_act none = {0};
+    ent->flags = late;
+    PR_TRY(pr_dnnl_check(pr_dnnl_po_epilogue(&po, late ? &none : &s->act, s->has_z, &s->act2), e,
+                         "post-ops"));
     PR_TRY(pr_dnnl_check(pr_dnnl_attr(&attr, po.po), e, "attributes"));
     int saved = pr_dnnl_threads_set((int)key[K_THREADS]);
     dnnl_engine_t eng = pr_dnnl_engine(e);
@@ -312,6 +325,11 @@ static precis_status prepare_common(const pr_graph *g, const pr_node *n, const p
         s->late = s->act;
         s->act.kind = PR_ACT_NONE;
     }
+    const char *lv = getenv("PRECIS_CONV_LATE");
+    s->late_fit = s->dt == PRECIS_FLOAT32 && !s->deconv && !s->has_z &&
+                  s->act2.kind == PR_ACT_NONE &&
+                  (s->act.kind == PR_ACT_SWISH || s->act.kind == PR_ACT_SIGMOID) &&
+                  !(lv && lv[0] == '0');
     if (B) {
         s->bias = malloc((size_t)s->OC * sizeof(float));
         if (!s->bias) {
@@ -348,7 +366,8 @@ static precis_status prepare_common(const pr_graph *g, const pr_node *n, const p
     }
     s->w.user = s->user_copy;
     if (st) goto fail;
-    snprintf(s->desc, sizeof s->desc, "%s", s->cache.primary->impl);
+    snprintf(s->desc, sizeof s->desc, "%s%s", s->cache.primary->impl,
+             s->cache.primary->flags ? "+act after" : "");
     *state = s;
     return PRECIS_OK;
 fail:
@@ -429,8 +448,9 @@ static precis_status conv_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
     st = pr_dnnl_execute(ent, ptrs, x, k->err);
     if (st) pr_err_prefix(k->err, "node '%s' (%s)", k->node->name, k->node->op_type);
 done:
-    if (!st && ent->prim && s->late.kind != PR_ACT_NONE)
-        pr_cpu_act_f32(Y->data, Y->numel, &s->late, x->num_threads > 0 ? x->num_threads : 1);
+    if (!st && ent->prim && (s->late.kind != PR_ACT_NONE || ent->flags))
+        pr_cpu_act_f32(Y->data, Y->numel, ent->flags ? &s->act : &s->late,
+                       x->num_threads > 0 ? x->num_threads : 1);
     if (temp) pr_dnnl_entry_free(ent);
     return st;
 }
