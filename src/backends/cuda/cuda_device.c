@@ -234,6 +234,35 @@ float *pr_cu_init_f32(const pr_graph *g, int t, int64_t *n) {
     return f;
 }
 
+precis_status pr_cu_upload(const void *h, size_t bytes, void **d, cudaStream_t s, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    CU_TRY(cudaMalloc(d, bytes ? bytes : 1));
+    CU_TRY(cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, s));
+    CU_TRY(cudaStreamSynchronize(s));
+    return PRECIS_OK;
+fail:
+    return st;
+}
+
+float pr_cu_time3(cudaStream_t s, bool (*launch)(void *ctx), void *ctx) {
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float t[3] = {0, 0, 0};
+    bool bad = cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess;
+    for (int i = -1; i < 3 && !bad; i++) {
+        bad |= cudaEventRecord(e0, s) != cudaSuccess;
+        bad |= !launch(ctx);
+        bad |= cudaEventRecord(e1, s) != cudaSuccess;
+        bad |= cudaEventSynchronize(e1) != cudaSuccess;
+        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], e0, e1) != cudaSuccess;
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaGetLastError();
+    if (bad) return -1;
+    float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+}
+
 precis_status pr_cu_qparams(const pr_graph *g, const pr_node *n, int64_t count, const char *what,
                             float **scale, int64_t *n_scale, float **bias, pr_err *e) {
     *bias = NULL;

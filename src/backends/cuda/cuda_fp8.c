@@ -114,15 +114,6 @@ static void f8_destroy(void *p) {
     free(s);
 }
 
-static precis_status upload(const void *h, size_t bytes, void **d, cudaStream_t str, pr_err *e) {
-    precis_status st = PRECIS_OK;
-    CU_TRY(cudaMalloc(d, bytes ? bytes : 1));
-    CU_TRY(cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, str));
-    CU_TRY(cudaStreamSynchronize(str));
-    return PRECIS_OK;
-fail:
-    return st;
-}
 
 static precis_status make_layouts(const f8_state *s, int64_t M, f8_plan *p, pr_err *e) {
     precis_status st = PRECIS_OK;
@@ -240,7 +231,7 @@ static precis_status f8_prepare(const pr_graph *g, const pr_node *n, const pr_cu
     }
     for (int64_t o = 0; o < s->N; o++)
         for (int64_t k = 0; k < s->K; k++) wp[o * s->K + k] = tb ? w[o * s->K + k] : w[k * s->N + o];
-    if ((st = upload(wp, (size_t)(s->N * s->K), &s->w, str, e))) goto fail;
+    if ((st = pr_cu_upload(wp, (size_t)(s->N * s->K), &s->w, str, e))) goto fail;
     int64_t nws;
     float *wsc = pr_cu_init_f32(g, n->inputs[2], &nws);
     if (!wsc) {
@@ -250,7 +241,7 @@ static precis_status f8_prepare(const pr_graph *g, const pr_node *n, const pr_cu
     float sc[12] = {wsc[0], 0, 0, 0, pr_attr_float(n, "a_scale", 1.0f), 0, 0, 0,
                     1.0f / pr_attr_float(n, "y_scale", 1.0f), 0, 0, 0};
     free(wsc);
-    if ((st = upload(sc, sizeof sc, (void **)&s->scales, str, e))) goto fail;
+    if ((st = pr_cu_upload(sc, sizeof sc, (void **)&s->scales, str, e))) goto fail;
     int b = pr_node_in(n, 3);
     if (b >= 0) {
         int64_t nb;
@@ -320,26 +311,24 @@ static cublasStatus_t call(const f8_state *s, pr_cuda_exec *x, const f8_plan *p,
                           x->ws_bytes, (cudaStream_t)x->stream);
 }
 
+typedef struct f8_launch {
+    const f8_state *s;
+    pr_cuda_exec *x;
+    const f8_plan *p;
+    const cublasLtMatmulAlgo_t *algo;
+    const f8_args *g;
+} f8_launch;
+
+static bool launch_algo(void *v) {
+    const f8_launch *l = v;
+    return call(l->s, l->x, l->p, l->algo, l->g) == CUBLAS_STATUS_SUCCESS;
+}
+
 /* Median of 3 timed calls (ms), < 0 on failure. */
 static float time_algo(const f8_state *s, pr_cuda_exec *x, const f8_plan *p,
                        const cublasLtMatmulAlgo_t *algo, const f8_args *g) {
-    cudaStream_t str = (cudaStream_t)x->stream;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    float t[3] = {0, 0, 0};
-    bool bad = cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess;
-    for (int i = -1; i < 3 && !bad; i++) {
-        bad |= cudaEventRecord(e0, str) != cudaSuccess;
-        bad |= call(s, x, p, algo, g) != CUBLAS_STATUS_SUCCESS;
-        bad |= cudaEventRecord(e1, str) != cudaSuccess;
-        bad |= cudaEventSynchronize(e1) != cudaSuccess;
-        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], e0, e1) != cudaSuccess;
-    }
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    cudaGetLastError();
-    if (bad) return -1;
-    float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
-    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+    f8_launch l = {s, x, p, algo, g};
+    return pr_cu_time3((cudaStream_t)x->stream, launch_algo, &l);
 }
 
 /* The plan for M (s->mu held): made on first use, the fastest candidate. */

@@ -265,29 +265,29 @@ typedef struct gemm_args {
 
 #define MAX_CAND 8
 
+typedef struct gemm_launch {
+    gemm_state *s;
+    pr_cuda_exec *x;
+    const shape_plan *p;
+    const cublasLtMatmulAlgo_t *algo;
+    const gemm_args *g;
+} gemm_launch;
+
+static bool launch_algo(void *v) {
+    const gemm_launch *l = v;
+    const gemm_args *g = l->g;
+    const shape_plan *p = l->p;
+    return cublasLtMatmul((cublasLtHandle_t)l->x->lt, l->s->desc, &g->alpha, g->b, p->la, g->a,
+                          p->lb, &g->beta, g->c, p->lc, g->y, p->lc, l->algo, l->x->ws,
+                          l->x->ws_bytes, (cudaStream_t)l->x->stream) == CUBLAS_STATUS_SUCCESS;
+}
+
 /* Median-of-3 milliseconds of one algorithm on the call's own buffers; < 0
  * when it fails. */
 static float time_algo(gemm_state *s, pr_cuda_exec *x, const shape_plan *p,
                        const cublasLtMatmulAlgo_t *algo, const gemm_args *g) {
-    cudaStream_t st = (cudaStream_t)x->stream;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    float t[3] = {0, 0, 0};
-    bool bad = cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess;
-    for (int i = -1; i < 3 && !bad; i++) {
-        bad |= cudaEventRecord(e0, st) != cudaSuccess;
-        bad |= cublasLtMatmul((cublasLtHandle_t)x->lt, s->desc, &g->alpha, g->b, p->la, g->a,
-                              p->lb, &g->beta, g->c, p->lc, g->y, p->lc, algo, x->ws, x->ws_bytes,
-                              st) != CUBLAS_STATUS_SUCCESS;
-        bad |= cudaEventRecord(e1, st) != cudaSuccess;
-        bad |= cudaEventSynchronize(e1) != cudaSuccess;
-        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], e0, e1) != cudaSuccess;
-    }
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    cudaGetLastError();
-    if (bad) return -1;
-    float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
-    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+    gemm_launch l = {s, x, p, algo, g};
+    return pr_cu_time3((cudaStream_t)x->stream, launch_algo, &l);
 }
 
 /* The plan for (m, batch, sa, sb), made on first use: cuBLASLt's heuristic

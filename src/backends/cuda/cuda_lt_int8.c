@@ -90,27 +90,26 @@ static cublasStatus_t call(const pr_lt_i8 *l, pr_cuda_exec *x, const pr_lt_i8_pl
                           p->lc, d, p->lc, algo, x->ws, x->ws_bytes, (cudaStream_t)x->stream);
 }
 
+typedef struct i8_launch {
+    const pr_lt_i8 *l;
+    pr_cuda_exec *x;
+    const pr_lt_i8_plan *p;
+    const cublasLtMatmulAlgo_t *algo;
+    const void *w, *a, *c;
+    void *d;
+} i8_launch;
+
+static bool launch_algo(void *v) {
+    const i8_launch *k = v;
+    return call(k->l, k->x, k->p, k->algo, k->w, k->a, k->c, k->d) == CUBLAS_STATUS_SUCCESS;
+}
+
 /* Median of 3 timed calls in ms, < 0 on failure. */
 static float time_algo(const pr_lt_i8 *l, pr_cuda_exec *x, const pr_lt_i8_plan *p,
                        const cublasLtMatmulAlgo_t *algo, const void *w, const void *a,
                        const void *c, void *d) {
-    cudaStream_t s = (cudaStream_t)x->stream;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    float t[3] = {0, 0, 0};
-    bool bad = cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess;
-    for (int i = -1; i < 3 && !bad; i++) {
-        bad |= cudaEventRecord(e0, s) != cudaSuccess;
-        bad |= call(l, x, p, algo, w, a, c, d) != CUBLAS_STATUS_SUCCESS;
-        bad |= cudaEventRecord(e1, s) != cudaSuccess;
-        bad |= cudaEventSynchronize(e1) != cudaSuccess;
-        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], e0, e1) != cudaSuccess;
-    }
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    cudaGetLastError();
-    if (bad) return -1;
-    float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
-    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+    i8_launch k = {l, x, p, algo, w, a, c, d};
+    return pr_cu_time3((cudaStream_t)x->stream, launch_algo, &k);
 }
 
 static precis_status make_plan(pr_lt_i8 *l, pr_cuda_exec *x, int64_t M, const void *w,

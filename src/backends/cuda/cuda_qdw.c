@@ -58,15 +58,6 @@ static void qdw_destroy(void *p) {
     free(s);
 }
 
-static precis_status put(const void *h, size_t bytes, void **d, cudaStream_t st_, pr_err *e) {
-    precis_status st = PRECIS_OK;
-    CU_TRY(cudaMalloc(d, bytes ? bytes : 1));
-    CU_TRY(cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, st_));
-    CU_TRY(cudaStreamSynchronize(st_));
-    return PRECIS_OK;
-fail:
-    return st;
-}
 
 static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                  void **out, pr_err *e) {
@@ -88,10 +79,11 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     }
     for (int64_t c = 0; c < s->C; c++) /* [C][1][kh][kw] -> [kh * kw][C] */
         for (int64_t r = 0; r < taps; r++) wt[r * s->C + c] = w[c * taps + r];
-    if ((st = put(wt, (size_t)(taps * s->C), &s->w, stream, e))) goto fail;
+    if ((st = pr_cu_upload(wt, (size_t)(taps * s->C), &s->w, stream, e))) goto fail;
     if ((st = pr_cu_qparams(g, n, s->C, "channels", &sf, &s->n_wscale, &bf, e)) ||
-        (st = put(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream, e)) ||
-        (bf && (st = put(bf, (size_t)s->C * sizeof(float), (void **)&s->bias, stream, e))))
+        (st = pr_cu_upload(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream,
+                           e)) ||
+        (bf && (st = pr_cu_upload(bf, (size_t)s->C * sizeof(float), (void **)&s->bias, stream, e))))
         goto fail;
     s->pre = pr_cu_act_of(n, "act");
     s->post = pr_cu_act_of(n, "act2");

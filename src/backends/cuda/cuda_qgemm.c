@@ -108,15 +108,6 @@ static void qgemm_destroy(void *p) {
 
 static int64_t up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-static precis_status upload(const void *h, size_t bytes, void **d, cudaStream_t s, pr_err *e) {
-    precis_status st = PRECIS_OK;
-    CU_TRY(cudaMalloc(d, bytes ? bytes : 1));
-    CU_TRY(cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, s));
-    CU_TRY(cudaStreamSynchronize(s));
-    return PRECIS_OK;
-fail:
-    return st;
-}
 
 /* W as int8 [N][Kp], k in Kp order (conv: (r, s, c); matmul: k). */
 static signed char *pack_weights(const pr_graph *g, const pr_node *n, qgemm_state *s) {
@@ -167,8 +158,8 @@ static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cud
         bq[j] = bias ? bias[j] * s->y_inv : 0.0f;
     }
     cudaStream_t stream = (cudaStream_t)cfg->x->stream;
-    if ((st = upload(al, (size_t)s->N * sizeof *al, (void **)&s->alpha, stream, e))) goto done;
-    if (bias && (st = upload(bq, (size_t)s->N * sizeof *bq, (void **)&s->bias_q, stream, e)))
+    if ((st = pr_cu_upload(al, (size_t)s->N * sizeof *al, (void **)&s->alpha, stream, e))) goto done;
+    if (bias && (st = pr_cu_upload(bq, (size_t)s->N * sizeof *bq, (void **)&s->bias_q, stream, e)))
         goto done;
     if ((st = pr_lt_i8_init_fused(&s->lt, s->N, s->Kp, cfg->tcache, s->alpha, s->bias_q,
                                   relu_pre || relu_post, z >= 0, s->z_scale * s->y_inv, e)))
@@ -230,10 +221,11 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         goto fail;
     }
-    if ((st = upload(wp, (size_t)(s->N * s->Kp), &s->w, stream, e))) goto fail;
+    if ((st = pr_cu_upload(wp, (size_t)(s->N * s->Kp), &s->w, stream, e))) goto fail;
     if ((st = pr_cu_qparams(g, n, s->N, "outputs", &sf, &s->n_wscale, &bf, e)) ||
-        (st = upload(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream, e)) ||
-        (bf && (st = upload(bf, (size_t)s->N * sizeof(float), (void **)&s->bias, stream, e))))
+        (st = pr_cu_upload(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream,
+                           e)) ||
+        (bf && (st = pr_cu_upload(bf, (size_t)s->N * sizeof(float), (void **)&s->bias, stream, e))))
         goto fail;
     s->pre = pr_cu_act_of(n, "act");
     s->post = pr_cu_act_of(n, "act2");
@@ -326,26 +318,25 @@ fail:
     return st;
 }
 
+typedef struct route_launch {
+    qgemm_state *s;
+    pr_kernel *k;
+    pr_cuda_exec *x;
+    qgemm_geo *o;
+    int route;
+} route_launch;
+
+static bool launch_route(void *v) {
+    const route_launch *l = v;
+    return run_route(l->s, l->k, l->x, l->o, l->route) == PRECIS_OK;
+}
+
 /* Median of 3 timed runs of a route after one untimed (ms; < 0: failed). */
 static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o, int route) {
-    cudaStream_t str = (cudaStream_t)x->stream;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    float t[3] = {0};
-    bool bad = cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess;
-    for (int i = -1; i < 3 && !bad; i++) {
-        bad |= cudaEventRecord(e0, str) != cudaSuccess;
-        bad |= run_route(s, k, x, o, route) != PRECIS_OK;
-        bad |= cudaEventRecord(e1, str) != cudaSuccess;
-        bad |= cudaEventSynchronize(e1) != cudaSuccess;
-        if (i >= 0 && !bad) bad |= cudaEventElapsedTime(&t[i], e0, e1) != cudaSuccess;
-    }
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    cudaGetLastError();
+    route_launch l = {s, k, x, o, route};
+    float t = pr_cu_time3((cudaStream_t)x->stream, launch_route, &l);
     pr_err_clear(k->err);
-    if (bad) return -1;
-    float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
-    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+    return t;
 }
 
 static const char *const tile_names[PR_CU_IGEMM_TILES] = {"128x128", "128x64", "64x64", "64x128"};

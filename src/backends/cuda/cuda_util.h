@@ -86,6 +86,12 @@ static inline bool pr_cu_is_init(const pr_graph *g, int t) {
  * new device buffer (*out, cudaFree). */
 precis_status pr_cu_upload_as(const float *src, int64_t n, pr_dtype dt, void **out,
                               cudaStream_t s, pr_err *e);
+/* cudaMalloc'd *d holding the `bytes` bytes at h (copied on stream s, synchronized). */
+precis_status pr_cu_upload(const void *h, size_t bytes, void **d, cudaStream_t s, pr_err *e);
+/* Median of 3 timed calls of launch(ctx) on stream s after one untimed (ms), for choosing
+ * between kernels or algorithms; < 0 when a launch (it returns false) or an event failed.
+ * Clears the CUDA error state afterwards. */
+float pr_cu_time3(cudaStream_t s, bool (*launch)(void *ctx), void *ctx);
 /* An initializer's values as float32 (malloc'd, n elements; NULL on OOM). */
 float *pr_cu_init_f32(const pr_graph *g, int t, int64_t *n);
 /* A quantized conv / matmul's float parameters as host float32 arrays (malloc'd, the caller
