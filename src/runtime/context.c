@@ -383,6 +383,15 @@ static precis_status split_worker(precis_context *c, precis_context *wk, precis_
     return PRECIS_OK;
 }
 
+/* The tactics key of the split choice at T threads for the current input
+ * signature ("batch.split tT d0 d1 ..."); false when it does not fit. */
+static bool split_key(const precis_context *c, int T, char *tk, size_t cap) {
+    int tl = snprintf(tk, cap, "batch.split t%d", T);
+    for (int i = 0; i < c->split_sig_len && tl > 0 && (size_t)tl + 24 < cap; i++)
+        tl += snprintf(tk + tl, cap - (size_t)tl, " %lld", (long long)c->split_sig[i]);
+    return tl > 0 && (size_t)tl + 24 < cap;
+}
+
 /* Runs the batch split per sample when batch_split.h allows it: the status,
  * or -1 when the run is not split (the caller runs it whole). A split run
  * that fails is not an error: the signature is marked unsplittable and the
@@ -407,11 +416,8 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
     }
     if (c->split_state < 0) return -1;
     char tk[256];
-    int tl = snprintf(tk, sizeof tk, "batch.split t%d", T);
-    for (int i = 0; i < c->split_sig_len && tl > 0 && tl < (int)sizeof tk - 24; i++)
-        tl += snprintf(tk + tl, sizeof tk - (size_t)tl, " %lld", (long long)c->split_sig[i]);
     if (mode == 2 && !c->split_pick) { /* a choice the plan recorded (tactics.h) */
-        int chosen = tl < (int)sizeof tk - 24 ? pr_tactics_get(e->tactics, tk) : -1;
+        int chosen = split_key(c, T, tk, sizeof tk) ? pr_tactics_get(e->tactics, tk) : -1;
         if (chosen >= 0) {
             c->split_pick = chosen ? 1 : -1;
             if (c->split_pick < 0)
@@ -480,7 +486,7 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
     if (timed) {
         c->split_ms[1] = 1e3 * (now() - t0);
         c->split_pick = c->split_ms[1] < c->split_ms[0] ? 1 : -1;
-        if (tl < (int)sizeof tk - 24) pr_tactics_put(e->tactics, tk, c->split_pick > 0);
+        if (split_key(c, T, tk, sizeof tk)) pr_tactics_put(e->tactics, tk, c->split_pick > 0);
         if (c->split_pick < 0)
             snprintf(c->split.why, sizeof c->split.why,
                      "whole was faster here (%.3f ms vs %.3f ms split, timed on the first runs)",
