@@ -2,7 +2,7 @@
 # The CUDA backend on a GPU machine in one go: build (or use a carried build),
 # the CUDA tests against ref, and precis vs PyTorch side by side.
 #
-#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [metrics] [-- BENCH.PY OPTIONS]  (default: tests
+#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [metrics] [ncu] [-- BENCH.PY OPTIONS]  (default: tests
 #   bench; ops: test_cuda_ops and cli.fp8 only)
 #
 # Environment:
@@ -20,6 +20,9 @@
 #                 ':'-separated): each model's FP16/INT8 outputs on its eval samples
 #                 into OUT/<model>.npz for `zoo_metrics.py score` (and check_models
 #                 vs ref on random inputs for the CNNs among them)
+#   NCU_SPECS     ncu phase: "MODEL=BATCH:PRECISION ..." (bert/minilm of bench.py, exported
+#                 into /tmp/precis-gpu-work when missing): per-kernel times of one steady-state
+#                 run under Nsight Compute (bench/gpu/ncu_steps.py) into OUT/ncu_*.txt/json
 #   OUT           where results go (default: out/gpu); gpu_bench.json there is
 #                 what bench/results/gpu_*.json are copies of
 # cuDNN and cuBLASLt come from the CUDA toolkit or PyTorch's environment
@@ -117,7 +120,24 @@ for ph in "${phases[@]}"; do
         --out /tmp/precis-gpu-zm --json "$OUT/check_$(basename "$d").json" || rc=1; }
     done
     ;;
-  *) echo "unknown phase '$ph' (tests, ops, bench, zoo, metrics)"; exit 2 ;;
+  ncu)
+    echo "== per-kernel times (Nsight Compute)"
+    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+    W=/tmp/precis-gpu-work
+    for spec in ${NCU_SPECS:-bert=1:fp16}; do
+      m=${spec%%=*}; rest=${spec#*=}; b=${rest%%:*}; p=${rest#*:}
+      if [ ! -f "$W/$m.onnx" ]; then
+        PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/bench.py" --precis "$PRECIS" --out /tmp/ncu-export \
+          --models "$m" --no-speed --no-correctness --no-compile > /dev/null || rc=1
+      fi
+      sh="input_ids:${b}x128,attention_mask:${b}x128,token_type_ids:${b}x128"
+      python3 "$ROOT/bench/gpu/ncu_steps.py" --precis "$PRECIS" --ncu "$NCU" "$W/$m.onnx" \
+        --shapes "$sh" --precision "$p" --json "$OUT/ncu_${m}_b${b}_${p}.json" \
+        > "$OUT/ncu_${m}_b${b}_${p}.txt" || rc=1
+      head -n 1 "$OUT/ncu_${m}_b${b}_${p}.txt"; sed -n '/^by kernel/,$p' "$OUT/ncu_${m}_b${b}_${p}.txt" | head -n 14
+    done
+    ;;
+  *) echo "unknown phase '$ph' (tests, ops, bench, zoo, metrics, ncu)"; exit 2 ;;
   esac
 done
 exit $rc
