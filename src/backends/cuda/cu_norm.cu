@@ -226,14 +226,17 @@ static bool layernorm_vec(cudaStream_t s, const void *x, const void *g, int gdt,
     if (L % 8 || ((uintptr_t)x & 15) || ((uintptr_t)y & 15)) return false;
     if ((gdt == DT_F32 && ((uintptr_t)g & 15)) || (b && bdt == DT_F32 && ((uintptr_t)b & 15)))
         return false;
-    unsigned grid = (unsigned)((rows + 7) / 8);
+    // 8 rows a block; 2 where that leaves SMs idle (batch-1 transformers: 128 rows
+    // made 16 blocks)
+    const unsigned wpb = rows >= 8 * 264 ? 8 : 2, tpb = 32 * wpb;
+    unsigned grid = (unsigned)((rows + wpb - 1) / wpb);
     const T *xx = (const T *)x;
     T *yy = (T *)y;
     int l = (int)L;
-    if (L <= 256) k_layernorm_vec<T, 1><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
-    else if (L <= 512) k_layernorm_vec<T, 2><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
-    else if (L <= 768) k_layernorm_vec<T, 3><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
-    else if (L <= 1024) k_layernorm_vec<T, 4><<<grid, 256, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    if (L <= 256) k_layernorm_vec<T, 1><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 512) k_layernorm_vec<T, 2><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 768) k_layernorm_vec<T, 3><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    else if (L <= 1024) k_layernorm_vec<T, 4><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
     else return false;
     return true;
 }

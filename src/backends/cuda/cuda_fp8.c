@@ -25,7 +25,6 @@
 #include "backends/cuda/cuda_tcache.h"
 
 #define F8_SHAPES 16
-#define F8_CAND 8
 
 typedef struct f8_plan {
     int64_t m;
@@ -51,7 +50,8 @@ typedef struct f8_state {
     bool mu_ok;
     f8_plan plans[F8_SHAPES];
     int n_plans;
-    char what[200];
+    bool timed_note; /* what[] names the first shape's choice */
+    char what[320];
 } f8_state;
 
 static bool f8(pr_dtype d) { return d == PRECIS_FLOAT8E4M3FN; }
@@ -315,20 +315,12 @@ typedef struct f8_launch {
     const f8_state *s;
     pr_cuda_exec *x;
     const f8_plan *p;
-    const cublasLtMatmulAlgo_t *algo;
     const f8_args *g;
 } f8_launch;
 
-static bool launch_algo(void *v) {
+static bool launch_algo(void *v, const cublasLtMatmulAlgo_t *algo) {
     const f8_launch *l = v;
-    return call(l->s, l->x, l->p, l->algo, l->g) == CUBLAS_STATUS_SUCCESS;
-}
-
-/* Median of 3 timed calls (ms), < 0 on failure. */
-static float time_algo(const f8_state *s, pr_cuda_exec *x, const f8_plan *p,
-                       const cublasLtMatmulAlgo_t *algo, const f8_args *g) {
-    f8_launch l = {s, x, p, algo, g};
-    return pr_cu_time3((cudaStream_t)x->stream, launch_algo, &l);
+    return call(l->s, l->x, l->p, algo, l->g) == CUBLAS_STATUS_SUCCESS;
 }
 
 /* The plan for M (s->mu held): made on first use, the fastest candidate. */
@@ -344,7 +336,6 @@ static precis_status get_plan(f8_state *s, pr_cuda_exec *x, int64_t M, const f8_
         return pr_errf(e, PRECIS_ERR_INTERNAL, "cuBLASLt fp8: new shape during a graph capture");
     f8_plan np;
     memset(&np, 0, sizeof np);
-    cublasLtMatmulPreference_t pref = NULL;
     if ((st = make_layouts(s, M, &np, e))) return st;
     char key[160];
     snprintf(key, sizeof key, "cublaslt.fp8 y=%d epi=%d bias=%d c=%d m=%lld n=%lld k=%lld",
@@ -357,32 +348,22 @@ static precis_status get_plan(f8_state *s, pr_cuda_exec *x, int64_t M, const f8_
                                 &chk) == CUBLAS_STATUS_SUCCESS &&
         chk.workspaceSize <= x->ws_bytes)
         goto store; /* an earlier build's choice */
-    LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
-    uint64_t wsb = x->ws_bytes;
-    LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &wsb, sizeof wsb));
-    cublasLtMatmulHeuristicResult_t h[F8_CAND];
-    int nres = 0;
-    LT_TRY(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb,
-                                          np.lc ? np.lc : np.ld, np.ld, pref, F8_CAND, h, &nres));
-    if (nres < 1) {
-        st = pr_errf(e, PRECIS_ERR_UNSUPPORTED,
-                     "cuBLASLt has no fp8 algorithm for m=%lld n=%lld k=%lld", (long long)M,
-                     (long long)s->N, (long long)s->K);
-        goto fail;
+    f8_launch fl = {s, x, &np, g};
+    pr_lt_problem pb = {(cublasLtHandle_t)x->lt, s->desc, np.la, np.lb, np.lc ? np.lc : np.ld,
+                        np.ld, M, s->N, s->K, x->ws_bytes, (cudaStream_t)x->stream, launch_algo,
+                        &fl};
+    pr_lt_choice ch;
+    if ((st = pr_cu_lt_choose(&pb, true, &ch, e))) goto fail;
+    np.algo = ch.algo;
+    if (!s->timed_note && ch.ms >= 0) {
+        char al[64];
+        pr_cu_lt_algo_str(&ch.algo, al, sizeof al);
+        size_t l = strlen(s->what);
+        snprintf(s->what + l, sizeof s->what - l,
+                 " [timed m=%lld: %s %.4f ms, best of %d; heuristic's first %.4f ms]",
+                 (long long)M, al, ch.ms, ch.n_cand, ch.ms_first);
+        s->timed_note = true;
     }
-    np.algo = h[0].algo;
-    float best = -1;
-    for (int i = 0; nres > 1 && i < nres; i++) {
-        if (h[i].state != CUBLAS_STATUS_SUCCESS) continue;
-        float t = time_algo(s, x, &np, &h[i].algo, g);
-        if (t >= 0 && (best < 0 || t < best)) {
-            best = t;
-            np.algo = h[i].algo;
-        }
-    }
-    cublasLtMatmulPreferenceDestroy(pref);
-    pref = NULL;
     pr_cuda_tcache_put(s->tc, key, &np.algo, sizeof np.algo);
 store:
     if (s->n_plans == F8_SHAPES) { /* full: recycle the oldest */
@@ -394,7 +375,6 @@ store:
     *out = np;
     return PRECIS_OK;
 fail:
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
     plan_free(&np);
     return st;
 }

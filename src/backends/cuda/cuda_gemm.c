@@ -41,7 +41,8 @@ typedef struct gemm_state {
     pthread_mutex_t mu;
     shape_plan plans[MAX_SHAPES];
     int n_plans;
-    char what[160];
+    bool timed_note; /* what[] names the first shape's choice */
+    char what[320];
 } gemm_state;
 
 static cudaDataType_t cuda_dt(pr_dtype dt) {
@@ -122,6 +123,52 @@ static void gemm_destroy(void *p) {
 }
 
 static const char *act_name(int k) { return k ? pr_act_names[k] : ""; }
+
+static precis_status gemm_run(void *p, pr_kernel *k, pr_cuda_exec *x);
+
+/* Static shapes: choose the algorithm now (one run on zeroed scratch
+ * buffers), so that inspect and the build's step list name the choice. */
+static precis_status plan_static(gemm_state *s, const pr_graph *g, const pr_node *n,
+                                 pr_cuda_exec *x, pr_err *e) {
+    precis_status st = PRECIS_OK;
+    int nin = n->n_inputs < 4 ? n->n_inputs : 4;
+    pr_buf bufs[5];
+    const pr_buf *in[4] = {NULL, NULL, NULL, NULL};
+    pr_buf *outp[1] = {&bufs[4]};
+    void *mem[5] = {NULL, NULL, NULL, NULL, NULL};
+    memset(bufs, 0, sizeof bufs);
+    for (int i = 0; i < 5; i++) {
+        int t = i < 4 ? (i < nin ? n->inputs[i] : -1) : n->outputs[0];
+        if (t < 0 || (i == 1 && s->b_packed) || i == 2) continue; /* packed weights, bias */
+        if (i == 3 && s->z_input != 3) continue;
+        const pr_tensor *T = &g->tensors[t];
+        pr_buf *b = &bufs[i];
+        b->dtype = T->dtype;
+        b->rank = T->rank;
+        b->numel = 1;
+        for (int d = 0; d < T->rank; d++) {
+            if (T->dims[d] <= 0) goto done; /* a dynamic dim: choose at the first run */
+            b->dims[d] = T->dims[d];
+            b->numel *= T->dims[d];
+        }
+        b->nbytes = (size_t)b->numel * pr_dtype_size(T->dtype);
+        CU_TRY(cudaMalloc(&mem[i], b->nbytes));
+        CU_TRY(cudaMemsetAsync(mem[i], 0, b->nbytes, (cudaStream_t)x->stream));
+        b->data = mem[i];
+        if (i < 4) in[i] = b;
+    }
+    if (s->b_packed) {
+        bufs[1].rank = 2; /* gemm_run reads only the rank of a packed B */
+        in[1] = &bufs[1];
+    }
+    pr_kernel k = {g, n, nin, in, 1, outp, e, 1};
+    st = gemm_run(s, &k, x);
+done:
+fail:
+    for (int i = 0; i < 5; i++)
+        if (mem[i]) cudaFree(mem[i]);
+    return st;
+}
 
 static precis_status gemm_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                   void **out, pr_err *e) {
@@ -226,6 +273,7 @@ static precis_status gemm_prepare(const pr_graph *g, const pr_node *n, const pr_
         snprintf(s->what, sizeof s->what, "cublasLt %s%s%s%s", tn, p ? " " : "", ep + (p ? 1 : 0),
                  own);
     }
+    if ((st = plan_static(s, g, n, cfg->x, e))) goto fail;
     free(wf);
     free(bf);
     *out = s;
@@ -263,37 +311,38 @@ typedef struct gemm_args {
     float alpha, beta;
 } gemm_args;
 
-#define MAX_CAND 8
-
 typedef struct gemm_launch {
     gemm_state *s;
     pr_cuda_exec *x;
     const shape_plan *p;
-    const cublasLtMatmulAlgo_t *algo;
     const gemm_args *g;
 } gemm_launch;
 
-static bool launch_algo(void *v) {
+static bool launch_algo(void *v, const cublasLtMatmulAlgo_t *algo) {
     const gemm_launch *l = v;
     const gemm_args *g = l->g;
     const shape_plan *p = l->p;
     return cublasLtMatmul((cublasLtHandle_t)l->x->lt, l->s->desc, &g->alpha, g->b, p->la, g->a,
-                          p->lb, &g->beta, g->c, p->lc, g->y, p->lc, l->algo, l->x->ws,
+                          p->lb, &g->beta, g->c, p->lc, g->y, p->lc, algo, l->x->ws,
                           l->x->ws_bytes, (cudaStream_t)l->x->stream) == CUBLAS_STATUS_SUCCESS;
 }
 
-/* Median-of-3 milliseconds of one algorithm on the call's own buffers; < 0
- * when it fails. */
-static float time_algo(gemm_state *s, pr_cuda_exec *x, const shape_plan *p,
-                       const cublasLtMatmulAlgo_t *algo, const gemm_args *g) {
-    gemm_launch l = {s, x, p, algo, g};
-    return pr_cu_time3((cudaStream_t)x->stream, launch_algo, &l);
+/* The first timed choice's description for inspect (s->what). */
+static void note_choice(gemm_state *s, int64_t m, int64_t K, int64_t N, const pr_lt_choice *c) {
+    if (s->timed_note || c->ms < 0) return;
+    s->timed_note = true;
+    char al[64];
+    pr_cu_lt_algo_str(&c->algo, al, sizeof al);
+    size_t l = strlen(s->what);
+    snprintf(s->what + l, sizeof s->what - l,
+             " [timed m=%lld n=%lld k=%lld: %s %.4f ms, best of %d; heuristic's first %.4f ms]",
+             (long long)m, (long long)N, (long long)K, al, c->ms, c->n_cand, c->ms_first);
 }
 
-/* The plan for (m, batch, sa, sb), made on first use: cuBLASLt's heuristic
- * proposes up to 8 algorithms and the fastest on this call's buffers wins
- * (the first proposal when there is nothing to time on). Called with s->mu
- * held. */
+/* The plan for (m, batch, sa, sb), made on first use: the fastest of the
+ * heuristic's proposals and their split-K / tile variants on this call's
+ * buffers (pr_cu_lt_choose; the first proposal when there is nothing to time
+ * on). Called with s->mu held. */
 static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t K, int64_t N,
                               int64_t batch, int64_t sa, int64_t sb, const gemm_args *g,
                               shape_plan **out, pr_err *e) {
@@ -308,7 +357,6 @@ static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t
     if (x->capturing)
         return pr_errf(e, PRECIS_ERR_INTERNAL, "cuBLASLt: new shape during a graph capture");
     shape_plan np = {m, batch, sa, sb, NULL, NULL, NULL, {{0}}};
-    cublasLtMatmulPreference_t pref = NULL;
     /* our B (column-major "A"): N x K (ld N), or K x N (ld K) transposed */
     if ((st = make_layout(&np.la, s->cdt, s->trans_b ? K : N, s->trans_b ? N : K,
                           s->trans_b ? K : N, batch, sb, e)))
@@ -327,35 +375,27 @@ static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t
     if (g && pr_cuda_tcache_get(s->tc, key, &np.algo, sizeof np.algo) &&
         cublasLtMatmulAlgoCheck((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb, np.lc, np.lc,
                                 &np.algo, &chk) == CUBLAS_STATUS_SUCCESS &&
-        chk.workspaceSize <= x->ws_bytes)
-        goto store; /* an earlier build's choice */
-    LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
-    uint64_t wsb = x->ws_bytes;
-    LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &wsb, sizeof wsb));
-    cublasLtMatmulHeuristicResult_t h[MAX_CAND];
-    int nres = 0;
-    LT_TRY(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)x->lt, s->desc, np.la, np.lb, np.lc,
-                                          np.lc, pref, g ? MAX_CAND : 1, h, &nres));
-    if (nres < 1) {
-        st = pr_errf(e, PRECIS_ERR_UNSUPPORTED,
-                     "cuBLASLt has no algorithm for m=%lld n=%lld k=%lld batch %lld", (long long)m,
-                     (long long)N, (long long)K, (long long)batch);
-        goto fail;
-    }
-    np.algo = h[0].algo;
-    float best = -1;
-    for (int i = 0; g && nres > 1 && i < nres; i++) {
-        if (h[i].state != CUBLAS_STATUS_SUCCESS) continue;
-        float t = time_algo(s, x, &np, &h[i].algo, g);
-        if (t >= 0 && (best < 0 || t < best)) {
-            best = t;
-            np.algo = h[i].algo;
+        chk.workspaceSize <= x->ws_bytes) {
+        if (!s->timed_note) {
+            char al[64];
+            pr_cu_lt_algo_str(&np.algo, al, sizeof al);
+            size_t l = strlen(s->what);
+            snprintf(s->what + l, sizeof s->what - l, " [m=%lld n=%lld k=%lld: %s, from the timing cache]",
+                     (long long)m, (long long)N, (long long)K, al);
+            s->timed_note = true;
         }
+        goto store; /* an earlier build's choice */
     }
-    cublasLtMatmulPreferenceDestroy(pref);
-    pref = NULL;
-    if (g) pr_cuda_tcache_put(s->tc, key, &np.algo, sizeof np.algo);
+    gemm_launch gl = {s, x, &np, g};
+    pr_lt_problem pb = {(cublasLtHandle_t)x->lt, s->desc, np.la, np.lb, np.lc, np.lc, m, N, K,
+                        x->ws_bytes, (cudaStream_t)x->stream, launch_algo, &gl};
+    pr_lt_choice ch;
+    if ((st = pr_cu_lt_choose(&pb, g != NULL, &ch, e))) goto fail;
+    np.algo = ch.algo;
+    if (g) {
+        note_choice(s, m, K, N, &ch);
+        pr_cuda_tcache_put(s->tc, key, &np.algo, sizeof np.algo);
+    }
 store:
     if (s->n_plans == MAX_SHAPES) { /* full: recycle the oldest */
         cublasLtMatrixLayoutDestroy(s->plans[0].la);
@@ -368,7 +408,6 @@ store:
     *out = &s->plans[s->n_plans++];
     return PRECIS_OK;
 fail:
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
     if (np.la) cublasLtMatrixLayoutDestroy(np.la);
     if (np.lb) cublasLtMatrixLayoutDestroy(np.lb);
     if (np.lc) cublasLtMatrixLayoutDestroy(np.lc);

@@ -92,6 +92,35 @@ precis_status pr_cu_upload(const void *h, size_t bytes, void **d, cudaStream_t s
  * between kernels or algorithms; < 0 when a launch (it returns false) or an event failed.
  * Clears the CUDA error state afterwards. */
 float pr_cu_time3(cudaStream_t s, bool (*launch)(void *ctx), void *ctx);
+/* One cuBLASLt matmul whose algorithm is to be chosen: descriptors, sizes (for
+ * messages and the split-K depth), the workspace bound, and a launcher running
+ * the call with a given algorithm on the caller's buffers (true on success). */
+typedef struct pr_lt_problem {
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc, ld;
+    int64_t m, n, k;
+    size_t ws_bytes;
+    cudaStream_t stream;
+    bool (*launch)(void *ctx, const cublasLtMatmulAlgo_t *algo);
+    void *ctx;
+} pr_lt_problem;
+typedef struct pr_lt_choice {
+    cublasLtMatmulAlgo_t algo;
+    float ms, ms_first; /* the winner's and the heuristic's first proposal's time; < 0 untimed */
+    int n_cand, index;  /* candidates timed, the winner's place among them */
+    bool from_search;   /* a split-K / tile variant the heuristic did not propose */
+} pr_lt_choice;
+/* Choose p's algorithm (cuda_ltcand.c): untimed, the heuristic's first proposal; timed, the
+ * fastest (pr_cu_time3) of the heuristic's top 24 proposals, split-K variants (2..16 parts of
+ * >= 64 deep, float32 partial sums) of its first 8 and the other tiles of its first 4, each
+ * accepted by cublasLtMatmulAlgoCheck within the workspace (PRECIS_CUDA_LT_SEARCH=0: the
+ * proposals only). */
+precis_status pr_cu_lt_choose(const pr_lt_problem *p, bool timed, pr_lt_choice *out, pr_err *e);
+/* "algo ID tile T[ split-K S]" for inspect. */
+void pr_cu_lt_algo_str(const cublasLtMatmulAlgo_t *a, char *buf, size_t n);
+/* The algorithm's split-K parts (1: none). */
+int pr_cu_lt_splitk(const cublasLtMatmulAlgo_t *a);
 /* An initializer's values as float32 (malloc'd, n elements; NULL on OOM). */
 float *pr_cu_init_f32(const pr_graph *g, int t, int64_t *n);
 /* A quantized conv / matmul's float parameters as host float32 arrays (malloc'd, the caller
