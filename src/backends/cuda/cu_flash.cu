@@ -55,6 +55,169 @@ __device__ __forceinline__ uint32_t ld32(const T *p, bool ok) {
     return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
 }
 
+// The (batch, head) offsets of block row blockIdx.x in each operand.
+__device__ __forceinline__ void batch_offsets(const pr_cu_flash &p, int64_t off[5]) {
+    int64_t bb = blockIdx.x;
+#pragma unroll
+    for (int o = 0; o < 5; o++) off[o] = 0;
+#pragma unroll
+    for (int d = PR_CU_FLASH_NB - 1; d >= 0; d--) { // static indices: no local copy of p
+        int64_t i = bb % p.bdims[d];
+        bb /= p.bdims[d];
+#pragma unroll
+        for (int o = 0; o < 5; o++) off[o] += i * p.bst[o][d];
+    }
+}
+
+// Q rows r0 / r1 as m16n8k16 A fragments.
+template <typename T, int D>
+__device__ __forceinline__ void load_q(const T *Q, int64_t rs, int64_t r0, int64_t r1, bool ok0,
+                                       bool ok1, int t, uint32_t qa[D / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        int c = kk * 16 + t * 2;
+        qa[kk][0] = ld32(Q + r0 * rs + c, ok0);
+        qa[kk][1] = ld32(Q + r1 * rs + c, ok1);
+        qa[kk][2] = ld32(Q + r0 * rs + c + 8, ok0);
+        qa[kk][3] = ld32(Q + r1 * rs + c + 8, ok1);
+    }
+}
+
+// The mask values of key tile k0 for rows r0 / r1 (offsets mo0 / mo1), a thread's
+// fragment columns; zeros where !on.
+template <typename T>
+__device__ __forceinline__ void mask_regs(const pr_cu_flash &p, bool on, bool mpair, int64_t mcs,
+                                          int64_t mo0, int64_t mo1, bool ok0, bool ok1,
+                                          int64_t k0, int64_t sk, int t, float mk[BK / 8][4]) {
+    const int mdt = p.mdt;
+    #pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+    #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int64_t col = k0 + n * 8 + t * 2, mo = (h ? mo1 : mo0) + col * mcs;
+                    float a = 0.0f, b = 0.0f;
+                    if (on && (h ? ok1 : ok0)) {
+                        if (mpair && col + 1 < sk) {
+                            if (mdt == DT_F32) {
+                                float2 f = *reinterpret_cast<const float2 *>((const float *)p.m + mo);
+                                a = f.x, b = f.y;
+                            } else {
+                                uint32_t w = *reinterpret_cast<const uint32_t *>((const T *)p.m + mo);
+                                float2 f = mdt == DT_F16 ? unpack2(w, (const __half *)nullptr)
+                                                         : unpack2(w, (const __nv_bfloat16 *)nullptr);
+                                a = f.x, b = f.y;
+                            }
+                        } else {
+                            if (col < sk) a = ldf(p.m, mdt, mo);
+                            if (col + 1 < sk) b = ldf(p.m, mdt, mo + mcs);
+                        }
+                    }
+                    mk[n][2 * h] = a;
+                    mk[n][2 * h + 1] = b;
+                }
+}
+
+// One key tile (K / V rows k0.. in shared memory, rows LD apart) for a warp's 16
+// query rows: S = Q K' (+ mask), the online softmax update, O += P V.
+template <typename T, int D>
+__device__ __forceinline__ void attend(const uint32_t qa[D / 16][4], const T *Ks, const T *Vs,
+                                       int LD, const float mk[BK / 8][4], int64_t k0, int64_t sk,
+                                       float scale, int lane, float &m0, float &m1, float &l0,
+                                       float &l1, float o[D / 8][4]) {
+    const T *tag = nullptr;
+    const int g = lane >> 2, t = lane & 3;
+            float s[BK / 8][4];
+    #pragma unroll
+            for (int n = 0; n < BK / 8; n++) {
+                s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    #pragma unroll
+                for (int kk = 0; kk < D / 16; kk++) {
+                    const T *kr = &Ks[(n * 8 + g) * LD + kk * 16 + t * 2];
+                    mma(s[n], qa[kk], *reinterpret_cast<const uint32_t *>(kr),
+                        *reinterpret_cast<const uint32_t *>(kr + 8), tag);
+                }
+            }
+            float mx0 = m0, mx1 = m1;
+    #pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+    #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int64_t col = k0 + n * 8 + t * 2 + (e & 1);
+                    float v = col < sk ? fmaf(s[n][e], scale, mk[n][e]) * LOG2E : -INFINITY;
+                    s[n][e] = v;
+                    if (e < 2) mx0 = fmaxf(mx0, v);
+                    else mx1 = fmaxf(mx1, v);
+                }
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+            const float b0 = mx0 == -INFINITY ? 0.0f : mx0, b1 = mx1 == -INFINITY ? 0.0f : mx1;
+            const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+            m0 = mx0;
+            m1 = mx1;
+            l0 *= c0;
+            l1 *= c1;
+    #pragma unroll
+            for (int j = 0; j < D / 8; j++) {
+                o[j][0] *= c0;
+                o[j][1] *= c0;
+                o[j][2] *= c1;
+                o[j][3] *= c1;
+            }
+    #pragma unroll
+            for (int n = 0; n < BK / 8; n++) {
+                s[n][0] = exp2f(s[n][0] - b0);
+                s[n][1] = exp2f(s[n][1] - b0);
+                s[n][2] = exp2f(s[n][2] - b1);
+                s[n][3] = exp2f(s[n][3] - b1);
+            }
+    #pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) {
+                uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1], tag),
+                                 pack2(s[2 * kk][2], s[2 * kk][3], tag),
+                                 pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], tag),
+                                 pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], tag)};
+                // the row sums from the rounded P that the product uses
+                float2 f;
+                f = unpack2(a[0], tag), l0 += f.x + f.y;
+                f = unpack2(a[2], tag), l0 += f.x + f.y;
+                f = unpack2(a[1], tag), l1 += f.x + f.y;
+                f = unpack2(a[3], tag), l1 += f.x + f.y;
+                const int mt = lane >> 3;
+                const T *vr = &Vs[(kk * 16 + (mt & 1) * 8 + (lane & 7)) * LD + (mt >> 1) * 8];
+    #pragma unroll
+                for (int j = 0; j < D / 16; j++) {
+                    uint32_t b[4];
+                    ldsm_x4_t(b, vr + j * 16);
+                    mma(o[2 * j], a, b[0], b[1], tag);
+                    mma(o[2 * j + 1], a, b[2], b[3], tag);
+                }
+            }
+}
+
+__device__ __forceinline__ void quad_sum(float &l0, float &l1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+}
+
+// O / l for rows r0 / r1 (l summed over the quad already).
+template <typename T, int D>
+__device__ __forceinline__ void store_rows(T *Y, int64_t rs, int64_t r0, int64_t r1, bool ok0,
+                                           bool ok1, int t, const float o[D / 8][4], float l0,
+                                           float l1) {
+    const T *tag = nullptr;
+    const float i0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, i1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) {
+        int c = j * 8 + t * 2;
+        if (ok0) *reinterpret_cast<uint32_t *>(Y + r0 * rs + c) = pack2(o[j][0] * i0, o[j][1] * i0, tag);
+        if (ok1) *reinterpret_cast<uint32_t *>(Y + r1 * rs + c) = pack2(o[j][2] * i1, o[j][3] * i1, tag);
+    }
+}
+
 // NW warps of 16 query rows each (BQ = 16 NW rows a block).
 template <typename T, int D, int NW>
 __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
@@ -68,15 +231,8 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
     constexpr bool MST = D == 64 && NW <= 4;
     constexpr int MLD = BK + 4;
     __shared__ __align__(16) float Ms[MST ? BQ * MLD : 4];
-    const T *tag = nullptr;
-    int64_t off[5] = {0, 0, 0, 0, 0}, bb = blockIdx.x;
-#pragma unroll
-    for (int d = PR_CU_FLASH_NB - 1; d >= 0; d--) { // static indices: no local copy of p
-        int64_t i = bb % p.bdims[d];
-        bb /= p.bdims[d];
-#pragma unroll
-        for (int o = 0; o < 5; o++) off[o] += i * p.bst[o][d];
-    }
+    int64_t off[5];
+    batch_offsets(p, off);
     const T *Q = (const T *)p.q + off[0], *K = (const T *)p.k + off[1];
     const T *V = (const T *)p.v + off[2];
     T *Y = (T *)p.y + off[4];
@@ -86,14 +242,7 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
     const bool ok0 = r0 < sq, ok1 = r1 < sq;
 
     uint32_t qa[D / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < D / 16; kk++) {
-        int c = kk * 16 + t * 2;
-        qa[kk][0] = ld32(Q + r0 * p.rs[0] + c, ok0);
-        qa[kk][1] = ld32(Q + r1 * p.rs[0] + c, ok1);
-        qa[kk][2] = ld32(Q + r0 * p.rs[0] + c + 8, ok0);
-        qa[kk][3] = ld32(Q + r1 * p.rs[0] + c + 8, ok1);
-    }
+    load_q<T, D>(Q, p.rs[0], r0, r1, ok0, ok1, t, qa);
     float o[D / 8][4];
 #pragma unroll
     for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
@@ -139,31 +288,7 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
         }
         // else the mask values of this tile a thread (loads overlap K / V's)
         float mk[BK / 8][4];
-#pragma unroll
-        for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int64_t col = k0 + n * 8 + t * 2, mo = (h ? mo1 : mo0) + col * mcs;
-                float a = 0.0f, b = 0.0f;
-                if (mdt && !mtile && (h ? ok1 : ok0)) {
-                    if (mpair && col + 1 < sk) {
-                        if (mdt == DT_F32) {
-                            float2 f = *reinterpret_cast<const float2 *>((const float *)p.m + mo);
-                            a = f.x, b = f.y;
-                        } else {
-                            uint32_t w = *reinterpret_cast<const uint32_t *>((const T *)p.m + mo);
-                            float2 f = mdt == DT_F16 ? unpack2(w, (const __half *)nullptr)
-                                                     : unpack2(w, (const __nv_bfloat16 *)nullptr);
-                            a = f.x, b = f.y;
-                        }
-                    } else {
-                        if (col < sk) a = ldf(p.m, mdt, mo);
-                        if (col + 1 < sk) b = ldf(p.m, mdt, mo + mcs);
-                    }
-                }
-                mk[n][2 * h] = a;
-                mk[n][2 * h + 1] = b;
-            }
+        mask_regs<T>(p, mdt && !mtile, mpair, mcs, mo0, mo1, ok0, ok1, k0, sk, t, mk);
         __syncthreads();
 #pragma unroll
         for (int i = 0; i < NC; i++) {
@@ -203,86 +328,117 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
                     mk[n][2 * h] = f.x;
                     mk[n][2 * h + 1] = f.y;
                 }
-        float s[BK / 8][4];
+        attend<T, D>(qa, Ks, Vs, LD, mk, k0, sk, scale, lane, m0, m1, l0, l1, o);
+    }
+    quad_sum(l0, l1);
+    store_rows<T, D>(Y, p.rs[4], r0, r1, ok0, ok1, t, o, l0, l1);
+}
+
+// 16 B global -> shared without registers; zero-filled where !ok.
+__device__ __forceinline__ void cp16(void *dst, const void *src, bool ok) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src),
+                 "r"(ok ? 16 : 0));
+}
+
+// Small grids (batch 1): one block a (batch, head) and 16 query rows, its NW
+// warps splitting the keys (warp w takes key tiles w, w + NW, ...; each walks
+// fewer tiles, and a tile's load is its own cp.async into its own shared
+// memory: no block barrier until the end), then the partial (max, sum, O) of
+// the warps combined through shared memory (flash-decoding inside a block).
+template <typename T, int D, int NW>
+__global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
+    constexpr int LD = D + 8;
+    __shared__ __align__(16) T Ks[NW][BK * LD];
+    __shared__ __align__(16) T Vs[NW][BK * LD];
+    __shared__ float Mx[NW][16], Lx[NW][16];
+    __shared__ float Ox[NW - 1][D / 2][32]; // [fragment value][lane]: conflict-free
+    int64_t off[5];
+    batch_offsets(p, off);
+    const T *Q = (const T *)p.q + off[0], *K = (const T *)p.k + off[1];
+    const T *V = (const T *)p.v + off[2];
+    T *Y = (T *)p.y + off[4];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int64_t sq = p.sq, sk = p.sk;
+    const int64_t r0 = (int64_t)blockIdx.y * 16 + g, r1 = r0 + 8;
+    const bool ok0 = r0 < sq, ok1 = r1 < sq;
+    uint32_t qa[D / 16][4];
+    load_q<T, D>(Q, p.rs[0], r0, r1, ok0, ok1, t, qa);
+    float o[D / 8][4];
 #pragma unroll
-        for (int n = 0; n < BK / 8; n++) {
-            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const T *kr = &Ks[(n * 8 + g) * LD + kk * 16 + t * 2];
-                mma(s[n], qa[kk], *reinterpret_cast<const uint32_t *>(kr),
-                    *reinterpret_cast<const uint32_t *>(kr + 8), tag);
-            }
+    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    const int64_t mcs = p.mcs, mo0 = off[3] + r0 * p.rs[3], mo1 = off[3] + r1 * p.rs[3];
+    const bool mpair = mcs == 1 && (mo0 & 1) == 0 && (mo1 & 1) == 0;
+    const int64_t rsk = p.rs[1], rsv = p.rs[2];
+    T *ks = Ks[warp], *vs = Vs[warp];
+    for (int64_t k0 = (int64_t)warp * BK; k0 < sk; k0 += NW * BK) {
+        constexpr int CPR = D / 8; // 16-byte chunks a row
+#pragma unroll 4
+        for (int c = lane; c < BK * CPR; c += 32) {
+            int r = c / CPR, cc = (c % CPR) * 8;
+            bool ok = k0 + r < sk;
+            int64_t kr = ok ? k0 + r : 0;
+            cp16(&ks[r * LD + cc], K + kr * rsk + cc, ok);
+            cp16(&vs[r * LD + cc], V + kr * rsv + cc, ok);
         }
-        float mx0 = m0, mx1 = m1;
+        asm volatile("cp.async.commit_group;");
+        float mk[BK / 8][4];
+        mask_regs<T>(p, p.m != nullptr && p.mdt, mpair, mcs, mo0, mo1, ok0, ok1, k0, sk, t, mk);
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncwarp();
+        attend<T, D>(qa, ks, vs, LD, mk, k0, sk, p.scale, lane, m0, m1, l0, l1, o);
+        __syncwarp(); // the tile is read before the next one lands
+    }
+    quad_sum(l0, l1);
+    if (t == 0) {
+        Mx[warp][g] = m0, Mx[warp][g + 8] = m1;
+        Lx[warp][g] = l0, Lx[warp][g + 8] = l1;
+    }
+    __syncthreads();
+    float M0 = -INFINITY, M1 = -INFINITY;
 #pragma unroll
-        for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int64_t col = k0 + n * 8 + t * 2 + (e & 1);
-                float v = col < sk ? fmaf(s[n][e], scale, mk[n][e]) * LOG2E : -INFINITY;
-                s[n][e] = v;
-                if (e < 2) mx0 = fmaxf(mx0, v);
-                else mx1 = fmaxf(mx1, v);
-            }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        const float b0 = mx0 == -INFINITY ? 0.0f : mx0, b1 = mx1 == -INFINITY ? 0.0f : mx1;
-        const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
-        m0 = mx0;
-        m1 = mx1;
-        l0 *= c0;
-        l1 *= c1;
+    for (int w = 0; w < NW; w++) M0 = fmaxf(M0, Mx[w][g]), M1 = fmaxf(M1, Mx[w][g + 8]);
+    if (M0 == -INFINITY) M0 = 0.0f;
+    if (M1 == -INFINITY) M1 = 0.0f;
+    const float c0 = exp2f(m0 - M0), c1 = exp2f(m1 - M1);
+    if (warp > 0) {
 #pragma unroll
         for (int j = 0; j < D / 8; j++) {
-            o[j][0] *= c0;
-            o[j][1] *= c0;
-            o[j][2] *= c1;
-            o[j][3] *= c1;
-        }
-#pragma unroll
-        for (int n = 0; n < BK / 8; n++) {
-            s[n][0] = exp2f(s[n][0] - b0);
-            s[n][1] = exp2f(s[n][1] - b0);
-            s[n][2] = exp2f(s[n][2] - b1);
-            s[n][3] = exp2f(s[n][3] - b1);
-        }
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) {
-            uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1], tag),
-                             pack2(s[2 * kk][2], s[2 * kk][3], tag),
-                             pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], tag),
-                             pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], tag)};
-            // the row sums from the rounded P that the product uses
-            float2 f;
-            f = unpack2(a[0], tag), l0 += f.x + f.y;
-            f = unpack2(a[2], tag), l0 += f.x + f.y;
-            f = unpack2(a[1], tag), l1 += f.x + f.y;
-            f = unpack2(a[3], tag), l1 += f.x + f.y;
-            const int mt = lane >> 3;
-            const T *vr = &Vs[(kk * 16 + (mt & 1) * 8 + (lane & 7)) * LD + (mt >> 1) * 8];
-#pragma unroll
-            for (int j = 0; j < D / 16; j++) {
-                uint32_t b[4];
-                ldsm_x4_t(b, vr + j * 16);
-                mma(o[2 * j], a, b[0], b[1], tag);
-                mma(o[2 * j + 1], a, b[2], b[3], tag);
-            }
+            Ox[warp - 1][4 * j][lane] = o[j][0] * c0;
+            Ox[warp - 1][4 * j + 1][lane] = o[j][1] * c0;
+            Ox[warp - 1][4 * j + 2][lane] = o[j][2] * c1;
+            Ox[warp - 1][4 * j + 3][lane] = o[j][3] * c1;
         }
     }
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const float i0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, i1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    __syncthreads();
+    if (warp > 0) return;
+    float L0 = 0.0f, L1 = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; w++) {
+        L0 += Lx[w][g] * exp2f(Mx[w][g] - M0);
+        L1 += Lx[w][g + 8] * exp2f(Mx[w][g + 8] - M1);
+    }
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
-        int c = j * 8 + t * 2;
-        if (ok0) *reinterpret_cast<uint32_t *>(Y + r0 * p.rs[4] + c) = pack2(o[j][0] * i0, o[j][1] * i0, tag);
-        if (ok1) *reinterpret_cast<uint32_t *>(Y + r1 * p.rs[4] + c) = pack2(o[j][2] * i1, o[j][3] * i1, tag);
+        o[j][0] *= c0, o[j][1] *= c0, o[j][2] *= c1, o[j][3] *= c1;
+#pragma unroll
+        for (int w = 0; w < NW - 1; w++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[j][e] += Ox[w][4 * j + e][lane];
     }
+    store_rows<T, D>(Y, p.rs[4], r0, r1, ok0, ok1, t, o, L0, L1);
+}
+
+template <typename T, int NW>
+int launch_split(cudaStream_t s, const pr_cu_flash &p) {
+    dim3 grid((unsigned)p.nb, (unsigned)((p.sq + 15) / 16));
+    switch (p.d) {
+    case 32: k_flash_split<T, 32, NW><<<grid, NW * 32, 0, s>>>(p); break;
+    case 64: k_flash_split<T, 64, NW><<<grid, NW * 32, 0, s>>>(p); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return launch_result();
 }
 
 template <typename T, int NW>
@@ -302,6 +458,7 @@ int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
 // make fewer blocks than about two per SM of an H100 (batch 1) and D <= 64.
 template <typename T>
 int launch(cudaStream_t s, const pr_cu_flash &p) {
+    if (p.split) return launch_split<T, 2>(s, p);
     if (p.nb * ((p.sq + 63) / 64) < 264 && p.d <= 64) return launch_nw<T, 2>(s, p);
     return p.d == 32 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
 }
@@ -310,7 +467,8 @@ int launch(cudaStream_t s, const pr_cu_flash &p) {
 
 extern "C" int pr_cu_flash_attention(void *stream, const pr_cu_flash *p) {
     if (p->nb <= 0 || p->sq <= 0) return 0;
-    if (p->nb > 0x7fffffff || (p->sq + 63) / 64 > 65535) return (int)cudaErrorInvalidValue;
+    if (p->nb > 0x7fffffff || (p->sq + 15) / 16 > 65535) return (int)cudaErrorInvalidValue;
+    if (p->split && p->d > 64) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     return p->dt == DT_F16 ? launch<__half>(s, *p)
            : p->dt == DT_BF16 ? launch<__nv_bfloat16>(s, *p)

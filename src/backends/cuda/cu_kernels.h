@@ -127,6 +127,7 @@ int pr_cu_attention(void *stream, const pr_cu_attn *a);
 typedef struct pr_cu_flash {
     int dt, d, mdt;
     int mvec; /* mask rows 16-byte aligned with contiguous columns: staged in tiles */
+    int split; /* D <= 64: 16 query rows a block, two warps splitting the keys (small grids) */
     int64_t bdims[PR_CU_FLASH_NB], nb, sq, sk;
     float scale;
     const void *q, *k, *v, *m;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impls.h"
+#include "backends/cuda/cuda_tcache.h"
 
 #define MAX_SHAPES 8
 #define MAX_SK_ROWKERNEL 12000
@@ -38,7 +39,14 @@ typedef struct attn_state {
     pthread_mutex_t mu;
     attn_plan plans[MAX_SHAPES];
     int n_plans;
-    char what[160];
+    struct { /* the fused kernel's timed form per geometry: keys split over warps or not */
+        int64_t nb, sq, sk;
+        int split;
+    } fch[MAX_SHAPES];
+    int n_fch;
+    void *tc; /* timing cache (pr_cuda_tcache) or NULL */
+    bool noted;
+    char what[320];
 } attn_state;
 
 static bool attn_supports(const pr_graph *g, const pr_node *n) {
@@ -130,11 +138,13 @@ static const void *opnd(const pr_kernel *k, const pr_attn_geom *a, int o) {
 }
 
 /* Y = the fused kernel over geometry a (flash_form holds). */
-static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dtype dt) {
+static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dtype dt,
+                     int split) {
     pr_cu_flash f;
     memset(&f, 0, sizeof f);
     const pr_buf *M = pr_kin(k, 3);
     f.dt = (int)dt;
+    f.split = split;
     f.d = (int)a->D;
     f.nb = a->nb;
     f.sq = a->Sq;
@@ -163,6 +173,69 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
         for (int d = 0; d < a->nbd; d++) f.mvec = f.mvec && a->bst[3][d] % 8 == 0;
     }
     return pr_cu_flash_attention(x->stream, &f);
+}
+
+typedef struct flash_launch {
+    pr_cuda_exec *x;
+    const pr_attn_geom *a;
+    pr_kernel *k;
+    pr_dtype dt;
+    int split;
+} flash_launch;
+
+static bool launch_flash(void *v) {
+    const flash_launch *l = v;
+    return flash_run(l->x, l->a, l->k, l->dt, l->split) == 0;
+}
+
+/* The fused kernel's form for geometry a (s->mu held): for D <= 64, the rows
+ * form (BQ query rows a block, every warp walking all keys) or the split form
+ * (16 query rows a block, two warps each taking half the key tiles: twice the
+ * blocks and half the serial tile walk, for batch-1 grids), whichever ran faster
+ * at the first run (timed on the call's buffers; kept in the timing cache).
+ * PRECIS_CUDA_FLASH_SPLIT=0 / 1 forces one. Inside a capture with no choice
+ * made: split where the rows form leaves most SMs idle. */
+static int flash_split(attn_state *s, pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k) {
+    if (a->D > 64) return 0;
+    const char *env = getenv("PRECIS_CUDA_FLASH_SPLIT");
+    if (env && (!strcmp(env, "0") || !strcmp(env, "1"))) return env[0] == '1';
+    for (int i = 0; i < s->n_fch; i++)
+        if (s->fch[i].nb == a->nb && s->fch[i].sq == a->Sq && s->fch[i].sk == a->Sk)
+            return s->fch[i].split;
+    if (x->capturing) return a->nb * ((a->Sq + 63) / 64) < 132;
+    const pr_buf *M = pr_kin(k, 3);
+    char key[200];
+    snprintf(key, sizeof key, "flash.split dt=%d d=%lld nb=%lld sq=%lld sk=%lld m=%d mrows=%d",
+             (int)s->dt, (long long)a->D, (long long)a->nb, (long long)a->Sq, (long long)a->Sk,
+             M ? (int)M->dtype : 0, M ? a->rs[3] != 0 : 0);
+    int32_t v = 0;
+    char note[160] = "";
+    if (pr_cuda_tcache_get(s->tc, key, &v, sizeof v) && (v == 0 || v == 1)) {
+        snprintf(note, sizeof note, " [nb=%lld sq=%lld: %s form, from the timing cache]",
+                 (long long)a->nb, (long long)a->Sq, v ? "split" : "rows");
+    } else {
+        flash_launch l0 = {x, a, k, s->dt, 0}, l1 = {x, a, k, s->dt, 1};
+        float t0 = pr_cu_time3((cudaStream_t)x->stream, launch_flash, &l0);
+        float t1 = pr_cu_time3((cudaStream_t)x->stream, launch_flash, &l1);
+        v = t1 >= 0 && (t0 < 0 || t1 < t0);
+        pr_cuda_tcache_put(s->tc, key, &v, sizeof v);
+        snprintf(note, sizeof note, " [timed nb=%lld sq=%lld sk=%lld: rows %.4f ms, split %.4f ms]",
+                 (long long)a->nb, (long long)a->Sq, (long long)a->Sk, t0, t1);
+    }
+    if (!s->noted) {
+        size_t l = strlen(s->what);
+        snprintf(s->what + l, sizeof s->what - l, "%s", note);
+        s->noted = true;
+    }
+    if (s->n_fch == MAX_SHAPES) {
+        memmove(&s->fch[0], &s->fch[1], (MAX_SHAPES - 1) * sizeof s->fch[0]);
+        s->n_fch--;
+    }
+    s->fch[s->n_fch].nb = a->nb;
+    s->fch[s->n_fch].sq = a->Sq;
+    s->fch[s->n_fch].sk = a->Sk;
+    s->fch[s->n_fch++].split = v;
+    return v;
 }
 
 static void plan_free(attn_plan *p) {
@@ -221,6 +294,8 @@ static const char *static_path(const pr_graph *g, const pr_node *n, pr_err *e) {
     return gemm_form(&a, same, &gg) ? "gemm" : "rows";
 }
 
+static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x);
+
 static precis_status attn_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                   void **out, pr_err *e) {
     precis_status st = PRECIS_OK;
@@ -228,6 +303,7 @@ static precis_status attn_prepare(const pr_graph *g, const pr_node *n, const pr_
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     pthread_mutex_init(&s->mu, NULL);
     s->dt = g->tensors[n->outputs[0]].dtype;
+    s->tc = cfg->tcache;
     s->kt = pr_attr_int(n, "k_transposed", 0) != 0;
     /* S^T = K'^T-as-stored x Q^T (column-major): op T on K unless k_transposed */
     cublasOperation_t opk = s->kt ? CUBLAS_OP_N : CUBLAS_OP_T, opn = CUBLAS_OP_N;
@@ -251,6 +327,9 @@ static precis_status attn_prepare(const pr_graph *g, const pr_node *n, const pr_
         snprintf(s->what, sizeof s->what,
                  "cublasLt %s batched QK', fp32 softmax, PV (row kernel where the geometry does "
                  "not fit)", tn);
+    /* static shapes: the fused kernel's form is timed now, so that inspect names it */
+    if (path && !strcmp(path, "flash") && (st = pr_cu_run_static(g, n, cfg->x, attn_run, s, 0, e)))
+        goto fail;
     *out = s;
     return PRECIS_OK;
 fail:
@@ -352,7 +431,10 @@ static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x) {
     attn_geo g;
     if (flash_form(&a, s->dt, same, M ? M->dtype : 0) && aligned16(opnd(k, &a, 0)) &&
         aligned16(opnd(k, &a, 1)) && aligned16(opnd(k, &a, 2)) && aligned16(Y->data)) {
-        KL_TRY(flash_run(x, &a, k, s->dt));
+        pthread_mutex_lock(&s->mu);
+        int split = flash_split(s, x, &a, k);
+        pthread_mutex_unlock(&s->mu);
+        KL_TRY(flash_run(x, &a, k, s->dt, split));
         return PRECIS_OK;
     }
     if (a.Sk > 0 && !a.off0[1] && gemm_form(&a, same, &g)) {

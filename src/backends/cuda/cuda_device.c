@@ -349,3 +349,51 @@ void pr_cu_kernel_infer(const pr_kernel *k, pr_infer *ic, pr_tinfo *tin, int cap
     }
     *ic = (pr_infer){(pr_graph *)k->g, k->node, n, tin, 0, NULL, k->err};
 }
+
+precis_status pr_cu_run_static(const pr_graph *g, const pr_node *n, pr_cuda_exec *x,
+                               precis_status (*run)(void *state, pr_kernel *k, pr_cuda_exec *x),
+                               void *state, unsigned skip, pr_err *e) {
+    enum { MAXIO = 8 };
+    precis_status st = PRECIS_OK;
+    int nin = n->n_inputs < MAXIO ? n->n_inputs : MAXIO;
+    pr_buf bufs[MAXIO + 1];
+    const pr_buf *in[MAXIO];
+    pr_buf *outp[1] = {&bufs[MAXIO]};
+    void *mem[MAXIO + 1];
+    memset(bufs, 0, sizeof bufs);
+    for (int i = 0; i <= MAXIO; i++) {
+        mem[i] = NULL;
+        if (i < MAXIO) in[i] = NULL;
+    }
+    if (n->n_outputs < 1 || n->outputs[0] < 0) return PRECIS_OK;
+    for (int i = 0; i <= MAXIO; i++) {
+        if (i < MAXIO && i >= nin) continue;
+        int t = i < MAXIO ? n->inputs[i] : n->outputs[0];
+        if (t < 0) continue;
+        const pr_tensor *T = &g->tensors[t];
+        pr_buf *b = &bufs[i];
+        b->dtype = T->dtype;
+        b->rank = T->rank;
+        b->numel = 1;
+        for (int d = 0; d < T->rank; d++) b->dims[d] = T->dims[d];
+        if (i < MAXIO) in[i] = b;
+        if (i < MAXIO && (skip >> i) & 1u) continue;
+        for (int d = 0; d < T->rank; d++) {
+            if (T->dims[d] <= 0) goto done; /* a dynamic dim: the choice waits for a run */
+            b->numel *= T->dims[d];
+        }
+        b->nbytes = (size_t)b->numel * pr_dtype_size(T->dtype);
+        CU_TRY(cudaMalloc(&mem[i], b->nbytes));
+        CU_TRY(cudaMemsetAsync(mem[i], 0, b->nbytes, (cudaStream_t)x->stream));
+        b->data = mem[i];
+    }
+    {
+        pr_kernel k = {g, n, nin, in, 1, outp, e, 1};
+        st = run(state, &k, x);
+    }
+done:
+fail:
+    for (int i = 0; i <= MAXIO; i++)
+        if (mem[i]) cudaFree(mem[i]);
+    return st;
+}

@@ -126,50 +126,6 @@ static const char *act_name(int k) { return k ? pr_act_names[k] : ""; }
 
 static precis_status gemm_run(void *p, pr_kernel *k, pr_cuda_exec *x);
 
-/* Static shapes: choose the algorithm now (one run on zeroed scratch
- * buffers), so that inspect and the build's step list name the choice. */
-static precis_status plan_static(gemm_state *s, const pr_graph *g, const pr_node *n,
-                                 pr_cuda_exec *x, pr_err *e) {
-    precis_status st = PRECIS_OK;
-    int nin = n->n_inputs < 4 ? n->n_inputs : 4;
-    pr_buf bufs[5];
-    const pr_buf *in[4] = {NULL, NULL, NULL, NULL};
-    pr_buf *outp[1] = {&bufs[4]};
-    void *mem[5] = {NULL, NULL, NULL, NULL, NULL};
-    memset(bufs, 0, sizeof bufs);
-    for (int i = 0; i < 5; i++) {
-        int t = i < 4 ? (i < nin ? n->inputs[i] : -1) : n->outputs[0];
-        if (t < 0 || (i == 1 && s->b_packed) || i == 2) continue; /* packed weights, bias */
-        if (i == 3 && s->z_input != 3) continue;
-        const pr_tensor *T = &g->tensors[t];
-        pr_buf *b = &bufs[i];
-        b->dtype = T->dtype;
-        b->rank = T->rank;
-        b->numel = 1;
-        for (int d = 0; d < T->rank; d++) {
-            if (T->dims[d] <= 0) goto done; /* a dynamic dim: choose at the first run */
-            b->dims[d] = T->dims[d];
-            b->numel *= T->dims[d];
-        }
-        b->nbytes = (size_t)b->numel * pr_dtype_size(T->dtype);
-        CU_TRY(cudaMalloc(&mem[i], b->nbytes));
-        CU_TRY(cudaMemsetAsync(mem[i], 0, b->nbytes, (cudaStream_t)x->stream));
-        b->data = mem[i];
-        if (i < 4) in[i] = b;
-    }
-    if (s->b_packed) {
-        bufs[1].rank = 2; /* gemm_run reads only the rank of a packed B */
-        in[1] = &bufs[1];
-    }
-    pr_kernel k = {g, n, nin, in, 1, outp, e, 1};
-    st = gemm_run(s, &k, x);
-done:
-fail:
-    for (int i = 0; i < 5; i++)
-        if (mem[i]) cudaFree(mem[i]);
-    return st;
-}
-
 static precis_status gemm_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                   void **out, pr_err *e) {
     precis_status st = PRECIS_OK;
@@ -273,7 +229,9 @@ static precis_status gemm_prepare(const pr_graph *g, const pr_node *n, const pr_
         snprintf(s->what, sizeof s->what, "cublasLt %s%s%s%s", tn, p ? " " : "", ep + (p ? 1 : 0),
                  own);
     }
-    if ((st = plan_static(s, g, n, cfg->x, e))) goto fail;
+    /* static shapes: choose the algorithm now, so that inspect names it */
+    unsigned skip = (s->b_packed ? 2u : 0u) | 4u | (s->z_input == 3 ? 0u : 8u);
+    if ((st = pr_cu_run_static(g, n, cfg->x, gemm_run, s, skip, e))) goto fail;
     free(wf);
     free(bf);
     *out = s;

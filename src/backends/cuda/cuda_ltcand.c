@@ -137,9 +137,11 @@ precis_status pr_cu_lt_choose(const pr_lt_problem *p, bool timed, pr_lt_choice *
     }
     out->algo = h[0].algo;
     if (!timed) goto done;
-    /* PRECIS_CUDA_LT_SEARCH=0: the heuristic's proposals only (the earlier behaviour) */
+    /* PRECIS_CUDA_LT_SEARCH=0: the heuristic's proposals only (the earlier behaviour);
+     * =splitk: the split-K variants only where there are any (for tests) */
     const char *env = getenv("PRECIS_CUDA_LT_SEARCH");
     bool search = !(env && !strcmp(env, "0"));
+    bool only_split = env && !strcmp(env, "splitk");
     int cap = HEUR + (search ? SPLIT_SRC * 7 + TILE_SRC * MAX_TILES : 0);
     if (!(all = malloc((size_t)cap * sizeof *all))) {
         st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
@@ -150,12 +152,15 @@ precis_status pr_cu_lt_choose(const pr_lt_problem *p, bool timed, pr_lt_choice *
         if (h[i].state == CUBLAS_STATUS_SUCCESS) add(&c, &h[i].algo);
     int n_heur = c.n;
     for (int i = 0; search && i < n_heur && i < SPLIT_SRC; i++) split_variants(p, &all[i], &c);
-    for (int i = 0; search && i < n_heur && i < TILE_SRC; i++) tile_variants(p, &all[i], &c);
+    int n_split = c.n;
+    for (int i = 0; search && !only_split && i < n_heur && i < TILE_SRC; i++)
+        tile_variants(p, &all[i], &c);
     out->n_cand = c.n;
-    for (int i = 0; i < c.n; i++) {
+    int first = only_split && n_split > n_heur ? n_heur : 0;
+    for (int i = first; i < c.n; i++) {
         timed_launch tl = {p, &all[i]};
         float t = pr_cu_time3(p->stream, launch_one, &tl);
-        if (i == 0) out->ms_first = t;
+        if (i == first) out->ms_first = t;
         if (t >= 0 && (out->ms < 0 || t < out->ms)) {
             out->ms = t;
             out->algo = all[i];

@@ -121,6 +121,13 @@ precis_status pr_cu_lt_choose(const pr_lt_problem *p, bool timed, pr_lt_choice *
 void pr_cu_lt_algo_str(const cublasLtMatmulAlgo_t *a, char *buf, size_t n);
 /* The algorithm's split-K parts (1: none). */
 int pr_cu_lt_splitk(const cublasLtMatmulAlgo_t *a);
+/* Static shapes: one run of an impl at prepare on zeroed scratch buffers (inputs
+ * whose bit is set in skip get their dims and no data: packed weights, inputs the
+ * run does not read), so that its timed choices are made at build time and
+ * describe() names them. Nothing happens when a dim is unknown. */
+precis_status pr_cu_run_static(const pr_graph *g, const pr_node *n, pr_cuda_exec *x,
+                               precis_status (*run)(void *state, pr_kernel *k, pr_cuda_exec *x),
+                               void *state, unsigned skip, pr_err *e);
 /* An initializer's values as float32 (malloc'd, n elements; NULL on OOM). */
 float *pr_cu_init_f32(const pr_graph *g, int t, int64_t *n);
 /* A quantized conv / matmul's float parameters as host float32 arrays (malloc'd, the caller
