@@ -283,6 +283,14 @@ static void test_eltwise(void) {
     cc_input ab[2] = {{.name = "a", .rank = 4, .dims = {2, 3, 4, 5}}, {.name = "b", .rank = 3, .dims = {3, 1, 5}}};
     ALL_DT((snprintf(label, sizeof label, "add broadcast %s", dtn(D)),
             cu_run(&t, 2, ab, 1, D, &pr_cuda_impl_eltwise, label)));
+    /* contiguous rows of 8k elements: 16 bytes a thread for fp16/bf16 (position embeddings) */
+    cc_input a8[2] = {{.name = "a", .rank = 3, .dims = {4, 6, 24}}, {.name = "b", .rank = 2, .dims = {6, 24}}};
+    ALL_DT((snprintf(label, sizeof label, "add rows of 24, batch broadcast %s", dtn(D)),
+            cu_run(&t, 2, a8, 1, D, &pr_cuda_impl_eltwise, label)));
+    n_init(&t, PR_OP_Mul, "Mul", 14);
+    cc_input m8[2] = {{.name = "a", .rank = 2, .dims = {5, 16}}, {.name = "b", .rank = 2, .dims = {5, 16}}};
+    ALL_DT((snprintf(label, sizeof label, "mul flat %s", dtn(D)),
+            cu_run(&t, 2, m8, 1, D, &pr_cuda_impl_eltwise, label)));
     n_init(&t, PR_OP_Div, "Div", 14);
     cc_input ad[2] = {{.name = "a", .rank = 3, .dims = {2, 7, 9}}, {.name = "b", .rank = 1, .dims = {9}, .init = true, .lo = 1, .hi = 2}};
     ALL_DT((snprintf(label, sizeof label, "div by float32 initializer %s", dtn(D)),
@@ -370,6 +378,11 @@ static void test_move(void) {
                      {.name = "i", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = gi}};
     ALL_DT((snprintf(label, sizeof label, "gather embedding %s", dtn(D)),
             cu_run(&t, 2, g, 1, D, &pr_cuda_impl_gather, label)));
+    /* rows of 5 elements: not whole 16-byte chunks (the element loop) */
+    cc_input g5[2] = {{.name = "tab", .rank = 2, .dims = {100, 5}, .init = true},
+                      {.name = "i", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = gi}};
+    ALL_DT((snprintf(label, sizeof label, "gather rows of 5 %s", dtn(D)),
+            cu_run(&t, 2, g5, 1, D, &pr_cuda_impl_gather, label)));
 }
 
 static void test_rows(void) {
