@@ -67,21 +67,19 @@ static void test_gemm(void) {
     cc_input bc[2] = {{.name = "a", .rank = 3, .dims = {4, 5, 7}}, {.name = "b", .rank = 3, .dims = {1, 7, 6}}};
     ALL_DT((snprintf(label, sizeof label, "matmul B broadcast batch %s", dtn(D)),
             cu_run(&t, 2, bc, 1, D, &pr_cuda_impl_gemm, label)));
-    /* batch-1 transformer shapes (M 128, K 768 / 1024): cuBLASLt's split-K variants, forced
-     * (float32 partial sums reduced with the epilogue: bias + GELU, bias + residual C) */
-    setenv("PRECIS_CUDA_LT_SEARCH", "splitk", 1);
+    /* batch-1 transformer shapes (M 128, K 768 / 1024; bias + GELU, bias + residual C): the
+     * algorithm timed among cuBLASLt's 24 proposals */
     fused_node(&t, PR_OP_FusedMatMul, "FusedMatMul");
     n_str(&t, "act", "Gelu");
     cc_input sk1[3] = {{.name = "a", .rank = 3, .dims = {1, 128, 768}}, {.name = "w", .rank = 2, .dims = {768, 256}, .init = true},
                        {.name = "b", .rank = 1, .dims = {256}, .init = true}};
-    ALL_DT((snprintf(label, sizeof label, "matmul split-K bias+gelu M128 K768 %s", dtn(D)),
+    ALL_DT((snprintf(label, sizeof label, "matmul bias+gelu M128 K768 %s", dtn(D)),
             cu_run(&t, 3, sk1, 1, D, &pr_cuda_impl_gemm, label)));
     fused_node(&t, PR_OP_FusedMatMul, "FusedMatMul");
     cc_input sk2[4] = {{.name = "a", .rank = 3, .dims = {1, 128, 1024}}, {.name = "w", .rank = 2, .dims = {1024, 192}, .init = true},
                        {.name = "b", .rank = 1, .dims = {192}, .init = true}, {.name = "z", .rank = 3, .dims = {1, 128, 192}}};
-    ALL_DT((snprintf(label, sizeof label, "matmul split-K bias+residual M128 K1024 %s", dtn(D)),
+    ALL_DT((snprintf(label, sizeof label, "matmul bias+residual M128 K1024 %s", dtn(D)),
             cu_run(&t, 4, sk2, 1, D, &pr_cuda_impl_gemm, label)));
-    unsetenv("PRECIS_CUDA_LT_SEARCH");
     /* Gemm transA with a C row */
     n_init(&t, PR_OP_Gemm, "Gemm", 13);
     n_int(&t, "transA", 1);

@@ -5,8 +5,9 @@
  * epilogue, a residual Z with no activation before it as the C operand
  * (D = act(alpha A B + C + bias)); whatever of act(...) + Z -> act2 is left
  * runs in one pass of our epilogue kernel. Row-major Y = A' B' is computed as
- * the column-major Y^T = B'^T A'^T. Algorithms come from cuBLASLt's
- * heuristic per shape (cached under a lock). */
+ * the column-major Y^T = B'^T A'^T. The algorithm per shape is the fastest of
+ * cuBLASLt's top proposals (pr_cu_lt_choose; cached under a lock, kept in the
+ * timing cache), chosen at prepare when the shapes are static. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -298,9 +299,8 @@ static void note_choice(gemm_state *s, int64_t m, int64_t K, int64_t N, const pr
 }
 
 /* The plan for (m, batch, sa, sb), made on first use: the fastest of the
- * heuristic's proposals and their split-K / tile variants on this call's
- * buffers (pr_cu_lt_choose; the first proposal when there is nothing to time
- * on). Called with s->mu held. */
+ * heuristic's top proposals on this call's buffers (pr_cu_lt_choose; the first
+ * proposal when there is nothing to time on). Called with s->mu held. */
 static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t K, int64_t N,
                               int64_t batch, int64_t sa, int64_t sb, const gemm_args *g,
                               shape_plan **out, pr_err *e) {

@@ -109,18 +109,13 @@ typedef struct pr_lt_choice {
     cublasLtMatmulAlgo_t algo;
     float ms, ms_first; /* the winner's and the heuristic's first proposal's time; < 0 untimed */
     int n_cand, index;  /* candidates timed, the winner's place among them */
-    bool from_search;   /* a split-K / tile variant the heuristic did not propose */
 } pr_lt_choice;
 /* Choose p's algorithm (cuda_ltcand.c): untimed, the heuristic's first proposal; timed, the
- * fastest (pr_cu_time3) of the heuristic's top 24 proposals, split-K variants (2..16 parts of
- * >= 64 deep, float32 partial sums) of its first 8 and the other tiles of its first 4, each
- * accepted by cublasLtMatmulAlgoCheck within the workspace (PRECIS_CUDA_LT_SEARCH=0: the
- * proposals only). */
+ * fastest of the heuristic's top 24 proposals (after a warm-up, the minimum of two passes
+ * of pr_cu_time3; PRECIS_CUDA_LT_SEARCH=0: the first 8, one pass, as before phase 8). */
 precis_status pr_cu_lt_choose(const pr_lt_problem *p, bool timed, pr_lt_choice *out, pr_err *e);
 /* "algo ID tile T[ split-K S]" for inspect. */
 void pr_cu_lt_algo_str(const cublasLtMatmulAlgo_t *a, char *buf, size_t n);
-/* The algorithm's split-K parts (1: none). */
-int pr_cu_lt_splitk(const cublasLtMatmulAlgo_t *a);
 /* Static shapes: one run of an impl at prepare on zeroed scratch buffers (inputs
  * whose bit is set in skip get their dims and no data: packed weights, inputs the
  * run does not read), so that its timed choices are made at build time and
