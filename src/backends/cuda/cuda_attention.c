@@ -183,9 +183,14 @@ typedef struct flash_launch {
     int split;
 } flash_launch;
 
+/* 10 launches a timing: one batch-1 launch (~10 us) is about as long as the launch
+ * overhead, and single-launch timings picked either form from layer to layer. */
+#define FLASH_REPS 10
 static bool launch_flash(void *v) {
     const flash_launch *l = v;
-    return flash_run(l->x, l->a, l->k, l->dt, l->split) == 0;
+    for (int r = 0; r < FLASH_REPS; r++)
+        if (flash_run(l->x, l->a, l->k, l->dt, l->split) != 0) return false;
+    return true;
 }
 
 /* The fused kernel's form for geometry a (s->mu held): for D <= 64 on small
@@ -193,8 +198,8 @@ static bool launch_flash(void *v) {
  * query rows a block, every warp walking all keys) or the split form (16 query
  * rows a block, two warps each taking half the key tiles: more blocks and half
  * the serial tile walk), whichever ran faster at the first run (timed on the
- * call's buffers, interleaved, the minimum of two rounds each; kept in the timing
- * cache). Larger grids take the rows form (H100, MiniLM b64: split 58 us vs 44).
+ * call's buffers, 10 launches a timing, interleaved, the minimum of two rounds
+ * each; kept in the timing cache). Larger grids take the rows form (H100, MiniLM b64: split 58 us vs 44).
  * PRECIS_CUDA_FLASH_SPLIT=0 / 1 forces one. Inside a capture with no choice made:
  * split. */
 static int flash_split(attn_state *s, pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k) {
@@ -228,7 +233,8 @@ static int flash_split(attn_state *s, pr_cuda_exec *x, const pr_attn_geom *a, pr
         v = t1 >= 0 && (t0 < 0 || t1 < t0);
         pr_cuda_tcache_put(s->tc, key, &v, sizeof v);
         snprintf(note, sizeof note, " [timed nb=%lld sq=%lld sk=%lld: rows %.4f ms, split %.4f ms]",
-                 (long long)a->nb, (long long)a->Sq, (long long)a->Sk, t0, t1);
+                 (long long)a->nb, (long long)a->Sq, (long long)a->Sk, t0 / FLASH_REPS,
+                 t1 / FLASH_REPS);
     }
     if (!s->noted) {
         size_t l = strlen(s->what);
