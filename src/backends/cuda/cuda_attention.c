@@ -219,7 +219,7 @@ static int flash_split(attn_state *s, pr_cuda_exec *x, const pr_attn_geom *a, pr
     int32_t v = 0;
     char note[160] = "";
     if (pr_cuda_tcache_get(s->tc, key, &v, sizeof v) && (v == 0 || v == 1)) {
-        snprintf(note, sizeof note, " [nb=%lld sq=%lld: %s form, from the timing cache]",
+        snprintf(note, sizeof note, " [nb=%lld sq=%lld: %s form, a cached choice]",
                  (long long)a->nb, (long long)a->Sq, v ? "split" : "rows");
     } else {
         flash_launch l0 = {x, a, k, s->dt, 0}, l1 = {x, a, k, s->dt, 1};

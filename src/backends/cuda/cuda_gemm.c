@@ -338,8 +338,9 @@ static precis_status get_plan(gemm_state *s, pr_cuda_exec *x, int64_t m, int64_t
             char al[64];
             pr_cu_lt_algo_str(&np.algo, al, sizeof al);
             size_t l = strlen(s->what);
-            snprintf(s->what + l, sizeof s->what - l, " [m=%lld n=%lld k=%lld: %s, from the timing cache]",
-                     (long long)m, (long long)N, (long long)K, al);
+            snprintf(s->what + l, sizeof s->what - l,
+                     " [m=%lld n=%lld k=%lld: %s, a cached choice]", (long long)m, (long long)N,
+                     (long long)K, al);
             s->timed_note = true;
         }
         goto store; /* an earlier build's choice */
