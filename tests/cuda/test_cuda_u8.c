@@ -217,8 +217,10 @@ static void test_elem_u8(void) {
     n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
     n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
     n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    cc_input pl[1] = {bi[0]}; /* NCHW */
+    pl[0].nhwc = false;
     cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT, "u8 maxpool 3x3 s2 pad1 nhwc");
-    cu_run_tol(&t, 1, bi, 1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT, "u8 maxpool 3x3 s2 pad1 nchw");
+    cu_run_tol(&t, 1, pl, 1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT, "u8 maxpool 3x3 s2 pad1 nchw");
     fused_node(&t, PR_OP_QBinary, "QBinary");
     n_str(&t, "kind", "Add");
     n_str(&t, "act", "Relu");
@@ -243,7 +245,7 @@ static void test_elem_u8(void) {
         n_float(&t, "x_scale", 0.02f);
         n_int(&t, "y_type", 2);
         n_float(&t, "y_scale", 0.02f);
-        cu_run_lay(&t, 1, bi, 1, lay ? Y1 : NULL, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+        cu_run_lay(&t, 1, lay ? bi : pl, 1, lay ? Y1 : NULL, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
                    lay ? "u8 qpool average 3x3 pad1 nhwc count_include_pad -> u8"
                        : "u8 qpool average 3x3 pad1 nchw -> u8");
     }
