@@ -97,6 +97,28 @@ static void test_gemm_u8(void) {
     n_str(&t, "act", "Relu");
     cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
                "u8 nhwc qconv1x1 relu -> int8 (fused epilogue)");
+    /* cuBLASLt's fused epilogue writing uint8 (as Y - 128, flipped after): an int8
+     * residual then ReLU; an int8 x; no act (the uint8 floor alone) */
+    static signed char z8[8 * 40 * 143];
+    cc_input pz[5] = {p1[0], p1[1], p1[2], p1[3], h[4]};
+    pz[4].dtype = I8;
+    pz[4].raw = rand_bytes(z8, 8 * 40 * 143, -128, 127);
+    qconv_node(&t, 1, 1, 0, 2, 0.05f);
+    n_float(&t, "z_scale", 0.03f);
+    n_str(&t, "act2", "Relu");
+    cu_run_lay(&t, 5, pz, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "u8 nhwc qconv1x1 +int8 residual+relu -> u8");
+    cc_input p8[4] = {p1[0], p1[1], p1[2], p1[3]};
+    p8[0].dtype = I8;
+    p8[0].raw = rand_bytes(xb, 8 * 48 * 143, -128, 127);
+    qconv_node(&t, 1, 1, 0, 2, 0.05f);
+    n_str(&t, "act", "Relu");
+    cu_run_lay(&t, 4, p8, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "int8 nhwc qconv1x1 relu -> u8");
+    qconv_node(&t, 1, 1, 0, 2, 0.05f);
+    cu_run_lay(&t, 4, p8, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "int8 nhwc qconv1x1 -> u8 (saturating at 0)");
+    p1[0].raw = rand_bytes(xb, 8 * 48 * 143, 0, 255);
     /* the stem kernel: 7x7 s2 pad 3 over 3 channels NCHW (K 147 -> 160) */
     cc_input st[4] = {{.name = "x", .rank = 4, .dims = {2, 3, 21, 19}, .dtype = U8,
                        .raw = rand_bytes(xb, 2 * 3 * 21 * 19, 0, 255)},

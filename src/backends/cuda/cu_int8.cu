@@ -142,7 +142,8 @@ __global__ void k_qepi_v4(const int4 *__restrict__ acc, pr_cu_qepi q, int64_t to
     }
 }
 
-__global__ void k_u8_to_s8(const uint4 *__restrict__ x, uint4 *__restrict__ y, int64_t n16) {
+// (x == y allowed: in place)
+__global__ void k_u8_to_s8(const uint4 *x, uint4 *y, int64_t n16) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n16;
          i += (int64_t)gridDim.x * blockDim.x) {
         uint4 v = x[i];
@@ -150,8 +151,7 @@ __global__ void k_u8_to_s8(const uint4 *__restrict__ x, uint4 *__restrict__ y, i
                           v.w ^ 0x80808080u);
     }
 }
-__global__ void k_u8_to_s8_1(const unsigned char *__restrict__ x, unsigned char *__restrict__ y,
-                             int64_t n) {
+__global__ void k_u8_to_s8_1(const unsigned char *x, unsigned char *y, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
         y[i] = x[i] ^ 0x80;

@@ -203,8 +203,9 @@ typedef struct pr_cu_im2col {
     int x_u8;
 } pr_cu_im2col;
 int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_cu_im2col *p);
-/* y[i] = x[i] ^ 0x80 (n bytes): a uint8 tensor as int8 x - 128 (the A
- * operand of an int8 GEMM whose activation is on the u8 grid). */
+/* y[i] = x[i] ^ 0x80 (n bytes; y == x allowed): a uint8 tensor as int8
+ * x - 128 (the A operand of an int8 GEMM whose activation is on the u8
+ * grid), or back. */
 int pr_cu_u8_to_s8(void *stream, const void *x, void *y, int64_t n);
 
 /* After an int8 GEMM with int32 result acc [M, N]: r = (acc + acc_off[n])

@@ -15,8 +15,9 @@
  * matmul's A, or in the implicit GEMM's registers; padding, real zero,
  * becomes -128) and the exact int32 correction 128 * sum_k W[n][k] is added
  * to every sum (pr_cu_qepi.acc_off; in cuBLASLt's fused epilogue, to its
- * float bias). The 1x1 direct route (cuBLASLt reading X in place) is for
- * int8 X only.
+ * float bias; a 1x1 "direct" conv reads such a flipped copy of X). A uint8
+ * Y from cuBLASLt's fused epilogue: it writes Y - 128 as int8 (the bias less
+ * 128; saturation at -128 is the ReLU) and one pass flips the bytes back.
  *
  * A QConv on NHWC with C % 16 == 0 may instead run our implicit-GEMM kernel
  * (cu_igemm.cu: no im2col copy, requantization in its epilogue): at a
@@ -48,6 +49,7 @@ typedef struct qgemm_state {
     float z_scale, y_inv;
     pr_lt_i8 lt;
     bool fused;         /* lt requantizes in cuBLASLt's epilogue (int8 out, no kernel after) */
+    bool y_u8;          /* fused with a uint8 Y: lt writes Y - 128, then a flip pass */
     float *alpha;       /* device [N]: a_scale * w_scale[n] / y_scale, when fused */
     float *bias_q;      /* device [N]: bias / y_scale, when fused */
     void *tc;           /* the timing cache or NULL */
@@ -144,16 +146,19 @@ static signed char *pack_weights(const pr_graph *g, const pr_node *n, qgemm_stat
     return p;
 }
 
-/* The fused form: int8 out (NHWC or a matmul), act ReLU or none, and a
- * residual (int8, same layout) only with no activation before it. Chosen
- * when cuBLASLt has an algorithm for it; else the int32 + kernel form. */
+/* The fused form: int8 or uint8 out (NHWC or a matmul), act ReLU or none,
+ * and a residual (int8, same layout) only with no activation before it.
+ * Chosen when cuBLASLt has an algorithm for it; else the int32 + kernel
+ * form. A uint8 out is written as int8 Y - 128 (bias - 128; the ReLUs are
+ * then the saturation at -128, as 0 is for uint8) and flipped after. */
 static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                qgemm_state *s, const float *ws, const float *bias,
                                const int *off, pr_err *e) {
     precis_status st = PRECIS_OK;
     int y = n->outputs[0], z = pr_node_in(n, 4);
     bool relu_pre = s->pre.kind == PR_ACT_RELU, relu_post = s->post.kind == PR_ACT_RELU;
-    if (g->tensors[y].dtype != PRECIS_INT8) return PRECIS_OK;
+    bool yu = g->tensors[y].dtype == PRECIS_UINT8;
+    if (g->tensors[y].dtype != PRECIS_INT8 && !yu) return PRECIS_OK;
     if (s->conv && g->tensors[y].layout != PR_LAYOUT_NHWC) return PRECIS_OK;
     if ((s->pre.kind && !relu_pre) || (s->post.kind && !relu_post)) return PRECIS_OK;
     if (z >= 0 && (s->pre.kind || g->tensors[z].dtype != PRECIS_INT8 ||
@@ -169,16 +174,19 @@ static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cud
         al[j] = s->a_scale * ws[s->n_wscale > 1 ? j : 0] * s->y_inv;
         bq[j] = bias ? bias[j] * s->y_inv : 0.0f;
         if (off) bq[j] += (float)off[j] * al[j];
+        if (yu) bq[j] -= 128.0f;
     }
     cudaStream_t stream = (cudaStream_t)cfg->x->stream;
     if ((st = pr_cu_upload(al, (size_t)s->N * sizeof *al, (void **)&s->alpha, stream, e))) goto done;
-    if ((bias || off) &&
+    if ((bias || off || yu) &&
         (st = pr_cu_upload(bq, (size_t)s->N * sizeof *bq, (void **)&s->bias_q, stream, e)))
         goto done;
     if ((st = pr_lt_i8_init_fused(&s->lt, s->N, s->Kp, cfg->tcache, s->alpha, s->bias_q,
-                                  relu_pre || relu_post, z >= 0, s->z_scale * s->y_inv, e)))
+                                  !yu && (relu_pre || relu_post), z >= 0, s->z_scale * s->y_inv,
+                                  e)))
         goto done;
     s->fused = pr_lt_i8_probe(&s->lt, cfg->x);
+    s->y_u8 = s->fused && yu;
     if (!s->fused) pr_lt_i8_fini(&s->lt);
 done:
     free(al);
@@ -221,7 +229,7 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         const char *ap = pr_attr_str(n, "auto_pad", "NOTSET");
         p0 &= strcmp(ap, "NOTSET") == 0 || strcmp(ap, "VALID") == 0 || s->kh * s->kw == 1;
         s->direct = s->kh == 1 && s->kw == 1 && s1 && p0 && d1 && s->C % 4 == 0 &&
-                    X->layout == PR_LAYOUT_NHWC && !s->x_u8;
+                    X->layout == PR_LAYOUT_NHWC;
         s->Kp = s->direct ? s->K : up(s->K, 16);
         s->a_scale = pr_attr_float(n, "x_scale", 1.0f);
         const char *ig = getenv("PRECIS_CUDA_IGEMM");
@@ -269,10 +277,11 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     if ((st = try_fused(g, n, cfg, s, sf, bf, off, e))) goto fail;
     if (!s->fused && (st = pr_lt_i8_init(&s->lt, s->N, s->Kp, cfg->tcache, e))) goto fail;
     if (s->fused) {
-        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s%s -> int8, requantized in its "
+        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s%s -> %s, requantized in its "
                  "epilogue (scale vector%s%s%s)",
                  s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "",
-                 s->x_u8 ? " (uint8 x as x-128)" : "", s->bias ? "+bias" : "",
+                 s->x_u8 ? " (uint8 x as x-128)" : "", s->y_u8 ? "uint8 (as y-128, flipped)" : "int8",
+                 s->bias ? "+bias" : "",
                  s->z_input >= 0 ? "+residual" : "",
                  s->pre.kind || s->post.kind ? "+Relu" : "");
     } else {
@@ -325,7 +334,7 @@ static precis_status run_lt(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, const
     pr_err *e = k->err;
     precis_status st = PRECIS_OK;
     int64_t M = o->M;
-    bool col = s->conv && !s->direct, flip = !s->conv && s->x_u8; /* flip: A - 128 copied */
+    bool col = s->conv && !s->direct, flip = !col && s->x_u8; /* flip: A - 128 copied */
     size_t col_bytes = col || flip ? (size_t)up(M * s->Kp, 256) : 0;
     size_t acc_bytes = s->fused ? 0 : (size_t)(M * s->N) * sizeof(int32_t);
     char *scr = pr_cuda_scratch(x, col_bytes + acc_bytes, e);
@@ -338,7 +347,11 @@ static precis_status run_lt(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, const
         KL_TRY(pr_cu_u8_to_s8(x->stream, a, scr, M * s->K));
         a = scr;
     }
-    if (s->fused) return pr_lt_i8_run(&s->lt, x, M, s->w, a, o->q.z, k->out[0]->data, e);
+    if (s->fused) {
+        if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, o->q.z, k->out[0]->data, e))) return st;
+        if (s->y_u8) KL_TRY(pr_cu_u8_to_s8(x->stream, k->out[0]->data, k->out[0]->data, M * s->N));
+        return PRECIS_OK;
+    }
     int32_t *acc = (int32_t *)(scr + col_bytes);
     if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, NULL, acc, e))) return st;
     KL_TRY(pr_cu_qepilogue(x->stream, acc, M, &o->q));
