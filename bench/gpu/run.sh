@@ -58,7 +58,7 @@ export LD_LIBRARY_PATH="${libdirs#:}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 if [ ! -x "$BUILD/precis" ]; then
   echo "== building in $BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPRECIS_WITH_DNNL=OFF \
-    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops cuda_plan_stub bench_imma || exit 1
+    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops test_cuda_u8 cuda_plan_stub bench_imma || exit 1
 fi
 PRECIS=$BUILD/precis
 echo "== machine"

@@ -84,7 +84,8 @@ extern "C" int pr_cu_epilogue(void *stream, void *y, int ydt, int64_t n, const v
                n % 2 == 0 && ((uintptr_t)y & 3) == 0 && ((uintptr_t)z & 3) == 0) {
         if (bf32)
             k_epilogue_h2<float><<<grid_for(n / 2, 256), 256, 0, s>>>(
-                (__half2 *)y, n / 2, (const float *)bias, bdiv, bmod, pre, (const __half2 *)z, post);
+                (__half2 *)y, n / 2, (const float *)bias, bdiv, bmod, pre, (const __half2 *)z,
+                post);
         else
             k_epilogue_h2<__half><<<grid_for(n / 2, 256), 256, 0, s>>>(
                 (__half2 *)y, n / 2, (const __half *)bias, bdiv, bmod, pre, (const __half2 *)z,

@@ -182,7 +182,8 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                     float s0 = in ? q.a_scale * q.w_scale[one ? 0 : n] : 0.0f;
                     float s1 = in ? q.a_scale * q.w_scale[one ? 0 : n + 1] : 0.0f;
                     float b0 = in && q.bias ? q.bias[n] : 0.0f, b1 = in && q.bias ? q.bias[n + 1] : 0.0f;
-                    int o0 = in && q.acc_off ? q.acc_off[n] : 0, o1 = in && q.acc_off ? q.acc_off[n + 1] : 0;
+                    int o0 = in && q.acc_off ? q.acc_off[n] : 0;
+                    int o1 = in && q.acc_off ? q.acc_off[n + 1] : 0;
 #pragma unroll
                     for (int i = 0; i < MI; i++)
 #pragma unroll
@@ -258,8 +259,8 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     bool relu_or_none = (q->pre.kind == ACT_NONE || q->pre.kind == ACT_RELU) &&
                         (q->post.kind == ACT_NONE || q->post.kind == ACT_RELU);
     bool fast = (q->ydt == DT_I8 || q->ydt == DT_U8) && !q->nchw_hw && q->N % 4 == 0 &&
-                relu_or_none && (!q->z || (q->z_int && (q->zdt == DT_I8 || q->zdt == DT_U8))) && ((uintptr_t)q->y & 3) == 0 &&
-                ((uintptr_t)q->z & 3) == 0;
+                relu_or_none && (!q->z || (q->z_int && (q->zdt == DT_I8 || q->zdt == DT_U8))) &&
+                ((uintptr_t)q->y & 3) == 0 && ((uintptr_t)q->z & 3) == 0;
     if (fast)
         k_igemm<BM, BN, WM, WN, ST, true><<<grid, WM * WN * 32, 0, s>>>(
             (const signed char *)x, (const signed char *)w, *p, *q);

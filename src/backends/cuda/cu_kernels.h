@@ -210,8 +210,9 @@ int pr_cu_u8_to_s8(void *stream, const void *x, void *y, int64_t n);
 
 /* After an int8 GEMM with int32 result acc [M, N]: r = (acc + acc_off[n])
  * * a_scale * w_scale[n] + bias[n] (acc_off: 128 * sum_k w[n][k] when the
- * GEMM read a uint8 activation as x - 128, else NULL); r = pre(r); r += Z (int8/uint8 times z_scale when
- * z_int, else float); r = post(r); y = r quantized (int8/uint8 y) or r.
+ * GEMM read a uint8 activation as x - 128, else NULL); r = pre(r); r += Z
+ * (int8/uint8 times z_scale when z_int, else float); r = post(r); y = r
+ * quantized (int8/uint8 y) or r.
  * nchw_hw > 0: y (and Z) are NCHW with m = (b, p), p < nchw_hw. */
 typedef struct pr_cu_qepi {
     int64_t N, nchw_hw;
@@ -231,8 +232,9 @@ typedef struct pr_cu_qepi {
 int pr_cu_qepilogue(void *stream, const int *acc, int64_t M, const pr_cu_qepi *q);
 
 /* Depthwise int8 convolution (QConv with group == C == K; cu_dwconv.cu):
- * x int8 (or uint8 when x_u8) in g's layout (g.nhwc), w int8 [kh * kw][C], int32 sums, then q as
- * pr_cu_qepilogue with N = C (q.nchw_hw unused: y's layout is ynhwc). */
+ * x int8 (or uint8 when x_u8) in g's layout (g.nhwc), w int8 [kh * kw][C],
+ * int32 sums, then q as pr_cu_qepilogue with N = C (q.nchw_hw unused: y's
+ * layout is ynhwc). */
 typedef struct pr_cu_qdw {
     pr_cu_dw g;
     pr_cu_qepi q;

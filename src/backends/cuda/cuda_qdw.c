@@ -93,7 +93,8 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     s->z_scale = pr_attr_float(n, "z_scale", 1.0f);
     s->y_inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);
     const char *an = s->pre.kind ? pr_act_names[s->pre.kind] : "";
-    snprintf(s->what, sizeof s->what, "cu int8 depthwise conv %lldx%lld (%s x, scale+bias%s%s%s%s -> %s)",
+    snprintf(s->what, sizeof s->what,
+             "cu int8 depthwise conv %lldx%lld (%s x, scale+bias%s%s%s%s -> %s)",
              (long long)s->kh, (long long)s->kw,
              pr_dtype_name(g->tensors[n->inputs[0]].dtype), *an ? "+" : "", an,
              pr_node_in(n, 4) >= 0 ? "+residual" : "", s->post.kind ? "+act2" : "",

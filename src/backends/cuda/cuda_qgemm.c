@@ -280,7 +280,8 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s%s -> %s, requantized in its "
                  "epilogue (scale vector%s%s%s)",
                  s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "",
-                 s->x_u8 ? " (uint8 x as x-128)" : "", s->y_u8 ? "uint8 (as y-128, flipped)" : "int8",
+                 s->x_u8 ? " (uint8 x as x-128)" : "",
+                 s->y_u8 ? "uint8 (as y-128, flipped)" : "int8",
                  s->bias ? "+bias" : "",
                  s->z_input >= 0 ? "+residual" : "",
                  s->pre.kind || s->post.kind ? "+Relu" : "");
@@ -297,7 +298,8 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     if (s->ig_ok)
         snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync%s (epilogue: "
                  "scale+bias%s%s%s) or %.110s, the faster per shape",
-                 s->x_u8 ? " (uint8 x as x-128)" : "", s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
+                 s->x_u8 ? " (uint8 x as x-128)" : "", s->pre.kind ? "+act" : "",
+                 s->z_input >= 0 ? "+residual" : "",
                  s->post.kind ? "+act2" : "", s->what);
     free(wp);
     free(sf);
