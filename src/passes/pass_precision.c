@@ -21,6 +21,13 @@ static bool is_act(const pr_graph *g, int t, pr_dtype dt) {
 
 static bool dtype_free(const pr_node *n) { return n->op == PR_OP_Shape || n->op == PR_OP_Size; }
 
+/* cuda: a QuantizeLinear reads its float input in the type it is stored in
+ * (the kernel takes float32/float16/bfloat16): an fp16 Cast before it would
+ * round a float32 tensor (a graph input) twice, off the CPU's int8 grid. */
+static bool reads_as_stored(const pr_node *n, bool cuda) {
+    return cuda && n->op == PR_OP_QuantizeLinear;
+}
+
 /* An int8 op of an int8 plan: its compute type is int8 whatever the build's
  * float type; only its float outputs (if any) take one. */
 static bool int8_op(const pr_node *n) {
@@ -75,7 +82,7 @@ precis_status pr_plan_precision_backend(pr_graph *g, pr_dtype dflt, bool cuda, p
     if (!dc) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     for (int i = 0; i < n0; i++) {
         pr_node *n = &g->nodes[i];
-        if (dtype_free(n)) continue;
+        if (dtype_free(n) || reads_as_stored(n, cuda)) continue;
         pr_dtype want = pr_prec_is_float(n->req_compute) ? n->req_compute : dflt;
         /* an int8 op's float output is stored in the type its output rule asks
          * (not the float remainder's type, then cast) */
@@ -124,6 +131,7 @@ precis_status pr_plan_precision_backend(pr_graph *g, pr_dtype dflt, bool cuda, p
                 (src = pr_convert_get(g, &cv, t, PR_CONVERT_CAST, (int)ro, e)) < 0)
                 goto oom;
             pr_dtype want = dc[i] ? dc[i] : PRECIS_FLOAT32;
+            if (reads_as_stored(&g->nodes[i], cuda)) want = g->tensors[src].dtype;
             if (g->tensors[src].dtype != want &&
                 (src = pr_convert_get(g, &cv, src, PR_CONVERT_CAST, (int)want, e)) < 0)
                 goto oom;

@@ -49,11 +49,12 @@ typedef struct pr_quant_opts {
     const pr_calib_stats *stats;
     pr_calib_cfg cfg;
     int verbose;
-    /* every activation int8 (scale amax / 127), none uint8: the CUDA backend's
-     * IMMA GEMMs take signed operands only; and the residual Z of an int8 conv
-     * is quantized too when a compute node makes it (ResNet's downsample
-     * branch: int8 out instead of a float tensor written and read back) */
-    bool signed_only;
+    /* a plan for the CUDA backend: the residual Z of an int8 conv is quantized
+     * too when a compute node makes it (ResNet's downsample branch: int8 out
+     * instead of a float tensor written and read back). Non-negative tensors
+     * stay uint8 as for the CPU (the CUDA GEMMs read them as int8 x - 128:
+     * cuda_qgemm.c), so both backends quantize to the same grid. */
+    bool cuda;
     /* SmoothQuant-style smoothing of linear-layer inputs (0: off): an
      * activation x read only by MatMuls with constant rank-2 weights (and by
      * float consumers), whose per-channel max |x| (calibration) spreads over

@@ -102,6 +102,10 @@ template <> __device__ __forceinline__ signed char fromf<signed char>(float v) {
     v = rintf(v);
     return (signed char)(v < -128.0f ? -128.0f : v > 127.0f ? 127.0f : v);
 }
+template <> __device__ __forceinline__ unsigned char fromf<unsigned char>(float v) {
+    v = rintf(v);
+    return (unsigned char)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+}
 
 __device__ __forceinline__ float act_apply(const pr_cu_act &a, float x) {
     switch (a.kind) {

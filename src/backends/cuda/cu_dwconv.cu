@@ -221,7 +221,7 @@ extern "C" int pr_cu_dwconv(void *stream, int dt, const void *x, const float *w,
 }
 
 // ------------------------------------------------------------ int8 (QConv)
-// int8 x and weights, int32 sums (exact), the QConv epilogue of cu_int8.cuh
+// int8 (or uint8: p.x_u8) x, int8 weights, int32 sums (exact), the QConv epilogue of cu_int8.cuh
 // (qepi_one: scale, bias, act, residual, act2) and a quantized (int8/uint8)
 // or float y in y's own layout. NHWC x: V channels a thread (16-byte loads
 // for C % 16 == 0); NCHW x: one output a thread.
@@ -244,6 +244,7 @@ __global__ void __launch_bounds__(256) k_qdw_nhwc(const signed char *__restrict_
               C = (int)g.C;
     const int kh = KS ? KS : g.kh, kw = KS ? KS : g.kw;
     typedef typename raw_of<V>::t R;
+    const int xmask = p.x_u8 ? 0xff : -1; // a uint8 byte read as signed, masked back
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         int cv = i % CV, t = i / CV;
         int ow = t % OW;
@@ -268,15 +269,15 @@ __global__ void __launch_bounds__(256) k_qdw_nhwc(const signed char *__restrict_
                 const signed char *xe = reinterpret_cast<const signed char *>(&xr);
                 const signed char *we = reinterpret_cast<const signed char *>(&wr);
 #pragma unroll
-                for (int j = 0; j < V; j++) acc[j] += (int)xe[j] * (int)we[j];
+                for (int j = 0; j < V; j++) acc[j] += ((int)xe[j] & xmask) * (int)we[j];
             }
         }
-        if (p.ynhwc && p.q.ydt == DT_I8 && !p.q.z) { // the common case: one vector store
+        if (p.ynhwc && (p.q.ydt == DT_I8 || p.q.ydt == DT_U8) && !p.q.z) { // one vector store
             R yr;
-            signed char *ye = reinterpret_cast<signed char *>(&yr);
+            unsigned char *ye = reinterpret_cast<unsigned char *>(&yr);
 #pragma unroll
             for (int j = 0; j < V; j++)
-                ye[j] = (signed char)sat_q(qepi_one(p.q, acc[j], c0 + j, 0) * p.q.y_inv, DT_I8);
+                ye[j] = q_byte(sat_q(qepi_one(p.q, acc[j], c0 + j, 0) * p.q.y_inv, p.q.ydt));
             *reinterpret_cast<R *>((signed char *)p.q.y + qdw_yindex(p, n, c0, oh, ow)) = yr;
         } else {
 #pragma unroll
@@ -295,6 +296,7 @@ __global__ void __launch_bounds__(256) k_qdw_nchw(const signed char *__restrict_
     const pr_cu_dw &g = p.g;
     const int OW = (int)g.OW, OH = (int)g.OH, H = (int)g.H, W = (int)g.W, C = (int)g.C;
     const int kh = KS ? KS : g.kh, kw = KS ? KS : g.kw;
+    const int xmask = p.x_u8 ? 0xff : -1;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         int ow = i % OW, t = i / OW;
         int oh = t % OH, plane = t / OH;
@@ -310,7 +312,7 @@ __global__ void __launch_bounds__(256) k_qdw_nchw(const signed char *__restrict_
             for (int s = 0; s < kw; s++) {
                 int ww = w0 + s * g.dw;
                 if (ww < 0 || ww >= W) continue;
-                acc += (int)xp[h * W + ww] * (int)__ldg(w + (r * kw + s) * C + c);
+                acc += ((int)xp[h * W + ww] & xmask) * (int)__ldg(w + (r * kw + s) * C + c);
             }
         }
         int64_t yi = qdw_yindex(p, n, c, oh, ow);

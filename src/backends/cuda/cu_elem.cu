@@ -16,15 +16,16 @@ __global__ void k_epilogue(void *y, int ydt, int64_t n, const void *bias, int bd
     }
 }
 
-// Same for the common fp16 case, two elements a thread.
-__global__ void k_epilogue_h2(__half2 *y, int64_t n2, const __half *bias, int64_t bdiv,
+// Same for the common fp16 case (B: an fp16 or float32 bias), two elements a thread.
+template <typename B>
+__global__ void k_epilogue_h2(__half2 *y, int64_t n2, const B *bias, int64_t bdiv,
                               int64_t bmod, pr_cu_act pre, const __half2 *z, pr_cu_act post) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n2;
          i += (int64_t)gridDim.x * blockDim.x) {
         float2 v = __half22float2(y[i]);
         if (bias) {
-            v.x += __half2float(bias[((2 * i) / bdiv) % bmod]);
-            v.y += __half2float(bias[((2 * i + 1) / bdiv) % bmod]);
+            v.x += tof(bias[((2 * i) / bdiv) % bmod]);
+            v.y += tof(bias[((2 * i + 1) / bdiv) % bmod]);
         }
         v.x = act_apply(pre, v.x);
         v.y = act_apply(pre, v.y);
@@ -38,7 +39,8 @@ __global__ void k_epilogue_h2(__half2 *y, int64_t n2, const __half *bias, int64_
 }
 
 // Eight fp16 elements a thread (16-byte loads and stores).
-__global__ void k_epilogue_h8(uint4 *y, int64_t n8, const __half *bias, int64_t bdiv,
+template <typename B>
+__global__ void k_epilogue_h8(uint4 *y, int64_t n8, const B *bias, int64_t bdiv,
                               int64_t bmod, pr_cu_act pre, const uint4 *z, pr_cu_act post) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n8;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -48,8 +50,8 @@ __global__ void k_epilogue_h8(uint4 *y, int64_t n8, const __half *bias, int64_t 
         for (int k = 0; k < 4; k++) {
             float2 f = __half22float2(h[k]);
             if (bias) {
-                f.x += __half2float(bias[((8 * i + 2 * k) / bdiv) % bmod]);
-                f.y += __half2float(bias[((8 * i + 2 * k + 1) / bdiv) % bmod]);
+                f.x += tof(bias[((8 * i + 2 * k) / bdiv) % bmod]);
+                f.y += tof(bias[((8 * i + 2 * k + 1) / bdiv) % bmod]);
             }
             f.x = act_apply(pre, f.x);
             f.y = act_apply(pre, f.y);
@@ -69,14 +71,25 @@ extern "C" int pr_cu_epilogue(void *stream, void *y, int ydt, int64_t n, const v
                               int zdt, pr_cu_act post) {
     if (n <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
-    if (ydt == DT_F16 && (!bias || bdt == DT_F16) && (!z || zdt == DT_F16) && n % 8 == 0 &&
+    bool bf32 = bias && bdt == DT_F32;
+    if (ydt == DT_F16 && (!bias || bdt == DT_F16 || bf32) && (!z || zdt == DT_F16) && n % 8 == 0 &&
         ((uintptr_t)y & 15) == 0 && ((uintptr_t)z & 15) == 0) {
-        k_epilogue_h8<<<grid_for(n / 8, 256), 256, 0, s>>>(
-            (uint4 *)y, n / 8, (const __half *)bias, bdiv, bmod, pre, (const uint4 *)z, post);
-    } else if (ydt == DT_F16 && (!bias || bdt == DT_F16) && (!z || zdt == DT_F16) && n % 2 == 0 &&
-        ((uintptr_t)y & 3) == 0 && ((uintptr_t)z & 3) == 0) {
-        k_epilogue_h2<<<grid_for(n / 2, 256), 256, 0, s>>>(
-            (__half2 *)y, n / 2, (const __half *)bias, bdiv, bmod, pre, (const __half2 *)z, post);
+        if (bf32)
+            k_epilogue_h8<float><<<grid_for(n / 8, 256), 256, 0, s>>>(
+                (uint4 *)y, n / 8, (const float *)bias, bdiv, bmod, pre, (const uint4 *)z, post);
+        else
+            k_epilogue_h8<__half><<<grid_for(n / 8, 256), 256, 0, s>>>(
+                (uint4 *)y, n / 8, (const __half *)bias, bdiv, bmod, pre, (const uint4 *)z, post);
+    } else if (ydt == DT_F16 && (!bias || bdt == DT_F16 || bf32) && (!z || zdt == DT_F16) &&
+               n % 2 == 0 && ((uintptr_t)y & 3) == 0 && ((uintptr_t)z & 3) == 0) {
+        if (bf32)
+            k_epilogue_h2<float><<<grid_for(n / 2, 256), 256, 0, s>>>(
+                (__half2 *)y, n / 2, (const float *)bias, bdiv, bmod, pre, (const __half2 *)z,
+                post);
+        else
+            k_epilogue_h2<__half><<<grid_for(n / 2, 256), 256, 0, s>>>(
+                (__half2 *)y, n / 2, (const __half *)bias, bdiv, bmod, pre, (const __half2 *)z,
+                post);
     } else {
         k_epilogue<<<grid_for(n, 256), 256, 0, s>>>(y, ydt, n, bias, bdt, bdiv, bmod, pre, z, zdt,
                                                     post);

@@ -70,6 +70,7 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
     const int chunk = tid & 3; // this thread's 16-byte chunk of each row it loads
     const int KT = (int)((p.K + BK - 1) / BK);
     const int Ki = (int)p.K, Ci = (int)p.C; // K < 2^31: checked by the launcher
+    const uint32_t xflip = p.x_u8 ? 0x80808080u : 0u; // uint8 x read as x - 128
 
     // rows this thread gathers: image base and the top-left input tap
     int64_t abase[AP];
@@ -135,6 +136,10 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
             for (int i = 0; i < MI; i++) {
                 int row = wm * TM + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
                 ldsm4(af[i], smem_u32(&A[swz(row, ks * 2 + (lane >> 4))]));
+                af[i][0] ^= xflip;
+                af[i][1] ^= xflip;
+                af[i][2] ^= xflip;
+                af[i][3] ^= xflip;
             }
 #pragma unroll
             for (int j = 0; j < NJ; j += 2) {
@@ -155,7 +160,7 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
     cp_wait<0>();
 
     // epilogue: c0, c1 at (row g, cols 2t, 2t+1); c2, c3 at row g + 8. FAST:
-    // int8 NHWC out, act ReLU or none, no or an int8 residual, Nout % 4 == 0:
+    // int8/uint8 NHWC out, act ReLU or none, no or an int8/uint8 residual, Nout % 4 == 0:
     // act(acc * scale + bias) staged as float in shared memory, one warp row
     // (wm) at a time, then written out 4 channels a thread (coalesced char4
     // residual loads and stores). Else one out-of-line call an element (an
@@ -177,12 +182,14 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                     float s0 = in ? q.a_scale * q.w_scale[one ? 0 : n] : 0.0f;
                     float s1 = in ? q.a_scale * q.w_scale[one ? 0 : n + 1] : 0.0f;
                     float b0 = in && q.bias ? q.bias[n] : 0.0f, b1 = in && q.bias ? q.bias[n + 1] : 0.0f;
+                    int o0 = in && q.acc_off ? q.acc_off[n] : 0;
+                    int o1 = in && q.acc_off ? q.acc_off[n + 1] : 0;
 #pragma unroll
                     for (int i = 0; i < MI; i++)
 #pragma unroll
                         for (int h = 0; h < 2; h++) {
-                            float r0 = (float)acc[i][j][h * 2] * s0 + b0;
-                            float r1 = (float)acc[i][j][h * 2 + 1] * s1 + b1;
+                            float r0 = (float)(acc[i][j][h * 2] + o0) * s0 + b0;
+                            float r1 = (float)(acc[i][j][h * 2 + 1] + o1) * s1 + b1;
                             if (pre) {
                                 r0 = fmaxf(r0, 0.0f);
                                 r1 = fmaxf(r1, 0.0f);
@@ -199,7 +206,13 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                 if (m >= M || n >= p.Nout) continue;
                 float4 r = *(const float4 *)&stage[row * SP + c4 * 4];
                 int64_t yi = m * q.N + n;
-                if (q.z) {
+                if (q.z && q.zdt == DT_U8) {
+                    uchar4 z = *(const uchar4 *)((const unsigned char *)q.z + yi);
+                    r.x += (float)z.x * q.z_scale;
+                    r.y += (float)z.y * q.z_scale;
+                    r.z += (float)z.z * q.z_scale;
+                    r.w += (float)z.w * q.z_scale;
+                } else if (q.z) {
                     char4 z = *(const char4 *)((const signed char *)q.z + yi);
                     r.x += (float)z.x * q.z_scale;
                     r.y += (float)z.y * q.z_scale;
@@ -212,12 +225,12 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                     r.z = fmaxf(r.z, 0.0f);
                     r.w = fmaxf(r.w, 0.0f);
                 }
-                char4 o;
-                o.x = (signed char)sat_q(r.x * q.y_inv, DT_I8);
-                o.y = (signed char)sat_q(r.y * q.y_inv, DT_I8);
-                o.z = (signed char)sat_q(r.z * q.y_inv, DT_I8);
-                o.w = (signed char)sat_q(r.w * q.y_inv, DT_I8);
-                *(char4 *)((signed char *)q.y + yi) = o;
+                uchar4 o;
+                o.x = q_byte(sat_q(r.x * q.y_inv, q.ydt));
+                o.y = q_byte(sat_q(r.y * q.y_inv, q.ydt));
+                o.z = q_byte(sat_q(r.z * q.y_inv, q.ydt));
+                o.w = q_byte(sat_q(r.w * q.y_inv, q.ydt));
+                *(uchar4 *)((unsigned char *)q.y + yi) = o;
             }
             __syncthreads();
         }
@@ -245,9 +258,9 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((p->Nout + BN - 1) / BN));
     bool relu_or_none = (q->pre.kind == ACT_NONE || q->pre.kind == ACT_RELU) &&
                         (q->post.kind == ACT_NONE || q->post.kind == ACT_RELU);
-    bool fast = q->ydt == DT_I8 && !q->nchw_hw && q->N % 4 == 0 && relu_or_none &&
-                (!q->z || (q->z_int && q->zdt == DT_I8)) && ((uintptr_t)q->y & 3) == 0 &&
-                ((uintptr_t)q->z & 3) == 0;
+    bool fast = (q->ydt == DT_I8 || q->ydt == DT_U8) && !q->nchw_hw && q->N % 4 == 0 &&
+                relu_or_none && (!q->z || (q->z_int && (q->zdt == DT_I8 || q->zdt == DT_U8))) &&
+                ((uintptr_t)q->y & 3) == 0 && ((uintptr_t)q->z & 3) == 0;
     if (fast)
         k_igemm<BM, BN, WM, WN, ST, true><<<grid, WM * WN * 32, 0, s>>>(
             (const signed char *)x, (const signed char *)w, *p, *q);

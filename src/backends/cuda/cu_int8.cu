@@ -28,7 +28,7 @@ __global__ void k_im2col(const signed char *__restrict__ x, signed char *__restr
             if (h >= 0 && h < p.H && w >= 0 && w < p.W)
                 v = x[b * p.sN + c * p.sC + h * p.sH + w * p.sW];
         }
-        col[i] = v;
+        col[i] = (signed char)(v ^ (p.x_u8 ? 0x80 : 0));
     }
 }
 
@@ -46,6 +46,12 @@ __global__ void k_im2col_v16(const uint4 *__restrict__ x, uint4 *__restrict__ co
             int64_t ow = m % p.OW, t2 = m / p.OW, oh = t2 % p.OH, b = t2 / p.OH;
             int64_t h = oh * p.sh - p.ph + (int64_t)r * p.dh, w = ow * p.sw - p.pw + (int64_t)s * p.dw;
             if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.H + h) * p.W + w) * C16 + c];
+        }
+        if (p.x_u8) {
+            v.x ^= 0x80808080u;
+            v.y ^= 0x80808080u;
+            v.z ^= 0x80808080u;
+            v.w ^= 0x80808080u;
         }
         col[i] = v;
     }
@@ -73,7 +79,7 @@ __global__ void k_im2col_c16(const signed char *__restrict__ x, uint4 *__restric
             int h = oh * p.sh - p.ph + r * p.dh, w = ow * p.sw - p.pw + s * p.dw;
             if (k + e < K && h >= 0 && h < p.H && w >= 0 && w < p.W)
                 val = xb[c * p.sC + h * p.sH + w * p.sW];
-            v[e] = (unsigned char)val;
+            v[e] = (unsigned char)val ^ (p.x_u8 ? 0x80 : 0);
             if (++c == C) {
                 c = 0;
                 if (++s == p.kw) {
@@ -121,26 +127,53 @@ __global__ void k_qepi(const int *__restrict__ acc, pr_cu_qepi q, int64_t total)
     }
 }
 
-// Row-major int8 output, N % 4 == 0: four columns a thread (int4 in, char4 out).
+// Row-major int8/uint8 output, N % 4 == 0: four columns a thread (int4 in, 4 bytes out).
 __global__ void k_qepi_v4(const int4 *__restrict__ acc, pr_cu_qepi q, int64_t total4) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total4;
          i += (int64_t)gridDim.x * blockDim.x) {
         int4 a = acc[i];
         int64_t e = 4 * i, n = e % q.N;
-        char4 o;
-        o.x = (signed char)sat_q(qepi_one(q, a.x, n, e) * q.y_inv, DT_I8);
-        o.y = (signed char)sat_q(qepi_one(q, a.y, n + 1, e + 1) * q.y_inv, DT_I8);
-        o.z = (signed char)sat_q(qepi_one(q, a.z, n + 2, e + 2) * q.y_inv, DT_I8);
-        o.w = (signed char)sat_q(qepi_one(q, a.w, n + 3, e + 3) * q.y_inv, DT_I8);
-        ((char4 *)q.y)[i] = o;
+        uchar4 o;
+        o.x = q_byte(sat_q(qepi_one(q, a.x, n, e) * q.y_inv, q.ydt));
+        o.y = q_byte(sat_q(qepi_one(q, a.y, n + 1, e + 1) * q.y_inv, q.ydt));
+        o.z = q_byte(sat_q(qepi_one(q, a.z, n + 2, e + 2) * q.y_inv, q.ydt));
+        o.w = q_byte(sat_q(qepi_one(q, a.w, n + 3, e + 3) * q.y_inv, q.ydt));
+        ((uchar4 *)q.y)[i] = o;
     }
+}
+
+// (x == y allowed: in place)
+__global__ void k_u8_to_s8(const uint4 *x, uint4 *y, int64_t n16) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n16;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        uint4 v = x[i];
+        y[i] = make_uint4(v.x ^ 0x80808080u, v.y ^ 0x80808080u, v.z ^ 0x80808080u,
+                          v.w ^ 0x80808080u);
+    }
+}
+__global__ void k_u8_to_s8_1(const unsigned char *x, unsigned char *y, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i] ^ 0x80;
+}
+
+extern "C" int pr_cu_u8_to_s8(void *stream, const void *x, void *y, int64_t n) {
+    if (n <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (n % 16 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0)
+        k_u8_to_s8<<<grid_for(n / 16, 256), 256, 0, s>>>((const uint4 *)x, (uint4 *)y, n / 16);
+    else
+        k_u8_to_s8_1<<<grid_for(n, 256), 256, 0, s>>>((const unsigned char *)x, (unsigned char *)y,
+                                                      n);
+    return launch_result();
 }
 
 extern "C" int pr_cu_qepilogue(void *stream, const int *acc, int64_t M, const pr_cu_qepi *q) {
     int64_t total = M * q->N;
     if (total <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
-    if (q->ydt == DT_I8 && !q->nchw_hw && q->N % 4 == 0 && ((uintptr_t)acc & 15) == 0 &&
+    if ((q->ydt == DT_I8 || q->ydt == DT_U8) && !q->nchw_hw && q->N % 4 == 0 &&
+        ((uintptr_t)acc & 15) == 0 &&
         ((uintptr_t)q->y & 3) == 0)
         k_qepi_v4<<<grid_for(total / 4, 256), 256, 0, s>>>((const int4 *)acc, *q, total / 4);
     else

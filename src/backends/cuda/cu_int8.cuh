@@ -16,6 +16,9 @@ __device__ __forceinline__ float sat_q(float v, int ydt) {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+// The byte of a quantized value v (sat_q's result) in an int8/uint8 output.
+__device__ __forceinline__ unsigned char q_byte(float v) { return (unsigned char)(int)v; }
+
 // Store r: quantized (r * yinv) for int8/uint8 outputs, else as is.
 __device__ __forceinline__ void st_q(void *y, int ydt, int64_t i, float r, float yinv) {
     if (ydt == DT_I8) ((signed char *)y)[i] = (signed char)sat_q(r * yinv, ydt);
@@ -26,6 +29,7 @@ __device__ __forceinline__ void st_q(void *y, int ydt, int64_t i, float r, float
 // The real result of output column n from its int32 sum (pr_cu_qepi); yi
 // indexes the residual.
 __device__ __forceinline__ float qepi_one(const pr_cu_qepi &q, int acc, int64_t n, int64_t yi) {
+    if (q.acc_off) acc += q.acc_off[n];
     float r = (float)acc * (q.a_scale * q.w_scale[q.n_wscale > 1 ? n : 0]);
     if (q.bias) r += q.bias[n];
     r = act_apply(q.pre, r);

@@ -194,16 +194,26 @@ int pr_cu_fill(void *stream, void *y, int dt, int64_t n, float v);
 
 /* im2col of an int8 activation (element strides sN, sC, sH, sW: NCHW or
  * NHWC) into col [N*OH*OW, Kp]: k = (r, s, c), channel fastest; zeros in
- * the padding and for k >= kh*kw*C. */
+ * the padding and for k >= kh*kw*C. x_u8: x is uint8 (the u8 grid, zero
+ * point 0) and col gets x - 128 as int8 (every byte XOR 0x80: the padding,
+ * real zero, becomes -128), for IMMA, which takes signed operands only; the
+ * GEMM's consumer adds 128 * sum_k w[n][k] back (pr_cu_qepi.acc_off). */
 typedef struct pr_cu_im2col {
     int64_t N, C, H, W, OH, OW, sN, sC, sH, sW, Kp;
     int kh, kw, sh, sw, ph, pw, dh, dw;
+    int x_u8;
 } pr_cu_im2col;
 int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_cu_im2col *p);
+/* y[i] = x[i] ^ 0x80 (n bytes; y == x allowed): a uint8 tensor as int8
+ * x - 128 (the A operand of an int8 GEMM whose activation is on the u8
+ * grid), or back. */
+int pr_cu_u8_to_s8(void *stream, const void *x, void *y, int64_t n);
 
-/* After an int8 GEMM with int32 result acc [M, N]: r = acc * a_scale *
- * w_scale[n] + bias[n]; r = pre(r); r += Z (int8/uint8 times z_scale when
- * z_int, else float); r = post(r); y = r quantized (int8/uint8 y) or r.
+/* After an int8 GEMM with int32 result acc [M, N]: r = (acc + acc_off[n])
+ * * a_scale * w_scale[n] + bias[n] (acc_off: 128 * sum_k w[n][k] when the
+ * GEMM read a uint8 activation as x - 128, else NULL); r = pre(r); r += Z
+ * (int8/uint8 times z_scale when z_int, else float); r = post(r); y = r
+ * quantized (int8/uint8 y) or r.
  * nchw_hw > 0: y (and Z) are NCHW with m = (b, p), p < nchw_hw. */
 typedef struct pr_cu_qepi {
     int64_t N, nchw_hw;
@@ -218,29 +228,36 @@ typedef struct pr_cu_qepi {
     void *y;
     int ydt;
     float y_inv;
+    const int *acc_off;   /* device int32 [N] or NULL (see above) */
 } pr_cu_qepi;
 int pr_cu_qepilogue(void *stream, const int *acc, int64_t M, const pr_cu_qepi *q);
 
 /* Depthwise int8 convolution (QConv with group == C == K; cu_dwconv.cu):
- * x int8 in g's layout (g.nhwc), w int8 [kh * kw][C], int32 sums, then q as
- * pr_cu_qepilogue with N = C (q.nchw_hw unused: y's layout is ynhwc). */
+ * x int8 (or uint8 when x_u8) in g's layout (g.nhwc), w int8 [kh * kw][C],
+ * int32 sums, then q as pr_cu_qepilogue with N = C (q.nchw_hw unused: y's
+ * layout is ynhwc). */
 typedef struct pr_cu_qdw {
     pr_cu_dw g;
     pr_cu_qepi q;
     int ynhwc;
+    int x_u8;
 } pr_cu_qdw;
 int pr_cu_qdwconv(void *stream, const void *x, const void *w, const pr_cu_qdw *p);
 
 /* Implicit-GEMM int8 convolution (cu_igemm.cu, mma.sync IMMA, no im2col
  * copy): x NHWC int8 [N, H, W, C] with C % 16 == 0, w int8 [Nout][K] with
  * k = (r, s, c) (K = kh * kw * C), both 16-byte aligned; y through q as
- * pr_cu_qepilogue (M = N * OH * OW rows). tile picks the block shape. */
+ * pr_cu_qepilogue (M = N * OH * OW rows). tile picks the block shape. x_u8:
+ * x is uint8, read as x - 128 (XOR 0x80 after the shared-memory load: the
+ * zero-filled padding becomes -128, the real zero), q.acc_off adds 128 *
+ * sum_k w back. */
 enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_64x128,
        PR_CU_IGEMM_TILES };
 typedef struct pr_cu_igemm {
     int64_t N, H, W, C, OH, OW, Nout, K;
     int kh, kw, sh, sw, ph, pw, dh, dw;
     int tile;
+    int x_u8;
 } pr_cu_igemm;
 int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                    const pr_cu_qepi *q);

@@ -105,10 +105,14 @@ static void pool_t(cudaStream_t s, const void *x, void *y, const pr_cu_pool *p, 
     else k_pool2d_t<T, false, int64_t><<<g, 256, 0, s>>>(xx, yy, *p, n);
 }
 
-// int8 max pooling on NHWC with C % 16 == 0: 16 channels (one uint4) a
-// thread, byte-wise signed max four bytes at a time (__vmaxs4).
-__global__ void k_maxpool_s8x16(const uint4 *__restrict__ x, uint4 *__restrict__ y, pr_cu_pool p,
-                                int64_t n) {
+// int8 (U: uint8) max pooling on NHWC with C % 16 == 0: 16 channels (one
+// uint4) a thread, byte-wise signed (unsigned) max four bytes at a time.
+__device__ __forceinline__ unsigned vmax4(unsigned a, unsigned b, bool u) {
+    return u ? __vmaxu4(a, b) : __vmaxs4(a, b);
+}
+template <bool U>
+__global__ void k_maxpool_8x16(const uint4 *__restrict__ x, uint4 *__restrict__ y, pr_cu_pool p,
+                               int64_t n) {
     const int C16 = (int)(p.C / 16), H = (int)p.H, W = (int)p.W, OH = (int)p.OH, OW = (int)p.OW;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -119,7 +123,8 @@ __global__ void k_maxpool_s8x16(const uint4 *__restrict__ x, uint4 *__restrict__
         int oh = (int)(t % OH);
         int64_t b = t / OH;
         int h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
-        uint4 acc = make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+        const unsigned lo = U ? 0u : 0x80808080u;
+        uint4 acc = make_uint4(lo, lo, lo, lo);
         for (int a = 0; a < p.kh; a++) {
             int h = h0 + a * p.dh;
             if (h < 0 || h >= H) continue;
@@ -127,10 +132,10 @@ __global__ void k_maxpool_s8x16(const uint4 *__restrict__ x, uint4 *__restrict__
                 int w = w0 + q * p.dw;
                 if (w < 0 || w >= W) continue;
                 uint4 v = x[((b * H + h) * W + w) * C16 + c];
-                acc.x = __vmaxs4(acc.x, v.x);
-                acc.y = __vmaxs4(acc.y, v.y);
-                acc.z = __vmaxs4(acc.z, v.z);
-                acc.w = __vmaxs4(acc.w, v.w);
+                acc.x = vmax4(acc.x, v.x, U);
+                acc.y = vmax4(acc.y, v.y, U);
+                acc.z = vmax4(acc.z, v.z, U);
+                acc.w = vmax4(acc.w, v.w, U);
             }
         }
         y[i] = acc;
@@ -147,9 +152,14 @@ extern "C" int pr_cu_pool2d(void *stream, const void *x, int xdt, void *y, int y
     else if (xdt == ydt && xdt == DT_F32) pool_t<float>(s, x, y, p, n);
     else if (xdt == ydt && xdt == DT_I8 && p->kind == 0 && p->nhwc && p->C % 16 == 0 &&
              ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0)
-        k_maxpool_s8x16<<<grid_for(n / 16, 256), 256, 0, s>>>((const uint4 *)x, (uint4 *)y, *p,
-                                                               n / 16);
+        k_maxpool_8x16<false><<<grid_for(n / 16, 256), 256, 0, s>>>((const uint4 *)x, (uint4 *)y,
+                                                                     *p, n / 16);
+    else if (xdt == ydt && xdt == DT_U8 && p->kind == 0 && p->nhwc && p->C % 16 == 0 &&
+             ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0)
+        k_maxpool_8x16<true><<<grid_for(n / 16, 256), 256, 0, s>>>((const uint4 *)x, (uint4 *)y,
+                                                                    *p, n / 16);
     else if (xdt == ydt && xdt == DT_I8 && p->kind == 0) pool_t<signed char>(s, x, y, p, n);
+    else if (xdt == ydt && xdt == DT_U8 && p->kind == 0) pool_t<unsigned char>(s, x, y, p, n);
     else if (!p->nhwc) k_pool2d<<<grid_for(n, 256), 256, 0, s>>>(x, xdt, y, ydt, *p);
     else return (int)cudaErrorInvalidValue;
     return launch_result();

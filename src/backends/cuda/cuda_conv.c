@@ -43,6 +43,9 @@ typedef struct conv_state {
     int64_t K, C, kh, kw;
     int group, ph, pw, sh, sw, dh, dw;
     void *w, *bias; /* device, dt; bias zeros when the node has none (fused API) */
+    float *bias32;  /* device float32 bias for our epilogue after a 16-bit convolution (the
+                     * bias rounded to fp16/bf16 is a second rounding where BN folding makes
+                     * it large; PRECIS_CUDA_CONV_BIAS16=1: the dt copy, as before) */
     bool has_bias, has_z, fusable;
     bool nhwc; /* activations N,H,W,C and weights K,kh,kw,C/group */
     bool asym; /* pads differ at the two ends: X is padded into scratch (pt, pl, pb, pr) */
@@ -127,6 +130,7 @@ static void conv_destroy(void *p) {
     if (s->dw_w) cudaFree(s->dw_w);
     if (s->dw_b) cudaFree(s->dw_b);
     if (s->bias) cudaFree(s->bias);
+    if (s->bias32) cudaFree(s->bias32);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -218,8 +222,9 @@ static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, boo
                                            x->ws, x->ws_bytes, &zero, c->yd, yp) !=
                    CUDNN_STATUS_SUCCESS;
             int64_t n = c->n * s->K * hw;
-            bad |= pr_cu_epilogue(st, yp, (int)s->dt, n, s->bias, (int)s->dt, bias_div(s, hw), s->K, s->a1,
-                                  zp, (int)s->dt, s->a2) != 0;
+            bad |= pr_cu_epilogue(st, yp, (int)s->dt, n, s->bias32 ? (void *)s->bias32 : s->bias,
+                                  s->bias32 ? (int)PRECIS_FLOAT32 : (int)s->dt, bias_div(s, hw),
+                                  s->K, s->a1, zp, (int)s->dt, s->a2) != 0;
         }
         bad |= cudaEventRecord(b, st) != cudaSuccess;
         bad |= cudaEventSynchronize(b) != cudaSuccess;
@@ -467,6 +472,10 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
         free(t);
     }
     if ((st = pr_cu_upload_as(bf, s->K, s->dt, &s->bias, stream, e))) goto fail;
+    const char *b16 = getenv("PRECIS_CUDA_CONV_BIAS16");
+    if (s->has_bias && s->dt != PRECIS_FLOAT32 && !(b16 && !strcmp(b16, "1")) &&
+        (st = pr_cu_upload_as(bf, s->K, PRECIS_FLOAT32, (void **)&s->bias32, stream, e)))
+        goto fail;
     if (s->dw_mode && s->has_bias &&
         (st = pr_cu_upload_as(bf, s->K, PRECIS_FLOAT32, (void **)&s->dw_b, stream, e)))
         goto fail;
@@ -625,7 +634,8 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
                                     x->ws_bytes, &zero, c.yd, Y->data));
     if (s->has_bias || Z || s->a1.kind || s->a2.kind)
         KL_TRY(pr_cu_epilogue(x->stream, Y->data, (int)s->dt, Y->numel,
-                              s->has_bias ? s->bias : NULL, (int)s->dt,
+                              !s->has_bias ? NULL : s->bias32 ? (void *)s->bias32 : s->bias,
+                              s->bias32 ? (int)PRECIS_FLOAT32 : (int)s->dt,
                               bias_div(s, Y->dims[2] * Y->dims[3]), s->K, s->a1,
                               Z ? Z->data : NULL, (int)s->dt, s->a2));
     return PRECIS_OK;

@@ -35,7 +35,8 @@ static bool pool_supports(const pr_graph *g, const pr_node *n) {
         if (n->op == PR_OP_Resize || n->op == PR_OP_Upsample)
             return (d == PRECIS_INT8 || d == PRECIS_UINT8) && resize_ok(g, n) &&
                    !strcmp(pr_attr_str(n, "mode", "nearest"), "nearest");
-        return d == PRECIS_INT8 && n->op == PR_OP_MaxPool && g->tensors[x].rank == 4;
+        return (d == PRECIS_INT8 || d == PRECIS_UINT8) && n->op == PR_OP_MaxPool &&
+               g->tensors[x].rank == 4;
     }
     switch (n->op) {
     case PR_OP_GlobalAveragePool: case PR_OP_GlobalMaxPool:

@@ -1,5 +1,5 @@
 /* Depthwise QConv (group == C == K, one int8 filter a channel) on our kernel
- * (cu_dwconv.cu): int8 x in either layout, int32 sums, the QConv epilogue
+ * (cu_dwconv.cu): int8 or uint8 x in either layout, int32 sums, the QConv epilogue
  * (x_scale * w_scale[c], bias, act, residual, act2) and an int8 or float y
  * in y's layout. cuBLASLt and the implicit GEMM take group 1 only, so
  * without this impl the quantizer sent depthwise convs back to float, with a
@@ -25,7 +25,9 @@ static bool qdw_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_QConv) return false;
     int x = pr_node_in(n, 0), w = pr_node_in(n, 1), ws = pr_node_in(n, 2), y = pr_node_out(n, 0);
     if (x < 0 || w < 0 || ws < 0 || y < 0) return false;
-    if (pr_cu_tdt(g, x) != PRECIS_INT8 || pr_cu_tdt(g, w) != PRECIS_INT8 || !pr_cu_is_init(g, w) ||
+    pr_dtype xd = pr_cu_tdt(g, x);
+    if ((xd != PRECIS_INT8 && xd != PRECIS_UINT8) || pr_cu_tdt(g, w) != PRECIS_INT8 ||
+        !pr_cu_is_init(g, w) ||
         !pr_cu_is_init(g, ws) || pr_cu_tdt(g, ws) != PRECIS_FLOAT32)
         return false;
     pr_dtype yd = pr_cu_tdt(g, y);
@@ -91,8 +93,10 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     s->z_scale = pr_attr_float(n, "z_scale", 1.0f);
     s->y_inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);
     const char *an = s->pre.kind ? pr_act_names[s->pre.kind] : "";
-    snprintf(s->what, sizeof s->what, "cu int8 depthwise conv %lldx%lld (scale+bias%s%s%s%s -> %s)",
-             (long long)s->kh, (long long)s->kw, *an ? "+" : "", an,
+    snprintf(s->what, sizeof s->what,
+             "cu int8 depthwise conv %lldx%lld (%s x, scale+bias%s%s%s%s -> %s)",
+             (long long)s->kh, (long long)s->kw,
+             pr_dtype_name(g->tensors[n->inputs[0]].dtype), *an ? "+" : "", an,
              pr_node_in(n, 4) >= 0 ? "+residual" : "", s->post.kind ? "+act2" : "",
              pr_dtype_name(g->tensors[n->outputs[0]].dtype));
     free(wt);
@@ -132,6 +136,7 @@ static precis_status qdw_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
                      k->g->tensors[k->node->inputs[0]].layout == PR_LAYOUT_NHWC,
                      {0, 0, 0}, {0, 0, 0}};
     q.ynhwc = k->g->tensors[k->node->outputs[0]].layout == PR_LAYOUT_NHWC;
+    q.x_u8 = X->dtype == PRECIS_UINT8;
     q.q.N = s->C;
     q.q.a_scale = s->x_scale;
     q.q.w_scale = s->w_scale;

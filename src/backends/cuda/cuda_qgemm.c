@@ -8,8 +8,16 @@
  * "TN" form IMMA needs. W is packed at prepare as int8 [N][Kp] (Kp: K
  * rounded up, zero-filled). QConv: a 1x1 stride-1 unpadded conv on NHWC
  * with C % 4 == 0 reads X itself as A; every other conv (group 1) first
- * writes an im2col copy of X (int8, k = (r, s, c)) into scratch. Operands
- * must be int8 (the CUDA int8 build quantizes every activation signed).
+ * writes an im2col copy of X (int8, k = (r, s, c)) into scratch. W is int8;
+ * X int8, or uint8 (a non-negative tensor on the u8 grid, as the CPU build
+ * quantizes it): IMMA takes signed operands only, so a uint8 X is read as
+ * the int8 X - 128 (each byte XOR 0x80: in the im2col copy, in a copy of a
+ * matmul's A, or in the implicit GEMM's registers; padding, real zero,
+ * becomes -128) and the exact int32 correction 128 * sum_k W[n][k] is added
+ * to every sum (pr_cu_qepi.acc_off; in cuBLASLt's fused epilogue, to its
+ * float bias; a 1x1 "direct" conv reads such a flipped copy of X). A uint8
+ * Y from cuBLASLt's fused epilogue: it writes Y - 128 as int8 (the bias less
+ * 128; saturation at -128 is the ReLU) and one pass flips the bytes back.
  *
  * A QConv on NHWC with C % 16 == 0 may instead run our implicit-GEMM kernel
  * (cu_igemm.cu: no im2col copy, requantization in its epilogue): at a
@@ -28,6 +36,8 @@
 
 typedef struct qgemm_state {
     bool conv, direct;   /* QConv; 1x1 NHWC conv reading X as A */
+    bool x_u8;           /* X uint8, read as X - 128 (see the top) */
+    int *acc_off;        /* device int32 [N]: 128 * sum_k W[n][k] when x_u8 */
     int64_t N, K, Kp;    /* output channels, true and padded reduction length */
     int64_t kh, kw, C;
     float a_scale;       /* x_scale (or a_scale * alpha) */
@@ -39,6 +49,7 @@ typedef struct qgemm_state {
     float z_scale, y_inv;
     pr_lt_i8 lt;
     bool fused;         /* lt requantizes in cuBLASLt's epilogue (int8 out, no kernel after) */
+    bool y_u8;          /* fused with a uint8 Y: lt writes Y - 128, then a flip pass */
     float *alpha;       /* device [N]: a_scale * w_scale[n] / y_scale, when fused */
     float *bias_q;      /* device [N]: bias / y_scale, when fused */
     void *tc;           /* the timing cache or NULL */
@@ -62,7 +73,8 @@ static bool qgemm_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_QConv && n->op != PR_OP_QMatMul) return false;
     int x = pr_node_in(n, 0), w = pr_node_in(n, 1), ws = pr_node_in(n, 2), y = pr_node_out(n, 0);
     if (x < 0 || w < 0 || ws < 0 || y < 0) return false;
-    if (!q8(pr_cu_tdt(g, x)) || !q8(pr_cu_tdt(g, w)) || !pr_cu_is_init(g, w) ||
+    pr_dtype xd = pr_cu_tdt(g, x);
+    if ((!q8(xd) && xd != PRECIS_UINT8) || !q8(pr_cu_tdt(g, w)) || !pr_cu_is_init(g, w) ||
         !pr_cu_is_init(g, ws) || pr_cu_tdt(g, ws) != PRECIS_FLOAT32)
         return false;
     pr_dtype yd = pr_cu_tdt(g, y);
@@ -103,6 +115,7 @@ static void qgemm_destroy(void *p) {
     if (s->bias) cudaFree(s->bias);
     if (s->alpha) cudaFree(s->alpha);
     if (s->bias_q) cudaFree(s->bias_q);
+    if (s->acc_off) cudaFree(s->acc_off);
     free(s);
 }
 
@@ -133,15 +146,19 @@ static signed char *pack_weights(const pr_graph *g, const pr_node *n, qgemm_stat
     return p;
 }
 
-/* The fused form: int8 out (NHWC or a matmul), act ReLU or none, and a
- * residual (int8, same layout) only with no activation before it. Chosen
- * when cuBLASLt has an algorithm for it; else the int32 + kernel form. */
+/* The fused form: int8 or uint8 out (NHWC or a matmul), act ReLU or none,
+ * and a residual (int8, same layout) only with no activation before it.
+ * Chosen when cuBLASLt has an algorithm for it; else the int32 + kernel
+ * form. A uint8 out is written as int8 Y - 128 (bias - 128; the ReLUs are
+ * then the saturation at -128, as 0 is for uint8) and flipped after. */
 static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
-                               qgemm_state *s, const float *ws, const float *bias, pr_err *e) {
+                               qgemm_state *s, const float *ws, const float *bias,
+                               const int *off, pr_err *e) {
     precis_status st = PRECIS_OK;
     int y = n->outputs[0], z = pr_node_in(n, 4);
     bool relu_pre = s->pre.kind == PR_ACT_RELU, relu_post = s->post.kind == PR_ACT_RELU;
-    if (g->tensors[y].dtype != PRECIS_INT8) return PRECIS_OK;
+    bool yu = g->tensors[y].dtype == PRECIS_UINT8;
+    if (g->tensors[y].dtype != PRECIS_INT8 && !yu) return PRECIS_OK;
     if (s->conv && g->tensors[y].layout != PR_LAYOUT_NHWC) return PRECIS_OK;
     if ((s->pre.kind && !relu_pre) || (s->post.kind && !relu_post)) return PRECIS_OK;
     if (z >= 0 && (s->pre.kind || g->tensors[z].dtype != PRECIS_INT8 ||
@@ -156,15 +173,20 @@ static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cud
     for (int64_t j = 0; j < s->N; j++) {
         al[j] = s->a_scale * ws[s->n_wscale > 1 ? j : 0] * s->y_inv;
         bq[j] = bias ? bias[j] * s->y_inv : 0.0f;
+        if (off) bq[j] += (float)off[j] * al[j];
+        if (yu) bq[j] -= 128.0f;
     }
     cudaStream_t stream = (cudaStream_t)cfg->x->stream;
     if ((st = pr_cu_upload(al, (size_t)s->N * sizeof *al, (void **)&s->alpha, stream, e))) goto done;
-    if (bias && (st = pr_cu_upload(bq, (size_t)s->N * sizeof *bq, (void **)&s->bias_q, stream, e)))
+    if ((bias || off || yu) &&
+        (st = pr_cu_upload(bq, (size_t)s->N * sizeof *bq, (void **)&s->bias_q, stream, e)))
         goto done;
     if ((st = pr_lt_i8_init_fused(&s->lt, s->N, s->Kp, cfg->tcache, s->alpha, s->bias_q,
-                                  relu_pre || relu_post, z >= 0, s->z_scale * s->y_inv, e)))
+                                  !yu && (relu_pre || relu_post), z >= 0, s->z_scale * s->y_inv,
+                                  e)))
         goto done;
     s->fused = pr_lt_i8_probe(&s->lt, cfg->x);
+    s->y_u8 = s->fused && yu;
     if (!s->fused) pr_lt_i8_fini(&s->lt);
 done:
     free(al);
@@ -178,6 +200,7 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     qgemm_state *s = calloc(1, sizeof *s);
     signed char *wp = NULL;
     float *bf = NULL, *sf = NULL;
+    int *off = NULL;
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     if (pthread_mutex_init(&s->mu, NULL)) {
         free(s);
@@ -188,6 +211,7 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     cudaStream_t stream = (cudaStream_t)cfg->x->stream;
     const pr_tensor *X = &g->tensors[n->inputs[0]], *W = &g->tensors[n->inputs[1]];
     s->conv = n->op == PR_OP_QConv;
+    s->x_u8 = X->dtype == PRECIS_UINT8;
     if (s->conv) {
         s->N = W->dims[0];
         s->C = W->dims[1];
@@ -222,6 +246,24 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         goto fail;
     }
     if ((st = pr_cu_upload(wp, (size_t)(s->N * s->Kp), &s->w, stream, e))) goto fail;
+    if (s->x_u8) { /* 128 * sum_k W[n][k]: |.| <= 128 * 127 * K, K < 2^16 checked */
+        if (s->K >= (1 << 16)) {
+            st = pr_errf(e, PRECIS_ERR_UNSUPPORTED, "uint8 x with K %lld >= 65536",
+                         (long long)s->K);
+            goto fail;
+        }
+        if (!(off = malloc((size_t)s->N * sizeof *off))) {
+            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            goto fail;
+        }
+        for (int64_t o = 0; o < s->N; o++) {
+            int sum = 0;
+            for (int64_t k = 0; k < s->Kp; k++) sum += wp[o * s->Kp + k];
+            off[o] = 128 * sum;
+        }
+        if ((st = pr_cu_upload(off, (size_t)s->N * sizeof *off, (void **)&s->acc_off, stream, e)))
+            goto fail;
+    }
     if ((st = pr_cu_qparams(g, n, s->N, "outputs", &sf, &s->n_wscale, &bf, e)) ||
         (st = pr_cu_upload(sf, (size_t)s->n_wscale * sizeof(float), (void **)&s->w_scale, stream,
                            e)) ||
@@ -232,37 +274,44 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     s->z_input = pr_node_in(n, 4) >= 0 ? 4 : -1;
     s->z_scale = pr_attr_float(n, "z_scale", 1.0f);
     s->y_inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);
-    if ((st = try_fused(g, n, cfg, s, sf, bf, e))) goto fail;
+    if ((st = try_fused(g, n, cfg, s, sf, bf, off, e))) goto fail;
     if (!s->fused && (st = pr_lt_i8_init(&s->lt, s->N, s->Kp, cfg->tcache, e))) goto fail;
     if (s->fused) {
-        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s -> int8, requantized in its "
+        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s%s -> %s, requantized in its "
                  "epilogue (scale vector%s%s%s)",
-                 s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "", s->bias ? "+bias" : "",
+                 s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "",
+                 s->x_u8 ? " (uint8 x as x-128)" : "",
+                 s->y_u8 ? "uint8 (as y-128, flipped)" : "int8",
+                 s->bias ? "+bias" : "",
                  s->z_input >= 0 ? "+residual" : "",
                  s->pre.kind || s->post.kind ? "+Relu" : "");
     } else {
         pr_dtype yd = g->tensors[n->outputs[0]].dtype;
         const char *an = s->pre.kind ? pr_act_names[s->pre.kind] : "";
         const char *a2 = s->post.kind ? pr_act_names[s->post.kind] : "";
-        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s -> int32, epilogue kernel "
+        snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s%s -> int32, epilogue kernel "
                  "(scale+bias%s%s%s%s%s -> %s)",
-                 s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "", *an ? "+" : "", an,
+                 s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "",
+                 s->x_u8 ? " (uint8 x as x-128)" : "", *an ? "+" : "", an,
                  s->z_input >= 0 ? "+residual" : "", *a2 ? "+" : "", a2, pr_dtype_name(yd));
     }
     if (s->ig_ok)
-        snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync (epilogue: scale+bias"
-                 "%s%s%s) or %.120s, the faster per shape",
-                 s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
+        snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync%s (epilogue: "
+                 "scale+bias%s%s%s) or %.110s, the faster per shape",
+                 s->x_u8 ? " (uint8 x as x-128)" : "", s->pre.kind ? "+act" : "",
+                 s->z_input >= 0 ? "+residual" : "",
                  s->post.kind ? "+act2" : "", s->what);
     free(wp);
     free(sf);
     free(bf);
+    free(off);
     *out = s;
     return PRECIS_OK;
 fail:
     free(wp);
     free(sf);
     free(bf);
+    free(off);
     qgemm_destroy(s);
     return st;
 }
@@ -287,8 +336,8 @@ static precis_status run_lt(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, const
     pr_err *e = k->err;
     precis_status st = PRECIS_OK;
     int64_t M = o->M;
-    bool col = s->conv && !s->direct;
-    size_t col_bytes = col ? (size_t)up(M * s->Kp, 256) : 0;
+    bool col = s->conv && !s->direct, flip = !col && s->x_u8; /* flip: A - 128 copied */
+    size_t col_bytes = col || flip ? (size_t)up(M * s->Kp, 256) : 0;
     size_t acc_bytes = s->fused ? 0 : (size_t)(M * s->N) * sizeof(int32_t);
     char *scr = pr_cuda_scratch(x, col_bytes + acc_bytes, e);
     if (!scr) return e->status;
@@ -296,8 +345,15 @@ static precis_status run_lt(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, const
     if (col) {
         KL_TRY(pr_cu_im2col_s8(x->stream, a, scr, &o->ic));
         a = scr;
+    } else if (flip) {
+        KL_TRY(pr_cu_u8_to_s8(x->stream, a, scr, M * s->K));
+        a = scr;
     }
-    if (s->fused) return pr_lt_i8_run(&s->lt, x, M, s->w, a, o->q.z, k->out[0]->data, e);
+    if (s->fused) {
+        if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, o->q.z, k->out[0]->data, e))) return st;
+        if (s->y_u8) KL_TRY(pr_cu_u8_to_s8(x->stream, k->out[0]->data, k->out[0]->data, M * s->N));
+        return PRECIS_OK;
+    }
     int32_t *acc = (int32_t *)(scr + col_bytes);
     if ((st = pr_lt_i8_run(&s->lt, x, M, s->w, a, NULL, acc, e))) return st;
     KL_TRY(pr_cu_qepilogue(x->stream, acc, M, &o->q));
@@ -359,9 +415,10 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     char key[200];
     const pr_cu_igemm *g = &o->ig;
     snprintf(key, sizeof key, "qconv.route x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d p=%dx%d "
-             "d=%dx%d y=%d z=%d%s", (long long)g->N, (long long)g->H, (long long)g->W,
+             "d=%dx%d y=%d z=%d%s%s", (long long)g->N, (long long)g->H, (long long)g->W,
              (long long)g->C, (long long)g->Nout, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh,
-             g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0, s->fused ? " fused" : "");
+             g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0, s->fused ? " fused" : "",
+             s->x_u8 ? " x=u8" : "");
     int32_t r = 0;
     if (env && env[0] == 't' && env[1] >= '0' && env[1] < '0' + PR_CU_IGEMM_TILES) {
         *route = env[1] - '0';
@@ -390,8 +447,9 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
         s->routes[s->n_routes].m = o->M;
         s->routes[s->n_routes++].route = *route;
         if (*route != ROUTE_LT)
-            snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync %s tile "
+            snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync %s tile%s "
                      "(epilogue: scale+bias%s%s%s -> %s)", tile_names[*route],
+                     s->x_u8 ? " (uint8 x as x-128)" : "",
                      s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
                      s->post.kind ? "+act2" : "", pr_dtype_name(k->out[0]->dtype));
         else
@@ -424,9 +482,9 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
                               x_nhwc ? H * W * C : C * H * W, x_nhwc ? 1 : H * W,
                               x_nhwc ? W * C : W, x_nhwc ? C : 1, s->Kp,
                               (int)s->kh, (int)s->kw, (int)gm.s[1], (int)gm.s[2], (int)gm.pb[1],
-                              (int)gm.pb[2], (int)gm.d[1], (int)gm.d[2]};
+                              (int)gm.pb[2], (int)gm.d[1], (int)gm.d[2], s->x_u8};
         o.ig = (pr_cu_igemm){Nb, H, W, C, o.ic.OH, o.ic.OW, s->N, s->K, o.ic.kh, o.ic.kw,
-                             o.ic.sh, o.ic.sw, o.ic.ph, o.ic.pw, o.ic.dh, o.ic.dw, 0};
+                             o.ic.sh, o.ic.sw, o.ic.ph, o.ic.pw, o.ic.dh, o.ic.dw, 0, s->x_u8};
         o.M = Nb * o.ic.OH * o.ic.OW;
     } else {
         if (X->dims[X->rank - 1] != s->K)
@@ -439,7 +497,7 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
                        s->w_scale, s->n_wscale, s->bias, s->pre, s->post,
                        Z ? Z->data : NULL, Z ? (int)Z->dtype : 0,
                        Z && (Z->dtype == PRECIS_INT8 || Z->dtype == PRECIS_UINT8), s->z_scale,
-                       Y->data, (int)Y->dtype, s->y_inv};
+                       Y->data, (int)Y->dtype, s->y_inv, s->acc_off};
     int route = ROUTE_LT;
     if ((st = pick_route(s, k, x, &o, &route)) || (st = run_route(s, k, x, &o, route)))
         pr_err_prefix(e, "node '%s'", k->node->name);
