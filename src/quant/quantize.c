@@ -660,7 +660,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
             if (want[t]) members[uf_find(uf, t)]++;
         for (int t = 0; t < nt; t++) {
             if (!want[t] || members[uf_find(uf, t)] != 1) continue;
-            pr_dtype dt = gneg[uf_find(uf, t)] ? PRECIS_INT8 : PRECIS_UINT8;
+            pr_dtype dt = gneg[uf_find(uf, t)] || o->signed_only ? PRECIS_INT8 : PRECIS_UINT8;
             int rc = smooth_tensor(g, o, t, nn, isq, qc, fsrc[t], dt, &sm[n_sm], e);
             if (rc < 0) {
                 free(members);
@@ -703,7 +703,7 @@ precis_status pr_quantize_insert(pr_graph *g, const pr_quant_opts *o, pr_quant_r
     for (int t = 0; t < nt; t++) {
         if (!want[t]) continue;
         int root = uf_find(uf, t);
-        pr_dtype dt = fp8 ? qt : gneg[root] ? PRECIS_INT8 : PRECIS_UINT8;
+        pr_dtype dt = fp8 ? qt : gneg[root] || o->signed_only ? PRECIS_INT8 : PRECIS_UINT8;
         float amax = gmax[root];
         float qmax = fp8 ? E4M3_MAX : dt == PRECIS_INT8 ? 127.0f : 255.0f;
         float s = amax > 0.0f && isfinite(amax) ? amax / qmax : 1.0f;

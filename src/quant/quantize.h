@@ -73,6 +73,12 @@ typedef struct pr_quant_opts {
      * read one activation, such as Q, K and V, share their weights' scale), Q/DQ of
      * opset 19, quantized right before the linear layers (no pass-through runs e4m3) */
     pr_dtype qtype;
+    /* every activation int8 (scale amax / 127), none uint8: TensorRT's grid, the
+     * CUDA backend's before it read uint8 (PRECIS_CUDA_INT8_SIGNED=1 on cuda
+     * builds). Non-negative tensors get 7 bits (EfficientNet-Lite0 top-1
+     * agreement 0.875 vs 1.0 on the zoo's 8 images), no uint8 -> int8 flips
+     * (H100 ResNet-50 int8 b256 9.47 vs 12.4 ms, b1 0.467 vs 0.589: NOTES.md) */
+    bool signed_only;
 } pr_quant_opts;
 
 /* Defaults (precis build): alpha 0.8, spread 4 (MiniLM's FFN and QKV inputs

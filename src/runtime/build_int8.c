@@ -380,11 +380,12 @@ precis_status pr_build_int8(precis_ctx *ctx, const char *onnx_path, const precis
     }
     /* fp8: no smoothing (e4m3's exponent covers outlier channels; the Mul would be a
      * step of its own on cuda) */
+    const char *sgn = getenv("PRECIS_CUDA_INT8_SIGNED"); /* the int8-only grid (quantize.h) */
     pr_quant_opts qo = {stats, cfg, o->verbose, cuda,
                         fp8 || o->smooth < 0 ? 0.0f
                         : o->smooth > 0      ? (float)o->smooth
                                              : PR_SMOOTH_ALPHA,
-                        PR_SMOOTH_SPREAD, qtype};
+                        PR_SMOOTH_SPREAD, qtype, cuda && sgn && !strcmp(sgn, "1")};
     pr_quant_report rep;
     if ((st = pr_quantize_insert(g, &qo, &rep, err))) goto done;
     if (o->verbose)
