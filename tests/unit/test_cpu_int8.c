@@ -1098,6 +1098,31 @@ static void test_qpool(void) {
                 qc_run(&q.t, 1, in, 1, l, &pr_cpu_impl_pool, 1 + k % 2, 1, false, label);
                 qc_free(in, 1);
             }
+    /* the 16-bit runs of the NHWC sums: every byte at its type's extreme
+     * over 300 pixels (a run of 256, then 44) and over 256 (one full run),
+     * 200 channels (a 64-channel block with an 8-channel tail) */
+    static const int64_t ext[2][4] = {{2, 200, 15, 20}, {1, 200, 16, 16}};
+    for (int i = 0; i < 2; i++)
+        for (int d = 0; d < 2; d++)
+            for (int v = 0; v < 2; v++) {
+                qnode q;
+                qn_init(&q, PR_OP_QPool, "QPool", 1, true);
+                qn_str(&q, "kind", "GlobalAveragePool");
+                qn_float(&q, "x_scale", 0.01f);
+                qn_int(&q, "y_type", QT[d]);
+                qn_float(&q, "y_scale", 0.01f);
+                qc_in in[1] = {q_act("x", 4, ext[i], QT[d], true)};
+                const int64_t ne = qc_numel(&in[0]);
+                uint8_t *xb = in[0].data;
+                for (int64_t j = 0; j < ne; j++) /* uint8 255 / int8 127, or 0 / -128 */
+                    xb[j] = v ? (QT[d] == PRECIS_UINT8 ? 255 : 127) : (QT[d] == PRECIS_UINT8 ? 0 : 0x80);
+                if (v) xb[ne / 2] ^= 1; /* one value off the extreme */
+                char label[128];
+                snprintf(label, sizeof label, "qpool global extremes %lldx%lld %s %s",
+                         (long long)ext[i][2], (long long)ext[i][3], dn(QT[d]), v ? "max" : "min");
+                qc_run(&q.t, 1, in, 1, false, &pr_cpu_impl_pool, 1, 1, false, label);
+                qc_free(in, 1);
+            }
     /* a float X is not a QPool */
     qnode q;
     qn_init(&q, PR_OP_QPool, "QPool", 1, true);
