@@ -1012,6 +1012,33 @@ static void test_qbinary(void) {
     for (int sw = 0; sw < 2; sw++)
         qbinary_one("Sub", PRECIS_UINT8, PRECIS_INT8, PRECIS_INT8, &tpc, tiny, true, sw, NULL, 1,
                     false);
+    /* the SE gate (qv_mul_tile): int8/uint8 x a float per-channel gate ->
+     * int8/uint8, PP-OCR cls's 200 channels x 2x96, both operand orders,
+     * 1-2 threads; then gates of inf, NaN and 1e30 (the checked path) */
+    const int64_t se[4] = {2, 200, 2, 96}, se2[4] = {1, 40, 3, 7};
+    const qb_shape sepc = {"N,C,1,1 gate", 4, {2, 200, 1, 1}, false},
+                   sepc2 = {"N,C,1,1 gate", 4, {1, 40, 1, 1}, false};
+    k = 0;
+    for (int ad = 0; ad < 2; ad++)
+        for (int yd = 0; yd < 2; yd++)
+            for (int sw = 0; sw < 2; sw++, k++) {
+                qbinary_one("Mul", DT[ad], PRECIS_FLOAT32, DT[yd], &sepc, se, true, sw, NULL,
+                            1 + k % 2, false);
+                qbinary_one("Mul", DT[ad], PRECIS_FLOAT32, DT[yd], &sepc2, se2, true, sw, NULL, 1,
+                            false);
+            }
+    for (int v = 0; v < 3; v++) {
+        qnode q;
+        qbinary_node(&q, "Mul", PRECIS_INT8, PRECIS_FLOAT32, PRECIS_INT8, NULL, 0, 0);
+        qc_in in[2] = {q_act("a", 4, se2, PRECIS_INT8, true),
+                       q_act("b", 4, sepc2.dims, PRECIS_FLOAT32, true)};
+        float *gv = in[1].data;
+        gv[5] = v == 0 ? INFINITY : v == 1 ? NAN : 1e30f;
+        gv[6] = -gv[5];
+        qc_run(&q.t, 2, in, 1, true, &pr_cpu_impl_qbinary, 1, 0, true,
+               v == 0 ? "qbinary gate inf" : v == 1 ? "qbinary gate NaN" : "qbinary gate 1e30");
+        qc_free(in, 2);
+    }
     /* mixed layouts (a NHWC, b a plain rank-4 activation): the strided rows */
     {
         qnode q;
