@@ -238,12 +238,13 @@ static void test_qdwconv(void) {
         CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv) == (XT[x] == PRECIS_INT8));
         qc_free(in, 5);
     }
-    /* 17..32 channels, int8 src, fused epilogues: all linear (qdw_lin_ok);
-     * uint8 src, float out, 16 channels or fewer stay on oneDNN */
+    /* 17..32 channels, int8 src, fused epilogues, column stride 1: all
+     * linear (qdw_lin_ok); uint8 src, float out, 16 channels or fewer, column
+     * stride 2 stay on oneDNN */
     static const qconv_case sm[] = {
         {"dw 32 5x5 stride 2x1", 2, 32, 6, 20, 32, 5, 5, 32, 2, 1, 1, 1, {2, 2, 2, 2}, NULL},
         {"dw 24 3x3", 1, 24, 7, 9, 24, 3, 3, 24, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
-        {"dw 17 3x3 stride 2", 1, 17, 8, 11, 17, 3, 3, 17, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 17 3x3 stride 2x1", 1, 17, 8, 11, 17, 3, 3, 17, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
         {"dw 30 5x5 2 rows", 1, 30, 2, 13, 30, 5, 5, 30, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
     };
     qconv_impl = &pr_cpu_impl_qdwconv;
@@ -254,10 +255,12 @@ static void test_qdwconv(void) {
                       (const qact *[]){NULL, &relu6, &hsw}[k % 3], k % 3 == 1 ? &aff : NULL,
                       1 + k % 2, sm[i].name);
     qconv_impl = &pr_cpu_impl_dnnl_qconv;
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 4; v++) {
         static const qconv_case s16 = {"dw 16", 1, 16, 5, 5, 16, 3, 3, 16, 1, 1, 1, 1,
-                                       {1, 1, 1, 1}, NULL};
-        const qconv_case *c = v == 2 ? &s16 : &sm[1];
+                                       {1, 1, 1, 1}, NULL},
+                                s2 = {"dw 32 stride 2", 1, 32, 8, 8, 32, 3, 3, 32, 2, 2, 1, 1,
+                                      {1, 1, 1, 1}, NULL};
+        const qconv_case *c = v == 2 ? &s16 : v == 3 ? &s2 : &sm[1];
         pr_dtype xd = v == 0 ? PRECIS_UINT8 : PRECIS_INT8;
         qconv_node(&q, c, xd, v == 1 ? PRECIS_FLOAT32 : PRECIS_INT8);
         qconv_inputs(c, xd, true, PRECIS_UNDEFINED, true, in);

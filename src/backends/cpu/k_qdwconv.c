@@ -87,7 +87,10 @@ static bool lin_off(void) {
  * conditions from the node), against oneDNN's jit_int8 (PP-OCR cls's 5x5
  * 32-channel layer, 1 thread, b1: 5.5 -> 4.1 us). uint8 src stays on
  * brdgmm_dw (24 and 32 channels: equal; 8: 4.4 vs 5.4 us linear, half of
- * the vector unused). PRECIS_QDW_SMALL=0 leaves them to oneDNN. */
+ * the vector unused). Column stride 1 only: PP-OCRv4 det's 3x3 stride-2
+ * 32-channel layer at 320x320 ran 161 -> 262 us linear (the build, twice
+ * the columns, is most of a 3x3); rec's 3x3 stride 1 27.5 -> 26.6 us.
+ * PRECIS_QDW_SMALL=0 leaves them to oneDNN. */
 static bool small_ok(const pr_node *n, pr_dtype ydt) {
     const char *env = getenv("PRECIS_QDW_SMALL");
     if ((env && !strcmp(env, "0")) || lin_off() || ydt == PRECIS_FLOAT32) return false;
@@ -116,6 +119,11 @@ static bool qdw_supports(const pr_graph *g, const pr_node *n) {
      * EfficientNet-Lite0 / CenterFace, stride 2 worst) or faster (int8 src,
      * jit_int8, below ~48 channels in PP-OCRv4 rec); measured per layer. */
     bool small = X->dtype == PRECIS_INT8 && C > 16 && C <= 32 && small_ok(n, ydt);
+    if (small) { /* column stride 1 only: stride 2 builds twice the columns */
+        const int64_t *sv;
+        int ns = pr_attr_ints(n, "strides", &sv);
+        small = ns < 2 || sv[1] == 1;
+    }
     if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40) && !small) return false;
     if (W->dims[2] < 1 || W->dims[2] > QDW_MAXK || W->dims[3] < 1 || W->dims[3] > QDW_MAXK)
         return false;
