@@ -29,6 +29,7 @@
 #include "backends/cpu/vec.h"
 
 #define QFC_MAX_IC 512 /* 512 * 255 * 128 < 2^24 */
+#define Q1X1_MAX_IC 256 /* where q1x1 takes a conv (measured, see q1x1_supports) */
 
 typedef struct qfc_state {
     pr_dtype xdt, ydt;
@@ -38,6 +39,11 @@ typedef struct qfc_state {
     float inv, lo, hi;
     float *wt;       /* [IC][OCp] */
     float *sc, *bi;  /* [OCp]: output scales (see the top), B / (x_scale * w_scale) */
+    /* q1x1 only: int8 weights for vpdpbusd, [OCp / 16][ICq][16 lanes][4],
+     * ICq = IC / 4 rounded up (zeros); the int8-src compensation [OCp] */
+    int8_t *wq;
+    int32_t *comp;
+    int64_t ICq;
 } qfc_state;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -83,15 +89,14 @@ static bool act_layout(const pr_tensor *t) {
     return t->layout == PR_LAYOUT_PLAIN || t->layout == PR_LAYOUT_NHWC;
 }
 
-static bool qfc_supports(const pr_graph *g, const pr_node *n) {
-    const char *env = getenv("PRECIS_QFC"); /* 0: leave them to dnnl.qconv (A/B timing) */
-    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4 || (env && env[0] == '0'))
-        return false;
+/* The checks qfc and q1x1 share: a 1x1 QConv, group 1, no residual, no
+ * pads, finite scales and bias, IC up to QFC_MAX_IC. */
+static bool qfc_common(const pr_graph *g, const pr_node *n) {
+    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4) return false;
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
                     *B = pr_node_tin(g, n, 3), *Y = pr_node_tout(g, n, 0);
     if (!X || !W || !S || !Y || !q8(X->dtype) || X->rank != 4 || !act_layout(X) || !act_layout(Y))
         return false;
-    if (X->dims[2] != 1 || X->dims[3] != 1) return false; /* known 1x1 images only */
     pr_dtype ydt = y_dtype(n);
     if (ydt == PRECIS_UNDEFINED || (Y->dtype != PRECIS_UNDEFINED && Y->dtype != ydt)) return false;
     if (!is_init(W, PRECIS_INT8) || W->rank != 4 || W->dims[2] != 1 || W->dims[3] != 1)
@@ -112,8 +117,6 @@ static bool qfc_supports(const pr_graph *g, const pr_node *n) {
     }
     pr_act a;
     if (!pr_act_from_node(n, "act", &a) || !pr_act_from_node(n, "act2", &a)) return false;
-    /* a 1x1 kernel on a 1x1 image gives one pixel for any stride, dilation
-     * and auto_pad; explicit pads would add zero pixels */
     const int64_t *v;
     int nv = pr_attr_ints(n, "kernel_shape", &v);
     if (nv >= 0 && (nv != 2 || v[0] != 1 || v[1] != 1)) return false;
@@ -121,6 +124,15 @@ static bool qfc_supports(const pr_graph *g, const pr_node *n) {
         for (int i = 0; i < nv; i++)
             if (v[i] != 0) return false;
     return true;
+}
+
+static bool qfc_supports(const pr_graph *g, const pr_node *n) {
+    const char *env = getenv("PRECIS_QFC"); /* 0: leave them to dnnl.qconv (A/B timing) */
+    if ((env && env[0] == '0') || !qfc_common(g, n)) return false;
+    /* known 1x1 images only: a 1x1 kernel on them gives one pixel for any
+     * stride, dilation and auto_pad (explicit pads: qfc_common declines) */
+    const pr_tensor *X = pr_node_tin(g, n, 0);
+    return X->dims[2] == 1 && X->dims[3] == 1;
 }
 
 static bool qfc_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
@@ -131,16 +143,15 @@ static void qfc_destroy(void *state) {
     free(s->wt);
     free(s->sc);
     free(s->bi);
+    free(s->wq);
+    free(s->comp);
     free(s);
 }
 
-static precis_status qfc_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
-                                 void **state, pr_err *e) {
-    (void)cfg;
+/* The state both impls use (the q1x1 weights come after). */
+static precis_status qfc_state_new(const pr_graph *g, const pr_node *n, qfc_state **state,
+                                   pr_err *e) {
     *state = NULL;
-    if (!qfc_supports(g, n))
-        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by qfc", n->name,
-                       n->op_type);
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
                     *B = pr_node_tin(g, n, 3);
     qfc_state *s = calloc(1, sizeof *s);
@@ -182,6 +193,16 @@ static precis_status qfc_prepare(const pr_graph *g, const pr_node *n, const pr_c
     }
     *state = s;
     return PRECIS_OK;
+}
+
+static precis_status qfc_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
+                                 void **state, pr_err *e) {
+    (void)cfg;
+    *state = NULL;
+    if (!qfc_supports(g, n))
+        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by qfc", n->name,
+                       n->op_type);
+    return qfc_state_new(g, n, (qfc_state **)state, e);
 }
 
 PR_INLINE float qfc_x(const void *x, int64_t i, pr_dtype dt) {
@@ -343,5 +364,323 @@ const pr_cpu_impl pr_cpu_impl_qfc = {
     .prepare = qfc_prepare,
     .run = qfc_run,
     .describe = qfc_describe,
+    .destroy = qfc_destroy,
+};
+
+/* ------------------------------------------------------------------ q1x1
+ * pr_cpu_impl_q1x1: the same 1x1 QConv on NHWC images of more pixels,
+ * stride 1, int8/uint8 out, act none/Relu/Clip/HardSwish, act2 none/Affine:
+ * the pointwise convs of the mobile nets with few input channels, where
+ * oneDNN's brgconv_1x1 spends most of its time outside the products (PP-OCR
+ * cls's 32->200 + HardSwish over 2x96 pixels: 8.2 us for 1.2 M MACs).
+ * vpdpbusd sums 4 input channels per lane: per 4 pixels x 4 vectors of 16
+ * output channels, each step over 4 input channels loads 4 weight vectors,
+ * broadcasts 4 pixels' 4 bytes and issues 16 vpdpbusd; an int8 src is
+ * biased by 128 with -128 * sum(w) in the start (qdwconv's way). The int32
+ * sums are exact, so the epilogue is qfc's ((acc + B / s) * s, 1 / y_scale
+ * folded for positively homogeneous acts, HardSwish as pv_act): outputs
+ * equal qfc's for the same sums. Needs AVX512-VNNI. PRECIS_Q1X1=0 leaves
+ * these convs to dnnl.qconv (A/B timing). */
+static bool q1x1_vnni(void) {
+#ifdef PR_CPU_X86
+    const char *env = getenv("PRECIS_Q1X1");
+    if (env && !strcmp(env, "0")) return false;
+    return pr_cpu_use_avx512() && pr_cpu_features_get()->avx512_vnni;
+#else
+    return false;
+#endif
+}
+
+static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
+    if (!q1x1_vnni() || !qfc_common(g, n)) return false;
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *Y = pr_node_tout(g, n, 0);
+    if (X->layout != PR_LAYOUT_NHWC || Y->layout != PR_LAYOUT_NHWC) return false;
+    if (X->dims[2] == 1 && X->dims[3] == 1) return false; /* qfc's */
+    if (y_dtype(n) == PRECIS_FLOAT32) return false;
+    const int64_t *v;
+    int nv = pr_attr_ints(n, "strides", &v);
+    for (int i = 0; i < nv; i++)
+        if (v[i] != 1) return false;
+    pr_act a, a2;
+    pr_act_from_node(n, "act", &a);
+    pr_act_from_node(n, "act2", &a2);
+    if (a.kind != PR_ACT_NONE && a.kind != PR_ACT_RELU && a.kind != PR_ACT_CLIP &&
+        a.kind != PR_ACT_HARD_SWISH)
+        return false;
+    if (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_AFFINE) return false;
+    return W->dims[0] >= 16 && W->dims[1] % 4 == 0 && W->dims[1] <= Q1X1_MAX_IC;
+}
+
+static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
+                                  void **state, pr_err *e) {
+    (void)cfg;
+    *state = NULL;
+    if (!q1x1_supports(g, n))
+        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by q1x1",
+                       n->name, n->op_type);
+    qfc_state *s;
+    precis_status st = qfc_state_new(g, n, &s, e);
+    if (st) return st;
+    const int8_t *w = pr_node_tin(g, n, 1)->data;
+    const float *ws = pr_node_tin(g, n, 2)->data;
+    const int64_t OCv = (s->OC + 15) / 16;
+    s->ICq = (s->IC + 3) / 4;
+    size_t nw = (size_t)(OCv * s->ICq * 64);
+    s->wq = aligned_alloc(64, nw);
+    s->comp = calloc((size_t)s->OCp, sizeof(int32_t));
+    if (!s->wq || !s->comp) {
+        qfc_destroy(s);
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    }
+    memset(s->wq, 0, nw);
+    const bool s8 = s->xdt == PRECIS_INT8;
+    for (int64_t m = 0; m < s->OC; m++) {
+        if (ws[m] == 0.0f) continue; /* real weights 0 (qfc_state_new: scale 1) */
+        int32_t sum = 0;
+        for (int64_t c = 0; c < s->IC; c++) {
+            int8_t q = w[m * s->IC + c];
+            s->wq[((m / 16 * s->ICq + c / 4) * 16 + m % 16) * 4 + c % 4] = q;
+            sum += q;
+        }
+        s->comp[m] = s8 ? -128 * sum : 0;
+    }
+    *state = s;
+    return PRECIS_OK;
+}
+
+#ifdef PR_CPU_X86
+#define Q1_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
+#define Q1_INLINE static inline __attribute__((always_inline)) Q1_VNNI
+
+/* a + dot(b u8, w s8) per lane: vpdpbusd in a one-instruction asm, whose
+ * plain in-out operand GCC 12 allocates without the copies (and stack
+ * stores) it makes around the intrinsic's in a loop of 16 sums. */
+Q1_INLINE __m512i q1_dp(__m512i a, __m512i b, __m512i w) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(a) : "v"(b), "v"(w));
+    return a;
+}
+
+/* The 4 bytes of input channels 4k.. of a pixel as a dword (IC is a
+ * multiple of 4; an int8 src biased by 128). */
+Q1_INLINE __m512i q1_x4(const uint8_t *px, int64_t k, uint32_t flip) {
+    uint32_t d;
+    memcpy(&d, px + 4 * k, 4);
+    return _mm512_set1_epi32((int)(d ^ flip));
+}
+
+/* The epilogue's constants, made once per call (locals, so that the
+ * byte stores cannot alias them and force reloads). */
+typedef struct q1_c {
+    const float *sc, *bi;
+    const int32_t *comp;
+    const __m512i *wq;
+    int64_t IC, OC, ICq;
+    uint32_t flip;
+    bool u8;
+    __m512 aa, ab, a2a, a2b, inv, lo, hi;
+} q1_c;
+
+/* The epilogue of 16 sums of output channels from m: int32 in the byte
+ * range. qfc_out's operations (pv_act's for the act; min/max where it
+ * compares and blends: the same for the finite values here, the sums and
+ * the scales being finite), no NaN lanes to clear. Folded (1 / y_scale in
+ * the scales) unless HardSwish (q1x1_supports' acts). */
+Q1_INLINE __m512i q1_ep(const q1_c *c, __m512i acc, int64_t m, int AK, bool A2) {
+    __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(c->bi + m)),
+                             _mm512_load_ps(c->sc + m));
+    if (AK == PR_ACT_RELU) r = _mm512_max_ps(_mm512_setzero_ps(), r);
+    if (AK == PR_ACT_CLIP) r = _mm512_min_ps(_mm512_max_ps(r, c->aa), c->ab);
+    if (AK == PR_ACT_HARD_SWISH) {
+        __m512 v = _mm512_add_ps(_mm512_mul_ps(r, PV_C(1.0f / 6.0f)), PV_C(0.5f));
+        v = _mm512_max_ps(_mm512_min_ps(v, PV_C(1.0f)), _mm512_setzero_ps());
+        r = _mm512_mul_ps(r, v);
+    }
+    if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
+    if (AK == PR_ACT_HARD_SWISH) r = _mm512_mul_ps(r, c->inv);
+    return _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* 16 outputs (fewer when left < 16) of channels from m. */
+Q1_INLINE void q1_store16(const q1_c *c, uint8_t *yp, int64_t m, int64_t left, int AK, bool A2,
+                          __m512i a) {
+    const __m128i b = _mm512_cvtepi32_epi8(q1_ep(c, a, m, AK, A2));
+    if (left >= 16)
+        _mm_storeu_si128((__m128i *)yp, b);
+    else
+        _mm_mask_storeu_epi8(yp, (__mmask16)((1u << left) - 1u), b);
+}
+
+/* The outputs of one pixel (row yp) from its NV sums (channels from 16 v0;
+ * left: the channels from there). */
+Q1_INLINE void q1_store(const q1_c *c, uint8_t *yp, int64_t v0, int64_t left, int NV, int AK,
+                        bool A2, __m512i a0, __m512i a1, __m512i a2, __m512i a3) {
+    const int64_t m = 16 * v0;
+    if (NV == 4) {
+        const __m512i p01 = _mm512_packs_epi32(q1_ep(c, a0, m, AK, A2), q1_ep(c, a1, m + 16, AK, A2));
+        const __m512i p23 =
+            _mm512_packs_epi32(q1_ep(c, a2, m + 32, AK, A2), q1_ep(c, a3, m + 48, AK, A2));
+        const __m512i b = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+            c->u8 ? _mm512_packus_epi16(p01, p23) : _mm512_packs_epi16(p01, p23));
+        if (left >= 64)
+            _mm512_storeu_si512((void *)yp, b);
+        else
+            _mm512_mask_storeu_epi8(yp, ((__mmask64)1 << left) - 1, b);
+        return;
+    }
+    q1_store16(c, yp, m, left, AK, A2, a0);
+    if (NV > 1) q1_store16(c, yp + 16, m + 16, left - 16, AK, A2, a1);
+    if (NV > 2) q1_store16(c, yp + 32, m + 32, left - 32, AK, A2, a2);
+}
+
+/* PT (4 or 1) pixels from x (rows of IC bytes) x NV (1..4) output vectors
+ * from 16 v0 into y (rows of OC bytes). The sums are named variables (GCC
+ * spills arrays of them to the stack). */
+Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, int PT, int NV,
+                       int AK, bool A2) {
+    const int64_t IC = c->IC, OC = c->OC, ICq = c->ICq;
+    const uint32_t flip = c->flip;
+    const __m512i z = _mm512_setzero_si512();
+    const int32_t *cp = c->comp + 16 * v0;
+    const __m512i c0 = _mm512_loadu_si512((const void *)cp);
+    const __m512i c1 = NV > 1 ? _mm512_loadu_si512((const void *)(cp + 16)) : z;
+    const __m512i c2 = NV > 2 ? _mm512_loadu_si512((const void *)(cp + 32)) : z;
+    const __m512i c3 = NV > 3 ? _mm512_loadu_si512((const void *)(cp + 48)) : z;
+#define Q1_ACC(p) __m512i a##p##0 = c0, a##p##1 = c1, a##p##2 = c2, a##p##3 = c3
+    Q1_ACC(0);
+    Q1_ACC(1);
+    Q1_ACC(2);
+    Q1_ACC(3);
+#undef Q1_ACC
+    const __m512i *wv = c->wq + v0 * ICq;
+    for (int64_t k = 0; k < ICq; k++) {
+        const __m512i w0 = _mm512_load_si512((const void *)(wv + k));
+        const __m512i w1 = NV > 1 ? _mm512_load_si512((const void *)(wv + ICq + k)) : z;
+        const __m512i w2 = NV > 2 ? _mm512_load_si512((const void *)(wv + 2 * ICq + k)) : z;
+        const __m512i w3 = NV > 3 ? _mm512_load_si512((const void *)(wv + 3 * ICq + k)) : z;
+#define Q1_DOT(p)                                                                                  \
+    do {                                                                                           \
+        const __m512i b = q1_x4(x + (p) * IC, k, flip);                                            \
+        a##p##0 = q1_dp(a##p##0, b, w0);                                               \
+        if (NV > 1) a##p##1 = q1_dp(a##p##1, b, w1);                                  \
+        if (NV > 2) a##p##2 = q1_dp(a##p##2, b, w2);                                  \
+        if (NV > 3) a##p##3 = q1_dp(a##p##3, b, w3);                                  \
+    } while (0)
+        Q1_DOT(0);
+        if (PT > 1) {
+            Q1_DOT(1);
+            Q1_DOT(2);
+            Q1_DOT(3);
+        }
+#undef Q1_DOT
+    }
+    const int64_t left = OC - 16 * v0;
+#define Q1_OUT(p)                                                                                  \
+    q1_store(c, y + (p) * OC + 16 * v0, v0, left, NV, AK, A2, a##p##0, a##p##1, a##p##2, a##p##3)
+    Q1_OUT(0);
+    if (PT > 1) {
+        Q1_OUT(1);
+        Q1_OUT(2);
+        Q1_OUT(3);
+    }
+#undef Q1_OUT
+}
+
+/* Pixels p0..p1 of the image rows, every output vector; the tile shapes
+ * as constants. */
+Q1_INLINE void q1_rows_t(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t p0, int64_t p1,
+                         int AK, bool A2) {
+    const int64_t IC = c->IC, OC = c->OC, OCv = (OC + 15) / 16;
+    int64_t p = p0;
+    for (; p + 4 <= p1; p += 4) {
+        int64_t v = 0;
+        for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 4, 4, AK, A2);
+        switch (OCv - v) {
+        case 3: q1_tile(c, x + p * IC, y + p * OC, v, 4, 3, AK, A2); break;
+        case 2: q1_tile(c, x + p * IC, y + p * OC, v, 4, 2, AK, A2); break;
+        case 1: q1_tile(c, x + p * IC, y + p * OC, v, 4, 1, AK, A2); break;
+        default: break;
+        }
+    }
+    for (; p < p1; p++) {
+        int64_t v = 0;
+        for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 1, 4, AK, A2);
+        for (; v < OCv; v++) q1_tile(c, x + p * IC, y + p * OC, v, 1, 1, AK, A2);
+    }
+}
+
+static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, int64_t p0,
+                            int64_t p1) {
+    const bool a2 = s->act2.kind == PR_ACT_AFFINE;
+    const q1_c c = {s->sc, s->bi, s->comp, (const __m512i *)s->wq, s->IC, s->OC, s->ICq,
+                    s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
+                    PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
+                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi)};
+    switch (s->act.kind) {
+    case PR_ACT_RELU:
+        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_RELU, true);
+        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_RELU, false);
+        break;
+    case PR_ACT_CLIP:
+        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_CLIP, true);
+        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_CLIP, false);
+        break;
+    case PR_ACT_HARD_SWISH:
+        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_HARD_SWISH, true);
+        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_HARD_SWISH, false);
+        break;
+    default:
+        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_NONE, true);
+        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_NONE, false);
+        break;
+    }
+}
+#endif
+
+static precis_status q1x1_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
+    const qfc_state *s = state;
+    const pr_buf *X = k->in[0];
+    pr_buf *Y = k->out[0];
+    if (X->dtype != s->xdt || Y->dtype != s->ydt)
+        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "prepared for %s -> %s, got %s -> %s",
+                          pr_dtype_name(s->xdt), pr_dtype_name(s->ydt), pr_dtype_name(X->dtype),
+                          pr_dtype_name(Y->dtype));
+    if (X->rank != 4 || X->dims[1] != s->IC)
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "input must be [N, %lld, H, W]", (long long)s->IC);
+    if (Y->rank != 4 || Y->dims[0] != X->dims[0] || Y->dims[1] != s->OC ||
+        Y->dims[2] != X->dims[2] || Y->dims[3] != X->dims[3])
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "output must be [%lld, %lld, %lld, %lld]",
+                          (long long)X->dims[0], (long long)s->OC, (long long)X->dims[2],
+                          (long long)X->dims[3]);
+#ifdef PR_CPU_X86
+    const int64_t P = X->dims[0] * X->dims[2] * X->dims[3];
+    int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
+    if (P * s->OC < PR_CPU_PAR_MIN) nt = 1;
+    const int64_t chunk = 48, tasks = (P + chunk - 1) / chunk;
+    if (tasks < nt) nt = (int)tasks;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t t = 0; t < tasks; t++) {
+        const int64_t p0 = t * chunk, p1 = P - p0 < chunk ? P : p0 + chunk;
+        q1_rows(s, X->data, Y->data, p0, p1);
+    }
+    return PRECIS_OK;
+#else
+    return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "q1x1 needs x86 AVX512-VNNI");
+#endif
+}
+
+static const char *q1x1_describe(void *state) {
+    (void)state;
+    return "q1x1.avx512_vnni";
+}
+
+const pr_cpu_impl pr_cpu_impl_q1x1 = {
+    .name = "q1x1",
+    .supports = q1x1_supports,
+    .nhwc_ok = qfc_nhwc_ok,
+    .prepare = q1x1_prepare,
+    .run = q1x1_run,
+    .describe = q1x1_describe,
     .destroy = qfc_destroy,
 };
