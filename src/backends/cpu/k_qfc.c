@@ -25,11 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vec.h"
 
 #define QFC_MAX_IC 512 /* 512 * 255 * 128 < 2^24 */
 #define Q1X1_MAX_IC 256 /* where q1x1 takes a conv (measured, see q1x1_supports) */
+#define Q1X1_MAX_PIX 4096 /* larger images run on dnnl.qconv (measured, see the top of q1x1) */
 
 typedef struct qfc_state {
     pr_dtype xdt, ydt;
@@ -44,6 +46,7 @@ typedef struct qfc_state {
     int8_t *wq;
     int32_t *comp;
     int64_t ICq;
+    void *big; /* dnnl.qconv's state for images over Q1X1_MAX_PIX pixels */
 } qfc_state;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -145,6 +148,7 @@ static void qfc_destroy(void *state) {
     free(s->bi);
     free(s->wq);
     free(s->comp);
+    if (s->big) pr_cpu_impl_dnnl_qconv.destroy(s->big);
     free(s);
 }
 
@@ -380,7 +384,18 @@ const pr_cpu_impl pr_cpu_impl_qfc = {
  * sums are exact, so the epilogue is qfc's ((acc + B / s) * s, 1 / y_scale
  * folded for positively homogeneous acts, HardSwish as pv_act): outputs
  * equal qfc's for the same sums. Needs AVX512-VNNI. PRECIS_Q1X1=0 leaves
- * these convs to dnnl.qconv (A/B timing). */
+ * these convs to dnnl.qconv (A/B timing).
+ * Where it is taken (per-layer minimum over 3 interleaved rounds, 1 thread,
+ * batch 1, against dnnl.qconv): expansions and square convs (OC >= IC,
+ * OC >= 16) on images up to 4096 pixels win: cls 16->88 5.2 -> 3.9 us,
+ * 32->200 7.8 -> 6.5, rec 240->240 at 12x80 151 -> 142, det 192->192 at
+ * 40x40 168 -> 156, EfficientNet-Lite0 80->480 at 14x14 25 -> 23,
+ * CenterFace 32->192 at 40x40 42 -> 37; larger images lose (det 16->32 at
+ * 320x320 487 -> 719 us, 48->96 at 80x80 144 -> 163): there the state's
+ * dnnl.qconv primitive runs (the dims are known at run time only); narrow
+ * projections lose or tie (EfficientNet 96->24 at 56x56 29 -> 31,
+ * CenterFace ->32 at 40x40 20 -> 23.5) and OC 8 loses (cls 8->8 at 24x96
+ * 4.0 -> 7.7): declined. */
 static bool q1x1_vnni(void) {
 #ifdef PR_CPU_X86
     const char *env = getenv("PRECIS_Q1X1");
@@ -408,12 +423,14 @@ static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
         a.kind != PR_ACT_HARD_SWISH)
         return false;
     if (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_AFFINE) return false;
-    return W->dims[0] >= 16 && W->dims[1] % 4 == 0 && W->dims[1] <= Q1X1_MAX_IC;
+    /* expansions and square convs: OC >= IC (narrow projections, few output
+     * vectors against many input steps, measured no faster than oneDNN) */
+    return W->dims[0] >= 16 && W->dims[0] >= W->dims[1] && W->dims[1] % 4 == 0 &&
+           W->dims[1] <= Q1X1_MAX_IC;
 }
 
 static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
                                   void **state, pr_err *e) {
-    (void)cfg;
     *state = NULL;
     if (!q1x1_supports(g, n))
         return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by q1x1",
@@ -433,6 +450,12 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
         return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
     memset(s->wq, 0, nw);
+    /* large images go to oneDNN (see Q1X1_MAX_PIX); without it (or if it
+     * declines) q1x1 runs them too */
+    if (pr_cpu_impl_dnnl_qconv.supports(g, n)) {
+        pr_err e2 = {0};
+        if (pr_cpu_impl_dnnl_qconv.prepare(g, n, cfg, &s->big, &e2)) s->big = NULL;
+    }
     const bool s8 = s->xdt == PRECIS_INT8;
     for (int64_t m = 0; m < s->OC; m++) {
         if (ws[m] == 0.0f) continue; /* real weights 0 (qfc_state_new: scale 1) */
@@ -653,6 +676,8 @@ static precis_status q1x1_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "output must be [%lld, %lld, %lld, %lld]",
                           (long long)X->dims[0], (long long)s->OC, (long long)X->dims[2],
                           (long long)X->dims[3]);
+    if (s->big && X->dims[2] * X->dims[3] > Q1X1_MAX_PIX)
+        return pr_cpu_impl_dnnl_qconv.run(s->big, k, xc);
 #ifdef PR_CPU_X86
     const int64_t P = X->dims[0] * X->dims[2] * X->dims[3];
     int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
@@ -671,8 +696,8 @@ static precis_status q1x1_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
 }
 
 static const char *q1x1_describe(void *state) {
-    (void)state;
-    return "q1x1.avx512_vnni";
+    const qfc_state *s = state;
+    return s && s->big ? "q1x1.avx512_vnni (dnnl.qconv over 4096 px)" : "q1x1.avx512_vnni";
 }
 
 const pr_cpu_impl pr_cpu_impl_q1x1 = {
