@@ -249,6 +249,23 @@ static void test_q1x1(void) {
             for (int y = 0; y < 2; y++, k++)
                 qconv_one(&cs[i], XT[x], YT[y], k % 4 != 3, PRECIS_UNDEFINED, true, A1[k % 5],
                           k % 3 == 1 ? &aff : NULL, 1 + (i == 0 && k % 2), cs[i].name);
+    /* saturated outputs: a y_scale small enough that q1x1_prepare's bound
+     * keeps the clamp (1e-9: int32 overflow without it) and one where the
+     * packs clamp (YS / 64) */
+    for (int v = 0; v < 8; v++) {
+        const qconv_case *c = v % 2 ? &cs[7] : &cs[0];
+        pr_dtype yd = YT[(v / 2) % 2];
+        qconv_node(&q, c, PRECIS_INT8, yd);
+        if (v / 4) qn_act(&q, "act", "HardSwish", 0, 0);
+        for (int i = 0; i < q.t.node.n_attrs; i++)
+            if (!strcmp(q.attrs[i].name, "y_scale")) q.attrs[i].f = v % 4 < 2 ? 1e-9f : YS / 64;
+        qconv_inputs(c, PRECIS_INT8, true, PRECIS_UNDEFINED, true, in);
+        char label[160];
+        snprintf(label, sizeof label, "q1x1 saturated %s -> %s, y_scale %s%s", c->name, dn(yd),
+                 v % 4 < 2 ? "1e-9" : "YS/64", v / 4 ? ", HardSwish" : "");
+        qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_q1x1, 1, 1, false, label);
+        qc_free(in, 5);
+    }
     /* zero w_scale channels: real weights 0, the output is act(bias) */
     qconv_node(&q, &cs[1], PRECIS_INT8, PRECIS_UINT8);
     qn_act(&q, "act", "HardSwish", 0, 0);

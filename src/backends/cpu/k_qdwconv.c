@@ -571,10 +571,12 @@ qdw_build_lin(const qdw_state *s, const qdw_geo *g, const uint8_t *x, int64_t oh
             __m512i *o = V + (p * nqh + qh) * ng;
             for (int64_t j = 0; j < ng; j++) {
                 const __mmask16 m = gm[j];
-                __m512i t = _mm512_castsi128_si512(_mm_xor_si128(_mm_maskz_loadu_epi8(m, p0 + 16 * j), flip));
-                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p1 + 16 * j), flip), 1);
-                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p2 + 16 * j), flip), 2);
-                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p3 + 16 * j), flip), 3);
+                const int64_t o16 = 16 * j;
+                __m512i t = _mm512_castsi128_si512(
+                    _mm_xor_si128(_mm_maskz_loadu_epi8(m, p0 + o16), flip));
+                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p1 + o16), flip), 1);
+                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p2 + o16), flip), 2);
+                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p3 + o16), flip), 3);
                 _mm512_store_si512(o + j, _mm512_permutexvar_epi8(idx, t));
             }
         }

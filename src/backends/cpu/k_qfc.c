@@ -47,6 +47,7 @@ typedef struct qfc_state {
     int32_t *comp;
     int64_t ICq;
     void *big; /* dnnl.qconv's state for images over Q1X1_MAX_PIX pixels */
+    bool sat;  /* every q1x1 output before the clamp is within +-2^30 (q1x1_prepare) */
 } qfc_state;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -408,7 +409,8 @@ static bool q1x1_vnni(void) {
 
 static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
     if (!q1x1_vnni() || !qfc_common(g, n)) return false;
-    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *Y = pr_node_tout(g, n, 0);
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1);
+    const pr_tensor *Y = pr_node_tout(g, n, 0);
     if (X->layout != PR_LAYOUT_NHWC || Y->layout != PR_LAYOUT_NHWC) return false;
     if (X->dims[2] == 1 && X->dims[3] == 1) return false; /* qfc's */
     if (y_dtype(n) == PRECIS_FLOAT32) return false;
@@ -467,6 +469,21 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
         }
         s->comp[m] = s8 ? -128 * sum : 0;
     }
+    /* |acc| <= IC * 255 * 128; the acts do not grow |r| beyond it or their
+     * bounds (HardSwish: |hswish(r)| <= |r|); then act2 and 1 / y_scale */
+    const double amax = (double)s->IC * 255.0 * 128.0;
+    const double a2 = s->act2.kind == PR_ACT_AFFINE ? fabs((double)s->act2.alpha) : 1.0;
+    const double b2 = s->act2.kind == PR_ACT_AFFINE ? fabs((double)s->act2.beta) : 0.0;
+    const double lim = (double)(1 << 30);
+    s->sat = true;
+    for (int64_t m = 0; m < s->OC && s->sat; m++) {
+        double r = (amax + fabs((double)s->bi[m])) * fabs((double)s->sc[m]);
+        if (s->act.kind == PR_ACT_CLIP)
+            r = fmax(r, fmax(fabs((double)s->act.alpha), fabs((double)s->act.beta)));
+        r = a2 * r + b2;
+        if (!s->folded) r *= fabs((double)s->inv);
+        s->sat = r < lim;
+    }
     *state = s;
     return PRECIS_OK;
 }
@@ -504,11 +521,13 @@ typedef struct q1_c {
 } q1_c;
 
 /* The epilogue of 16 sums of output channels from m: int32 in the byte
- * range. qfc_out's operations (pv_act's for the act; min/max where it
+ * range, or (SAT: the state's bound keeps every value within +-2^30) int32
+ * that the saturating packs / conversions below clamp to the same bytes.
+ * qfc_out's operations (pv_act's for the act; min/max where it
  * compares and blends: the same for the finite values here, the sums and
  * the scales being finite), no NaN lanes to clear. Folded (1 / y_scale in
  * the scales) unless HardSwish (q1x1_supports' acts). */
-Q1_INLINE __m512i q1_ep(const q1_c *c, __m512i acc, int64_t m, int AK, bool A2) {
+Q1_INLINE __m512i q1_ep(const q1_c *c, __m512i acc, int64_t m, int AK, bool A2, bool SAT) {
     __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(c->bi + m)),
                              _mm512_load_ps(c->sc + m));
     if (AK == PR_ACT_RELU) r = _mm512_max_ps(_mm512_setzero_ps(), r);
@@ -520,14 +539,17 @@ Q1_INLINE __m512i q1_ep(const q1_c *c, __m512i acc, int64_t m, int AK, bool A2) 
     }
     if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
     if (AK == PR_ACT_HARD_SWISH) r = _mm512_mul_ps(r, c->inv);
-    return _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (!SAT) r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
+    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
 /* 16 outputs (fewer when left < 16) of channels from m. */
 Q1_INLINE void q1_store16(const q1_c *c, uint8_t *yp, int64_t m, int64_t left, int AK, bool A2,
-                          __m512i a) {
-    const __m128i b = _mm512_cvtepi32_epi8(q1_ep(c, a, m, AK, A2));
+                          bool SAT, __m512i a) {
+    /* clamped here: a saturating vpmovusdb / vpmovsdb (and a max for uint8)
+     * measured no faster than the float clamp on the 1-3 vector tails */
+    (void)SAT;
+    const __m128i b = _mm512_cvtepi32_epi8(q1_ep(c, a, m, AK, A2, false));
     if (left >= 16)
         _mm_storeu_si128((__m128i *)yp, b);
     else
@@ -537,12 +559,13 @@ Q1_INLINE void q1_store16(const q1_c *c, uint8_t *yp, int64_t m, int64_t left, i
 /* The outputs of one pixel (row yp) from its NV sums (channels from 16 v0;
  * left: the channels from there). */
 Q1_INLINE void q1_store(const q1_c *c, uint8_t *yp, int64_t v0, int64_t left, int NV, int AK,
-                        bool A2, __m512i a0, __m512i a1, __m512i a2, __m512i a3) {
+                        bool A2, bool SAT, __m512i a0, __m512i a1, __m512i a2, __m512i a3) {
     const int64_t m = 16 * v0;
     if (NV == 4) {
-        const __m512i p01 = _mm512_packs_epi32(q1_ep(c, a0, m, AK, A2), q1_ep(c, a1, m + 16, AK, A2));
-        const __m512i p23 =
-            _mm512_packs_epi32(q1_ep(c, a2, m + 32, AK, A2), q1_ep(c, a3, m + 48, AK, A2));
+        const __m512i p01 =
+            _mm512_packs_epi32(q1_ep(c, a0, m, AK, A2, SAT), q1_ep(c, a1, m + 16, AK, A2, SAT));
+        const __m512i p23 = _mm512_packs_epi32(q1_ep(c, a2, m + 32, AK, A2, SAT),
+                                               q1_ep(c, a3, m + 48, AK, A2, SAT));
         const __m512i b = _mm512_permutexvar_epi32(
             _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
             c->u8 ? _mm512_packus_epi16(p01, p23) : _mm512_packs_epi16(p01, p23));
@@ -552,16 +575,16 @@ Q1_INLINE void q1_store(const q1_c *c, uint8_t *yp, int64_t v0, int64_t left, in
             _mm512_mask_storeu_epi8(yp, ((__mmask64)1 << left) - 1, b);
         return;
     }
-    q1_store16(c, yp, m, left, AK, A2, a0);
-    if (NV > 1) q1_store16(c, yp + 16, m + 16, left - 16, AK, A2, a1);
-    if (NV > 2) q1_store16(c, yp + 32, m + 32, left - 32, AK, A2, a2);
+    q1_store16(c, yp, m, left, AK, A2, SAT, a0);
+    if (NV > 1) q1_store16(c, yp + 16, m + 16, left - 16, AK, A2, SAT, a1);
+    if (NV > 2) q1_store16(c, yp + 32, m + 32, left - 32, AK, A2, SAT, a2);
 }
 
 /* PT (4 or 1) pixels from x (rows of IC bytes) x NV (1..4) output vectors
  * from 16 v0 into y (rows of OC bytes). The sums are named variables (GCC
  * spills arrays of them to the stack). */
 Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, int PT, int NV,
-                       int AK, bool A2) {
+                       int AK, bool A2, bool SAT) {
     const int64_t IC = c->IC, OC = c->OC, ICq = c->ICq;
     const uint32_t flip = c->flip;
     const __m512i z = _mm512_setzero_si512();
@@ -600,7 +623,8 @@ Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, 
     }
     const int64_t left = OC - 16 * v0;
 #define Q1_OUT(p)                                                                                  \
-    q1_store(c, y + (p) * OC + 16 * v0, v0, left, NV, AK, A2, a##p##0, a##p##1, a##p##2, a##p##3)
+    q1_store(c, y + (p) * OC + 16 * v0, v0, left, NV, AK, A2, SAT, a##p##0, a##p##1, a##p##2,       \
+             a##p##3)
     Q1_OUT(0);
     if (PT > 1) {
         Q1_OUT(1);
@@ -613,23 +637,23 @@ Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, 
 /* Pixels p0..p1 of the image rows, every output vector; the tile shapes
  * as constants. */
 Q1_INLINE void q1_rows_t(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t p0, int64_t p1,
-                         int AK, bool A2) {
+                         int AK, bool A2, bool SAT) {
     const int64_t IC = c->IC, OC = c->OC, OCv = (OC + 15) / 16;
     int64_t p = p0;
     for (; p + 4 <= p1; p += 4) {
         int64_t v = 0;
-        for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 4, 4, AK, A2);
+        for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 4, 4, AK, A2, SAT);
         switch (OCv - v) {
-        case 3: q1_tile(c, x + p * IC, y + p * OC, v, 4, 3, AK, A2); break;
-        case 2: q1_tile(c, x + p * IC, y + p * OC, v, 4, 2, AK, A2); break;
-        case 1: q1_tile(c, x + p * IC, y + p * OC, v, 4, 1, AK, A2); break;
+        case 3: q1_tile(c, x + p * IC, y + p * OC, v, 4, 3, AK, A2, SAT); break;
+        case 2: q1_tile(c, x + p * IC, y + p * OC, v, 4, 2, AK, A2, SAT); break;
+        case 1: q1_tile(c, x + p * IC, y + p * OC, v, 4, 1, AK, A2, SAT); break;
         default: break;
         }
     }
     for (; p < p1; p++) {
         int64_t v = 0;
-        for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 1, 4, AK, A2);
-        for (; v < OCv; v++) q1_tile(c, x + p * IC, y + p * OC, v, 1, 1, AK, A2);
+        for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 1, 4, AK, A2, SAT);
+        for (; v < OCv; v++) q1_tile(c, x + p * IC, y + p * OC, v, 1, 1, AK, A2, SAT);
     }
 }
 
@@ -640,24 +664,31 @@ static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, in
                     s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
                     PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
                     PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi)};
-    switch (s->act.kind) {
-    case PR_ACT_RELU:
-        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_RELU, true);
-        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_RELU, false);
-        break;
-    case PR_ACT_CLIP:
-        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_CLIP, true);
-        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_CLIP, false);
-        break;
-    case PR_ACT_HARD_SWISH:
-        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_HARD_SWISH, true);
-        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_HARD_SWISH, false);
-        break;
-    default:
-        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_NONE, true);
-        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_NONE, false);
-        break;
+#define Q1_ACTS(SAT)                                                                               \
+    switch (s->act.kind) {                                                                         \
+    case PR_ACT_RELU:                                                                              \
+        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_RELU, true, SAT);                               \
+        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_RELU, false, SAT);                                 \
+        break;                                                                                     \
+    case PR_ACT_CLIP:                                                                              \
+        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_CLIP, true, SAT);                               \
+        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_CLIP, false, SAT);                                 \
+        break;                                                                                     \
+    case PR_ACT_HARD_SWISH:                                                                        \
+        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_HARD_SWISH, true, SAT);                         \
+        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_HARD_SWISH, false, SAT);                           \
+        break;                                                                                     \
+    default:                                                                                       \
+        if (a2) q1_rows_t(&c, x, y, p0, p1, PR_ACT_NONE, true, SAT);                               \
+        else q1_rows_t(&c, x, y, p0, p1, PR_ACT_NONE, false, SAT);                                 \
+        break;                                                                                     \
     }
+    if (s->sat) {
+        Q1_ACTS(true)
+    } else {
+        Q1_ACTS(false)
+    }
+#undef Q1_ACTS
 }
 #endif
 
