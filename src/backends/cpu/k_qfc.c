@@ -623,7 +623,7 @@ Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, 
     }
     const int64_t left = OC - 16 * v0;
 #define Q1_OUT(p)                                                                                  \
-    q1_store(c, y + (p) * OC + 16 * v0, v0, left, NV, AK, A2, SAT, a##p##0, a##p##1, a##p##2,       \
+    q1_store(c, y + (p) * OC + 16 * v0, v0, left, NV, AK, A2, SAT, a##p##0, a##p##1, a##p##2,     \
              a##p##3)
     Q1_OUT(0);
     if (PT > 1) {
