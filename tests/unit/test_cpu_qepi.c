@@ -208,7 +208,8 @@ static void test_qfc(void) {
 }
 
 /* q1x1 (k_qfc.c): 1x1 stride-1 QConv on NHWC images, IC a multiple of 4
- * up to 256, OC from 16 and from IC, images over 4096 pixels on dnnl.qconv: pixel tiles of 4 and their tails, output vector
+ * up to 256, OC from IC and 16 (or 8: pixel pairs), images over 4096
+ * pixels on dnnl.qconv: pixel tiles of 4 and their tails, output vector
  * blocks of 4 and tails of 1-3 vectors and of channels, int8/uint8 src and
  * out, Relu/Clip/HardSwish and act2 Affine, 1-2 threads; skipped without
  * AVX512-VNNI (the impl declines). */
@@ -225,6 +226,10 @@ static void test_q1x1(void) {
         {"pw 24->60 3x3 (a block of 4 vectors, 60 channels)", 1, 24, 3, 3, 60, 1, 1, 1, 1, 1, 1,
          1, {0, 0, 0, 0}, NULL},
         {"pw 16->32 65x64 (over 4096 pixels: dnnl.qconv)", 1, 16, 65, 64, 32, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+        {"pw 8->8 24x9 (OC 8: pixel pairs)", 1, 8, 24, 9, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+         NULL},
+        {"pw 4->8 3x5 batch 2 (an odd last pixel)", 2, 4, 3, 5, 8, 1, 1, 1, 1, 1, 1, 1,
          {0, 0, 0, 0}, NULL},
     };
     static const pr_dtype YT[2] = {PRECIS_INT8, PRECIS_UINT8};
@@ -275,10 +280,11 @@ static void test_q1x1(void) {
     qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_q1x1, 1, 1, false, "q1x1 zero w_scale");
     qc_free(in, 5);
     qconv_impl = &pr_cpu_impl_dnnl_qconv;
-    /* declined: OC below 16 or IC, IC not a multiple of 4 or over 256, stride 2,
+    /* declined: OC below IC or 16 (but 8), IC not a multiple of 4 or over 256, stride 2,
      * a residual, float out, plain layout, other acts, 1x1 images (qfc's) */
     static const qconv_case no[] = {
-        {"oc 8", 1, 8, 4, 4, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"oc 12", 1, 8, 4, 4, 12, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"oc 8 from 16", 1, 16, 4, 4, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
         {"projection 64->32", 1, 64, 4, 4, 32, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
         {"ic 6", 1, 6, 4, 4, 16, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
         {"ic 260", 1, 260, 4, 4, 272, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},

@@ -395,8 +395,9 @@ const pr_cpu_impl pr_cpu_impl_qfc = {
  * 320x320 487 -> 719 us, 48->96 at 80x80 144 -> 163): there the state's
  * dnnl.qconv primitive runs (the dims are known at run time only); narrow
  * projections lose or tie (EfficientNet 96->24 at 56x56 29 -> 31,
- * CenterFace ->32 at 40x40 20 -> 23.5) and OC 8 loses (cls 8->8 at 24x96
- * 4.0 -> 7.7): declined. */
+ * CenterFace ->32 at 40x40 20 -> 23.5): declined. OC 8 with 16-lane
+ * vectors lost (cls 8->8 at 24x96 4.0 -> 7.7 us); two pixels per vector
+ * (q1_rows8) win: 3.8 -> 2.5, 8->8 at 12x96 1.9 -> 1.4. */
 static bool q1x1_vnni(void) {
 #ifdef PR_CPU_X86
     const char *env = getenv("PRECIS_Q1X1");
@@ -427,8 +428,8 @@ static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
     if (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_AFFINE) return false;
     /* expansions and square convs: OC >= IC (narrow projections, few output
      * vectors against many input steps, measured no faster than oneDNN) */
-    return W->dims[0] >= 16 && W->dims[0] >= W->dims[1] && W->dims[1] % 4 == 0 &&
-           W->dims[1] <= Q1X1_MAX_IC;
+    return (W->dims[0] >= 16 || W->dims[0] == 8) && W->dims[0] >= W->dims[1] &&
+           W->dims[1] % 4 == 0 && W->dims[1] <= Q1X1_MAX_IC;
 }
 
 static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
@@ -469,6 +470,14 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
         }
         s->comp[m] = s8 ? -128 * sum : 0;
     }
+    if (s->OC == 8) /* lanes 8-15: the next pixel (q1_rows8) */
+        for (int64_t j = 8; j < 16; j++) {
+            s->comp[j] = s->comp[j - 8];
+            s->sc[j] = s->sc[j - 8];
+            s->bi[j] = s->bi[j - 8];
+            for (int64_t k = 0; k < s->ICq; k++)
+                memcpy(s->wq + (k * 16 + j) * 4, s->wq + (k * 16 + j - 8) * 4, 4);
+        }
     /* |acc| <= IC * 255 * 128; the acts do not grow |r| beyond it or their
      * bounds (HardSwish: |hswish(r)| <= |r|); then act2 and 1 / y_scale */
     const double amax = (double)s->IC * 255.0 * 128.0;
@@ -634,11 +643,59 @@ Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, 
 #undef Q1_OUT
 }
 
+/* OC 8 (q1x1_prepare replicates weights, sums' start, scales and biases
+ * into lanes 8-15): two pixels per vector, lanes 0-7 pixel p and 8-15 pixel
+ * p + 1, whose 16 outputs are contiguous in NHWC; 8 pixels per step. */
+Q1_INLINE __m512i q1_x4x2(const uint8_t *pa, const uint8_t *pb, int64_t k, uint32_t flip) {
+    uint32_t da, db;
+    memcpy(&da, pa + 4 * k, 4);
+    memcpy(&db, pb + 4 * k, 4);
+    return _mm512_mask_set1_epi32(_mm512_set1_epi32((int)(da ^ flip)), 0xff00,
+                                  (int)(db ^ flip));
+}
+
+Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, int64_t p0,
+                        int64_t p1, int AK, bool A2) {
+    const int64_t IC = c->IC, ICq = c->ICq;
+    const uint32_t flip = c->flip;
+    const __m512i c0 = _mm512_loadu_si512((const void *)c->comp);
+    const __m512i *wv = c->wq;
+    int64_t p = p0;
+    for (; p + 8 <= p1; p += 8) {
+        const uint8_t *xp = x + p * IC;
+        __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0;
+        for (int64_t k = 0; k < ICq; k++) {
+            const __m512i w = _mm512_load_si512((const void *)(wv + k));
+            a0 = q1_dp(a0, q1_x4x2(xp, xp + IC, k, flip), w);
+            a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, flip), w);
+            a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, flip), w);
+            a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, flip), w);
+        }
+        __m128i *yp = (__m128i *)(y + p * 8);
+        _mm_storeu_si128(yp, _mm512_cvtepi32_epi8(q1_ep(c, a0, 0, AK, A2, false)));
+        _mm_storeu_si128(yp + 1, _mm512_cvtepi32_epi8(q1_ep(c, a1, 0, AK, A2, false)));
+        _mm_storeu_si128(yp + 2, _mm512_cvtepi32_epi8(q1_ep(c, a2, 0, AK, A2, false)));
+        _mm_storeu_si128(yp + 3, _mm512_cvtepi32_epi8(q1_ep(c, a3, 0, AK, A2, false)));
+    }
+    for (; p < p1; p += 2) { /* pairs; a last single pixel reads itself twice */
+        const uint8_t *xa = x + p * IC, *xb = p + 1 < p1 ? xa + IC : xa;
+        __m512i a = c0;
+        for (int64_t k = 0; k < ICq; k++)
+            a = q1_dp(a, q1_x4x2(xa, xb, k, flip), _mm512_load_si512((const void *)(wv + k)));
+        _mm_mask_storeu_epi8(y + p * 8, p + 1 < p1 ? (__mmask16)0xffff : (__mmask16)0xff,
+                             _mm512_cvtepi32_epi8(q1_ep(c, a, 0, AK, A2, false)));
+    }
+}
+
 /* Pixels p0..p1 of the image rows, every output vector; the tile shapes
  * as constants. */
 Q1_INLINE void q1_rows_t(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y,
                          int64_t p0, int64_t p1, int AK, bool A2, bool SAT) {
     const int64_t IC = c->IC, OC = c->OC, OCv = (OC + 15) / 16;
+    if (OC == 8) {
+        q1_rows8(c, x, y, p0, p1, AK, A2);
+        return;
+    }
     int64_t p = p0;
     for (; p + 4 <= p1; p += 4) {
         int64_t v = 0;
