@@ -207,7 +207,7 @@ static void test_qfc(void) {
     qc_free(in, 5);
 }
 
-/* q1x1 (k_qfc.c): 1x1 stride-1 QConv on NHWC images, IC a multiple of 4
+/* q1x1 (k_q1x1.c): 1x1 stride-1 QConv on NHWC images, IC a multiple of 4
  * up to 256, OC from IC and 16 (or 8: pixel pairs), images over 4096
  * pixels on dnnl.qconv: pixel tiles of 4 and their tails, output vector
  * blocks of 4 and tails of 1-3 vectors and of channels, int8/uint8 src and

@@ -29,7 +29,7 @@
  *   pr_cpu_impl_qfc  (k_qfc.c) QConv of 1x1 images with a 1x1 kernel (the
  *       squeeze-excitation FCs after a GlobalAveragePool): a matrix-vector
  *       product per image, bias, act, act2, int8/uint8/float32 out, no Z.
- *   pr_cpu_impl_q1x1  (k_qfc.c) 1x1 stride-1 QConv on NHWC images, IC a
+ *   pr_cpu_impl_q1x1  (k_q1x1.c) 1x1 stride-1 QConv on NHWC images, IC a
  *       multiple of 4 up to 256, OC >= max(16, IC), int8/uint8 out, act
  *       none/Relu/Clip/HardSwish, act2 none/Affine, no Z; images over 4096
  *       pixels run a dnnl.qconv primitive kept in its state; needs
