@@ -238,6 +238,35 @@ static void test_qdwconv(void) {
         CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv) == (XT[x] == PRECIS_INT8));
         qc_free(in, 5);
     }
+    /* 17..32 channels, int8 src, fused epilogues, column stride 1: all
+     * linear (qdw_lin_ok); uint8 src, float out, 16 channels or fewer, column
+     * stride 2 stay on oneDNN */
+    static const qconv_case sm[] = {
+        {"dw 32 5x5 stride 2x1", 2, 32, 6, 20, 32, 5, 5, 32, 2, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 24 3x3", 1, 24, 7, 9, 24, 3, 3, 24, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 17 3x3 stride 2x1", 1, 17, 8, 11, 17, 3, 3, 17, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 30 5x5 2 rows", 1, 30, 2, 13, 30, 5, 5, 30, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+    };
+    qconv_impl = &pr_cpu_impl_qdwconv;
+    k = 0;
+    for (size_t i = 0; i < sizeof sm / sizeof sm[0]; i++)
+        for (int y = 0; y < 2; y++, k++)
+            qconv_one(&sm[i], PRECIS_INT8, YT[y], k % 4 != 3, PRECIS_UNDEFINED, true,
+                      (const qact *[]){NULL, &relu6, &hsw}[k % 3], k % 3 == 1 ? &aff : NULL,
+                      1 + k % 2, sm[i].name);
+    qconv_impl = &pr_cpu_impl_dnnl_qconv;
+    for (int v = 0; v < 4; v++) {
+        static const qconv_case s16 = {"dw 16", 1, 16, 5, 5, 16, 3, 3, 16, 1, 1, 1, 1,
+                                       {1, 1, 1, 1}, NULL},
+                                s2 = {"dw 32 stride 2", 1, 32, 8, 8, 32, 3, 3, 32, 2, 2, 1, 1,
+                                      {1, 1, 1, 1}, NULL};
+        const qconv_case *c = v == 2 ? &s16 : v == 3 ? &s2 : &sm[1];
+        pr_dtype xd = v == 0 ? PRECIS_UINT8 : PRECIS_INT8;
+        qconv_node(&q, c, xd, v == 1 ? PRECIS_FLOAT32 : PRECIS_INT8);
+        qconv_inputs(c, xd, true, PRECIS_UNDEFINED, true, in);
+        CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv));
+        qc_free(in, 5);
+    }
     /* declined: plain layout, a residual, a channel multiplier, groups */
     qconv_node(&q, &dws[0], PRECIS_UINT8, PRECIS_UINT8);
     qconv_inputs(&dws[0], PRECIS_UINT8, true, PRECIS_UINT8, false, in);
@@ -1012,6 +1041,33 @@ static void test_qbinary(void) {
     for (int sw = 0; sw < 2; sw++)
         qbinary_one("Sub", PRECIS_UINT8, PRECIS_INT8, PRECIS_INT8, &tpc, tiny, true, sw, NULL, 1,
                     false);
+    /* the SE gate (qv_mul_tile): int8/uint8 x a float per-channel gate ->
+     * int8/uint8, PP-OCR cls's 200 channels x 2x96, both operand orders,
+     * 1-2 threads; then gates of inf, NaN and 1e30 (the checked path) */
+    const int64_t se[4] = {2, 200, 2, 96}, se2[4] = {1, 40, 3, 7};
+    const qb_shape sepc = {"N,C,1,1 gate", 4, {2, 200, 1, 1}, false},
+                   sepc2 = {"N,C,1,1 gate", 4, {1, 40, 1, 1}, false};
+    k = 0;
+    for (int ad = 0; ad < 2; ad++)
+        for (int yd = 0; yd < 2; yd++)
+            for (int sw = 0; sw < 2; sw++, k++) {
+                qbinary_one("Mul", DT[ad], PRECIS_FLOAT32, DT[yd], &sepc, se, true, sw, NULL,
+                            1 + k % 2, false);
+                qbinary_one("Mul", DT[ad], PRECIS_FLOAT32, DT[yd], &sepc2, se2, true, sw, NULL, 1,
+                            false);
+            }
+    for (int v = 0; v < 3; v++) {
+        qnode q;
+        qbinary_node(&q, "Mul", PRECIS_INT8, PRECIS_FLOAT32, PRECIS_INT8, NULL, 0, 0);
+        qc_in in[2] = {q_act("a", 4, se2, PRECIS_INT8, true),
+                       q_act("b", 4, sepc2.dims, PRECIS_FLOAT32, true)};
+        float *gv = in[1].data;
+        gv[5] = v == 0 ? INFINITY : v == 1 ? NAN : 1e30f;
+        gv[6] = -gv[5];
+        qc_run(&q.t, 2, in, 1, true, &pr_cpu_impl_qbinary, 1, 0, true,
+               v == 0 ? "qbinary gate inf" : v == 1 ? "qbinary gate NaN" : "qbinary gate 1e30");
+        qc_free(in, 2);
+    }
     /* mixed layouts (a NHWC, b a plain rank-4 activation): the strided rows */
     {
         qnode q;
@@ -1096,6 +1152,31 @@ static void test_qpool(void) {
                 snprintf(label, sizeof label, "qpool average %s %s -> %s %s", pc[i].name,
                          dn(QT[d]), dn(yt), l ? "nhwc" : "plain");
                 qc_run(&q.t, 1, in, 1, l, &pr_cpu_impl_pool, 1 + k % 2, 1, false, label);
+                qc_free(in, 1);
+            }
+    /* the 16-bit runs of the NHWC sums: every byte at its type's extreme
+     * over 300 pixels (a run of 256, then 44) and over 256 (one full run),
+     * 200 channels (a 64-channel block with an 8-channel tail) */
+    static const int64_t ext[2][4] = {{2, 200, 15, 20}, {1, 200, 16, 16}};
+    for (int i = 0; i < 2; i++)
+        for (int d = 0; d < 2; d++)
+            for (int v = 0; v < 2; v++) {
+                qnode q;
+                qn_init(&q, PR_OP_QPool, "QPool", 1, true);
+                qn_str(&q, "kind", "GlobalAveragePool");
+                qn_float(&q, "x_scale", 0.01f);
+                qn_int(&q, "y_type", QT[d]);
+                qn_float(&q, "y_scale", 0.01f);
+                qc_in in[1] = {q_act("x", 4, ext[i], QT[d], true)};
+                const int64_t ne = qc_numel(&in[0]);
+                uint8_t *xb = in[0].data;
+                for (int64_t j = 0; j < ne; j++) /* uint8 255 / int8 127, or 0 / -128 */
+                    xb[j] = v ? (QT[d] == PRECIS_UINT8 ? 255 : 127) : (QT[d] == PRECIS_UINT8 ? 0 : 0x80);
+                if (v) xb[ne / 2] ^= 1; /* one value off the extreme */
+                char label[128];
+                snprintf(label, sizeof label, "qpool global extremes %lldx%lld %s %s",
+                         (long long)ext[i][2], (long long)ext[i][3], dn(QT[d]), v ? "max" : "min");
+                qc_run(&q.t, 1, in, 1, false, &pr_cpu_impl_pool, 1, 1, false, label);
                 qc_free(in, 1);
             }
     /* a float X is not a QPool */

@@ -207,6 +207,119 @@ static void test_qfc(void) {
     qc_free(in, 5);
 }
 
+/* q1x1 (k_q1x1.c): 1x1 stride-1 QConv on NHWC images, IC a multiple of 4
+ * up to 256, OC from IC and 16 (or 8: pixel pairs), images over 4096
+ * pixels on dnnl.qconv: pixel tiles of 4 and their tails, output vector
+ * blocks of 4 and tails of 1-3 vectors and of channels, int8/uint8 src and
+ * out, Relu/Clip/HardSwish and act2 Affine, 1-2 threads; skipped without
+ * AVX512-VNNI (the impl declines). */
+static void test_q1x1(void) {
+    static const qconv_case cs[] = {
+        {"pw 32->200 2x96", 1, 32, 2, 96, 200, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 16->88 3x7 batch 2", 2, 16, 3, 7, 88, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 8->24 5x5", 1, 8, 5, 5, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 4->16 1x3", 1, 4, 1, 3, 16, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 104->104 2x9", 1, 104, 2, 9, 104, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 256->272 3x3 batch 3", 3, 256, 3, 3, 272, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 12->64 4x6 dilation 2", 1, 12, 4, 6, 64, 1, 1, 1, 1, 1, 2, 2, {0, 0, 0, 0}, NULL},
+        {"pw 20->130 2x5 SAME_UPPER", 1, 20, 2, 5, 130, 1, 1, 1, 1, 1, 1, 1, {0}, "SAME_UPPER"},
+        {"pw 24->60 3x3 (a block of 4 vectors, 60 channels)", 1, 24, 3, 3, 60, 1, 1, 1, 1, 1, 1,
+         1, {0, 0, 0, 0}, NULL},
+        {"pw 16->32 65x64 (over 4096 pixels: dnnl.qconv)", 1, 16, 65, 64, 32, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+        {"pw 8->8 24x9 (OC 8: pixel pairs)", 1, 8, 24, 9, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+         NULL},
+        {"pw 4->8 3x5 batch 2 (an odd last pixel)", 2, 4, 3, 5, 8, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+    };
+    static const pr_dtype YT[2] = {PRECIS_INT8, PRECIS_UINT8};
+    static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};
+    static const qact relu = {"Relu", 0, 0}, relu6 = {"Clip", 0, 6}, hsw = {"HardSwish", 0, 0},
+                      clip = {"Clip", -0.5f, 2.0f}, aff = {"Affine", 1.5f, -0.25f};
+    const qact *A1[5] = {NULL, &relu, &relu6, &hsw, &clip};
+    qnode q;
+    qc_in in[5];
+    qconv_node(&q, &cs[0], PRECIS_INT8, PRECIS_INT8);
+    qconv_inputs(&cs[0], PRECIS_INT8, true, PRECIS_UNDEFINED, true, in);
+    bool ok = qc_supports(&q.t, 4, in, true, &pr_cpu_impl_q1x1);
+    qc_free(in, 5);
+    if (!ok) {
+        printf("q1x1: declined (no AVX512-VNNI on %s): skipped\n", pr_cpu_isa_name());
+        return;
+    }
+    qconv_impl = &pr_cpu_impl_q1x1;
+    int k = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int x = 0; x < 2; x++)
+            for (int y = 0; y < 2; y++, k++)
+                qconv_one(&cs[i], XT[x], YT[y], k % 4 != 3, PRECIS_UNDEFINED, true, A1[k % 5],
+                          k % 3 == 1 ? &aff : NULL, 1 + (i == 0 && k % 2), cs[i].name);
+    /* saturated outputs: a y_scale small enough that q1x1_prepare's bound
+     * keeps the clamp (1e-9: int32 overflow without it) and one where the
+     * packs clamp (YS / 64) */
+    for (int v = 0; v < 8; v++) {
+        const qconv_case *c = v % 2 ? &cs[7] : &cs[0];
+        pr_dtype yd = YT[(v / 2) % 2];
+        qconv_node(&q, c, PRECIS_INT8, yd);
+        if (v / 4) qn_act(&q, "act", "HardSwish", 0, 0);
+        for (int i = 0; i < q.t.node.n_attrs; i++)
+            if (!strcmp(q.attrs[i].name, "y_scale")) q.attrs[i].f = v % 4 < 2 ? 1e-9f : YS / 64;
+        qconv_inputs(c, PRECIS_INT8, true, PRECIS_UNDEFINED, true, in);
+        char label[160];
+        snprintf(label, sizeof label, "q1x1 saturated %s -> %s, y_scale %s%s", c->name, dn(yd),
+                 v % 4 < 2 ? "1e-9" : "YS/64", v / 4 ? ", HardSwish" : "");
+        qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_q1x1, 1, 1, false, label);
+        qc_free(in, 5);
+    }
+    /* zero w_scale channels: real weights 0, the output is act(bias) */
+    qconv_node(&q, &cs[1], PRECIS_INT8, PRECIS_UINT8);
+    qn_act(&q, "act", "HardSwish", 0, 0);
+    qconv_inputs(&cs[1], PRECIS_INT8, true, PRECIS_UNDEFINED, true, in);
+    float *ws = in[2].data;
+    ws[0] = ws[17] = ws[87] = 0.0f;
+    qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_q1x1, 1, 1, false, "q1x1 zero w_scale");
+    qc_free(in, 5);
+    qconv_impl = &pr_cpu_impl_dnnl_qconv;
+    /* declined: OC below IC or 16 (but 8), IC not a multiple of 4 or over 256, stride 2,
+     * a residual, float out, plain layout, other acts, 1x1 images (qfc's) */
+    static const qconv_case no[] = {
+        {"oc 12", 1, 8, 4, 4, 12, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"oc 8 from 16", 1, 16, 4, 4, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"projection 64->32", 1, 64, 4, 4, 32, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"ic 6", 1, 6, 4, 4, 16, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"ic 260", 1, 260, 4, 4, 272, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"stride 2", 1, 16, 4, 4, 16, 1, 1, 1, 2, 2, 1, 1, {0, 0, 0, 0}, NULL},
+        {"1x1 image", 2, 16, 1, 1, 32, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"3x3", 1, 16, 4, 4, 16, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+    };
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        qconv_node(&q, &no[i], PRECIS_UINT8, PRECIS_UINT8);
+        qconv_inputs(&no[i], PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+        CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_q1x1));
+        qc_free(in, 5);
+    }
+    const qconv_case *c = &cs[2];
+    qconv_node(&q, c, PRECIS_UINT8, PRECIS_FLOAT32); /* float out */
+    qconv_inputs(c, PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+    CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_q1x1));
+    qc_free(in, 5);
+    qconv_node(&q, c, PRECIS_UINT8, PRECIS_UINT8); /* plain */
+    qconv_inputs(c, PRECIS_UINT8, true, PRECIS_UNDEFINED, false, in);
+    CHECK(!qc_supports(&q.t, 4, in, false, &pr_cpu_impl_q1x1));
+    qc_free(in, 5);
+    qconv_node(&q, c, PRECIS_UINT8, PRECIS_UINT8); /* Sigmoid */
+    qn_act(&q, "act", "Sigmoid", 0, 0);
+    qconv_inputs(c, PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+    CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_q1x1));
+    qc_free(in, 5);
+    qconv_node(&q, c, PRECIS_UINT8, PRECIS_UINT8); /* a residual */
+    qconv_inputs(c, PRECIS_UINT8, true, PRECIS_UINT8, true, in);
+    CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_q1x1));
+    qn_float(&q, "z_scale", ZS);
+    CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_q1x1));
+    qc_free(in, 5);
+}
+
 int main(int argc, char **argv) {
     const char *cap = getenv("PRECIS_CPU_ISA");
     bool own_only = argc > 1 && !strcmp(argv[1], "--own-kernels");
@@ -214,6 +327,7 @@ int main(int argc, char **argv) {
     if (!own_only) test_qconv_late();
     test_qact_rows();
     test_qfc();
+    test_q1x1();
     printf("[%s] %d passed, %d failed in %.1f s\n", pr_cpu_isa_name(), n_pass, n_fail,
            now_s() - t0);
     if (!own_only) {

@@ -46,6 +46,8 @@ typedef struct qdw_state {
     int64_t C, KH, KW, nqh, nblk;
     pr_act act, act2;
     float inv, lo, hi;
+    bool lin;      /* the last block is linear (see qdw_lin_ok) */
+    int64_t ng;    /* its 16-channel groups (1..2) */
     int8_t *wp;    /* [nblk][KW][nqh][4][64] */
     int32_t *init; /* [nblk][4][16] accumulator start (compensation) */
     int32_t *qcomp; /* [nblk][nqh][4][16] a quad's share of it, negated (int8 src) */
@@ -75,6 +77,31 @@ static bool have_vnni(void) {
 #endif
 }
 
+/* PRECIS_QDW_LIN=0: no linear last block (A/B timing). */
+static bool lin_off(void) {
+    const char *env = getenv("PRECIS_QDW_LIN");
+    return env && !strcmp(env, "0");
+}
+
+/* 17..32 channels with an int8 src: all in the linear block (qdw_lin_ok's
+ * conditions from the node), against oneDNN's jit_int8 (PP-OCR cls's 5x5
+ * 32-channel layer, 1 thread, b1: 5.5 -> 4.1 us). uint8 src stays on
+ * brdgmm_dw (24 and 32 channels: equal; 8: 4.4 vs 5.4 us linear, half of
+ * the vector unused). Column stride 1 only: PP-OCRv4 det's 3x3 stride-2
+ * 32-channel layer at 320x320 ran 161 -> 262 us linear (the build, twice
+ * the columns, is most of a 3x3); rec's 3x3 stride 1 27.5 -> 26.6 us.
+ * PRECIS_QDW_SMALL=0 leaves them to oneDNN. */
+static bool small_ok(const pr_node *n, pr_dtype ydt) {
+    const char *env = getenv("PRECIS_QDW_SMALL");
+    if ((env && !strcmp(env, "0")) || lin_off() || ydt == PRECIS_FLOAT32) return false;
+    pr_act a, a2;
+    if (!pr_act_from_node(n, "act", &a) || !pr_act_from_node(n, "act2", &a2)) return false;
+    return (a.kind == PR_ACT_NONE || a.kind == PR_ACT_RELU || a.kind == PR_ACT_CLIP ||
+            a.kind == PR_ACT_HARD_SWISH) &&
+           (a2.kind == PR_ACT_NONE || a2.kind == PR_ACT_AFFINE) &&
+           pr_cpu_features_get()->avx512_vbmi;
+}
+
 static bool qdw_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4 || !have_vnni()) return false;
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
@@ -91,7 +118,13 @@ static bool qdw_supports(const pr_graph *g, const pr_node *n) {
      * fast (uint8 src: brdgmm_dw, up to ~144 channels at 112x112..56x56 in
      * EfficientNet-Lite0 / CenterFace, stride 2 worst) or faster (int8 src,
      * jit_int8, below ~48 channels in PP-OCRv4 rec); measured per layer. */
-    if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40)) return false;
+    bool small = X->dtype == PRECIS_INT8 && C > 16 && C <= 32 && small_ok(n, ydt);
+    if (small) { /* column stride 1 only: stride 2 builds twice the columns */
+        const int64_t *sv;
+        int ns = pr_attr_ints(n, "strides", &sv);
+        small = ns < 2 || sv[1] == 1;
+    }
+    if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40) && !small) return false;
     if (W->dims[2] < 1 || W->dims[2] > QDW_MAXK || W->dims[3] < 1 || W->dims[3] > QDW_MAXK)
         return false;
     if (!is_init(S, PRECIS_FLOAT32) || S->rank != 1 || S->dims[0] != C) return false;
@@ -117,6 +150,30 @@ static bool qdw_supports(const pr_graph *g, const pr_node *n) {
 }
 
 static bool qdw_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
+
+/* Whether the epilogue fuses (see qdw_ep). */
+static bool qdw_fused(const qdw_state *s) {
+    pr_act_kind a = s->act.kind, a2 = s->act2.kind;
+    return s->ydt != PRECIS_FLOAT32 &&
+           (a == PR_ACT_NONE || a == PR_ACT_RELU || a == PR_ACT_CLIP || a == PR_ACT_HARD_SWISH) &&
+           (a2 == PR_ACT_NONE || a2 == PR_ACT_AFFINE);
+}
+
+/* A last block of 1..32 channels (fused epilogues only) runs "linear": one
+ * vector per 16 channels, lane L = channel 16 g + L of the block, its 4
+ * bytes the quad's kernel rows (built by a vpermb of four 16-byte row
+ * loads), instead of the 4 interleaved vectors whose lanes beyond the
+ * channels are wasted (200 channels: 3 blocks + 8 channels in a 4th). The
+ * packed arrays keep their sizes: group g takes the slots of vector g.
+ * A linear vector costs ~1.4 interleaved ones (its build: 4 loads, 3
+ * inserts and a vpermb per 16 channels against 20 ops per 64), so 3 groups
+ * lose to one block (PP-OCR cls, 1 thread, b1: 40/48 channels 4.45 -> 4.95
+ * us, 104 channels 6.4 -> 6.8) and 1-2 groups win (88 channels 8.7 -> 7.7,
+ * 200 channels 9.35 -> 8.3). */
+static bool qdw_lin_ok(const qdw_state *s) {
+    int64_t tc = s->C % 64;
+    return tc > 0 && tc <= 32 && qdw_fused(s) && pr_cpu_features_get()->avx512_vbmi;
+}
 
 static void qdw_destroy(void *state) {
     qdw_state *s = state;
@@ -149,6 +206,8 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     s->nblk = (s->C + 63) / 64;
     pr_act_from_node(n, "act", &s->act);
     pr_act_from_node(n, "act2", &s->act2);
+    s->lin = qdw_lin_ok(s) && !lin_off();
+    s->ng = s->lin ? (s->C % 64 + 15) / 16 : 0;
     s->inv = s->ydt == PRECIS_FLOAT32 ? 1.0f : 1.0f / pr_attr_float(n, "y_scale", 1.0f);
     s->lo = s->ydt == PRECIS_UINT8 ? 0.0f : -128.0f;
     s->hi = s->ydt == PRECIS_UINT8 ? 255.0f : 127.0f;
@@ -170,6 +229,8 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     for (int64_t c = 0; c < s->C; c++) {
         int64_t cb = c / 64, ci = c % 64, k = ci / 16, r = (ci % 16) / 4, j = ci % 4;
         int64_t lane = k * 4 + j, v = cb * 64 + r * 16 + lane;
+        if (s->lin && cb == s->nblk - 1) /* linear: vector k, lane ci % 16 */
+            r = k, lane = ci % 16, v = cb * 64 + ci;
         bool zero = ws[c] == 0.0f; /* real weights 0: scale 1 keeps the bias exact */
         int32_t sum = 0;
         for (int64_t kw = 0; kw < s->KW; kw++)
@@ -338,12 +399,71 @@ VNNI_INLINE void qdw_conv_g(const qdw_state *s, const qdw_geo *g, const __m512i 
         qdw_conv_t(V, wb, e, g->OW, g->sw, s->KW, s->nqh, g->dw, EK, AK, AFF, q0, q1);
 }
 
-/* Whether the epilogue fuses (see qdw_ep). */
-static bool qdw_fused(const qdw_state *s) {
-    pr_act_kind a = s->act.kind, a2 = s->act2.kind;
-    return s->ydt != PRECIS_FLOAT32 &&
-           (a == PR_ACT_NONE || a == PR_ACT_RELU || a == PR_ACT_CLIP || a == PR_ACT_HARD_SWISH) &&
-           (a2 == PR_ACT_NONE || a2 == PR_ACT_AFFINE);
+/* The linear block's outputs of one row (fused epilogue, e as qdw_conv
+ * fills it, init/sc/bi per group). Two pixels at a time, every group's
+ * accumulator in its own chain (dpbusd's latency); KW, NG constants where
+ * specialised. */
+VNNI_INLINE void qdw_lin_px(const qdw_ep *e, __m512i a, int64_t ow, int64_t j, int AK, bool AFF,
+                            const __mmask16 *gm) {
+    _mm512_mask_cvtepi32_storeu_epi8(e->y + ow * e->C + 16 * j, gm[j],
+                                     qdw_q(a, e->sc[j], e->bi[j], e, AK, AFF));
+}
+
+VNNI_INLINE void qdw_lin_t(const __m512i *V, const __m512i *wb, const qdw_ep *e, int64_t OW,
+                           int64_t sw, int64_t KW, int64_t NQH, int64_t DW, int64_t NG, int AK,
+                           bool AFF, int64_t q0, int64_t q1, const __mmask16 *gm) {
+    const int64_t ps = sw * NQH * NG; /* V vectors per output pixel */
+    int64_t ow = 0;
+    for (; ow + 2 <= OW; ow += 2) {
+        const __m512i *vp = V + ow * ps;
+        __m512i a0 = e->init[0], a1 = e->init[1], b0 = e->init[0], b1 = e->init[1];
+        for (int64_t kw = 0; kw < KW; kw++)
+            for (int64_t qh = q0; qh < q1; qh++) {
+                const __m512i *v = vp + (kw * DW * NQH + qh) * NG, *w = wb + (kw * NQH + qh) * 4;
+                a0 = _mm512_dpbusd_epi32(a0, v[0], w[0]);
+                b0 = _mm512_dpbusd_epi32(b0, v[ps], w[0]);
+                if (NG > 1) {
+                    a1 = _mm512_dpbusd_epi32(a1, v[1], w[1]);
+                    b1 = _mm512_dpbusd_epi32(b1, v[ps + 1], w[1]);
+                }
+            }
+        qdw_lin_px(e, a0, ow, 0, AK, AFF, gm);
+        qdw_lin_px(e, b0, ow + 1, 0, AK, AFF, gm);
+        if (NG > 1) {
+            qdw_lin_px(e, a1, ow, 1, AK, AFF, gm);
+            qdw_lin_px(e, b1, ow + 1, 1, AK, AFF, gm);
+        }
+    }
+    for (; ow < OW; ow++) {
+        const __m512i *vp = V + ow * ps;
+        __m512i a0 = e->init[0], a1 = e->init[1];
+        for (int64_t kw = 0; kw < KW; kw++)
+            for (int64_t qh = q0; qh < q1; qh++) {
+                const __m512i *v = vp + (kw * DW * NQH + qh) * NG, *w = wb + (kw * NQH + qh) * 4;
+                a0 = _mm512_dpbusd_epi32(a0, v[0], w[0]);
+                if (NG > 1) a1 = _mm512_dpbusd_epi32(a1, v[1], w[1]);
+            }
+        qdw_lin_px(e, a0, ow, 0, AK, AFF, gm);
+        if (NG > 1) qdw_lin_px(e, a1, ow, 1, AK, AFF, gm);
+    }
+}
+
+VNNI_INLINE void qdw_lin_g(const qdw_state *s, const qdw_geo *g, const __m512i *V,
+                           const __m512i *wb, const qdw_ep *e, int AK, bool AFF, int64_t q0,
+                           int64_t q1, const __mmask16 *gm) {
+    const int64_t KW = s->KW, NQ = s->nqh, DW = g->dw, NG = s->ng;
+    if (KW == 3 && NQ == 1 && DW == 1 && NG == 1)
+        qdw_lin_t(V, wb, e, g->OW, g->sw, 3, 1, 1, 1, AK, AFF, q0, q1, gm);
+    else if (KW == 3 && NQ == 1 && DW == 1 && NG == 2)
+        qdw_lin_t(V, wb, e, g->OW, g->sw, 3, 1, 1, 2, AK, AFF, q0, q1, gm);
+    else if (KW == 5 && NQ == 2 && DW == 1 && NG == 1)
+        qdw_lin_t(V, wb, e, g->OW, g->sw, 5, 2, 1, 1, AK, AFF, q0, q1, gm);
+    else if (KW == 5 && NQ == 2 && DW == 1 && NG == 2)
+        qdw_lin_t(V, wb, e, g->OW, g->sw, 5, 2, 1, 2, AK, AFF, q0, q1, gm);
+    else if (NG == 1)
+        qdw_lin_t(V, wb, e, g->OW, g->sw, KW, NQ, DW, 1, AK, AFF, q0, q1, gm);
+    else
+        qdw_lin_t(V, wb, e, g->OW, g->sw, KW, NQ, DW, 2, AK, AFF, q0, q1, gm);
 }
 
 /* One row and block: the sums, then (fused) the outputs or F. Returns
@@ -378,6 +498,27 @@ static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i
     e.a2b = _mm512_set1_ps(aff ? s->act2.beta * s->inv : 0.0f);
     e.lo = _mm512_set1_ps(s->lo);
     e.hi = _mm512_set1_ps(s->hi);
+    if (s->lin && cb == s->nblk - 1) {
+        __mmask16 gm[2];
+        for (int64_t j = 0; j < s->ng; j++)
+            gm[j] = nc - 16 * j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nc - 16 * j)) - 1u);
+        switch (s->act.kind) {
+        case PR_ACT_RELU:
+        case PR_ACT_CLIP:
+            if (aff) qdw_lin_g(s, g, V, wb, &e, PR_ACT_CLIP, true, q0, q1, gm);
+            else qdw_lin_g(s, g, V, wb, &e, PR_ACT_CLIP, false, q0, q1, gm);
+            break;
+        case PR_ACT_HARD_SWISH:
+            if (aff) qdw_lin_g(s, g, V, wb, &e, PR_ACT_HARD_SWISH, true, q0, q1, gm);
+            else qdw_lin_g(s, g, V, wb, &e, PR_ACT_HARD_SWISH, false, q0, q1, gm);
+            break;
+        default:
+            if (aff) qdw_lin_g(s, g, V, wb, &e, PR_ACT_NONE, true, q0, q1, gm);
+            else qdw_lin_g(s, g, V, wb, &e, PR_ACT_NONE, false, q0, q1, gm);
+            break;
+        }
+        return true;
+    }
     switch (s->act.kind) {
     case PR_ACT_RELU:
     case PR_ACT_CLIP:
@@ -394,6 +535,52 @@ static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i
         break;
     }
     return true;
+}
+
+/* The linear block (qdw_lin_ok): V[(p * nqh + qh) * ng + g] for the live
+ * quads; lane L of group g = the 4 kernel rows' bytes of channel 16 g + L. */
+static PR_VNNI __attribute__((target("avx512vbmi"))) void
+qdw_build_lin(const qdw_state *s, const qdw_geo *g, const uint8_t *x, int64_t oh, int64_t cb,
+              int64_t nc, __m512i *V, int64_t q0, int64_t q1) {
+    static const uint8_t zb[64] __attribute__((aligned(64)));
+    const __m128i flip = _mm_set1_epi8(s->xdt == PRECIS_INT8 ? (char)0x80 : 0);
+    const __m512i idx = _mm512_set_epi32(
+        0x3f2f1f0f, 0x3e2e1e0e, 0x3d2d1d0d, 0x3c2c1c0c, 0x3b2b1b0b, 0x3a2a1a0a, 0x39291909,
+        0x38281808, 0x37271707, 0x36261606, 0x35251505, 0x34241404, 0x33231303, 0x32221202,
+        0x31211101, 0x30201000); /* byte 4 L + t <- row t's byte L */
+    const int64_t C = s->C, nqh = s->nqh, ng = s->ng;
+    const uint8_t *rows[QDW_MAXK + 4];
+    int64_t step[QDW_MAXK + 4];
+    for (int64_t kh = 0; kh < nqh * 4; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        bool ok = kh < s->KH && ih >= 0 && ih < g->IH;
+        rows[kh] = ok ? x + ih * g->IW * C + cb * 64 : zb;
+        step[kh] = ok ? C : 0;
+    }
+    __mmask16 gm[2];
+    for (int64_t j = 0; j < ng; j++)
+        gm[j] = nc - 16 * j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nc - 16 * j)) - 1u);
+    for (int64_t qh = q0; qh < q1; qh++) {
+        const uint8_t *const *r = rows + qh * 4;
+        const int64_t *st = step + qh * 4;
+        for (int64_t p = 0; p < g->ncol; p++) {
+            int64_t iw = p - g->pl;
+            bool in = iw >= 0 && iw < g->IW;
+            const uint8_t *p0 = in ? r[0] + iw * st[0] : zb, *p1 = in ? r[1] + iw * st[1] : zb;
+            const uint8_t *p2 = in ? r[2] + iw * st[2] : zb, *p3 = in ? r[3] + iw * st[3] : zb;
+            __m512i *o = V + (p * nqh + qh) * ng;
+            for (int64_t j = 0; j < ng; j++) {
+                const __mmask16 m = gm[j];
+                const int64_t o16 = 16 * j;
+                __m512i t = _mm512_castsi128_si512(
+                    _mm_xor_si128(_mm_maskz_loadu_epi8(m, p0 + o16), flip));
+                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p1 + o16), flip), 1);
+                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p2 + o16), flip), 2);
+                t = _mm512_inserti32x4(t, _mm_xor_si128(_mm_maskz_loadu_epi8(m, p3 + o16), flip), 3);
+                _mm512_store_si512(o + j, _mm512_permutexvar_epi8(idx, t));
+            }
+        }
+    }
 }
 
 /* One activation over n vectors, the kind's loop chosen once. */
@@ -478,7 +665,10 @@ static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x,
             if (kh / 4 + 1 > q1) q1 = kh / 4 + 1;
         }
         if (q1 <= q0) q0 = q1 = 0;
-        qdw_build(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, cm, V, q0, q1);
+        if (s->lin && cb == s->nblk - 1)
+            qdw_build_lin(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, nc, V, q0, q1);
+        else
+            qdw_build(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, cm, V, q0, q1);
         uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * ysz;
         if (!qdw_conv(s, g, V, cb, F, yrow, q0, q1)) {
             qdw_act(&s->act, F, g->OW * 4);

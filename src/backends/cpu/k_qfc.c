@@ -20,25 +20,19 @@
  * of 1x1 pixel is the same bytes in plain and NHWC layouts. Weights are
  * kept as floats, [IC][OCp] with OCp OC rounded up to 64 (zeros), so that
  * four vectors of outputs accumulate in registers; AVX-512 when allowed,
- * portable C otherwise. */
+ * portable C otherwise. q1x1 (k_q1x1.c), the same conv on larger NHWC
+ * images, shares the state and the checks (k_qfc.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/k_qfc.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vec.h"
 
 #define QFC_MAX_IC 512 /* 512 * 255 * 128 < 2^24 */
 
-typedef struct qfc_state {
-    pr_dtype xdt, ydt;
-    int64_t IC, OC, OCp;
-    pr_act act, act2; /* scaled by 1 / y_scale when folded */
-    bool folded;
-    float inv, lo, hi;
-    float *wt;       /* [IC][OCp] */
-    float *sc, *bi;  /* [OCp]: output scales (see the top), B / (x_scale * w_scale) */
-} qfc_state;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
 
@@ -46,7 +40,7 @@ static bool is_init(const pr_tensor *t, pr_dtype dt) {
     return t && (t->flags & PR_T_INIT) && t->data && t->dtype == dt;
 }
 
-static pr_dtype y_dtype(const pr_node *n) {
+pr_dtype pr_qfc_y_dtype(const pr_node *n) {
     int64_t yt = pr_attr_int(n, "y_type", PRECIS_FLOAT32);
     return yt == PRECIS_INT8 || yt == PRECIS_UINT8 || yt == PRECIS_FLOAT32 ? (pr_dtype)yt
                                                                            : PRECIS_UNDEFINED;
@@ -83,16 +77,15 @@ static bool act_layout(const pr_tensor *t) {
     return t->layout == PR_LAYOUT_PLAIN || t->layout == PR_LAYOUT_NHWC;
 }
 
-static bool qfc_supports(const pr_graph *g, const pr_node *n) {
-    const char *env = getenv("PRECIS_QFC"); /* 0: leave them to dnnl.qconv (A/B timing) */
-    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4 || (env && env[0] == '0'))
-        return false;
+/* (k_qfc.h) The checks qfc and q1x1 share: a 1x1 QConv, group 1, no residual, no
+ * pads, finite scales and bias, IC up to QFC_MAX_IC. */
+bool pr_qfc_common(const pr_graph *g, const pr_node *n) {
+    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4) return false;
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
                     *B = pr_node_tin(g, n, 3), *Y = pr_node_tout(g, n, 0);
     if (!X || !W || !S || !Y || !q8(X->dtype) || X->rank != 4 || !act_layout(X) || !act_layout(Y))
         return false;
-    if (X->dims[2] != 1 || X->dims[3] != 1) return false; /* known 1x1 images only */
-    pr_dtype ydt = y_dtype(n);
+    pr_dtype ydt = pr_qfc_y_dtype(n);
     if (ydt == PRECIS_UNDEFINED || (Y->dtype != PRECIS_UNDEFINED && Y->dtype != ydt)) return false;
     if (!is_init(W, PRECIS_INT8) || W->rank != 4 || W->dims[2] != 1 || W->dims[3] != 1)
         return false;
@@ -112,8 +105,6 @@ static bool qfc_supports(const pr_graph *g, const pr_node *n) {
     }
     pr_act a;
     if (!pr_act_from_node(n, "act", &a) || !pr_act_from_node(n, "act2", &a)) return false;
-    /* a 1x1 kernel on a 1x1 image gives one pixel for any stride, dilation
-     * and auto_pad; explicit pads would add zero pixels */
     const int64_t *v;
     int nv = pr_attr_ints(n, "kernel_shape", &v);
     if (nv >= 0 && (nv != 2 || v[0] != 1 || v[1] != 1)) return false;
@@ -123,30 +114,39 @@ static bool qfc_supports(const pr_graph *g, const pr_node *n) {
     return true;
 }
 
+static bool qfc_supports(const pr_graph *g, const pr_node *n) {
+    const char *env = getenv("PRECIS_QFC"); /* 0: leave them to dnnl.qconv (A/B timing) */
+    if ((env && env[0] == '0') || !pr_qfc_common(g, n)) return false;
+    /* known 1x1 images only: a 1x1 kernel on them gives one pixel for any
+     * stride, dilation and auto_pad (explicit pads: qfc_common declines) */
+    const pr_tensor *X = pr_node_tin(g, n, 0);
+    return X->dims[2] == 1 && X->dims[3] == 1;
+}
+
 static bool qfc_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
 
-static void qfc_destroy(void *state) {
+void pr_qfc_destroy(void *state) {
     qfc_state *s = state;
     if (!s) return;
     free(s->wt);
     free(s->sc);
     free(s->bi);
+    free(s->wq);
+    free(s->comp);
+    if (s->big) pr_cpu_impl_dnnl_qconv.destroy(s->big);
     free(s);
 }
 
-static precis_status qfc_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
-                                 void **state, pr_err *e) {
-    (void)cfg;
+/* (k_qfc.h) The state both impls use (the q1x1 weights come after). */
+precis_status pr_qfc_state_new(const pr_graph *g, const pr_node *n, qfc_state **state,
+                               pr_err *e) {
     *state = NULL;
-    if (!qfc_supports(g, n))
-        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by qfc", n->name,
-                       n->op_type);
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
                     *B = pr_node_tin(g, n, 3);
     qfc_state *s = calloc(1, sizeof *s);
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     s->xdt = X->dtype;
-    s->ydt = y_dtype(n);
+    s->ydt = pr_qfc_y_dtype(n);
     s->OC = W->dims[0];
     s->IC = W->dims[1];
     s->OCp = (s->OC + 63) / 64 * 64;
@@ -164,7 +164,7 @@ static precis_status qfc_prepare(const pr_graph *g, const pr_node *n, const pr_c
     s->sc = aligned_alloc(64, nv);
     s->bi = aligned_alloc(64, nv);
     if (!s->wt || !s->sc || !s->bi) {
-        qfc_destroy(s);
+        pr_qfc_destroy(s);
         return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
     memset(s->wt, 0, nw);
@@ -182,6 +182,16 @@ static precis_status qfc_prepare(const pr_graph *g, const pr_node *n, const pr_c
     }
     *state = s;
     return PRECIS_OK;
+}
+
+static precis_status qfc_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
+                                 void **state, pr_err *e) {
+    (void)cfg;
+    *state = NULL;
+    if (!qfc_supports(g, n))
+        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by qfc", n->name,
+                       n->op_type);
+    return pr_qfc_state_new(g, n, (qfc_state **)state, e);
 }
 
 PR_INLINE float qfc_x(const void *x, int64_t i, pr_dtype dt) {
@@ -343,5 +353,5 @@ const pr_cpu_impl pr_cpu_impl_qfc = {
     .prepare = qfc_prepare,
     .run = qfc_run,
     .describe = qfc_describe,
-    .destroy = qfc_destroy,
+    .destroy = pr_qfc_destroy,
 };

@@ -29,6 +29,11 @@
  *   pr_cpu_impl_qfc  (k_qfc.c) QConv of 1x1 images with a 1x1 kernel (the
  *       squeeze-excitation FCs after a GlobalAveragePool): a matrix-vector
  *       product per image, bias, act, act2, int8/uint8/float32 out, no Z.
+ *   pr_cpu_impl_q1x1  (k_q1x1.c) 1x1 stride-1 QConv on NHWC images, IC a
+ *       multiple of 4 up to 256, OC >= max(16, IC), int8/uint8 out, act
+ *       none/Relu/Clip/HardSwish, act2 none/Affine, no Z; images over 4096
+ *       pixels run a dnnl.qconv primitive kept in its state; needs
+ *       AVX512-VNNI (declined otherwise).
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
@@ -45,6 +50,7 @@ extern const pr_cpu_impl pr_cpu_impl_dequantize;
 extern const pr_cpu_impl pr_cpu_impl_qbinary;
 extern const pr_cpu_impl pr_cpu_impl_qdwconv;
 extern const pr_cpu_impl pr_cpu_impl_qfc;
+extern const pr_cpu_impl pr_cpu_impl_q1x1;
 
 /* The broadcasting driver of the binary kernels (k_binary.c), shared with
  * QBinary. A row function computes o[i] = f(a[i sa], b[i sb]) for i < n (a,

@@ -1,6 +1,6 @@
 /* Our own vectorized CPU kernels for normalization, Softmax, attention,
- * pooling and Resize (k_softmax.c, k_attention.c, k_norm.c, k_pool.c,
- * k_resize.c). float32, bfloat16 and float16 activations; arithmetic in
+ * pooling and Resize (k_softmax.c, k_attention.c, k_norm.c, k_pool.c with
+ * k_qpool.c, k_resize.c). float32, bfloat16 and float16 activations; arithmetic in
  * float32 (statistics partly in double). Each impl has an AVX-512 version
  * (f, bw, vl, dq + f16c, fma) and a portable scalar fallback, picked in
  * prepare() from pr_cpu_features_get().
@@ -10,14 +10,14 @@
  *   pr_cpu_impl_instnorm   InstanceNormalization, plain or NHWC
  *   pr_cpu_impl_pool       MaxPool, AveragePool (2-D), GlobalAveragePool,
  *                          GlobalMaxPool; plain or NHWC; int8 MaxPool and
- *                          QPool (INT8 average pools)
+ *                          QPool (INT8 average pools; k_qpool.c)
  *   pr_cpu_impl_resize     Resize / Upsample over H, W of a rank-4 tensor:
  *                          nearest, linear, cubic (no antialias, no
  *                          tf_crop_and_resize); plain or NHWC
  *   pr_cpu_impl_attention  Attention (k_attention.c), plain tensors
  *
- * The section under PR_KN_INTERNAL holds helpers shared by those four files
- * and k_attention.c only (dtype loads/stores, exp); nothing else should
+ * The section under PR_KN_INTERNAL holds helpers shared by those files
+ * only (dtype loads/stores, exp); nothing else should
  * define it. */
 #ifndef PR_BACKENDS_CPU_KERNELS_NORM_H
 #define PR_BACKENDS_CPU_KERNELS_NORM_H

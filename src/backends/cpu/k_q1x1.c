@@ -1,0 +1,452 @@
+/* pr_cpu_impl_q1x1 (kernels.h): the INT8 1x1 convolution on NHWC images;
+ * its state and checks are qfc's (k_qfc.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/k_qfc.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/vec.h"
+
+#define Q1X1_MAX_IC 256 /* where q1x1 takes a conv (measured, see q1x1_supports) */
+#define Q1X1_MAX_PIX 4096 /* larger images run on dnnl.qconv (measured, see below) */
+
+static bool q1x1_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
+
+/* The same 1x1 QConv as qfc on NHWC images of more pixels,
+ * stride 1, int8/uint8 out, act none/Relu/Clip/HardSwish, act2 none/Affine:
+ * the pointwise convs of the mobile nets with few input channels, where
+ * oneDNN's brgconv_1x1 spends most of its time outside the products (PP-OCR
+ * cls's 32->200 + HardSwish over 2x96 pixels: 8.2 us for 1.2 M MACs).
+ * vpdpbusd sums 4 input channels per lane: per 4 pixels x 4 vectors of 16
+ * output channels, each step over 4 input channels loads 4 weight vectors,
+ * broadcasts 4 pixels' 4 bytes and issues 16 vpdpbusd; an int8 src is
+ * biased by 128 with -128 * sum(w) in the start (qdwconv's way). The int32
+ * sums are exact, so the epilogue is qfc's ((acc + B / s) * s, 1 / y_scale
+ * folded for positively homogeneous acts, HardSwish as pv_act): outputs
+ * equal qfc's for the same sums. Needs AVX512-VNNI. PRECIS_Q1X1=0 leaves
+ * these convs to dnnl.qconv (A/B timing).
+ * Where it is taken (per-layer minimum over 3 interleaved rounds, 1 thread,
+ * batch 1, against dnnl.qconv): expansions and square convs (OC >= IC,
+ * OC >= 16) on images up to 4096 pixels win: cls 16->88 5.2 -> 3.9 us,
+ * 32->200 7.8 -> 6.5, rec 240->240 at 12x80 151 -> 142, det 192->192 at
+ * 40x40 168 -> 156, EfficientNet-Lite0 80->480 at 14x14 25 -> 23,
+ * CenterFace 32->192 at 40x40 42 -> 37; larger images lose (det 16->32 at
+ * 320x320 487 -> 719 us, 48->96 at 80x80 144 -> 163): there the state's
+ * dnnl.qconv primitive runs (the dims are known at run time only); narrow
+ * projections lose or tie (EfficientNet 96->24 at 56x56 29 -> 31,
+ * CenterFace ->32 at 40x40 20 -> 23.5): declined. OC 8 with 16-lane
+ * vectors lost (cls 8->8 at 24x96 4.0 -> 7.7 us); two pixels per vector
+ * (q1_rows8) win: 3.8 -> 2.5, 8->8 at 12x96 1.9 -> 1.4. */
+static bool q1x1_vnni(void) {
+#ifdef PR_CPU_X86
+    const char *env = getenv("PRECIS_Q1X1");
+    if (env && !strcmp(env, "0")) return false;
+    return pr_cpu_use_avx512() && pr_cpu_features_get()->avx512_vnni;
+#else
+    return false;
+#endif
+}
+
+static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
+    if (!q1x1_vnni() || !pr_qfc_common(g, n)) return false;
+    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1);
+    const pr_tensor *Y = pr_node_tout(g, n, 0);
+    if (X->layout != PR_LAYOUT_NHWC || Y->layout != PR_LAYOUT_NHWC) return false;
+    if (X->dims[2] == 1 && X->dims[3] == 1) return false; /* qfc's */
+    if (pr_qfc_y_dtype(n) == PRECIS_FLOAT32) return false;
+    const int64_t *v;
+    int nv = pr_attr_ints(n, "strides", &v);
+    for (int i = 0; i < nv; i++)
+        if (v[i] != 1) return false;
+    pr_act a, a2;
+    pr_act_from_node(n, "act", &a);
+    pr_act_from_node(n, "act2", &a2);
+    if (a.kind != PR_ACT_NONE && a.kind != PR_ACT_RELU && a.kind != PR_ACT_CLIP &&
+        a.kind != PR_ACT_HARD_SWISH)
+        return false;
+    if (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_AFFINE) return false;
+    /* expansions and square convs: OC >= IC (narrow projections, few output
+     * vectors against many input steps, measured no faster than oneDNN) */
+    return (W->dims[0] >= 16 || W->dims[0] == 8) && W->dims[0] >= W->dims[1] &&
+           W->dims[1] % 4 == 0 && W->dims[1] <= Q1X1_MAX_IC;
+}
+
+static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
+                                  void **state, pr_err *e) {
+    *state = NULL;
+    if (!q1x1_supports(g, n))
+        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by q1x1",
+                       n->name, n->op_type);
+    qfc_state *s;
+    precis_status st = pr_qfc_state_new(g, n, &s, e);
+    if (st) return st;
+    const int8_t *w = pr_node_tin(g, n, 1)->data;
+    const float *ws = pr_node_tin(g, n, 2)->data;
+    const int64_t OCv = (s->OC + 15) / 16;
+    s->ICq = (s->IC + 3) / 4;
+    size_t nw = (size_t)(OCv * s->ICq * 64);
+    s->wq = aligned_alloc(64, nw);
+    s->comp = calloc((size_t)s->OCp, sizeof(int32_t));
+    if (!s->wq || !s->comp) {
+        pr_qfc_destroy(s);
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    }
+    memset(s->wq, 0, nw);
+    /* large images go to oneDNN (see Q1X1_MAX_PIX); without it (or if it
+     * declines) q1x1 runs them too */
+    if (pr_cpu_impl_dnnl_qconv.supports(g, n)) {
+        pr_err e2 = {0};
+        if (pr_cpu_impl_dnnl_qconv.prepare(g, n, cfg, &s->big, &e2)) s->big = NULL;
+    }
+    const bool s8 = s->xdt == PRECIS_INT8;
+    for (int64_t m = 0; m < s->OC; m++) {
+        if (ws[m] == 0.0f) continue; /* real weights 0 (qfc_state_new: scale 1) */
+        int32_t sum = 0;
+        for (int64_t c = 0; c < s->IC; c++) {
+            int8_t q = w[m * s->IC + c];
+            s->wq[((m / 16 * s->ICq + c / 4) * 16 + m % 16) * 4 + c % 4] = q;
+            sum += q;
+        }
+        s->comp[m] = s8 ? -128 * sum : 0;
+    }
+    if (s->OC == 8) /* lanes 8-15: the next pixel (q1_rows8) */
+        for (int64_t j = 8; j < 16; j++) {
+            s->comp[j] = s->comp[j - 8];
+            s->sc[j] = s->sc[j - 8];
+            s->bi[j] = s->bi[j - 8];
+            for (int64_t k = 0; k < s->ICq; k++)
+                memcpy(s->wq + (k * 16 + j) * 4, s->wq + (k * 16 + j - 8) * 4, 4);
+        }
+    /* |acc| <= IC * 255 * 128; the acts do not grow |r| beyond it or their
+     * bounds (HardSwish: |hswish(r)| <= |r|); then act2 and 1 / y_scale */
+    const double amax = (double)s->IC * 255.0 * 128.0;
+    const double a2 = s->act2.kind == PR_ACT_AFFINE ? fabs((double)s->act2.alpha) : 1.0;
+    const double b2 = s->act2.kind == PR_ACT_AFFINE ? fabs((double)s->act2.beta) : 0.0;
+    const double lim = (double)(1 << 30);
+    s->sat = true;
+    for (int64_t m = 0; m < s->OC && s->sat; m++) {
+        double r = (amax + fabs((double)s->bi[m])) * fabs((double)s->sc[m]);
+        if (s->act.kind == PR_ACT_CLIP)
+            r = fmax(r, fmax(fabs((double)s->act.alpha), fabs((double)s->act.beta)));
+        r = a2 * r + b2;
+        if (!s->folded) r *= fabs((double)s->inv);
+        s->sat = r < lim;
+    }
+    *state = s;
+    return PRECIS_OK;
+}
+
+#ifdef PR_CPU_X86
+#define Q1_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
+#define Q1_INLINE static inline __attribute__((always_inline)) Q1_VNNI
+
+/* a + dot(b u8, w s8) per lane: vpdpbusd in a one-instruction asm, whose
+ * plain in-out operand GCC 12 allocates without the copies (and stack
+ * stores) it makes around the intrinsic's in a loop of 16 sums. */
+Q1_INLINE __m512i q1_dp(__m512i a, __m512i b, __m512i w) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(a) : "v"(b), "v"(w));
+    return a;
+}
+
+/* The 4 bytes of input channels 4k.. of a pixel as a dword (IC is a
+ * multiple of 4; an int8 src biased by 128). */
+Q1_INLINE __m512i q1_x4(const uint8_t *px, int64_t k, uint32_t flip) {
+    uint32_t d;
+    memcpy(&d, px + 4 * k, 4);
+    return _mm512_set1_epi32((int)(d ^ flip));
+}
+
+/* The epilogue's constants, made once per call (locals, so that the
+ * byte stores cannot alias them and force reloads). */
+typedef struct q1_c {
+    const float *sc, *bi;
+    const int32_t *comp;
+    const __m512i *wq;
+    int64_t IC, OC, ICq;
+    uint32_t flip;
+    bool u8;
+    __m512 aa, ab, a2a, a2b, inv, lo, hi;
+} q1_c;
+
+/* The epilogue of 16 sums of output channels from m: int32 in the byte
+ * range, or (SAT: the state's bound keeps every value within +-2^30) int32
+ * that the saturating packs / conversions below clamp to the same bytes.
+ * qfc_out's operations (pv_act's for the act; min/max where it
+ * compares and blends: the same for the finite values here, the sums and
+ * the scales being finite), no NaN lanes to clear. Folded (1 / y_scale in
+ * the scales) unless HardSwish (q1x1_supports' acts). */
+Q1_INLINE __m512i q1_ep(const q1_c *c, __m512i acc, int64_t m, int AK, bool A2, bool SAT) {
+    __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(c->bi + m)),
+                             _mm512_load_ps(c->sc + m));
+    if (AK == PR_ACT_RELU) r = _mm512_max_ps(_mm512_setzero_ps(), r);
+    if (AK == PR_ACT_CLIP) r = _mm512_min_ps(_mm512_max_ps(r, c->aa), c->ab);
+    if (AK == PR_ACT_HARD_SWISH) {
+        __m512 v = _mm512_add_ps(_mm512_mul_ps(r, PV_C(1.0f / 6.0f)), PV_C(0.5f));
+        v = _mm512_max_ps(_mm512_min_ps(v, PV_C(1.0f)), _mm512_setzero_ps());
+        r = _mm512_mul_ps(r, v);
+    }
+    if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
+    if (AK == PR_ACT_HARD_SWISH) r = _mm512_mul_ps(r, c->inv);
+    if (!SAT) r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
+    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* 16 outputs (fewer when left < 16) of channels from m. */
+Q1_INLINE void q1_store16(const q1_c *c, uint8_t *yp, int64_t m, int64_t left, int AK, bool A2,
+                          bool SAT, __m512i a) {
+    /* clamped here: a saturating vpmovusdb / vpmovsdb (and a max for uint8)
+     * measured no faster than the float clamp on the 1-3 vector tails */
+    (void)SAT;
+    const __m128i b = _mm512_cvtepi32_epi8(q1_ep(c, a, m, AK, A2, false));
+    if (left >= 16)
+        _mm_storeu_si128((__m128i *)yp, b);
+    else
+        _mm_mask_storeu_epi8(yp, (__mmask16)((1u << left) - 1u), b);
+}
+
+/* The outputs of one pixel (row yp) from its NV sums (channels from 16 v0;
+ * left: the channels from there). */
+Q1_INLINE void q1_store(const q1_c *c, uint8_t *yp, int64_t v0, int64_t left, int NV, int AK,
+                        bool A2, bool SAT, __m512i a0, __m512i a1, __m512i a2, __m512i a3) {
+    const int64_t m = 16 * v0;
+    if (NV == 4) {
+        const __m512i p01 =
+            _mm512_packs_epi32(q1_ep(c, a0, m, AK, A2, SAT), q1_ep(c, a1, m + 16, AK, A2, SAT));
+        const __m512i p23 = _mm512_packs_epi32(q1_ep(c, a2, m + 32, AK, A2, SAT),
+                                               q1_ep(c, a3, m + 48, AK, A2, SAT));
+        const __m512i b = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+            c->u8 ? _mm512_packus_epi16(p01, p23) : _mm512_packs_epi16(p01, p23));
+        if (left >= 64)
+            _mm512_storeu_si512((void *)yp, b);
+        else
+            _mm512_mask_storeu_epi8(yp, ((__mmask64)1 << left) - 1, b);
+        return;
+    }
+    q1_store16(c, yp, m, left, AK, A2, SAT, a0);
+    if (NV > 1) q1_store16(c, yp + 16, m + 16, left - 16, AK, A2, SAT, a1);
+    if (NV > 2) q1_store16(c, yp + 32, m + 32, left - 32, AK, A2, SAT, a2);
+}
+
+/* PT (4 or 1) pixels from x (rows of IC bytes) x NV (1..4) output vectors
+ * from 16 v0 into y (rows of OC bytes). The sums are named variables (GCC
+ * spills arrays of them to the stack). */
+Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, int PT, int NV,
+                       int AK, bool A2, bool SAT) {
+    const int64_t IC = c->IC, OC = c->OC, ICq = c->ICq;
+    const uint32_t flip = c->flip;
+    const __m512i z = _mm512_setzero_si512();
+    const int32_t *cp = c->comp + 16 * v0;
+    const __m512i c0 = _mm512_loadu_si512((const void *)cp);
+    const __m512i c1 = NV > 1 ? _mm512_loadu_si512((const void *)(cp + 16)) : z;
+    const __m512i c2 = NV > 2 ? _mm512_loadu_si512((const void *)(cp + 32)) : z;
+    const __m512i c3 = NV > 3 ? _mm512_loadu_si512((const void *)(cp + 48)) : z;
+#define Q1_ACC(p) __m512i a##p##0 = c0, a##p##1 = c1, a##p##2 = c2, a##p##3 = c3
+    Q1_ACC(0);
+    Q1_ACC(1);
+    Q1_ACC(2);
+    Q1_ACC(3);
+#undef Q1_ACC
+    const __m512i *wv = c->wq + v0 * ICq;
+    for (int64_t k = 0; k < ICq; k++) {
+        const __m512i w0 = _mm512_load_si512((const void *)(wv + k));
+        const __m512i w1 = NV > 1 ? _mm512_load_si512((const void *)(wv + ICq + k)) : z;
+        const __m512i w2 = NV > 2 ? _mm512_load_si512((const void *)(wv + 2 * ICq + k)) : z;
+        const __m512i w3 = NV > 3 ? _mm512_load_si512((const void *)(wv + 3 * ICq + k)) : z;
+#define Q1_DOT(p)                                                                                  \
+    do {                                                                                           \
+        const __m512i b = q1_x4(x + (p) * IC, k, flip);                                            \
+        a##p##0 = q1_dp(a##p##0, b, w0);                                               \
+        if (NV > 1) a##p##1 = q1_dp(a##p##1, b, w1);                                  \
+        if (NV > 2) a##p##2 = q1_dp(a##p##2, b, w2);                                  \
+        if (NV > 3) a##p##3 = q1_dp(a##p##3, b, w3);                                  \
+    } while (0)
+        Q1_DOT(0);
+        if (PT > 1) {
+            Q1_DOT(1);
+            Q1_DOT(2);
+            Q1_DOT(3);
+        }
+#undef Q1_DOT
+    }
+    const int64_t left = OC - 16 * v0;
+#define Q1_OUT(p)                                                                                  \
+    q1_store(c, y + (p) * OC + 16 * v0, v0, left, NV, AK, A2, SAT, a##p##0, a##p##1, a##p##2,     \
+             a##p##3)
+    Q1_OUT(0);
+    if (PT > 1) {
+        Q1_OUT(1);
+        Q1_OUT(2);
+        Q1_OUT(3);
+    }
+#undef Q1_OUT
+}
+
+/* OC 8 (q1x1_prepare replicates weights, sums' start, scales and biases
+ * into lanes 8-15): two pixels per vector, lanes 0-7 pixel p and 8-15 pixel
+ * p + 1, whose 16 outputs are contiguous in NHWC; 8 pixels per step. */
+Q1_INLINE __m512i q1_x4x2(const uint8_t *pa, const uint8_t *pb, int64_t k, uint32_t flip) {
+    uint32_t da, db;
+    memcpy(&da, pa + 4 * k, 4);
+    memcpy(&db, pb + 4 * k, 4);
+    return _mm512_mask_set1_epi32(_mm512_set1_epi32((int)(da ^ flip)), 0xff00,
+                                  (int)(db ^ flip));
+}
+
+Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, int64_t p0,
+                        int64_t p1, int AK, bool A2) {
+    const int64_t IC = c->IC, ICq = c->ICq;
+    const uint32_t flip = c->flip;
+    const __m512i c0 = _mm512_loadu_si512((const void *)c->comp);
+    const __m512i *wv = c->wq;
+    int64_t p = p0;
+    for (; p + 8 <= p1; p += 8) {
+        const uint8_t *xp = x + p * IC;
+        __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0;
+        for (int64_t k = 0; k < ICq; k++) {
+            const __m512i w = _mm512_load_si512((const void *)(wv + k));
+            a0 = q1_dp(a0, q1_x4x2(xp, xp + IC, k, flip), w);
+            a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, flip), w);
+            a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, flip), w);
+            a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, flip), w);
+        }
+        __m128i *yp = (__m128i *)(y + p * 8);
+        _mm_storeu_si128(yp, _mm512_cvtepi32_epi8(q1_ep(c, a0, 0, AK, A2, false)));
+        _mm_storeu_si128(yp + 1, _mm512_cvtepi32_epi8(q1_ep(c, a1, 0, AK, A2, false)));
+        _mm_storeu_si128(yp + 2, _mm512_cvtepi32_epi8(q1_ep(c, a2, 0, AK, A2, false)));
+        _mm_storeu_si128(yp + 3, _mm512_cvtepi32_epi8(q1_ep(c, a3, 0, AK, A2, false)));
+    }
+    for (; p < p1; p += 2) { /* pairs; a last single pixel reads itself twice */
+        const uint8_t *xa = x + p * IC, *xb = p + 1 < p1 ? xa + IC : xa;
+        __m512i a = c0;
+        for (int64_t k = 0; k < ICq; k++)
+            a = q1_dp(a, q1_x4x2(xa, xb, k, flip), _mm512_load_si512((const void *)(wv + k)));
+        _mm_mask_storeu_epi8(y + p * 8, p + 1 < p1 ? (__mmask16)0xffff : (__mmask16)0xff,
+                             _mm512_cvtepi32_epi8(q1_ep(c, a, 0, AK, A2, false)));
+    }
+}
+
+/* Pixels p0..p1 of the image rows, every output vector; the tile shapes
+ * as constants. */
+Q1_INLINE void q1_rows_t(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y,
+                         int64_t p0, int64_t p1, int AK, bool A2, bool SAT) {
+    const int64_t IC = c->IC, OC = c->OC, OCv = (OC + 15) / 16;
+    if (OC == 8) {
+        q1_rows8(c, x, y, p0, p1, AK, A2);
+        return;
+    }
+    int64_t p = p0;
+    for (; p + 4 <= p1; p += 4) {
+        int64_t v = 0;
+        for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 4, 4, AK, A2, SAT);
+        switch (OCv - v) {
+        case 3: q1_tile(c, x + p * IC, y + p * OC, v, 4, 3, AK, A2, SAT); break;
+        case 2: q1_tile(c, x + p * IC, y + p * OC, v, 4, 2, AK, A2, SAT); break;
+        case 1: q1_tile(c, x + p * IC, y + p * OC, v, 4, 1, AK, A2, SAT); break;
+        default: break;
+        }
+    }
+    for (; p < p1; p++) {
+        int64_t v = 0;
+        for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 1, 4, AK, A2, SAT);
+        for (; v < OCv; v++) q1_tile(c, x + p * IC, y + p * OC, v, 1, 1, AK, A2, SAT);
+    }
+}
+
+/* One function per (act, act2, clamp-free) variant: q1_rows_t inlined into
+ * one function 16 times made a frame that overflowed the stack in the
+ * -O0 sanitizer build. restrict: the byte stores do not alias the constants
+ * (without it they were reloaded after every store: cls 8->24 3.6 -> 4.6 us;
+ * passed by value instead, 32->200 ran 6.0 -> 8.0 us). */
+typedef void (*q1_rows_fn)(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t p0, int64_t p1);
+#define Q1_VAR(NAME, AK, A2, SAT)                                                                  \
+    static Q1_VNNI __attribute__((noinline)) void NAME(                                         \
+        const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, int64_t p0, int64_t p1) {  \
+        q1_rows_t(c, x, y, p0, p1, AK, A2, SAT);                                                   \
+    }
+#define Q1_VARS(SAT, S)                                                                            \
+    Q1_VAR(q1_none_##S, PR_ACT_NONE, false, SAT)                                                   \
+    Q1_VAR(q1_none_a2_##S, PR_ACT_NONE, true, SAT)                                                 \
+    Q1_VAR(q1_relu_##S, PR_ACT_RELU, false, SAT)                                                   \
+    Q1_VAR(q1_relu_a2_##S, PR_ACT_RELU, true, SAT)                                                 \
+    Q1_VAR(q1_clip_##S, PR_ACT_CLIP, false, SAT)                                                   \
+    Q1_VAR(q1_clip_a2_##S, PR_ACT_CLIP, true, SAT)                                                 \
+    Q1_VAR(q1_hsw_##S, PR_ACT_HARD_SWISH, false, SAT)                                              \
+    Q1_VAR(q1_hsw_a2_##S, PR_ACT_HARD_SWISH, true, SAT)
+Q1_VARS(false, c)
+Q1_VARS(true, s)
+#undef Q1_VARS
+#undef Q1_VAR
+
+/* [clamp-free][act: none, Relu, Clip, HardSwish][act2 Affine] */
+static const q1_rows_fn q1_fns[2][4][2] = {
+    {{q1_none_c, q1_none_a2_c}, {q1_relu_c, q1_relu_a2_c}, {q1_clip_c, q1_clip_a2_c},
+     {q1_hsw_c, q1_hsw_a2_c}},
+    {{q1_none_s, q1_none_a2_s}, {q1_relu_s, q1_relu_a2_s}, {q1_clip_s, q1_clip_a2_s},
+     {q1_hsw_s, q1_hsw_a2_s}},
+};
+
+static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, int64_t p0,
+                            int64_t p1) {
+    const q1_c c = {s->sc, s->bi, s->comp, (const __m512i *)s->wq, s->IC, s->OC, s->ICq,
+                    s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
+                    PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
+                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi)};
+    const int ak = s->act.kind == PR_ACT_RELU ? 1
+                   : s->act.kind == PR_ACT_CLIP ? 2
+                   : s->act.kind == PR_ACT_HARD_SWISH ? 3
+                                                       : 0;
+    q1_fns[s->sat][ak][s->act2.kind == PR_ACT_AFFINE](&c, x, y, p0, p1);
+}
+#endif
+
+static precis_status q1x1_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
+    const qfc_state *s = state;
+    const pr_buf *X = k->in[0];
+    pr_buf *Y = k->out[0];
+    if (X->dtype != s->xdt || Y->dtype != s->ydt)
+        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "prepared for %s -> %s, got %s -> %s",
+                          pr_dtype_name(s->xdt), pr_dtype_name(s->ydt), pr_dtype_name(X->dtype),
+                          pr_dtype_name(Y->dtype));
+    if (X->rank != 4 || X->dims[1] != s->IC)
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "input must be [N, %lld, H, W]", (long long)s->IC);
+    if (Y->rank != 4 || Y->dims[0] != X->dims[0] || Y->dims[1] != s->OC ||
+        Y->dims[2] != X->dims[2] || Y->dims[3] != X->dims[3])
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "output must be [%lld, %lld, %lld, %lld]",
+                          (long long)X->dims[0], (long long)s->OC, (long long)X->dims[2],
+                          (long long)X->dims[3]);
+    if (s->big && X->dims[2] * X->dims[3] > Q1X1_MAX_PIX)
+        return pr_cpu_impl_dnnl_qconv.run(s->big, k, xc);
+#ifdef PR_CPU_X86
+    const int64_t P = X->dims[0] * X->dims[2] * X->dims[3];
+    int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
+    if (P * s->OC < PR_CPU_PAR_MIN) nt = 1;
+    const int64_t chunk = 48, tasks = (P + chunk - 1) / chunk;
+    if (tasks < nt) nt = (int)tasks;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t t = 0; t < tasks; t++) {
+        const int64_t p0 = t * chunk, p1 = P - p0 < chunk ? P : p0 + chunk;
+        q1_rows(s, X->data, Y->data, p0, p1);
+    }
+    return PRECIS_OK;
+#else
+    return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "q1x1 needs x86 AVX512-VNNI");
+#endif
+}
+
+static const char *q1x1_describe(void *state) {
+    const qfc_state *s = state;
+    return s && s->big ? "q1x1.avx512_vnni (dnnl.qconv over 4096 px)" : "q1x1.avx512_vnni";
+}
+
+const pr_cpu_impl pr_cpu_impl_q1x1 = {
+    .name = "q1x1",
+    .supports = q1x1_supports,
+    .nhwc_ok = q1x1_nhwc_ok,
+    .prepare = q1x1_prepare,
+    .run = q1x1_run,
+    .describe = q1x1_describe,
+    .destroy = pr_qfc_destroy,
+};

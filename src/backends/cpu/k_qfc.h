@@ -1,0 +1,36 @@
+/* Private to the INT8 1x1 convolution impls: qfc (k_qfc.c, 1x1 images) and
+ * q1x1 (k_q1x1.c, NHWC images): their shared state and checks. */
+#ifndef PR_BACKENDS_CPU_K_QFC_H
+#define PR_BACKENDS_CPU_K_QFC_H
+
+#include "backends/cpu/cpu.h"
+#include "ir/act.h"
+
+typedef struct qfc_state {
+    pr_dtype xdt, ydt;
+    int64_t IC, OC, OCp;
+    pr_act act, act2; /* scaled by 1 / y_scale when folded */
+    bool folded;
+    float inv, lo, hi;
+    float *wt;       /* [IC][OCp] */
+    float *sc, *bi;  /* [OCp]: output scales (see the top), B / (x_scale * w_scale) */
+    /* q1x1 only: int8 weights for vpdpbusd, [OCp / 16][ICq][16 lanes][4],
+     * ICq = IC / 4 rounded up (zeros); the int8-src compensation [OCp] */
+    int8_t *wq;
+    int32_t *comp;
+    int64_t ICq;
+    void *big; /* dnnl.qconv's state for images over Q1X1_MAX_PIX pixels */
+    bool sat;  /* every q1x1 output before the clamp is within +-2^30 (q1x1_prepare) */
+} qfc_state;
+
+/* The y_type attribute: float32, int8 or uint8, else PRECIS_UNDEFINED. */
+pr_dtype pr_qfc_y_dtype(const pr_node *n);
+/* A 1x1 QConv, group 1, no residual, no pads, finite scales and bias, IC up
+ * to 512, supported acts (either impl's supports() adds its own). */
+bool pr_qfc_common(const pr_graph *g, const pr_node *n);
+/* The scales, biases, float weights and acts of n (pr_qfc_common holds). */
+precis_status pr_qfc_state_new(const pr_graph *g, const pr_node *n, qfc_state **state,
+                               pr_err *e);
+void pr_qfc_destroy(void *state);
+
+#endif
