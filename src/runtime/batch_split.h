@@ -31,6 +31,11 @@
 
 #include "runtime/engine.h"
 
+/* The default (timed) mode's trial: the first PR_SPLIT_TRIAL_RUNS runs of an
+ * input signature alternate whole and split (context.c); a caller timing a
+ * context warms it up that many runs so its timings see the choice. */
+#define PR_SPLIT_TRIAL_RUNS 6
+
 typedef struct pr_split_info {
     int64_t n;              /* the batch */
     int n_outputs;          /* graph outputs, with their dims at batch n */

@@ -5,6 +5,7 @@
  * planned offset (a tensor whose size still differs falls back to the heap). */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,9 +61,11 @@ struct precis_context {
     int64_t *split_sig;
     int split_sig_len, split_state; /* 1 splittable, -1 not, 0 unknown */
     pr_split_info split;
-    /* auto mode: the first runs of a signature time the batch whole (runs
-     * 1-2, the second timed) and split (runs 3-4, the fourth timed); the
-     * faster way is kept */
+    /* auto mode: the first six runs of a signature alternate whole and
+     * split (runs 1-2 warm up: planning, the workers' first runs), runs 3-6
+     * are timed, and the faster way by the minimum of its two timings is
+     * kept (one timing each picked either way from process to process on a
+     * loaded machine: PP-OCR cls int8 b8, NOTES.md session 10) */
     int split_trial, split_pick; /* pick: 1 split, -1 whole, 0 undecided */
     bool time_whole;
     double split_ms[2]; /* whole, split */
@@ -408,6 +411,7 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
         pr_split_info_free(&c->split);
         c->split_state = pr_batch_split_check(e, in, &c->split) ? 1 : -1;
         c->split_trial = c->split_pick = 0;
+        c->split_ms[0] = c->split_ms[1] = INFINITY;
         if (c->split_state > 0 && c->split.n < T) {
             c->split_state = -1;
             snprintf(c->split.why, sizeof c->split.why, "batch %lld is below the %d threads",
@@ -425,14 +429,14 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
                          "whole was faster when the plan was timed");
         }
     }
-    bool timed = false;
+    int trial = -1; /* the split run of the trial this is (1, 3, 5) */
     if (mode == 2 && !c->split_pick) {
         int r = c->split_trial++;
-        if (r < 2) {
-            c->time_whole = r == 1;
+        if (r % 2 == 0) {
+            c->time_whole = r > 0;
             return -1;
         }
-        timed = r == 3;
+        trial = r;
     }
     if (mode == 2 && c->split_pick < 0) return -1;
     double t0 = now();
@@ -483,13 +487,13 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
         c->prof_runs++;
     }
     c->split_used = T;
-    if (timed) {
-        c->split_ms[1] = 1e3 * (now() - t0);
+    if (trial > 1) c->split_ms[1] = fmin(c->split_ms[1], 1e3 * (now() - t0));
+    if (trial == PR_SPLIT_TRIAL_RUNS - 1) {
         c->split_pick = c->split_ms[1] < c->split_ms[0] ? 1 : -1;
         if (split_key(c, T, tk, sizeof tk)) pr_tactics_put(e->tactics, tk, c->split_pick > 0);
         if (c->split_pick < 0)
             snprintf(c->split.why, sizeof c->split.why,
-                     "whole was faster here (%.3f ms vs %.3f ms split, timed on the first runs)",
+                     "whole was faster here (%.3f ms vs %.3f ms split, min of 2 each, timed on the first runs)",
                      c->split_ms[0], c->split_ms[1]);
     }
     return PRECIS_OK;
@@ -680,7 +684,7 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
     if (planning) make_plan(c);
     if (planning && c->planned && c->shapes_static > 0) c->tcache_ok = true;
     if (c->time_whole) { /* batch split's timed choice */
-        c->split_ms[0] = 1e3 * (now() - c->run_t0);
+        c->split_ms[0] = fmin(c->split_ms[0], 1e3 * (now() - c->run_t0));
         c->time_whole = false;
     }
     return PRECIS_OK;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/batch_split.h"
 #include "sens/protect_impl.h"
 #include "sens/sens_run.h"
 
@@ -55,7 +56,8 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The median of `runs` timed runs of context c on the first eval batch (one warm-up run). */
+/* The median of `runs` timed runs of context c on the first eval batch (after
+ * warm_up: the batch-split trial's runs). */
 static precis_status time_ctx(prot_run *r, precis_context *c, double *ms_out, double *samples,
                               int k) {
     precis_tensor **set, *out[PR_SENS_MAX_IO] = {0};
@@ -71,11 +73,17 @@ static precis_status time_ctx(prot_run *r, precis_context *c, double *ms_out, do
     return PRECIS_OK;
 }
 
+static precis_status warm_up(prot_run *r, precis_context *c) {
+    precis_status st = PRECIS_OK;
+    for (int w = 0; !st && w < PR_SPLIT_TRIAL_RUNS; w++) st = time_ctx(r, c, NULL, NULL, 0);
+    return st;
+}
+
 static precis_status median_ms(prot_run *r, precis_engine *e, double *ms) {
     precis_context *c = NULL;
     double *v = calloc((size_t)r->runs, sizeof *v);
     precis_status st = v ? precis_context_create(r->ctx, e, &c) : PRECIS_ERR_OOM;
-    if (!st) st = time_ctx(r, c, NULL, NULL, 0);
+    if (!st) st = warm_up(r, c);
     for (int i = 0; !st && i < r->runs; i++) st = time_ctx(r, c, NULL, v, i);
     if (!st) {
         qsort(v, (size_t)r->runs, sizeof *v, cmp_d);
@@ -485,7 +493,7 @@ static precis_status final_latency(prot_run *r) {
             st = precis_context_create(r->ctx, e[k], &c[k]);
         if (!st && !(v[k] = calloc((size_t)r->runs, sizeof *v[k])))
             st = pr_errf(&r->ctx->err, PRECIS_ERR_OOM, "out of memory");
-        if (!st) st = time_ctx(r, c[k], NULL, NULL, 0); /* warm-up */
+        if (!st) st = warm_up(r, c[k]);
     }
     for (int i = 0; i < r->runs && !st; i++)
         for (int k = 0; k < K && !st; k++)

@@ -74,14 +74,14 @@ static void check_model(const char *path, const char *input, int rank, const int
     precis_build_options o = {.precision = precision, .backend = "cpu", .num_threads = 2};
     /* the save/load check below compares runs bit for bit: the timed choices
      * (Winograd or direct for conv2, 16->16 3x3; the batch-split trial of runs
-     * 1-4) are made before the save and travel in the plan (runtime/tactics.h) */
+     * 1-6) are made before the save and travel in the plan (runtime/tactics.h) */
     precis_status st = precis_build(ctx, path, &o, &e);
     CHECK(st == PRECIS_OK);
     if (st) fprintf(stderr, "%s %s: %s\n", path, precision, precis_last_error(ctx));
     if (!e) goto done;
     CHECK(precis_context_create(ctx, e, &c) == PRECIS_OK);
     int nout = precis_engine_num_outputs(e);
-    for (int rep = 0; rep < 5; rep++) { /* planning run, arena runs, the split trial */
+    for (int rep = 0; rep < 7; rep++) { /* planning run, arena runs, the split trial */
         for (int k = 0; k < nout; k++) precis_tensor_destroy(got[k]), got[k] = NULL;
         st = precis_context_run(ctx, c, 1, names, in, got);
         CHECK(st == PRECIS_OK);
@@ -281,7 +281,7 @@ done:
     precis_ctx_destroy(ctx);
 }
 
-/* The default (timed) mode: runs 1-2 whole, 3-4 split, then the faster. */
+/* The default (timed) mode: runs 1-6 alternate whole and split (3-6 timed), then the faster. */
 static void test_split_auto(void) {
     precis_ctx *ctx = precis_ctx_create();
     precis_engine *e = NULL;
@@ -294,17 +294,17 @@ static void test_split_auto(void) {
     unsetenv("PRECIS_BATCH_SPLIT");
     CHECK(precis_build(ctx, "data/small_cnn.onnx", &o, &e) == PRECIS_OK);
     if (e) CHECK(precis_context_create(ctx, e, &c) == PRECIS_OK);
-    int workers[6] = {0};
-    for (int r = 0; c && r < 6; r++) {
+    int workers[8] = {0};
+    for (int r = 0; c && r < 8; r++) {
         CHECK(precis_context_run(ctx, c, 1, names, in, out) == PRECIS_OK);
         workers[r] = precis_context_split_workers(c);
         for (int k = 0; k < 2; k++) precis_tensor_destroy(out[k]), out[k] = NULL;
     }
-    CHECK(workers[0] == 0 && workers[1] == 0 && workers[2] == 2 && workers[3] == 2);
-    CHECK(workers[4] == workers[5] && (workers[4] == 2 || workers[4] == 0));
-    if (c && workers[5] == 0) CHECK(strstr(precis_context_split_note(c), "faster") != NULL);
+    for (int r = 0; r < 6; r++) CHECK(workers[r] == (r % 2 ? 2 : 0));
+    CHECK(workers[6] == workers[7] && (workers[6] == 2 || workers[6] == 0));
+    if (c && workers[7] == 0) CHECK(strstr(precis_context_split_note(c), "faster") != NULL);
     printf("batch split, timed choice on small_cnn b4: %s\n",
-           workers[5] ? "split" : precis_context_split_note(c));
+           workers[7] ? "split" : precis_context_split_note(c));
     precis_tensor_destroy(x);
     precis_context_destroy(c);
     precis_engine_destroy(e);
