@@ -539,7 +539,8 @@ static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i
 
 /* The linear block (qdw_lin_ok): V[(p * nqh + qh) * ng + g] for the live
  * quads; lane L of group g = the 4 kernel rows' bytes of channel 16 g + L. */
-static PR_VNNI __attribute__((target("avx512vbmi"))) void
+/* one target list (clang honors only one target attribute of a function) */
+static __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,f16c,fma"))) void
 qdw_build_lin(const qdw_state *s, const qdw_geo *g, const uint8_t *x, int64_t oh, int64_t cb,
               int64_t nc, __m512i *V, int64_t q0, int64_t q1) {
     static const uint8_t zb[64] __attribute__((aligned(64)));
