@@ -41,9 +41,7 @@ static bool q1x1_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
  * (q1_rows8) win: 3.8 -> 2.5, 8->8 at 12x96 1.9 -> 1.4. */
 static bool q1x1_vnni(void) {
 #ifdef PR_CPU_X86
-    const char *env = getenv("PRECIS_Q1X1");
-    if (env && !strcmp(env, "0")) return false;
-    return pr_cpu_use_avx512() && pr_cpu_features_get()->avx512_vnni;
+    return pr_cpu_use_vnni("PRECIS_Q1X1");
 #else
     return false;
 #endif

@@ -69,9 +69,7 @@ static pr_dtype y_dtype(const pr_node *n) {
 /* PRECIS_QDWCONV=0 leaves depthwise QConv to dnnl.qconv (A/B timing). */
 static bool have_vnni(void) {
 #ifdef PR_CPU_X86
-    const char *env = getenv("PRECIS_QDWCONV");
-    if (env && !strcmp(env, "0")) return false;
-    return pr_cpu_use_avx512() && pr_cpu_features_get()->avx512_vnni;
+    return pr_cpu_use_vnni("PRECIS_QDWCONV");
 #else
     return false;
 #endif

@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
@@ -97,6 +98,14 @@ PR_INLINE float ps_q8_load(const void *p, int64_t i, bool u8) {
 static inline bool pr_cpu_use_avx512(void) {
     const pr_cpu_features *f = pr_cpu_features_get();
     return f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->f16c && f->fma;
+}
+
+/* Whether an own AVX-512 VNNI int8 kernel may run: the features present and
+ * its A/B switch (environment variable off_env) not "0". */
+static inline bool pr_cpu_use_vnni(const char *off_env) {
+    const char *env = getenv(off_env);
+    if (env && !strcmp(env, "0")) return false;
+    return pr_cpu_use_avx512() && pr_cpu_features_get()->avx512_vnni;
 }
 
 /* Mask of the first n (< 16) lanes. */
