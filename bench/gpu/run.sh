@@ -2,7 +2,7 @@
 # The CUDA backend on a GPU machine in one go: build (or use a carried build),
 # the CUDA tests against ref, and precis vs PyTorch side by side.
 #
-#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [metrics] [ncu] [-- BENCH.PY OPTIONS]  (default: tests
+#   bench/gpu/run.sh [tests] [ops] [bench] [zoo] [metrics] [ncu] [spread] [-- BENCH.PY OPTIONS]  (default: tests
 #   bench; ops: test_cuda_ops and cli.fp8 only)
 #
 # Environment:
@@ -24,6 +24,9 @@
 #   NCU_SPECS     ncu phase: "MODEL=BATCH:PRECISION ..." (bert/minilm of bench.py, exported
 #                 into /tmp/precis-gpu-work when missing): per-kernel times of one steady-state
 #                 run under Nsight Compute (bench/gpu/ncu_steps.py) into OUT/ncu_*.txt/json
+#   SPREAD_SPECS  spread phase: "MODEL=BATCH:PRECISION ..." (default "bert=1:fp16 minilm=1:fp16"),
+#                 SPREAD_RUNS processes each (default 5), with and without a shared timing
+#                 cache: is a latency's spread the timed choices or the machine
 #   OUT           where results go (default: out/gpu); gpu_bench.json there is
 #                 what bench/results/gpu_*.json are copies of
 # cuDNN and cuBLASLt come from the CUDA toolkit or PyTorch's environment
@@ -148,7 +151,12 @@ for ph in "${phases[@]}"; do
       head -n 1 "$OUT/ncu_${m}_b${b}_${p}.txt"; sed -n '/^by kernel/,$p' "$OUT/ncu_${m}_b${b}_${p}.txt" | head -n 14
     done
     ;;
-  *) echo "unknown phase '$ph' (tests, ops, bench, zoo, metrics, ncu)"; exit 2 ;;
+  spread)
+    echo "== process-to-process spread of the GPU latency (bench/gpu/spread.py)"
+    PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/spread.py" --precis "$PRECIS" --out "$OUT" \
+      --runs "${SPREAD_RUNS:-5}" ${SPREAD_SPECS:-bert=1:fp16 minilm=1:fp16} || rc=1
+    ;;
+  *) echo "unknown phase '$ph' (tests, ops, bench, zoo, metrics, ncu, spread)"; exit 2 ;;
   esac
 done
 exit $rc
