@@ -9,7 +9,9 @@ variants interleaved:
   timed   the default: every process times its own algorithm choices (cuBLASLt
           candidates, the flash-attention form) while it prepares;
   cached  the choices read from one timing cache made by a first process
-          (--timing-cache), so every process runs the same kernels.
+          (--timing-cache), so every process runs the same kernels;
+  nograph the cached choices, without the CUDA graph (PRECIS_CUDA_GRAPHS=0): what the
+          graph saves or costs, in the same processes' conditions.
 If `timed` spreads and `cached` does not, the spread is the choices; if both spread
 alike, it is the machine (clocks, the process's placement). Writes DIR/spread.json
 and prints one line per variant: min / median / max of the processes' p50s.
@@ -66,10 +68,11 @@ def main():
         if rc:
             print(f"{spec}: the timing-cache run failed: {e.strip()[-400:]}")
             continue
-        got = {"timed": [], "cached": []}
+        got = {"timed": [], "cached": [], "nograph": []}
         for _ in range(a.runs):
             for var in got:
-                rc, o, e = run(base + (["--timing-cache", tc] if var == "cached" else []))
+                rc, o, e = run(base + (["--timing-cache", tc] if var != "timed" else []),
+                               env={"PRECIS_CUDA_GRAPHS": "0"} if var == "nograph" else None)
                 if rc:
                     print(f"{spec} {var}: {e.strip()[-300:]}")
                     continue
