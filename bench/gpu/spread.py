@@ -17,6 +17,7 @@ alike, it is the machine (clocks, the process's placement). Writes DIR/spread.js
 and prints one line per variant: min / median / max of the processes' p50s.
 """
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -31,6 +32,38 @@ def run(cmd, env=None):
     p = subprocess.run(cmd, capture_output=True, text=True,
                        env={**os.environ, **(env or {})})
     return p.returncode, p.stdout, p.stderr
+
+
+def read_choices(path):
+    """KEY -> value of a timing cache file (its first line is the header)."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f.read().splitlines()[1:]:
+                k, _, v = line.rpartition("\t")
+                if k:
+                    out[k] = v
+    except OSError:
+        pass
+    return out
+
+
+def short(v):
+    return hashlib.md5(v.encode()).hexdigest()[:6] if v else "-"
+
+
+def report_choices(spec, own, shared, results):
+    """The choices that differ between processes, next to each process's p50."""
+    keys = sorted({k for _, c in own for k in c} | set(shared))
+    diff = [k for k in keys if len({c.get(k) for _, c in own} | {shared.get(k)}) > 1]
+    print(f"{spec}: {len(diff)} of {len(keys)} timed choices differ between processes"
+          f" (p50s of the timed processes: {' '.join(f'{p:.3f}' for p, _ in own)})")
+    for k in diff:
+        vals = " ".join(f"{p:.3f}:{short(c.get(k))}" for p, c in own)
+        print(f"  {k[:70]:70s} shared {short(shared.get(k))} | {vals}")
+    results.setdefault("choices", {})[spec] = {
+        "differing": {k: {"shared": shared.get(k), "processes": [[p, c.get(k)] for p, c in own]}
+                      for k in diff}, "n_keys": len(keys)}
 
 
 def main():
@@ -69,14 +102,21 @@ def main():
             print(f"{spec}: the timing-cache run failed: {e.strip()[-400:]}")
             continue
         got = {"timed": [], "cached": [], "nograph": []}
-        for _ in range(a.runs):
+        own = []  # the timed processes' own choices: a fresh timing cache each
+        for i in range(a.runs):
             for var in got:
-                rc, o, e = run(base + (["--timing-cache", tc] if var != "timed" else []),
+                mine = os.path.join(a.work, f"spread-{model}-b{batch}-{prec}-p{i}.tcache")
+                if var == "timed" and os.path.exists(mine):
+                    os.remove(mine)
+                rc, o, e = run(base + ["--timing-cache", mine if var == "timed" else tc],
                                env={"PRECIS_CUDA_GRAPHS": "0"} if var == "nograph" else None)
                 if rc:
                     print(f"{spec} {var}: {e.strip()[-300:]}")
                     continue
                 got[var].append(json.loads(o)["device_ms_p50"])
+                if var == "timed":
+                    own.append((got[var][-1], read_choices(mine)))
+        report_choices(spec, own, read_choices(tc), results)
         for var, v in got.items():
             if not v:
                 continue
