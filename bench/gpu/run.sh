@@ -153,8 +153,13 @@ for ph in "${phases[@]}"; do
     ;;
   spread)
     echo "== process-to-process spread of the GPU latency (bench/gpu/spread.py)"
+    # the GPU's clocks and power every 20 ms beside the processes' start / end times
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate,clocks_throttle_reasons.active \
+      --format=csv,noheader -lms 20 > "$OUT/spread_clocks.csv" 2>/dev/null &
+    smi=$!
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/spread.py" --precis "$PRECIS" --out "$OUT" \
       --runs "${SPREAD_RUNS:-5}" ${SPREAD_SPECS:-bert=1:fp16 minilm=1:fp16} || rc=1
+    kill $smi 2>/dev/null
     ;;
   *) echo "unknown phase '$ph' (tests, ops, bench, zoo, metrics, ncu, spread)"; exit 2 ;;
   esac

@@ -11,7 +11,9 @@ variants interleaved:
   cached  the choices read from one timing cache made by a first process
           (--timing-cache), so every process runs the same kernels;
   nograph the cached choices, without the CUDA graph (PRECIS_CUDA_GRAPHS=0): what the
-          graph saves or costs, in the same processes' conditions.
+          graph saves or costs, in the same processes' conditions;
+  warm    the cached choices after --long-warmup runs (seconds of work) instead of 20:
+          a GPU that idled while the process loaded needs time to clock up.
 If `timed` spreads and `cached` does not, the spread is the choices; if both spread
 alike, it is the machine (clocks, the process's placement). Writes DIR/spread.json
 and prints one line per variant: min / median / max of the processes' p50s.
@@ -73,6 +75,7 @@ def main():
     ap.add_argument("--work", default="/tmp/precis-gpu-work")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=300)
+    ap.add_argument("--long-warmup", type=int, default=3000)
     ap.add_argument("specs", nargs="+")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -101,19 +104,26 @@ def main():
         if rc:
             print(f"{spec}: the timing-cache run failed: {e.strip()[-400:]}")
             continue
-        got = {"timed": [], "cached": [], "nograph": []}
+        got = {"timed": [], "cached": [], "nograph": [], "warm": []}
         own = []  # the timed processes' own choices: a fresh timing cache each
         for i in range(a.runs):
             for var in got:
                 mine = os.path.join(a.work, f"spread-{model}-b{batch}-{prec}-p{i}.tcache")
                 if var == "timed" and os.path.exists(mine):
                     os.remove(mine)
-                rc, o, e = run(base + ["--timing-cache", mine if var == "timed" else tc],
+                cmd = base + ["--timing-cache", mine if var == "timed" else tc]
+                if var == "warm":
+                    cmd[cmd.index("--warmup") + 1] = str(a.long_warmup)
+                t0 = time.time()
+                rc, o, e = run(cmd,
                                env={"PRECIS_CUDA_GRAPHS": "0"} if var == "nograph" else None)
                 if rc:
                     print(f"{spec} {var}: {e.strip()[-300:]}")
                     continue
                 got[var].append(json.loads(o)["device_ms_p50"])
+                results.setdefault("processes", []).append(
+                    {"spec": spec, "variant": var, "start": t0, "end": time.time(),
+                     "p50_ms": got[var][-1]})
                 if var == "timed":
                     own.append((got[var][-1], read_choices(mine)))
         report_choices(spec, own, read_choices(tc), results)
