@@ -13,8 +13,9 @@
  * output held as q - 128 on the device, PRECIS_CUDA_U8_BIAS=all, the
  * harness flipping its device copies): the im2col padding and the implicit
  * GEMM's become -128, cuBLASLt reads x and writes y as stored (no flipped
- * copy, no flip pass) and takes a biased residual (+128 * beta in its bias).
- * Exits 77 (ctest skip) without a GPU. */
+ * copy, no flip pass) and takes a biased residual (+128 * beta in its bias);
+ * the depthwise conv writes a biased y, MaxPool takes the int8 max of
+ * biased bytes. Exits 77 (ctest skip) without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 
@@ -223,8 +224,10 @@ static void test_gemm_u8(bool b) {
 
 /* Depthwise QConv on uint8 x: both layouts, each vector width, padded
  * borders (3x3 and 5x5, stride 2), ReLU6 -> uint8, a uint8 residual. */
-static void test_dw_u8(void) {
-    printf("uint8 x: depthwise\n");
+static void test_dw_u8(bool b) {
+    biased = b;
+    if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1); /* y only: depthwise reads x plainly */
+    printf("uint8 x: depthwise%s\n", b ? ", uint8 y in biased storage" : "");
     static unsigned char xb[8 * 32 * 143], wq[32 * 25], zq[8 * 32 * 143];
     static const bool Y1[1] = {true};
     static const int qch[4] = {32, 24, 12, 5};
@@ -253,8 +256,10 @@ static void test_dw_u8(void) {
                      lay ? "nhwc" : "nchw", C, k, k, st, v == 1 ? "+u8 residual" : "",
                      v == 2 ? "int8" : "u8");
             cu_run_lay(&t, v == 1 ? 5 : 4, a, 1, lay ? Y1 : NULL, PRECIS_FLOAT32,
-                       &pr_cuda_impl_qdwconv, Q_TOL, label);
+                       &pr_cuda_impl_qdwconv, Q_TOL, io(v == 2 ? 0 : B_Y, label));
         }
+    cu_bias_io = 0;
+    if (b) unsetenv("PRECIS_CUDA_U8_BIAS");
 }
 
 /* The other kernels of an int8 plan on uint8: max pooling (vector NHWC and
@@ -275,8 +280,17 @@ static void test_elem_u8(void) {
     n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
     cc_input pl[1] = {bi[0]}; /* NCHW */
     pl[0].nhwc = false;
-    cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT, "u8 maxpool 3x3 s2 pad1 nhwc");
-    cu_run_tol(&t, 1, pl, 1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT, "u8 maxpool 3x3 s2 pad1 nchw");
+    for (int pass = 0; pass < 2; pass++) { /* plain, then biased storage in and out */
+        biased = pass == 1;
+        if (biased) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+        cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT,
+                   io(B_X | B_Y, "u8 maxpool 3x3 s2 pad1 nhwc"));
+        cu_run_tol(&t, 1, pl, 1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT,
+                   io(B_X | B_Y, "u8 maxpool 3x3 s2 pad1 nchw"));
+    }
+    cu_bias_io = 0;
+    biased = false;
+    unsetenv("PRECIS_CUDA_U8_BIAS");
     fused_node(&t, PR_OP_QBinary, "QBinary");
     n_str(&t, "kind", "Add");
     n_str(&t, "act", "Relu");
@@ -331,7 +345,8 @@ int main(void) {
     if (rc) return rc;
     test_gemm_u8(false);
     test_gemm_u8(true);
-    test_dw_u8();
+    test_dw_u8(false);
+    test_dw_u8(true);
     test_elem_u8();
     cu_teardown();
     return check_report("test_cuda_u8");
