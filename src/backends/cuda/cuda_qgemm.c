@@ -434,6 +434,7 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
              g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0, s->fused ? " fused" : "",
              s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "");
     int32_t r = 0;
+    char times[160] = "";
     if (env && env[0] == 't' && env[1] >= '0' && env[1] < '0' + PR_CU_IGEMM_TILES) {
         *route = env[1] - '0';
     } else if (!env && pr_cuda_tcache_get(s->tc, key, &r, sizeof r) && r >= ROUTE_LT &&
@@ -445,6 +446,9 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
         float best = -1;
         for (int c = (env && !strcmp(env, "1")) ? 0 : ROUTE_LT; c < PR_CU_IGEMM_TILES; c++) {
             float t = time_route(s, k, x, o, c);
+            size_t tl = strlen(times);
+            snprintf(times + tl, sizeof times - tl, " %s %.4f", c == ROUTE_LT ? "lt" : tile_names[c],
+                     (double)t);
             if (t >= 0 && (best < 0 || t < best)) {
                 best = t;
                 *route = c;
@@ -460,6 +464,10 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
         }
         s->routes[s->n_routes].m = o->M;
         s->routes[s->n_routes++].route = *route;
+        if (getenv("PRECIS_VERBOSE")) /* which route runs (inspect shows the candidates) */
+            fprintf(stderr, "precis: node '%s' m=%lld: %s%s%s\n", k->node->name,
+                    (long long)o->M, *route == ROUTE_LT ? "cublasLt" : tile_names[*route],
+                    *times ? ", timed ms:" : "", times);
         if (*route != ROUTE_LT)
             snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync %s tile%s "
                      "(epilogue: scale+bias%s%s%s -> %s)", tile_names[*route],
