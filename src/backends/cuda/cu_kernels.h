@@ -258,7 +258,7 @@ int pr_cu_qdwconv(void *stream, const void *x, const void *w, const pr_cu_qdw *p
  * x is uint8, read as x - 128 (XOR 0x80 after the shared-memory load: the
  * zero-filled padding becomes -128, the real zero), q.acc_off adds 128 *
  * sum_k w back. x_u8 == PR_CU_X_U8B: x in biased storage, read as is, the
- * padding the byte -128 (cp.async from a constant row of 0x80 bytes). */
+ * padding the byte -128 (stored into shared memory instead of a zero-fill). */
 enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_64x128,
        PR_CU_IGEMM_TILES };
 typedef struct pr_cu_igemm {
