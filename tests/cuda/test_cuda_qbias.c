@@ -79,7 +79,8 @@ int main(void) {
         out = tensor(g, "out", U8, 16, PR_T_OUTPUT), t6 = tensor(g, "t6", U8, 16, 0),
         p6 = tensor(g, "p6", U8, 16, PR_T_OUTPUT), t7 = tensor(g, "t7", U8, 16, 0),
         t8 = tensor(g, "t8", U8, 16, 0), t9 = tensor(g, "t9", U8, 16, 0),
-        o9 = tensor(g, "o9", PRECIS_INT8, 16, PR_T_OUTPUT), i8 = tensor(g, "i8", PRECIS_INT8, 16, 0),
+        o9 = tensor(g, "o9", PRECIS_INT8, 16, PR_T_OUTPUT),
+        i8 = tensor(g, "i8", PRECIS_INT8, 16, 0),
         o8 = tensor(g, "o8", PRECIS_INT8, 16, PR_T_OUTPUT);
     conv(g, "wa", in, -1, t1);
     conv(g, "wb", t1, -1, t2);

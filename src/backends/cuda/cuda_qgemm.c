@@ -306,7 +306,8 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
                  "(scale+bias%s%s%s%s%s -> %s)",
                  s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "",
                  s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
-                 *an ? "+" : "", an, s->z_input >= 0 ? (s->z_b ? "+residual biased" : "+residual") : "",
+                 *an ? "+" : "", an,
+                 s->z_input >= 0 ? (s->z_b ? "+residual biased" : "+residual") : "",
                  *a2 ? "+" : "", a2, s->y_b ? "uint8 stored biased" : pr_dtype_name(yd));
     }
     if (s->ig_ok)
@@ -447,8 +448,8 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
         for (int c = (env && !strcmp(env, "1")) ? 0 : ROUTE_LT; c < PR_CU_IGEMM_TILES; c++) {
             float t = time_route(s, k, x, o, c);
             size_t tl = strlen(times);
-            snprintf(times + tl, sizeof times - tl, " %s %.4f", c == ROUTE_LT ? "lt" : tile_names[c],
-                     (double)t);
+            snprintf(times + tl, sizeof times - tl, " %s %.4f",
+                     c == ROUTE_LT ? "lt" : tile_names[c], (double)t);
             if (t >= 0 && (best < 0 || t < best)) {
                 best = t;
                 *route = c;
