@@ -487,6 +487,8 @@ def main():
     ap.add_argument("--int8", action="store_true", help="also time precis int8 (random calibration)")
     ap.add_argument("--fp8", action="store_true", help="also time precis fp8 (random calibration)")
     ap.add_argument("--int8-gemm", action="store_true", help="int8 GEMM 8192^3 vs torch._int_mm")
+    ap.add_argument("--only", default="", help="time only these precis precisions (e.g. int8; "
+                    "comma-separated) and no torch rows: an A/B of precis builds")
     ap.add_argument("--build", default="", help="build folder holding tests/cuda/bench_imma")
     a = ap.parse_args()
     global INT8, FP8, PRECIS
@@ -543,6 +545,8 @@ def main():
             ends = batch in (batches[name][0], batches[name][-1])
             precs = ["fp16"] + (["int8"] if a.int8 else []) + (["fp8"] if a.fp8 else []) + (
                 ["fp32"] if a.fp32_speed and ends else [])
+            if a.only:
+                precs = a.only.split(",")
             for prec in precs:
                 try:
                     precis_speed(name, precis, path, names, shapes, batch, prec, iters, a.work)
@@ -551,7 +555,8 @@ def main():
             modes = [] if a.no_compile else ([None] if batch > 1 else []) + (
                 ["reduce-overhead"] if batch <= 64 else [])
             try:
-                torch_speed(name, names, shapes, batch, max(10, iters // 2), modes)
+                if not a.only:
+                    torch_speed(name, names, shapes, batch, max(10, iters // 2), modes)
             except Exception:  # noqa: BLE001
                 err(f"torch speed {name} b{batch}", traceback.format_exc()[-800:])
             with open(os.path.join(a.out, "gpu_bench.json"), "w") as f:

@@ -141,7 +141,7 @@ int bench_iconv(int argc, char **argv, pr_cuda_exec *x, pr_err *e) {
         c.ig = (pr_cu_igemm){B, sh->h, sh->h, sh->c, oh, oh, sh->k, K, sh->r, sh->r,
                              sh->s, sh->s, pad, pad, 1, 1, 0, 0};
         c.q = (pr_cu_qepi){sh->k, 0, 0.01f, sc, sh->k, NULL, {1, 0, 0}, {0, 0, 0}, NULL, 0, 0,
-                           1.0f, c.y, 3, 10.0f, NULL};
+                           1.0f, c.y, 3, 10.0f, NULL, 0, 0};
         double ops = 2.0 * (double)M * sh->k * (double)K;
         printf("{\"c\": %d, \"hw\": %d, \"k\": %d, \"kernel\": %d, \"stride\": %d, \"batch\": %lld",
                sh->c, sh->h, sh->k, sh->r, sh->s, (long long)B);

@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
     pr_lt_i8 l;
     if (pr_lt_i8_init(&l, N, K, NULL, &e)) return fail("init", e.msg);
     pr_cu_qepi q = {N, 0, 0.01f, sc, N, bias, {1, 0, 0}, {0, 0, 0}, NULL, 0, 0, 1.0f, y, 3, 10.0f,
-                    NULL};
+                    NULL, 0, 0};
     float g = timed(&l, &x, M, w, a, d, NULL, it, &e);
     float ge = g < 0 ? -1 : timed(&l, &x, M, w, a, d, &q, it, &e);
     if (g < 0 || ge < 0) return fail("run", e.msg);

@@ -20,6 +20,15 @@
 
 static pr_cuda_dev *cu_dev;
 static pr_cuda_exec cu_x;
+/* Biased uint8 storage (backends/cuda/cuda_qbias.h) in the device copies:
+ * bit i set, input i is uploaded as its bytes XOR 0x80; bit 16 + j, output
+ * j is read back so. With PRECIS_CUDA_U8_BIAS=all (cuda_qbias.c). */
+static unsigned cu_bias_io;
+
+static inline void cu_flip_bytes(void *p, size_t n) {
+    unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) b[i] ^= 0x80;
+}
 
 /* 0: ready; 77 (ctest skip): no usable GPU. */
 static inline int cu_setup(void) {
@@ -93,6 +102,7 @@ static inline float cu_run_lay(const tnode *t, int n_in, const cc_input *ins, in
             else if (ins[i].nhwc && !ins[i].init) cu_bytes_to_nhwc(ins[i].raw, h, ins[i].dims,
                                                                    pr_dtype_size(imp_dt[i]));
             else memcpy(h, ins[i].raw, iin[i].nbytes);
+            if (cu_bias_io >> i & 1) cu_flip_bytes(h, iin[i].nbytes);
             free(tmp);
             cudaMalloc(&iin[i].data, iin[i].nbytes ? iin[i].nbytes : 1);
             cudaMemcpy(iin[i].data, h, iin[i].nbytes, cudaMemcpyHostToDevice);
@@ -163,6 +173,7 @@ static inline float cu_run_lay(const tnode *t, int n_in, const cc_input *ins, in
         float *v = malloc((size_t)(ne ? ne : 1) * sizeof(float));
         void *h = malloc(iout[j].nbytes ? iout[j].nbytes : 1);
         cudaMemcpy(h, iout[j].data, iout[j].nbytes, cudaMemcpyDeviceToHost);
+        if (cu_bias_io >> (16 + j) & 1) cu_flip_bytes(h, iout[j].nbytes);
         pr_ref_to_f32(rout[j].data, rout[j].dtype, ne, r);
         pr_ref_to_f32(h, iout[j].dtype, ne, v);
         if (out_nhwc && out_nhwc[j]) {

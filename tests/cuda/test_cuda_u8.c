@@ -8,7 +8,14 @@
  * cuBLASLt fused epilogue (its float bias takes the correction); the
  * depthwise conv reads uint8 as it is. Requantized outputs may land one unit
  * off (int32 sums vs ref's float32 sums, as for int8); moves (max pooling,
- * Resize, Quantize) must be exact. Exits 77 (ctest skip) without a GPU. */
+ * Resize, Quantize) must be exact. The GEMM cases run twice: as stored
+ * plainly, then in biased storage (cuda_qbias.h: every uint8 input and
+ * output held as q - 128 on the device, PRECIS_CUDA_U8_BIAS=all, the
+ * harness flipping its device copies): the im2col padding and the implicit
+ * GEMM's become -128, cuBLASLt reads x and writes y as stored (no flipped
+ * copy, no flip pass) and takes a biased residual (+128 * beta in its bias);
+ * the depthwise conv writes a biased y, MaxPool takes the int8 max of
+ * biased bytes. Exits 77 (ctest skip) without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 
@@ -45,8 +52,22 @@ static void qconv_node(tnode *t, int k, int stride, int pad, int yt, float ys) {
     }
 }
 
-static void test_gemm_u8(void) {
-    printf("uint8 x: im2col + cuBLASLt, implicit GEMM, matmul\n");
+/* In the biased pass: the device copies of the uint8 tensors in mask (bits
+ * of cu_bias_io) are flipped; the label says which pass. */
+static bool biased;
+static const char *io(unsigned mask, const char *label) {
+    static char buf[160];
+    cu_bias_io = biased ? mask : 0;
+    snprintf(buf, sizeof buf, "%s%s", biased ? "[biased] " : "", label);
+    return buf;
+}
+enum { B_X = 1u, B_Z = 1u << 4, B_Y = 1u << 16 };
+
+static void test_gemm_u8(bool b) {
+    biased = b;
+    if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+    printf("uint8 x%s: im2col + cuBLASLt, implicit GEMM, matmul\n",
+           b ? " in biased storage (q - 128)" : "");
     static unsigned char xb[8 * 48 * 13 * 11], wb[64 * 48 * 49], zb[8 * 64 * 13 * 11];
     static const bool Y1[1] = {true};
     tnode t;
@@ -63,16 +84,19 @@ static void test_gemm_u8(void) {
     setenv("PRECIS_CUDA_IGEMM", "0", 1);
     qconv_node(&t, 3, 1, 1, 2, 0.05f);
     n_str(&t, "act", "Relu");
-    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, "u8 qconv3x3 pad1 nchw relu -> u8");
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               io(B_X | B_Y, "u8 qconv3x3 pad1 nchw relu -> u8"));
     qconv_node(&t, 3, 2, 1, 3, 0.05f);
-    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, "u8 qconv3x3 s2 pad1 nchw -> int8");
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               io(B_X, "u8 qconv3x3 s2 pad1 nchw -> int8"));
     qconv_node(&t, 3, 1, 1, 0, 0);
-    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, "u8 qconv3x3 pad1 nchw -> float");
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
+               io(B_X, "u8 qconv3x3 pad1 nchw -> float"));
     qconv_node(&t, 3, 1, 1, 2, 0.05f);
     n_float(&t, "z_scale", 0.02f);
     n_str(&t, "act2", "Relu");
     cu_run_tol(&t, 5, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 qconv3x3 nchw +u8 residual+relu -> u8");
+               io(B_X | B_Z | B_Y, "u8 qconv3x3 nchw +u8 residual+relu -> u8"));
     /* NHWC C 48: the 16-channel im2col, and a 1x1 (no direct route for uint8 x) */
     cc_input h[5] = {{.name = "x", .rank = 4, .dims = {8, 48, 13, 11}, .dtype = U8, .nhwc = true,
                       .raw = rand_bytes(xb, 8 * 48 * 143, 0, 255)},
@@ -86,17 +110,23 @@ static void test_gemm_u8(void) {
     n_float(&t, "z_scale", 0.03f);
     n_str(&t, "act2", "Relu");
     cu_run_lay(&t, 5, h, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 nhwc qconv3x3 pad1 +u8 residual+relu -> u8");
+               io(B_X | B_Z | B_Y, "u8 nhwc qconv3x3 pad1 +u8 residual+relu -> u8"));
     cc_input p1[4] = {h[0], h[1], h[2], h[3]};
     p1[1].dims[2] = p1[1].dims[3] = 1;
     qconv_node(&t, 1, 1, 0, 2, 0.05f);
     n_str(&t, "act", "Relu");
     cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 nhwc qconv1x1 relu -> u8");
+               io(B_X | B_Y, "u8 nhwc qconv1x1 relu -> u8"));
     qconv_node(&t, 1, 1, 0, 3, 0.05f);
     n_str(&t, "act", "Relu");
     cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 nhwc qconv1x1 relu -> int8 (fused epilogue)");
+               io(B_X, "u8 nhwc qconv1x1 relu -> int8 (fused epilogue)"));
+    cc_input pu[5] = {p1[0], p1[1], p1[2], p1[3], h[4]};
+    qconv_node(&t, 1, 1, 0, 2, 0.05f);
+    n_float(&t, "z_scale", 0.03f);
+    n_str(&t, "act2", "Relu");
+    cu_run_lay(&t, 5, pu, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               io(B_X | B_Z | B_Y, "u8 nhwc qconv1x1 +u8 residual+relu -> u8"));
     /* cuBLASLt's fused epilogue writing uint8 (as Y - 128, flipped after): an int8
      * residual then ReLU; an int8 x; no act (the uint8 floor alone) */
     static signed char z8[8 * 40 * 143];
@@ -107,17 +137,17 @@ static void test_gemm_u8(void) {
     n_float(&t, "z_scale", 0.03f);
     n_str(&t, "act2", "Relu");
     cu_run_lay(&t, 5, pz, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 nhwc qconv1x1 +int8 residual+relu -> u8");
+               io(B_X | B_Y, "u8 nhwc qconv1x1 +int8 residual+relu -> u8"));
     cc_input p8[4] = {p1[0], p1[1], p1[2], p1[3]};
     p8[0].dtype = I8;
     p8[0].raw = rand_bytes(xb, 8 * 48 * 143, -128, 127);
     qconv_node(&t, 1, 1, 0, 2, 0.05f);
     n_str(&t, "act", "Relu");
     cu_run_lay(&t, 4, p8, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "int8 nhwc qconv1x1 relu -> u8");
+               io(B_Y, "int8 nhwc qconv1x1 relu -> u8"));
     qconv_node(&t, 1, 1, 0, 2, 0.05f);
     cu_run_lay(&t, 4, p8, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "int8 nhwc qconv1x1 -> u8 (saturating at 0)");
+               io(B_Y, "int8 nhwc qconv1x1 -> u8 (saturating at 0)"));
     p1[0].raw = rand_bytes(xb, 8 * 48 * 143, 0, 255);
     /* the stem kernel: 7x7 s2 pad 3 over 3 channels NCHW (K 147 -> 160) */
     cc_input st[4] = {{.name = "x", .rank = 4, .dims = {2, 3, 21, 19}, .dtype = U8,
@@ -129,7 +159,7 @@ static void test_gemm_u8(void) {
     qconv_node(&t, 7, 2, 3, 2, 0.1f);
     n_str(&t, "act", "Relu");
     cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 qconv7x7 s2 pad3 stem -> u8 nhwc");
+               io(B_X | B_Y, "u8 qconv7x7 s2 pad3 stem -> u8 nhwc"));
     /* the implicit GEMM, each tile (K 432: not a multiple of the 64-byte stage) */
     static const char *const tiles[4] = {"t0", "t1", "t2", "t3"};
     for (int i = 0; i < 4; i++) {
@@ -138,27 +168,28 @@ static void test_gemm_u8(void) {
         n_float(&t, "z_scale", 0.03f);
         n_str(&t, "act2", "Relu");
         snprintf(label, sizeof label, "u8 igemm %s 3x3 pad1 +u8 residual+relu -> u8", tiles[i]);
-        cu_run_lay(&t, 5, h, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        cu_run_lay(&t, 5, h, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+                   io(B_X | B_Z | B_Y, label));
     }
     setenv("PRECIS_CUDA_IGEMM", "t1", 1);
     qconv_node(&t, 3, 2, 1, 3, 0.08f);
     cu_run_lay(&t, 4, h, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 igemm t1 3x3 s2 pad1 -> int8");
+               io(B_X, "u8 igemm t1 3x3 s2 pad1 -> int8"));
     qconv_node(&t, 3, 1, 2, 2, 0.08f); /* dilation 2: pad 2 */
     n_ints(&t, "dilations", (int64_t[]){2, 2}, 2);
     n_str(&t, "act", "Clip");
     n_float(&t, "act_alpha", 0.0f);
     n_float(&t, "act_beta", 6.0f);
     cu_run_lay(&t, 4, h, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 igemm t1 3x3 dil2 relu6 -> u8 (general epi)");
+               io(B_X | B_Y, "u8 igemm t1 3x3 dil2 relu6 -> u8 (general epi)"));
     qconv_node(&t, 3, 1, 1, 0, 0);
     cu_run_tol(&t, 4, h, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
-               "u8 igemm t1 3x3 pad1 -> float nchw");
+               io(B_X, "u8 igemm t1 3x3 pad1 -> float nchw"));
     unsetenv("PRECIS_CUDA_IGEMM");
     qconv_node(&t, 3, 1, 1, 2, 0.08f);
     n_str(&t, "act", "Relu");
     cu_run_lay(&t, 4, h, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-               "u8 igemm or cublasLt (timed) 3x3 relu -> u8");
+               io(B_X | B_Y, "u8 igemm or cublasLt (timed) 3x3 relu -> u8"));
     /* QMatMul with a uint8 A (copied as A - 128) */
     cc_input m[4] = {{.name = "a", .rank = 3, .dims = {4, 8, 64}, .dtype = U8,
                       .raw = rand_bytes(xb, 4 * 8 * 64, 0, 255)},
@@ -171,12 +202,14 @@ static void test_gemm_u8(void) {
     n_int(&t, "y_type", 2);
     n_float(&t, "y_scale", 0.04f);
     n_str(&t, "act", "Relu");
-    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, "u8 qmatmul bias+relu -> u8");
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               io(B_X | B_Y, "u8 qmatmul bias+relu -> u8"));
     fused_node(&t, PR_OP_QMatMul, "QMatMul");
     n_float(&t, "a_scale", 0.01f);
     n_int(&t, "y_type", 3);
     n_float(&t, "y_scale", 0.04f);
-    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, "u8 qmatmul bias -> int8");
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               io(B_X, "u8 qmatmul bias -> int8"));
     fused_node(&t, PR_OP_QMatMul, "QMatMul");
     n_float(&t, "a_scale", 0.01f);
     n_int(&t, "transB", 1);
@@ -184,13 +217,17 @@ static void test_gemm_u8(void) {
     mt[1].dims[0] = 48;
     mt[1].dims[1] = 64;
     cu_run_tol(&t, 4, mt, 1, PRECIS_FLOAT16, &pr_cuda_impl_qgemm, (cc_tolerance){4e-3f, 4e-3f},
-               "u8 qmatmul transB -> fp16");
+               io(B_X, "u8 qmatmul transB -> fp16"));
+    cu_bias_io = 0;
+    if (b) unsetenv("PRECIS_CUDA_U8_BIAS");
 }
 
 /* Depthwise QConv on uint8 x: both layouts, each vector width, padded
  * borders (3x3 and 5x5, stride 2), ReLU6 -> uint8, a uint8 residual. */
-static void test_dw_u8(void) {
-    printf("uint8 x: depthwise\n");
+static void test_dw_u8(bool b) {
+    biased = b;
+    if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1); /* y only: depthwise reads x plainly */
+    printf("uint8 x: depthwise%s\n", b ? ", uint8 y in biased storage" : "");
     static unsigned char xb[8 * 32 * 143], wq[32 * 25], zq[8 * 32 * 143];
     static const bool Y1[1] = {true};
     static const int qch[4] = {32, 24, 12, 5};
@@ -219,8 +256,10 @@ static void test_dw_u8(void) {
                      lay ? "nhwc" : "nchw", C, k, k, st, v == 1 ? "+u8 residual" : "",
                      v == 2 ? "int8" : "u8");
             cu_run_lay(&t, v == 1 ? 5 : 4, a, 1, lay ? Y1 : NULL, PRECIS_FLOAT32,
-                       &pr_cuda_impl_qdwconv, Q_TOL, label);
+                       &pr_cuda_impl_qdwconv, Q_TOL, io(v == 2 ? 0 : B_Y, label));
         }
+    cu_bias_io = 0;
+    if (b) unsetenv("PRECIS_CUDA_U8_BIAS");
 }
 
 /* The other kernels of an int8 plan on uint8: max pooling (vector NHWC and
@@ -241,8 +280,17 @@ static void test_elem_u8(void) {
     n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
     cc_input pl[1] = {bi[0]}; /* NCHW */
     pl[0].nhwc = false;
-    cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT, "u8 maxpool 3x3 s2 pad1 nhwc");
-    cu_run_tol(&t, 1, pl, 1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT, "u8 maxpool 3x3 s2 pad1 nchw");
+    for (int pass = 0; pass < 2; pass++) { /* plain, then biased storage in and out */
+        biased = pass == 1;
+        if (biased) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+        cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT,
+                   io(B_X | B_Y, "u8 maxpool 3x3 s2 pad1 nhwc"));
+        cu_run_tol(&t, 1, pl, 1, PRECIS_FLOAT32, &pr_cuda_impl_pool, EXACT,
+                   io(B_X | B_Y, "u8 maxpool 3x3 s2 pad1 nchw"));
+    }
+    cu_bias_io = 0;
+    biased = false;
+    unsetenv("PRECIS_CUDA_U8_BIAS");
     fused_node(&t, PR_OP_QBinary, "QBinary");
     n_str(&t, "kind", "Add");
     n_str(&t, "act", "Relu");
@@ -295,8 +343,10 @@ static void test_elem_u8(void) {
 int main(void) {
     int rc = cu_setup();
     if (rc) return rc;
-    test_gemm_u8();
-    test_dw_u8();
+    test_gemm_u8(false);
+    test_gemm_u8(true);
+    test_dw_u8(false);
+    test_dw_u8(true);
     test_elem_u8();
     cu_teardown();
     return check_report("test_cuda_u8");

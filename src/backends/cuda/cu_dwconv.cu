@@ -277,13 +277,14 @@ __global__ void __launch_bounds__(256) k_qdw_nhwc(const signed char *__restrict_
             unsigned char *ye = reinterpret_cast<unsigned char *>(&yr);
 #pragma unroll
             for (int j = 0; j < V; j++)
-                ye[j] = q_byte(sat_q(qepi_one(p.q, acc[j], c0 + j, 0) * p.q.y_inv, p.q.ydt));
+                ye[j] = qepi_byte(p.q,
+                                  sat_q(qepi_one(p.q, acc[j], c0 + j, 0) * p.q.y_inv, p.q.ydt));
             *reinterpret_cast<R *>((signed char *)p.q.y + qdw_yindex(p, n, c0, oh, ow)) = yr;
         } else {
 #pragma unroll
             for (int j = 0; j < V; j++) {
                 int64_t yi = qdw_yindex(p, n, c0 + j, oh, ow);
-                st_q(p.q.y, p.q.ydt, yi, qepi_one(p.q, acc[j], c0 + j, yi), p.q.y_inv);
+                qepi_store(p.q, yi, qepi_one(p.q, acc[j], c0 + j, yi));
             }
         }
     }
@@ -316,7 +317,7 @@ __global__ void __launch_bounds__(256) k_qdw_nchw(const signed char *__restrict_
             }
         }
         int64_t yi = qdw_yindex(p, n, c, oh, ow);
-        st_q(p.q.y, p.q.ydt, yi, qepi_one(p.q, acc, c, yi), p.q.y_inv);
+        qepi_store(p.q, yi, qepi_one(p.q, acc, c, yi));
     }
 }
 

@@ -1,7 +1,8 @@
 // Implicit-GEMM int8 convolution on the Tensor Cores (mma.sync m16n8k32
 // s8 x s8 -> s32) for NHWC activations, with no im2col copy: each block
 // gathers its A tile (rows m = (b, oh, ow), bytes k = (r, s, c)) straight
-// from x with cp.async (zero-filled outside the image), B from the packed
+// from x with cp.async (zero-filled outside the image; -128 bytes stored for
+// a uint8 x in biased storage), B from the packed
 // weights [N][K] (k in the same order), through a multistage shared-memory
 // pipeline, and requantizes in its epilogue (pr_cu_qepi: scales, bias,
 // act, residual, act2, int8/uint8/float out).
@@ -47,7 +48,7 @@ __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *
 
 __device__ __noinline__ void epi_general(const pr_cu_qepi *q, int acc, int64_t m, int64_t n) {
     int64_t yi = qepi_index(*q, m, n);
-    st_q(q->y, q->ydt, yi, qepi_one(*q, acc, n, yi), q->y_inv);
+    qepi_store(*q, yi, qepi_one(*q, acc, n, yi));
 }
 
 // BM x BN output tile, WM x WN warps, ST pipeline stages; FAST: see the epilogue.
@@ -70,7 +71,8 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
     const int chunk = tid & 3; // this thread's 16-byte chunk of each row it loads
     const int KT = (int)((p.K + BK - 1) / BK);
     const int Ki = (int)p.K, Ci = (int)p.C; // K < 2^31: checked by the launcher
-    const uint32_t xflip = p.x_u8 ? 0x80808080u : 0u; // uint8 x read as x - 128
+    const uint32_t xflip = p.x_u8 == PR_CU_X_U8 ? 0x80808080u : 0u; // uint8 x read as x - 128
+    const bool xpad = p.x_u8 == PR_CU_X_U8B; // biased x: padding -128 stored (see load)
 
     // rows this thread gathers: image base and the top-left input tap
     int64_t abase[AP];
@@ -100,7 +102,14 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
             int ih = aih[i] + r * p.dh, iw = aiw[i] + s * p.dw;
             bool ok = kok && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
             const signed char *src = ok ? x + abase[i] + ((int64_t)ih * p.W + iw) * p.C + c : x;
-            cp16(smem_u32(&sa[stage][swz(row, chunk)]), src, ok);
+            if (xpad && kok && !ok) // biased x's padding: the byte -128 (the real zero), stored
+                // directly: this stage's buffer was last read before the loop's __syncthreads
+                // (a cp.async from one constant row of 0x80 bytes instead made every block
+                // read the same L2 line: 3x3 convs on 14x14 maps ran 1.7x slower)
+                *(uint4 *)&sa[stage][swz(row, chunk)] =
+                    make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+            else
+                cp16(smem_u32(&sa[stage][swz(row, chunk)]), src, ok);
         }
 #pragma unroll
         for (int i = 0; i < BP; i++) {
@@ -212,12 +221,13 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                     r.y += (float)z.y * q.z_scale;
                     r.z += (float)z.z * q.z_scale;
                     r.w += (float)z.w * q.z_scale;
-                } else if (q.z) {
+                } else if (q.z) { // int8, or biased uint8 (z + 128)
                     char4 z = *(const char4 *)((const signed char *)q.z + yi);
-                    r.x += (float)z.x * q.z_scale;
-                    r.y += (float)z.y * q.z_scale;
-                    r.z += (float)z.z * q.z_scale;
-                    r.w += (float)z.w * q.z_scale;
+                    const float zo = q.z_bias ? 128.0f : 0.0f;
+                    r.x += ((float)z.x + zo) * q.z_scale;
+                    r.y += ((float)z.y + zo) * q.z_scale;
+                    r.z += ((float)z.z + zo) * q.z_scale;
+                    r.w += ((float)z.w + zo) * q.z_scale;
                 }
                 if (post) {
                     r.x = fmaxf(r.x, 0.0f);
@@ -226,10 +236,10 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                     r.w = fmaxf(r.w, 0.0f);
                 }
                 uchar4 o;
-                o.x = q_byte(sat_q(r.x * q.y_inv, q.ydt));
-                o.y = q_byte(sat_q(r.y * q.y_inv, q.ydt));
-                o.z = q_byte(sat_q(r.z * q.y_inv, q.ydt));
-                o.w = q_byte(sat_q(r.w * q.y_inv, q.ydt));
+                o.x = qepi_byte(q, sat_q(r.x * q.y_inv, q.ydt));
+                o.y = qepi_byte(q, sat_q(r.y * q.y_inv, q.ydt));
+                o.z = qepi_byte(q, sat_q(r.z * q.y_inv, q.ydt));
+                o.w = qepi_byte(q, sat_q(r.w * q.y_inv, q.ydt));
                 *(uchar4 *)((unsigned char *)q.y + yi) = o;
             }
             __syncthreads();

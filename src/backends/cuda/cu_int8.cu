@@ -19,7 +19,7 @@ __global__ void k_im2col(const signed char *__restrict__ x, signed char *__restr
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t m = i / p.Kp, k = i - m * p.Kp;
-        signed char v = 0;
+        signed char v = p.x_u8 == PR_CU_X_U8B ? (signed char)-128 : 0; // the real zero
         if (k < K) {
             int64_t c = k % p.C, t = k / p.C;
             int s = (int)(t % p.kw), r = (int)(t / p.kw);
@@ -28,7 +28,7 @@ __global__ void k_im2col(const signed char *__restrict__ x, signed char *__restr
             if (h >= 0 && h < p.H && w >= 0 && w < p.W)
                 v = x[b * p.sN + c * p.sC + h * p.sH + w * p.sW];
         }
-        col[i] = (signed char)(v ^ (p.x_u8 ? 0x80 : 0));
+        col[i] = (signed char)(v ^ (p.x_u8 == PR_CU_X_U8 ? 0x80 : 0));
     }
 }
 
@@ -39,7 +39,8 @@ __global__ void k_im2col_v16(const uint4 *__restrict__ x, uint4 *__restrict__ co
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t m = i / Kp16, k = i - m * Kp16;
-        uint4 v = make_uint4(0, 0, 0, 0);
+        const unsigned pad = p.x_u8 == PR_CU_X_U8B ? 0x80808080u : 0u; // the real zero
+        uint4 v = make_uint4(pad, pad, pad, pad);
         if (k < K16) {
             int64_t c = k % C16, t = k / C16;
             int s = (int)(t % p.kw), r = (int)(t / p.kw);
@@ -47,7 +48,7 @@ __global__ void k_im2col_v16(const uint4 *__restrict__ x, uint4 *__restrict__ co
             int64_t h = oh * p.sh - p.ph + (int64_t)r * p.dh, w = ow * p.sw - p.pw + (int64_t)s * p.dw;
             if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.H + h) * p.W + w) * C16 + c];
         }
-        if (p.x_u8) {
+        if (p.x_u8 == PR_CU_X_U8) {
             v.x ^= 0x80808080u;
             v.y ^= 0x80808080u;
             v.z ^= 0x80808080u;
@@ -75,11 +76,11 @@ __global__ void k_im2col_c16(const signed char *__restrict__ x, uint4 *__restric
         unsigned char v[16];
 #pragma unroll
         for (int e = 0; e < 16; e++) {
-            signed char val = 0;
+            signed char val = p.x_u8 == PR_CU_X_U8B ? (signed char)-128 : 0; // the real zero
             int h = oh * p.sh - p.ph + r * p.dh, w = ow * p.sw - p.pw + s * p.dw;
             if (k + e < K && h >= 0 && h < p.H && w >= 0 && w < p.W)
                 val = xb[c * p.sC + h * p.sH + w * p.sW];
-            v[e] = (unsigned char)val ^ (p.x_u8 ? 0x80 : 0);
+            v[e] = (unsigned char)val ^ (p.x_u8 == PR_CU_X_U8 ? 0x80 : 0);
             if (++c == C) {
                 c = 0;
                 if (++s == p.kw) {
@@ -123,7 +124,7 @@ __global__ void k_qepi(const int *__restrict__ acc, pr_cu_qepi q, int64_t total)
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t m = i / q.N, n = i - m * q.N, yi = qepi_index(q, m, n);
-        st_q(q.y, q.ydt, yi, qepi_one(q, acc[i], n, yi), q.y_inv);
+        qepi_store(q, yi, qepi_one(q, acc[i], n, yi));
     }
 }
 
@@ -134,10 +135,10 @@ __global__ void k_qepi_v4(const int4 *__restrict__ acc, pr_cu_qepi q, int64_t to
         int4 a = acc[i];
         int64_t e = 4 * i, n = e % q.N;
         uchar4 o;
-        o.x = q_byte(sat_q(qepi_one(q, a.x, n, e) * q.y_inv, q.ydt));
-        o.y = q_byte(sat_q(qepi_one(q, a.y, n + 1, e + 1) * q.y_inv, q.ydt));
-        o.z = q_byte(sat_q(qepi_one(q, a.z, n + 2, e + 2) * q.y_inv, q.ydt));
-        o.w = q_byte(sat_q(qepi_one(q, a.w, n + 3, e + 3) * q.y_inv, q.ydt));
+        o.x = qepi_byte(q, sat_q(qepi_one(q, a.x, n, e) * q.y_inv, q.ydt));
+        o.y = qepi_byte(q, sat_q(qepi_one(q, a.y, n + 1, e + 1) * q.y_inv, q.ydt));
+        o.z = qepi_byte(q, sat_q(qepi_one(q, a.z, n + 2, e + 2) * q.y_inv, q.ydt));
+        o.w = qepi_byte(q, sat_q(qepi_one(q, a.w, n + 3, e + 3) * q.y_inv, q.ydt));
         ((uchar4 *)q.y)[i] = o;
     }
 }

@@ -33,8 +33,24 @@ __device__ __forceinline__ float qepi_one(const pr_cu_qepi &q, int acc, int64_t 
     float r = (float)acc * (q.a_scale * q.w_scale[q.n_wscale > 1 ? n : 0]);
     if (q.bias) r += q.bias[n];
     r = act_apply(q.pre, r);
-    if (q.z) r += q.z_int ? ldf(q.z, q.zdt, yi) * q.z_scale : ldf(q.z, q.zdt, yi);
+    if (q.z)
+        r += q.z_int ? (ldf(q.z, q.zdt, yi) + (q.z_bias ? 128.0f : 0.0f)) * q.z_scale
+                     : ldf(q.z, q.zdt, yi);
     return act_apply(q.post, r);
+}
+
+// The byte of a quantized value v (sat_q's result) in q's int8/uint8 y:
+// biased uint8 storage (q.y_bias) holds v - 128 (v XOR 0x80).
+__device__ __forceinline__ unsigned char qepi_byte(const pr_cu_qepi &q, float v) {
+    return (unsigned char)(q_byte(v) ^ (q.y_bias ? 0x80 : 0));
+}
+
+// st_q into q's y, honouring biased storage.
+__device__ __forceinline__ void qepi_store(const pr_cu_qepi &q, int64_t yi, float r) {
+    if (q.ydt == DT_I8 || q.ydt == DT_U8)
+        ((unsigned char *)q.y)[yi] = qepi_byte(q, sat_q(r * q.y_inv, q.ydt));
+    else
+        stf(q.y, q.ydt, yi, r);
 }
 
 // Index of (m, n) in y: row-major [M, N], or NCHW with m = (b, p).

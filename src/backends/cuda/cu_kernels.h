@@ -197,7 +197,10 @@ int pr_cu_fill(void *stream, void *y, int dt, int64_t n, float v);
  * the padding and for k >= kh*kw*C. x_u8: x is uint8 (the u8 grid, zero
  * point 0) and col gets x - 128 as int8 (every byte XOR 0x80: the padding,
  * real zero, becomes -128), for IMMA, which takes signed operands only; the
- * GEMM's consumer adds 128 * sum_k w[n][k] back (pr_cu_qepi.acc_off). */
+ * GEMM's consumer adds 128 * sum_k w[n][k] back (pr_cu_qepi.acc_off).
+ * x_u8 == PR_CU_X_U8B: x is a uint8 tensor in biased storage (each byte
+ * already q - 128 as int8): copied as is, padding the byte -128 (real 0). */
+enum { PR_CU_X_S8 = 0, PR_CU_X_U8 = 1, PR_CU_X_U8B = 2 };
 typedef struct pr_cu_im2col {
     int64_t N, C, H, W, OH, OW, sN, sC, sH, sW, Kp;
     int kh, kw, sh, sw, ph, pw, dh, dw;
@@ -214,7 +217,10 @@ int pr_cu_u8_to_s8(void *stream, const void *x, void *y, int64_t n);
  * GEMM read a uint8 activation as x - 128, else NULL); r = pre(r); r += Z
  * (int8/uint8 times z_scale when z_int, else float); r = post(r); y = r
  * quantized (int8/uint8 y) or r.
- * nchw_hw > 0: y (and Z) are NCHW with m = (b, p), p < nchw_hw. */
+ * nchw_hw > 0: y (and Z) are NCHW with m = (b, p), p < nchw_hw.
+ * Biased uint8 storage (cuda_qbias.c): y_bias, y uint8 stored as the int8
+ * byte q - 128 (q XOR 0x80); z_bias, Z such a tensor (zdt DT_I8, read as
+ * z + 128). */
 typedef struct pr_cu_qepi {
     int64_t N, nchw_hw;
     float a_scale;
@@ -229,6 +235,7 @@ typedef struct pr_cu_qepi {
     int ydt;
     float y_inv;
     const int *acc_off;   /* device int32 [N] or NULL (see above) */
+    int y_bias, z_bias;   /* see above (0: plain) */
 } pr_cu_qepi;
 int pr_cu_qepilogue(void *stream, const int *acc, int64_t M, const pr_cu_qepi *q);
 
@@ -250,7 +257,8 @@ int pr_cu_qdwconv(void *stream, const void *x, const void *w, const pr_cu_qdw *p
  * pr_cu_qepilogue (M = N * OH * OW rows). tile picks the block shape. x_u8:
  * x is uint8, read as x - 128 (XOR 0x80 after the shared-memory load: the
  * zero-filled padding becomes -128, the real zero), q.acc_off adds 128 *
- * sum_k w back. */
+ * sum_k w back. x_u8 == PR_CU_X_U8B: x in biased storage, read as is, the
+ * padding the byte -128 (stored into shared memory instead of a zero-fill). */
 enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_64x128,
        PR_CU_IGEMM_TILES };
 typedef struct pr_cu_igemm {

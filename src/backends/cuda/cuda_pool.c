@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impls.h"
+#include "backends/cuda/cuda_qbias.h"
 #include "backends/ref/ref_conv.h"
 #include "ir/infer_tensor.h"
 
@@ -62,9 +63,14 @@ static bool is_nhwc(const pr_kernel *k, int t) {
     return t >= 0 && k->g->tensors[t].layout == PR_LAYOUT_NHWC;
 }
 
+/* The state of a MaxPool passing biased uint8 storage on (cuda_qbias.h):
+ * run as the int8 max of the bytes; every other node has none (NULL). */
+static const char biased_max[] = "cu.spatial (uint8 stored biased: int8 max)";
+
 static precis_status pool_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                   void **out, pr_err *e) {
-    *out = NULL;
+    *out = n->op == PR_OP_MaxPool && pr_cu_u8_biased(g, pr_node_in(n, 0)) ? (void *)biased_max
+                                                                           : NULL;
     return PRECIS_OK;
 }
 
@@ -135,14 +141,15 @@ static precis_status pool_run(void *s, pr_kernel *k, pr_cuda_exec *x) {
                     X->dims[0], X->dims[1], X->dims[2], X->dims[3], Y->dims[2], Y->dims[3],
                     (int)g.k[1], (int)g.k[2], (int)g.s[1], (int)g.s[2], (int)g.pb[1],
                     (int)g.pb[2], (int)g.d[1], (int)g.d[2], (int)g.pe[1], (int)g.pe[2], nhwc};
-    KL_TRY(pr_cu_pool2d(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype, &p));
+    int dt = s == biased_max ? (int)PRECIS_INT8 : (int)X->dtype;
+    KL_TRY(pr_cu_pool2d(x->stream, X->data, dt, Y->data, s == biased_max ? dt : (int)Y->dtype, &p));
     return PRECIS_OK;
 fail:
     pr_err_prefix(e, "node '%s'", n->name);
     return st;
 }
 
-static const char *pool_describe(void *p) { return "cu.spatial"; }
+static const char *pool_describe(void *p) { return p ? (const char *)p : "cu.spatial"; }
 
 const pr_cuda_impl pr_cuda_impl_pool = {
     .name = "cu.pool",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impls.h"
+#include "backends/cuda/cuda_qbias.h"
 #include "backends/ref/ref_conv.h"
 
 typedef struct qdw_state {
@@ -18,6 +19,7 @@ typedef struct qdw_state {
     int64_t n_wscale;
     pr_cu_act pre, post;
     float x_scale, z_scale, y_inv;
+    bool y_b; /* y uint8 in biased storage (cuda_qbias.h) */
     char what[160];
 } qdw_state;
 
@@ -92,13 +94,14 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
     s->x_scale = pr_attr_float(n, "x_scale", 1.0f);
     s->z_scale = pr_attr_float(n, "z_scale", 1.0f);
     s->y_inv = 1.0f / pr_attr_float(n, "y_scale", 1.0f);
+    s->y_b = pr_cu_u8_biased(g, n->outputs[0]); /* for the IMMA GEMMs reading it */
     const char *an = s->pre.kind ? pr_act_names[s->pre.kind] : "";
     snprintf(s->what, sizeof s->what,
              "cu int8 depthwise conv %lldx%lld (%s x, scale+bias%s%s%s%s -> %s)",
              (long long)s->kh, (long long)s->kw,
              pr_dtype_name(g->tensors[n->inputs[0]].dtype), *an ? "+" : "", an,
              pr_node_in(n, 4) >= 0 ? "+residual" : "", s->post.kind ? "+act2" : "",
-             pr_dtype_name(g->tensors[n->outputs[0]].dtype));
+             s->y_b ? "uint8 stored biased" : pr_dtype_name(g->tensors[n->outputs[0]].dtype));
     free(wt);
     free(sf);
     free(bf);
@@ -156,6 +159,7 @@ static precis_status qdw_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     q.q.y = Y->data;
     q.q.ydt = (int)Y->dtype;
     q.q.y_inv = s->y_inv;
+    q.q.y_bias = s->y_b;
     KL_TRY(pr_cu_qdwconv(x->stream, X->data, s->w, &q));
     return PRECIS_OK;
 fail:

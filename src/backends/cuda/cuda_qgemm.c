@@ -18,6 +18,12 @@
  * float bias; a 1x1 "direct" conv reads such a flipped copy of X). A uint8
  * Y from cuBLASLt's fused epilogue: it writes Y - 128 as int8 (the bias less
  * 128; saturation at -128 is the ReLU) and one pass flips the bytes back.
+ * Biased storage (cuda_qbias.h): a uint8 tensor whose producer and every
+ * consumer are this impl's GEMMs is stored as the int8 byte q - 128: read
+ * as it is (no flipped copy, no XOR; padding -128), written so by the
+ * epilogues (cuBLASLt's fused one without the flip pass), and as a
+ * residual Z read as z + 128 (in cuBLASLt's fused epilogue: 128 * beta
+ * folded into its bias).
  *
  * A QConv on NHWC with C % 16 == 0 may instead run our implicit-GEMM kernel
  * (cu_igemm.cu: no im2col copy, requantization in its epilogue): at a
@@ -31,12 +37,14 @@
 
 #include "backends/cuda/cuda_impls.h"
 #include "backends/cuda/cuda_lt_int8.h"
+#include "backends/cuda/cuda_qbias.h"
 #include "backends/cuda/cuda_tcache.h"
 #include "backends/ref/ref_conv.h"
 
 typedef struct qgemm_state {
     bool conv, direct;   /* QConv; 1x1 NHWC conv reading X as A */
     bool x_u8;           /* X uint8, read as X - 128 (see the top) */
+    bool x_b, y_b, z_b;  /* X / Y / Z uint8 in biased storage (cuda_qbias.h) */
     int *acc_off;        /* device int32 [N]: 128 * sum_k W[n][k] when x_u8 */
     int64_t N, K, Kp;    /* output channels, true and padded reduction length */
     int64_t kh, kw, C;
@@ -161,7 +169,7 @@ static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cud
     if (g->tensors[y].dtype != PRECIS_INT8 && !yu) return PRECIS_OK;
     if (s->conv && g->tensors[y].layout != PR_LAYOUT_NHWC) return PRECIS_OK;
     if ((s->pre.kind && !relu_pre) || (s->post.kind && !relu_post)) return PRECIS_OK;
-    if (z >= 0 && (s->pre.kind || g->tensors[z].dtype != PRECIS_INT8 ||
+    if (z >= 0 && (s->pre.kind || (g->tensors[z].dtype != PRECIS_INT8 && !s->z_b) ||
                    g->tensors[z].layout != g->tensors[y].layout))
         return PRECIS_OK;
     if (z < 0 && relu_pre && relu_post) return PRECIS_OK; /* relu twice: fine, but rare */
@@ -174,11 +182,12 @@ static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cud
         al[j] = s->a_scale * ws[s->n_wscale > 1 ? j : 0] * s->y_inv;
         bq[j] = bias ? bias[j] * s->y_inv : 0.0f;
         if (off) bq[j] += (float)off[j] * al[j];
+        if (s->z_b) bq[j] += 128.0f * s->z_scale * s->y_inv; /* Z stored as z - 128 */
         if (yu) bq[j] -= 128.0f;
     }
     cudaStream_t stream = (cudaStream_t)cfg->x->stream;
     if ((st = pr_cu_upload(al, (size_t)s->N * sizeof *al, (void **)&s->alpha, stream, e))) goto done;
-    if ((bias || off || yu) &&
+    if ((bias || off || yu || s->z_b) &&
         (st = pr_cu_upload(bq, (size_t)s->N * sizeof *bq, (void **)&s->bias_q, stream, e)))
         goto done;
     if ((st = pr_lt_i8_init_fused(&s->lt, s->N, s->Kp, cfg->tcache, s->alpha, s->bias_q,
@@ -186,7 +195,7 @@ static precis_status try_fused(const pr_graph *g, const pr_node *n, const pr_cud
                                   e)))
         goto done;
     s->fused = pr_lt_i8_probe(&s->lt, cfg->x);
-    s->y_u8 = s->fused && yu;
+    s->y_u8 = s->fused && yu && !s->y_b; /* biased Y: cuBLASLt's y - 128 is the storage */
     if (!s->fused) pr_lt_i8_fini(&s->lt);
 done:
     free(al);
@@ -212,6 +221,9 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     const pr_tensor *X = &g->tensors[n->inputs[0]], *W = &g->tensors[n->inputs[1]];
     s->conv = n->op == PR_OP_QConv;
     s->x_u8 = X->dtype == PRECIS_UINT8;
+    s->x_b = s->x_u8 && pr_cu_u8_biased(g, n->inputs[0]);
+    s->y_b = pr_cu_u8_biased(g, n->outputs[0]);
+    s->z_b = pr_cu_u8_biased(g, pr_node_in(n, 4));
     if (s->conv) {
         s->N = W->dims[0];
         s->C = W->dims[1];
@@ -280,10 +292,11 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s%s -> %s, requantized in its "
                  "epilogue (scale vector%s%s%s)",
                  s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "",
-                 s->x_u8 ? " (uint8 x as x-128)" : "",
-                 s->y_u8 ? "uint8 (as y-128, flipped)" : "int8",
+                 s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
+                 s->y_b ? "uint8 stored biased (y-128)"
+                        : s->y_u8 ? "uint8 (as y-128, flipped)" : "int8",
                  s->bias ? "+bias" : "",
-                 s->z_input >= 0 ? "+residual" : "",
+                 s->z_input >= 0 ? (s->z_b ? "+residual biased" : "+residual") : "",
                  s->pre.kind || s->post.kind ? "+Relu" : "");
     } else {
         pr_dtype yd = g->tensors[n->outputs[0]].dtype;
@@ -292,14 +305,16 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         snprintf(s->what, sizeof s->what, "cublasLt int8 imma%s%s -> int32, epilogue kernel "
                  "(scale+bias%s%s%s%s%s -> %s)",
                  s->conv ? (s->direct ? " 1x1 nhwc" : " im2col") : "",
-                 s->x_u8 ? " (uint8 x as x-128)" : "", *an ? "+" : "", an,
-                 s->z_input >= 0 ? "+residual" : "", *a2 ? "+" : "", a2, pr_dtype_name(yd));
+                 s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
+                 *an ? "+" : "", an,
+                 s->z_input >= 0 ? (s->z_b ? "+residual biased" : "+residual") : "",
+                 *a2 ? "+" : "", a2, s->y_b ? "uint8 stored biased" : pr_dtype_name(yd));
     }
     if (s->ig_ok)
         snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync%s (epilogue: "
                  "scale+bias%s%s%s) or %.110s, the faster per shape",
-                 s->x_u8 ? " (uint8 x as x-128)" : "", s->pre.kind ? "+act" : "",
-                 s->z_input >= 0 ? "+residual" : "",
+                 s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
+                 s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
                  s->post.kind ? "+act2" : "", s->what);
     free(wp);
     free(sf);
@@ -336,7 +351,7 @@ static precis_status run_lt(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, const
     pr_err *e = k->err;
     precis_status st = PRECIS_OK;
     int64_t M = o->M;
-    bool col = s->conv && !s->direct, flip = !col && s->x_u8; /* flip: A - 128 copied */
+    bool col = s->conv && !s->direct, flip = !col && s->x_u8 && !s->x_b; /* A - 128 copied */
     size_t col_bytes = col || flip ? (size_t)up(M * s->Kp, 256) : 0;
     size_t acc_bytes = s->fused ? 0 : (size_t)(M * s->N) * sizeof(int32_t);
     char *scr = pr_cuda_scratch(x, col_bytes + acc_bytes, e);
@@ -418,8 +433,9 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
              "d=%dx%d y=%d z=%d%s%s", (long long)g->N, (long long)g->H, (long long)g->W,
              (long long)g->C, (long long)g->Nout, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh,
              g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0, s->fused ? " fused" : "",
-             s->x_u8 ? " x=u8" : "");
+             s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "");
     int32_t r = 0;
+    char times[160] = "";
     if (env && env[0] == 't' && env[1] >= '0' && env[1] < '0' + PR_CU_IGEMM_TILES) {
         *route = env[1] - '0';
     } else if (!env && pr_cuda_tcache_get(s->tc, key, &r, sizeof r) && r >= ROUTE_LT &&
@@ -431,6 +447,9 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
         float best = -1;
         for (int c = (env && !strcmp(env, "1")) ? 0 : ROUTE_LT; c < PR_CU_IGEMM_TILES; c++) {
             float t = time_route(s, k, x, o, c);
+            size_t tl = strlen(times);
+            snprintf(times + tl, sizeof times - tl, " %s %.4f",
+                     c == ROUTE_LT ? "lt" : tile_names[c], (double)t);
             if (t >= 0 && (best < 0 || t < best)) {
                 best = t;
                 *route = c;
@@ -446,12 +465,18 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
         }
         s->routes[s->n_routes].m = o->M;
         s->routes[s->n_routes++].route = *route;
+        if (getenv("PRECIS_VERBOSE")) /* which route runs (inspect shows the candidates) */
+            fprintf(stderr, "precis: node '%s' m=%lld: %s%s%s\n", k->node->name,
+                    (long long)o->M, *route == ROUTE_LT ? "cublasLt" : tile_names[*route],
+                    *times ? ", timed ms:" : "", times);
         if (*route != ROUTE_LT)
             snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync %s tile%s "
                      "(epilogue: scale+bias%s%s%s -> %s)", tile_names[*route],
-                     s->x_u8 ? " (uint8 x as x-128)" : "",
-                     s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
-                     s->post.kind ? "+act2" : "", pr_dtype_name(k->out[0]->dtype));
+                     s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
+                     s->pre.kind ? "+act" : "",
+                     s->z_input >= 0 ? (s->z_b ? "+residual biased" : "+residual") : "",
+                     s->post.kind ? "+act2" : "",
+                     s->y_b ? "uint8 stored biased" : pr_dtype_name(k->out[0]->dtype));
         else
             snprintf(s->what_ig, sizeof s->what_ig, "%s", s->what);
     }
@@ -470,6 +495,7 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     memset(&o, 0, sizeof o);
     bool x_nhwc = k->g->tensors[k->node->inputs[0]].layout == PR_LAYOUT_NHWC;
     bool y_nhwc = k->g->tensors[k->node->outputs[0]].layout == PR_LAYOUT_NHWC;
+    int xm = s->x_b ? PR_CU_X_U8B : s->x_u8 ? PR_CU_X_U8 : PR_CU_X_S8;
     if (s->conv) {
         rc_geom3 gm;
         int64_t kd[2] = {s->kh, s->kw};
@@ -482,9 +508,9 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
                               x_nhwc ? H * W * C : C * H * W, x_nhwc ? 1 : H * W,
                               x_nhwc ? W * C : W, x_nhwc ? C : 1, s->Kp,
                               (int)s->kh, (int)s->kw, (int)gm.s[1], (int)gm.s[2], (int)gm.pb[1],
-                              (int)gm.pb[2], (int)gm.d[1], (int)gm.d[2], s->x_u8};
+                              (int)gm.pb[2], (int)gm.d[1], (int)gm.d[2], xm};
         o.ig = (pr_cu_igemm){Nb, H, W, C, o.ic.OH, o.ic.OW, s->N, s->K, o.ic.kh, o.ic.kw,
-                             o.ic.sh, o.ic.sw, o.ic.ph, o.ic.pw, o.ic.dh, o.ic.dw, 0, s->x_u8};
+                             o.ic.sh, o.ic.sw, o.ic.ph, o.ic.pw, o.ic.dh, o.ic.dw, 0, xm};
         o.M = Nb * o.ic.OH * o.ic.OW;
     } else {
         if (X->dims[X->rank - 1] != s->K)
@@ -495,9 +521,9 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     const pr_buf *Z = s->z_input >= 0 ? pr_kin(k, s->z_input) : NULL;
     o.q = (pr_cu_qepi){s->N, s->conv && !y_nhwc ? Y->dims[2] * Y->dims[3] : 0, s->a_scale,
                        s->w_scale, s->n_wscale, s->bias, s->pre, s->post,
-                       Z ? Z->data : NULL, Z ? (int)Z->dtype : 0,
+                       Z ? Z->data : NULL, Z ? (int)(s->z_b ? PRECIS_INT8 : Z->dtype) : 0,
                        Z && (Z->dtype == PRECIS_INT8 || Z->dtype == PRECIS_UINT8), s->z_scale,
-                       Y->data, (int)Y->dtype, s->y_inv, s->acc_off};
+                       Y->data, (int)Y->dtype, s->y_inv, s->acc_off, s->y_b, s->z_b};
     int route = ROUTE_LT;
     if ((st = pick_route(s, k, x, &o, &route)) || (st = run_route(s, k, x, &o, route)))
         pr_err_prefix(e, "node '%s'", k->node->name);
