@@ -10,7 +10,6 @@
 #include "backends/cpu/vec.h"
 
 #define Q1X1_MAX_IC 256 /* where q1x1 takes a conv (measured, see q1x1_supports) */
-#define Q1X1_MAX_PIX 4096 /* larger images run on dnnl.qconv (measured, see below) */
 
 static bool q1x1_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
 

@@ -1,0 +1,47 @@
+/* Fused INT8 blocks of the CPU backend (k_qblock.c): a run of consecutive
+ * steps of an int8 plan that form an inverted-residual (MBConv) block with
+ * a squeeze-excitation (expand 1x1 -> depthwise -> GlobalAveragePool -> FC
+ * -> FC -> gate Mul) runs as one step: one OpenMP parallel region for the
+ * whole block, each thread taking whole images through every member, so a
+ * block's intermediates stay in the cache of the core that made them and
+ * the threads meet once per block instead of once per layer.
+ *
+ * The members keep their own impls and prepared states (each still checked
+ * against ref on its own) and their outputs (the engine's memory plan keeps
+ * every tensor a block reads or writes alive across the whole block), so a
+ * block computes the same bytes as its members run one by one: bit-exact
+ * by construction. The engine (runtime/engine.c) asks pr_cpu_block_match at
+ * every step after preparing them; the context (runtime/context.c) runs a
+ * block's head with its members' kernels. PRECIS_QBLOCK=0 at engine build
+ * or load time turns blocks off (A/B timing); inspect shows them as
+ * "qblock[i/n]" before each member's kernel. */
+#ifndef PR_BACKENDS_CPU_QBLOCK_H
+#define PR_BACKENDS_CPU_QBLOCK_H
+
+#include "backends/cpu/cpu.h"
+
+#define PR_CPU_BLOCK_MAX 8 /* members */
+
+typedef struct pr_cpu_block pr_cpu_block;
+
+/* The steps from index 0 of nodes/impls/states (n of them, consecutive
+ * steps of the engine): the number of leading steps that form a block
+ * (>= 2), with *out its state (malloc'd), or 0 (no block here, *out NULL).
+ * -1 on OOM (e set). */
+int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
+                       const pr_cpu_impl *const *impls, void *const *states, int n,
+                       pr_cpu_block **out, pr_err *e);
+/* Run the block: ks[i] is member i's kernel (its inputs and outputs
+ * allocated with their full shapes, as for a step of its own); x the
+ * context's exec (its per-thread sub-execs are made here, freed by
+ * pr_cpu_exec_free_subs). */
+precis_status pr_cpu_block_run(const pr_cpu_block *b, pr_kernel *ks, pr_cpu_exec *x);
+/* Member count and what the block is ("se_mbconv" etc.). */
+int pr_cpu_block_len(const pr_cpu_block *b);
+const char *pr_cpu_block_kind(const pr_cpu_block *b);
+void pr_cpu_block_destroy(pr_cpu_block *b);
+
+/* Frees the per-thread execs a block run made on x (not x itself). */
+void pr_cpu_exec_free_subs(pr_cpu_exec *x);
+
+#endif
