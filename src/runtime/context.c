@@ -667,8 +667,9 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
     step_bufs io[PR_CPU_BLOCK_MAX];
     for (int k = 0; k < e->n_steps;) {
         const pr_step *s = &e->steps[k];
-        /* a fused block runs its members at once (qblock.h) */
-        const int len = s->block && s->block_len > 1 ? s->block_len : 1;
+        /* a fused block runs its members at once (qblock.h); an observer
+         * (calibration, per-layer comparisons) sees every member's output */
+        const int len = s->block && s->block_len > 1 && !c->observe ? s->block_len : 1;
         for (int m = 0; m < len; m++)
             if ((st = step_io(c, k + m, planning, cached, &io[m], err))) goto fail;
         double t0 = c->profiling ? now() : 0;

@@ -11,6 +11,7 @@ struct pr_cpu_block {
     const char *kind;
     const pr_cpu_impl *impl[PR_CPU_BLOCK_MAX];
     void *state[PR_CPU_BLOCK_MAX];
+    pr_seproj *sp; /* the last two members (gate Mul, projection) fused, or NULL */
 };
 
 /* Members must be our own kernels: they run one image at a time inside the
@@ -32,7 +33,6 @@ static bool feeds(const pr_node *a, const pr_node *b, int i) {
 int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
                        const pr_cpu_impl *const *impls, void *const *states, int n,
                        pr_cpu_block **out, pr_err *e) {
-    (void)g;
     *out = NULL;
     const char *off = getenv("PRECIS_QBLOCK");
     if (off && strcmp(off, "0") == 0) return 0;
@@ -53,14 +53,18 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
     if (!own(impls[i + 4], "qbinary") || !is_op(m, PR_OP_QBinary, "Mul") || m->n_inputs != 2 ||
         !((feeds(d, m, 0) && feeds(f2, m, 1)) || (feeds(d, m, 1) && feeds(f2, m, 0))))
         return 0;
-    const int len = i + 5;
+    int len = i + 5;
+    /* the projection after the gate: fused with it when it qualifies */
+    const bool sp = n > len && pr_seproj_ok(g, m, nodes[len]);
+    if (sp) len++;
     pr_cpu_block *b = calloc(1, sizeof *b);
-    if (!b) {
+    if (!b || (sp && !(b->sp = pr_seproj_new(g, m, nodes[len - 1])))) {
+        free(b);
         pr_errf(e, PRECIS_ERR_OOM, "out of memory");
         return -1;
     }
     b->len = len;
-    b->kind = i ? "se_mbconv" : "dw_se";
+    b->kind = i ? (sp ? "se_mbconv_proj" : "se_mbconv") : (sp ? "dw_se_proj" : "dw_se");
     for (int k = 0; k < len; k++) {
         b->impl[k] = impls[k];
         b->state[k] = states[k];
@@ -71,7 +75,10 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
 
 int pr_cpu_block_len(const pr_cpu_block *b) { return b ? b->len : 0; }
 const char *pr_cpu_block_kind(const pr_cpu_block *b) { return b ? b->kind : ""; }
-void pr_cpu_block_destroy(pr_cpu_block *b) { free(b); } /* the states are the steps' */
+void pr_cpu_block_destroy(pr_cpu_block *b) { /* the states are the steps' */
+    if (b) pr_seproj_free(b->sp);
+    free(b);
+}
 
 void pr_cpu_exec_free_subs(pr_cpu_exec *x) {
     if (!x || !x->subs) return;
@@ -125,12 +132,13 @@ precis_status pr_cpu_block_run(const pr_cpu_block *b, pr_kernel *ks, pr_cpu_exec
         const pr_buf *Y = ks[i].out[0];
         whole = !Y || Y->rank != 4 || Y->dims[0] != N;
     }
+    const int nm = b->sp ? b->len - 2 : b->len; /* members run by their impls */
     if (whole) {
-        for (int i = 0; i < b->len; i++) {
+        for (int i = 0; i < nm; i++) {
             precis_status st = b->impl[i]->run(b->state[i], &ks[i], x);
             if (st) return st;
         }
-        return PRECIS_OK;
+        return b->sp ? pr_seproj_run(b->sp, &ks[nm], &ks[nm + 1], 0, N, x) : PRECIS_OK;
     }
     if (x->n_subs < nt) {
         pr_cpu_exec_free_subs(x);
@@ -152,8 +160,13 @@ precis_status pr_cpu_block_run(const pr_cpu_block *b, pr_kernel *ks, pr_cpu_exec
          * image at a time cost ~0.5 us of kernel setup per member and image:
          * cls b8 t1 1.12 -> 1.30 ms) */
         const int64_t n0 = N * t / nt, n1 = N * (t + 1) / nt;
-        for (int i = 0; i < b->len && !sts[t] && n1 > n0; i++)
+        for (int i = 0; i < nm && !sts[t] && n1 > n0; i++)
             sts[t] = run_images(b, i, &ks[i], N, n0, n1, sx, &errs[t]);
+        if (b->sp && !sts[t] && n1 > n0) {
+            pr_kernel km = ks[nm], kp = ks[nm + 1];
+            km.err = kp.err = &errs[t];
+            sts[t] = pr_seproj_run(b->sp, &km, &kp, n0, n1, sx);
+        }
     }
     for (int t = 0; t < nt; t++)
         if (sts[t]) {
