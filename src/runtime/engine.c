@@ -349,8 +349,9 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
         if (s->block_head) { /* "qblock[i/n] kernel" */
             char tmp[256];
             const pr_step *h = &e->steps[s->block_head - 1];
-            snprintf(tmp, sizeof tmp, "qblock[%d/%d] %s", k - (s->block_head - 1) + 1,
-                     h->block_len, buf);
+            const int i = k - (s->block_head - 1);
+            const char *over = pr_cpu_block_member(h->block, i);
+            snprintf(tmp, sizeof tmp, "qblock[%d/%d] %s", i + 1, h->block_len, over ? over : buf);
             memcpy(buf, tmp, sizeof buf);
         }
         s->kernel = pr_arena_strdup(g->arena, buf);

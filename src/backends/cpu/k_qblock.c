@@ -74,6 +74,11 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
 }
 
 int pr_cpu_block_len(const pr_cpu_block *b) { return b ? b->len : 0; }
+const char *pr_cpu_block_member(const pr_cpu_block *b, int i) {
+    if (!b || !b->sp || i < b->len - 2 || i >= b->len) return NULL;
+    return i == b->len - 2 ? "seproj (gate folded into the next step's weights; not stored)"
+                           : "seproj.avx512_vnni (gate x weights per image)";
+}
 const char *pr_cpu_block_kind(const pr_cpu_block *b) { return b ? b->kind : ""; }
 void pr_cpu_block_destroy(pr_cpu_block *b) { /* the states are the steps' */
     if (b) pr_seproj_free(b->sp);

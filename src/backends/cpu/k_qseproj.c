@@ -24,7 +24,7 @@ struct pr_seproj {
     pr_dtype tdt, ydt, zdt; /* zdt PRECIS_UNDEFINED: no residual */
     int64_t IC, OC, OCv, ICq;
     float t_scale, y_inv, z_scale;
-    float *wf;   /* [OC][IC] P's int8 weights as float */
+    float *wf;   /* [IC][OC] P's int8 weights as float, transposed */
     float *ws;   /* [OC] */
     float *bias; /* [OC] B / y_scale (0 without B) */
 };
@@ -138,7 +138,8 @@ pr_seproj *pr_seproj_new(const pr_graph *g, const pr_node *m, const pr_node *p) 
         return NULL;
     }
     const int8_t *w = W->data;
-    for (int64_t i = 0; i < s->OC * s->IC; i++) s->wf[i] = (float)w[i];
+    for (int64_t o = 0; o < s->OC; o++)
+        for (int64_t c = 0; c < s->IC; c++) s->wf[c * s->OC + o] = (float)w[o * s->IC + c];
     for (int64_t o = 0; o < s->OC; o++) {
         s->ws[o] = ((const float *)ws->data)[o];
         s->bias[o] = B ? ((const float *)B->data)[o] * s->y_inv : 0.0f;
@@ -152,33 +153,46 @@ pr_seproj *pr_seproj_new(const pr_graph *g, const pr_node *m, const pr_node *p) 
  * scale t_scale w_scale (max / 127) / y_scale. */
 static Q1_VNNI void sp_weights(const pr_seproj *s, const float *gate, int8_t *wq, int32_t *comp,
                                float *sc) {
-    const int64_t IC = s->IC, ICq = s->ICq;
+    const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq;
     const bool s8 = s->tdt == PRECIS_INT8;
-    for (int64_t o = 0; o < s->OC; o++) {
-        const float *wr = s->wf + o * IC;
+    const __m512i lo8 = _mm512_set1_epi32(0xff);
+    for (int64_t v = 0; v < s->OCv; v++) { /* 16 output channels in the lanes */
+        const float *wc = s->wf + 16 * v;
         __m512 mx = _mm512_setzero_ps();
-        for (int64_t c = 0; c < IC; c += 16) {
-            const __mmask16 k = IC - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (IC - c)) - 1u);
-            __m512 u = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, wr + c), _mm512_maskz_loadu_ps(k, gate + c));
-            mx = _mm512_max_ps(mx, _mm512_abs_ps(u));
+        for (int64_t c = 0; c < IC; c++)
+            mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(wc + c * OC),
+                                                               _mm512_set1_ps(gate[c]))));
+        /* m > 0 finite: f = 127 / m, else 0 (a zero row) */
+        const __mmask16 ok = _mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                             _mm512_cmp_ps_mask(mx, _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
+        const __m512 f = _mm512_maskz_div_ps(ok, _mm512_set1_ps(127.0f), mx);
+        __m512i sum = _mm512_setzero_si512();
+        __m512i *dst = (__m512i *)wq + v * ICq;
+        for (int64_t k = 0; k < ICq; k++) {
+            __m512i q[4];
+            for (int j = 0; j < 4; j++) {
+                const int64_t c = 4 * k + j;
+                const __m512 u = _mm512_mul_ps(_mm512_loadu_ps(wc + c * OC), _mm512_set1_ps(gate[c]));
+                q[j] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(u, f),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                sum = _mm512_add_epi32(sum, q[j]);
+            }
+            /* lane o's dword: the 4 channels' bytes (|q| <= 127) */
+            const __m512i d = _mm512_or_si512(
+                _mm512_or_si512(_mm512_and_si512(q[0], lo8),
+                                _mm512_slli_epi32(_mm512_and_si512(q[1], lo8), 8)),
+                _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(q[2], lo8), 16),
+                                _mm512_slli_epi32(q[3], 24)));
+            _mm512_store_si512((void *)(dst + k), d);
         }
-        const float m = _mm512_reduce_max_ps(mx);
-        const float f = m > 0.0f && isfinite(m) ? 127.0f / m : 0.0f;
-        const __m512 fv = _mm512_set1_ps(f);
-        int8_t row[256 + 16];
-        int32_t sum = 0;
-        for (int64_t c = 0; c < IC; c += 16) {
-            const __mmask16 k = IC - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (IC - c)) - 1u);
-            __m512 u = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, wr + c), _mm512_maskz_loadu_ps(k, gate + c));
-            __m512i q = _mm512_cvt_roundps_epi32(_mm512_mul_ps(u, fv),
-                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            sum += _mm512_reduce_add_epi32(q);
-            _mm_storeu_si128((__m128i *)(row + c), _mm512_cvtepi32_epi8(q));
-        }
-        int8_t *dst = wq + (o / 16 * ICq * 16 + o % 16) * 4;
-        for (int64_t k = 0; k < ICq; k++) memcpy(dst + k * 64, row + 4 * k, 4);
-        comp[o] = s8 ? -128 * sum : 0;
-        sc[o] = f > 0.0f ? s->t_scale * s->ws[o] * (m / 127.0f) * s->y_inv : 0.0f;
+        _mm512_storeu_si512((void *)(comp + 16 * v),
+                            s8 ? _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)) : _mm512_setzero_si512());
+        const __m512 m127 = _mm512_div_ps(mx, _mm512_set1_ps(127.0f));
+        const __m512 scv = _mm512_mul_ps(
+            _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(s->t_scale), _mm512_loadu_ps(s->ws + 16 * v)),
+                          m127),
+            _mm512_set1_ps(s->y_inv));
+        _mm512_storeu_ps(sc + 16 * v, _mm512_maskz_mov_ps(ok, scv));
     }
 }
 

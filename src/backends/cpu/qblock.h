@@ -38,6 +38,9 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
 precis_status pr_cpu_block_run(const pr_cpu_block *b, pr_kernel *ks, pr_cpu_exec *x);
 /* Member count and what the block is ("se_mbconv" etc.). */
 int pr_cpu_block_len(const pr_cpu_block *b);
+/* What runs member i instead of its own impl ("seproj: ..." for a fused SE
+ * tail), or NULL: its impl. */
+const char *pr_cpu_block_member(const pr_cpu_block *b, int i);
 const char *pr_cpu_block_kind(const pr_cpu_block *b);
 void pr_cpu_block_destroy(pr_cpu_block *b);
 
