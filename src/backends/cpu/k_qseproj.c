@@ -201,7 +201,7 @@ Q1_INLINE __m512 sp_zf(const uint8_t *z, bool s8) {
     return _mm512_cvtepi32_ps(s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
 }
 
-/* PT (4 or 1) pixels x NV vectors: sums, then r = acc sc + B (+ z_scale / y_scale
+/* PT (8, 4 or 1) pixels x NV vectors: sums, then r = acc sc + B (+ z_scale / y_scale
  * Z), clamped, rounded half to even, stored as bytes. */
 Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *comp,
                        const float *sc, const uint8_t *x, const uint8_t *z, uint8_t *y, int PT,
@@ -218,6 +218,10 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
     SP_ACC(1);
     SP_ACC(2);
     SP_ACC(3);
+    SP_ACC(4);
+    SP_ACC(5);
+    SP_ACC(6);
+    SP_ACC(7);
 #undef SP_ACC
     for (int64_t k = 0; k < ICq; k++) {
         const __m512i w0 = _mm512_load_si512((const void *)(wq + k));
@@ -237,6 +241,12 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
             SP_DOT(1);
             SP_DOT(2);
             SP_DOT(3);
+        }
+        if (PT > 4) {
+            SP_DOT(4);
+            SP_DOT(5);
+            SP_DOT(6);
+            SP_DOT(7);
         }
 #undef SP_DOT
     }
@@ -264,6 +274,12 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
         SP_OUT(2);
         SP_OUT(3);
     }
+    if (PT > 4) {
+        SP_OUT(4);
+        SP_OUT(5);
+        SP_OUT(6);
+        SP_OUT(7);
+    }
 #undef SP_OUT
 #undef SP_OUT1
 }
@@ -285,6 +301,10 @@ static Q1_VNNI __attribute__((noinline)) void sp_pixels(const pr_seproj *restric
     case 3: sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 3, lo, hi, zs); break; \
     default: sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 4, lo, hi, zs); break; \
     }
+    /* 8 pixels for 1-2 output vectors: 8-16 independent sums (4 pixels
+     * left the vpdpbusd latency chains short of work) */
+    if (s->OCv <= 2)
+        for (; p + 8 <= P; p += 8) SP_CASE(8)
     for (; p + 4 <= P; p += 4) SP_CASE(4)
     for (; p < P; p++) SP_CASE(1)
 #undef SP_CASE
