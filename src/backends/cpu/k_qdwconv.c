@@ -52,6 +52,12 @@ typedef struct qdw_state {
     int32_t *init; /* [nblk][4][16] accumulator start (compensation) */
     int32_t *qcomp; /* [nblk][nqh][4][16] a quad's share of it, negated (int8 src) */
     float *sc, *bias; /* [nblk][4][16] x_scale * w_scale, B */
+    /* images of IH <= 4 rows (qdw_img_tables): per IH and output row, the
+     * weights of one quad holding the image's rows [nblk][KW][4][64] and
+     * the start; img_oh[IH - 1] the OH they were made for (0: none) */
+    int8_t *wimg[4][4];
+    int32_t *iinit[4][4];
+    int64_t img_oh[4], img_pt, img_sh;
 } qdw_state;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -73,6 +79,12 @@ static bool have_vnni(void) {
 #else
     return false;
 #endif
+}
+
+/* PRECIS_QDW_IMG=0: no small-image path (qdw_img_tables; A/B timing). */
+static bool qdw_img_off(void) {
+    const char *env = getenv("PRECIS_QDW_IMG");
+    return env && !strcmp(env, "0");
 }
 
 /* PRECIS_QDW_LIN=0: no linear last block (A/B timing). */
@@ -181,7 +193,64 @@ static void qdw_destroy(void *state) {
     free(s->qcomp);
     free(s->sc);
     free(s->bias);
+    for (int i = 0; i < 4; i++)
+        for (int o = 0; o < 4; o++) {
+            free(s->wimg[i][o]);
+            free(s->iinit[i][o]);
+        }
     free(s);
+}
+
+/* Small images (PP-OCR cls's last stages: 2-3 rows, 5x5 kernels): with
+ * IH <= 4 every output row reads some of the same <= 4 image rows, so one
+ * quad holding the image's rows 0..3 is interleaved once per image and
+ * block (V) and every output row sums it against its own weights: kernel
+ * row kh = t + pt - oh * sh at image row t (zero where out of the kernel or
+ * t >= IH), start -128 * (the sum of those taps) for an int8 src (the
+ * padding columns read biased zeros, as in the row path). Instead of one
+ * build per output row and live quad. Explicit pads, no dilation; tables
+ * for each IH whose OH is 1..4. */
+static bool qdw_img_tables(qdw_state *s, const pr_node *n, const int8_t *w, const float *ws) {
+    const int64_t *v;
+    int nv = pr_attr_ints(n, "dilations", &v);
+    for (int i = 0; i < nv; i++)
+        if (v[i] != 1) return true;
+    const char *ap = pr_attr_str(n, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) return true;
+    nv = pr_attr_ints(n, "pads", &v);
+    const int64_t pt = nv == 4 ? v[0] : 0, pb = nv == 4 ? v[2] : 0;
+    nv = pr_attr_ints(n, "strides", &v);
+    const int64_t sh = nv == 2 ? v[0] : 1;
+    const bool s8 = s->xdt == PRECIS_INT8;
+    s->img_pt = pt;
+    s->img_sh = sh;
+    const size_t nw = (size_t)(s->nblk * s->KW * 256), ni = (size_t)(s->nblk * 64);
+    for (int64_t IH = 1; IH <= 4; IH++) {
+        const int64_t span = IH + pt + pb - s->KH, OH = span < 0 ? 0 : span / sh + 1;
+        if (OH < 1 || OH > 4) continue;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int8_t *wi = s->wimg[IH - 1][oh] = aligned_alloc(64, nw);
+            int32_t *ii = s->iinit[IH - 1][oh] = calloc(ni, sizeof(int32_t));
+            if (!wi || !ii) return false;
+            memset(wi, 0, nw);
+            for (int64_t c = 0; c < s->C; c++) {
+                const int64_t cb = c / 64, ci = c % 64, k = ci / 16, r = (ci % 16) / 4;
+                const int64_t lane = k * 4 + ci % 4;
+                int32_t sum = 0;
+                for (int64_t kw = 0; kw < s->KW; kw++)
+                    for (int64_t t = 0; t < IH; t++) {
+                        const int64_t kh = t + pt - oh * sh;
+                        if (kh < 0 || kh >= s->KH || ws[c] == 0.0f) continue;
+                        const int8_t q = w[(c * s->KH + kh) * s->KW + kw];
+                        wi[((cb * s->KW + kw) * 4 + r) * 64 + lane * 4 + t] = q;
+                        sum += q;
+                    }
+                ii[cb * 64 + r * 16 + lane] = s8 ? -128 * sum : 0;
+            }
+        }
+        s->img_oh[IH - 1] = OH;
+    }
+    return true;
 }
 
 static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
@@ -242,6 +311,10 @@ static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_c
         s->init[v] = s8 ? -128 * sum : 0;
         s->sc[v] = zero ? 1.0f : xs * ws[c];
         s->bias[v] = bv ? bv[c] : 0.0f;
+    }
+    if (!qdw_img_off() && !qdw_img_tables(s, n, w, ws)) {
+        qdw_destroy(s);
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
     *state = s;
     return PRECIS_OK;
@@ -393,6 +466,8 @@ VNNI_INLINE void qdw_conv_g(const qdw_state *s, const qdw_geo *g, const __m512i 
         qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF, 0, 2);
     else if (s->KW == 5 && s->nqh == 2 && g->dw == 1 && q0 == 0 && q1 == 1)
         qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF, 0, 1);
+    else if (s->KW == 5 && s->nqh == 1 && g->dw == 1 && q0 == 0 && q1 == 1) /* small images */
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 1, 1, EK, AK, AFF, 0, 1);
     else
         qdw_conv_t(V, wb, e, g->OW, g->sw, s->KW, s->nqh, g->dw, EK, AK, AFF, q0, q1);
 }
@@ -643,37 +718,83 @@ static PR_VNNI void qdw_out(const qdw_state *s, const __m512 *F, int64_t OW, int
     }
 }
 
-static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
-                         int64_t N, __m512i *scr, int64_t per, int nt) {
-    const int64_t items = N * g->OH * s->nblk, nv = g->ncol * s->nqh * 4;
-    const size_t ysz = pr_dtype_size(s->ydt);
-    const int64_t C = s->C;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t it = 0; it < items; it++) {
-        int64_t cb = it % s->nblk, row = it / s->nblk, n = row / g->OH, oh = row % g->OH;
-        int64_t nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
-        __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
-        __m512i *V = scr + (size_t)omp_get_thread_num() * (size_t)per;
-        __m512 *F = (__m512 *)(V + nv);
-        /* the quads with a kernel row in the image */
-        int64_t q0 = s->nqh, q1 = 0;
-        for (int64_t kh = 0; kh < s->KH; kh++) {
-            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-            if (ih < 0 || ih >= g->IH) continue;
-            if (kh / 4 < q0) q0 = kh / 4;
-            if (kh / 4 + 1 > q1) q1 = kh / 4 + 1;
-        }
-        if (q1 <= q0) q0 = q1 = 0;
-        if (s->lin && cb == s->nblk - 1)
-            qdw_build_lin(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, nc, V, q0, q1);
-        else
-            qdw_build(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, cm, V, q0, q1);
-        uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * ysz;
-        if (!qdw_conv(s, g, V, cb, F, yrow, q0, q1)) {
+/* Block cb of output row oh of image n (the row path). */
+static PR_VNNI void qdw_row(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                            int64_t n, int64_t oh, int64_t cb, __m512i *V, __m512 *F) {
+    const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
+    const __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
+    /* the quads with a kernel row in the image */
+    int64_t q0 = s->nqh, q1 = 0;
+    for (int64_t kh = 0; kh < s->KH; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        if (ih < 0 || ih >= g->IH) continue;
+        if (kh / 4 < q0) q0 = kh / 4;
+        if (kh / 4 + 1 > q1) q1 = kh / 4 + 1;
+    }
+    if (q1 <= q0) q0 = q1 = 0;
+    const uint8_t *xn = x + (size_t)(n * g->IH * g->IW * C);
+    if (s->lin && cb == s->nblk - 1)
+        qdw_build_lin(s, g, xn, oh, cb, nc, V, q0, q1);
+    else
+        qdw_build(s, g, xn, oh, cb, cm, V, q0, q1);
+    uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * pr_dtype_size(s->ydt);
+    if (!qdw_conv(s, g, V, cb, F, yrow, q0, q1)) {
+        qdw_act(&s->act, F, g->OW * 4);
+        qdw_act(&s->act2, F, g->OW * 4);
+        qdw_out(s, F, g->OW, cb, yrow);
+    }
+}
+
+/* Block cb (interleaved, not the linear one) of every output row of image
+ * n by the small-image path (qdw_img_tables): rows 0..3 of the image
+ * interleaved once (qdw_build with a one-quad geometry whose row kh is
+ * image row kh), each output row summed against its own weights. */
+static PR_VNNI void qdw_img(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                            int64_t n, int64_t cb, __m512i *V, __m512 *F) {
+    const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
+    const __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
+    qdw_state s1 = *s;
+    s1.KH = 4;
+    s1.nqh = 1;
+    qdw_geo g1 = *g;
+    g1.sh = 0;
+    g1.pt = 0;
+    g1.dh = 1;
+    qdw_build(&s1, &g1, x + (size_t)(n * g->IH * g->IW * C), 0, cb, cm, V, 0, 1);
+    qdw_state s2 = *s;
+    s2.nqh = 1;
+    s2.lin = false;
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        s2.wp = s->wimg[g->IH - 1][oh];
+        s2.init = s->iinit[g->IH - 1][oh];
+        uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * pr_dtype_size(s->ydt);
+        if (!qdw_conv(&s2, g, V, cb, F, yrow, 0, 1)) {
             qdw_act(&s->act, F, g->OW * 4);
             qdw_act(&s->act2, F, g->OW * 4);
             qdw_out(s, F, g->OW, cb, yrow);
         }
+    }
+}
+
+static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                         int64_t N, __m512i *scr, int64_t per, int nt) {
+    const bool img = g->IH >= 1 && g->IH <= 4 && g->dh == 1 && s->img_oh[g->IH - 1] == g->OH &&
+                     g->pt == s->img_pt && g->sh == s->img_sh;
+    /* items: (image, block) of the small-image path, then (row, block) of
+     * the row path (with img: the linear block only, if any) */
+    const int64_t nimg = img ? s->nblk - (s->lin ? 1 : 0) : 0, rb = img ? s->nblk - nimg : s->nblk;
+    const int64_t items_img = N * nimg, items = items_img + N * g->OH * rb;
+    const int64_t nv = g->ncol * s->nqh * 4;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t it = 0; it < items; it++) {
+        __m512i *V = scr + (size_t)omp_get_thread_num() * (size_t)per;
+        __m512 *F = (__m512 *)(V + nv);
+        if (it < items_img) {
+            qdw_img(s, g, x, y, it / nimg, it % nimg, V, F);
+            continue;
+        }
+        const int64_t r = it - items_img, row = r / rb, cb = nimg + r % rb;
+        qdw_row(s, g, x, y, row / g->OH, row % g->OH, cb, V, F);
     }
 }
 #endif
