@@ -89,7 +89,8 @@ static void run_case(const tcase *tc, int threads_unused) {
     const int tM = tensor(g, "m", tc->tdt, 4, tdims, true, NULL, 0);
     const int tW = tensor(g, "w", PRECIS_INT8, 4, wdims, false, w, (size_t)(OC * C));
     const int tS = tensor(g, "ws", PRECIS_FLOAT32, 1, odims, false, wsc, (size_t)OC * 4);
-    const int tB = tc->bias ? tensor(g, "b", PRECIS_FLOAT32, 1, odims, false, b, (size_t)OC * 4) : -1;
+    const int tB =
+        tc->bias ? tensor(g, "b", PRECIS_FLOAT32, 1, odims, false, b, (size_t)OC * 4) : -1;
     if (!tc->bias) free(b);
     const bool hz = tc->zdt != PRECIS_UNDEFINED;
     const int tZ = hz ? tensor(g, "z", tc->zdt, 4, ydims, true, NULL, 0) : -1;
@@ -122,10 +123,11 @@ static void run_case(const tcase *tc, int threads_unused) {
     float *G = malloc((size_t)(N * C) * sizeof(float));
     for (size_t i = 0; i < tn; i++) T[i] = (uint8_t)(frand() * 256.0f);
     for (size_t i = 0; i < yn; i++) Z[i] = (uint8_t)(frand() * 256.0f);
-    for (int64_t i = 0; i < N * C; i++) G[i] = i % 17 == 5 ? 0.0f : frand(); /* hard sigmoid range */
+    for (int64_t i = 0; i < N * C; i++)
+        G[i] = i % 17 == 5 ? 0.0f : frand(); /* hard sigmoid range */
     to_plain(T, Tp, N, C, HW);
     to_plain(Z, Zp, N, OC, HW);
-    double rmax = 0; /* the real outputs' largest magnitude: P's grid */
+    double rmax = 0;                         /* the real outputs' largest magnitude: P's grid */
     double *R = malloc(yn * sizeof(double)); /* exact real outputs, plain order */
     for (int64_t n = 0; n < N; n++)
         for (int64_t q = 0; q < HW; q++)
@@ -136,8 +138,9 @@ static void run_case(const tcase *tc, int threads_unused) {
                                                       : T[(n * HW + q) * C + c];
                     r += (double)w[o * C + c] * wsc[o] * ts * t * G[n * C + c];
                 }
-                if (hz) r += zs * (tc->zdt == PRECIS_INT8 ? (int8_t)Z[(n * HW + q) * OC + o]
-                                                          : Z[(n * HW + q) * OC + o]);
+                if (hz)
+                    r += zs * (tc->zdt == PRECIS_INT8 ? (int8_t)Z[(n * HW + q) * OC + o]
+                                                      : Z[(n * HW + q) * OC + o]);
                 rmax = fmax(rmax, fabs(r));
                 R[(n * OC + o) * HW + q] = r;
             }
@@ -154,7 +157,8 @@ static void run_case(const tcase *tc, int threads_unused) {
     pr_buf bB = {PRECIS_FLOAT32, 1, {OC}, OC, tc->bias ? b : NULL, (size_t)OC * 4};
     pr_buf bZ = {tc->zdt, 4, {N, OC, tc->H, tc->W}, (int64_t)yn, Z, yn};
     pr_buf bY = {tc->ydt, 4, {N, OC, tc->H, tc->W}, (int64_t)yn, Y, yn};
-    const pr_buf *min[2] = {&bT, &bG}, *pin[5] = {&bM, &bW, &bS, tc->bias ? &bB : NULL, hz ? &bZ : NULL};
+    const pr_buf *min[2] = {&bT, &bG},
+                 *pin[5] = {&bM, &bW, &bS, tc->bias ? &bB : NULL, hz ? &bZ : NULL};
     pr_buf *mout[1] = {&bM}, *pout[1] = {&bY};
     pr_kernel km = {g, m, 2, min, 1, mout, &e, 1}, kp = {g, p, 5, pin, 1, pout, &e, 1};
     pr_cpu_exec x = {1, NULL, NULL, 0, NULL, 0};
@@ -170,7 +174,8 @@ static void run_case(const tcase *tc, int threads_unused) {
     int maxd = 0;
     double sum = 0, ef = 0, er = 0; /* mean |fused - exact|, |ref - exact| in units */
     for (size_t i = 0; i < yn; i++) {
-        int a = tc->ydt == PRECIS_INT8 ? (int8_t)Yp[i] : Yp[i], r = tc->ydt == PRECIS_INT8 ? (int8_t)Yr[i] : Yr[i];
+        int a = tc->ydt == PRECIS_INT8 ? (int8_t)Yp[i] : Yp[i],
+            r = tc->ydt == PRECIS_INT8 ? (int8_t)Yr[i] : Yr[i];
         int d = abs(a - r);
         maxd = d > maxd ? d : maxd;
         sum += d;

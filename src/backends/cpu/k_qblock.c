@@ -113,7 +113,8 @@ static precis_status run_images(const pr_cpu_block *b, int i, const pr_kernel *k
                                 int64_t n0, int64_t n1, pr_cpu_exec *x, pr_err *e) {
     enum { IO = 8 };
     const pr_node *nd = k->node;
-    if (k->n_in > IO || k->n_out > IO) return pr_errf(e, PRECIS_ERR_INTERNAL, "qblock: too many io");
+    if (k->n_in > IO || k->n_out > IO)
+        return pr_errf(e, PRECIS_ERR_INTERNAL, "qblock: too many io");
     pr_buf ti[IO], to[IO];
     const pr_buf *in[IO];
     pr_buf *outp[IO];

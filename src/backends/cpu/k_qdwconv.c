@@ -507,6 +507,20 @@ static PR_VNNI void qdw_img(const qdw_state *s, const qdw_geo *g, const uint8_t 
     }
 }
 
+/* Item it of qdw_run_vnni: (image, block) of the small-image path, then
+ * (row, block) of the row path; V: this thread's scratch (F after nv). */
+static void qdw_item(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                     int64_t it, int64_t items_img, int64_t nimg, int64_t rb, __m512i *V,
+                     int64_t nv) {
+    __m512 *F = (__m512 *)(V + nv);
+    if (it < items_img) {
+        qdw_img(s, g, x, y, it / nimg, it % nimg, V, F);
+        return;
+    }
+    const int64_t r = it - items_img, row = r / rb, cb = nimg + r % rb;
+    qdw_row(s, g, x, y, row / g->OH, row % g->OH, cb, V, F);
+}
+
 static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
                          int64_t N, __m512i *scr, int64_t per, int nt) {
     const bool img = g->IH >= 1 && g->IH <= 4 && g->dh == 1 && s->img_oh[g->IH - 1] == g->OH &&
@@ -516,17 +530,16 @@ static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x,
     const int64_t nimg = img ? s->nblk - (s->lin ? 1 : 0) : 0, rb = img ? s->nblk - nimg : s->nblk;
     const int64_t items_img = N * nimg, items = items_img + N * g->OH * rb;
     const int64_t nv = g->ncol * s->nqh * 4;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t it = 0; it < items; it++) {
-        __m512i *V = scr + (size_t)omp_get_thread_num() * (size_t)per;
-        __m512 *F = (__m512 *)(V + nv);
-        if (it < items_img) {
-            qdw_img(s, g, x, y, it / nimg, it % nimg, V, F);
-            continue;
-        }
-        const int64_t r = it - items_img, row = r / rb, cb = nimg + r % rb;
-        qdw_row(s, g, x, y, row / g->OH, row % g->OH, cb, V, F);
+    /* no region: entering even a serial one costs ~0.3 us (NOTES.md session 11) */
+    if (nt < 2 || items < 2) {
+        for (int64_t it = 0; it < items; it++)
+            qdw_item(s, g, x, y, it, items_img, nimg, rb, scr, nv);
+        return;
     }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t it = 0; it < items; it++)
+        qdw_item(s, g, x, y, it, items_img, nimg, rb,
+                 scr + (size_t)omp_get_thread_num() * (size_t)per, nv);
 }
 #endif
 

@@ -20,7 +20,7 @@
 #include "backends/cpu/qblock.h"
 
 struct pr_seproj {
-    int ti;             /* M's input holding T (the other is the gate) */
+    int ti;                 /* M's input holding T (the other is the gate) */
     pr_dtype tdt, ydt, zdt; /* zdt PRECIS_UNDEFINED: no residual */
     int64_t IC, OC, OCv, ICq;
     float t_scale, y_inv, z_scale;
@@ -77,8 +77,8 @@ bool pr_seproj_ok(const pr_graph *g, const pr_node *m, const pr_node *p) {
     const pr_tensor *B = pr_node_tin(g, p, 3), *Z = pr_node_tin(g, p, 4);
     const pr_tensor *Y = pr_node_tout(g, p, 0);
     if (!W || !(W->flags & PR_T_INIT) || !W->data || W->dtype != PRECIS_INT8 || W->rank != 4 ||
-        W->dims[2] != 1 || W->dims[3] != 1 || W->dims[1] != T->dims[1] || W->dims[1] % 4 || W->dims[1] > 256 ||
-        W->dims[0] % 16 || W->dims[0] > 64 || W->dims[0] < 16)
+        W->dims[2] != 1 || W->dims[3] != 1 || W->dims[1] != T->dims[1] || W->dims[1] % 4 ||
+        W->dims[1] > 256 || W->dims[0] % 16 || W->dims[0] > 64 || W->dims[0] < 16)
         return false;
     if (!ws || !(ws->flags & PR_T_INIT) || !ws->data || ws->dtype != PRECIS_FLOAT32 ||
         pr_numel(ws->rank, ws->dims) != W->dims[0])
@@ -86,7 +86,8 @@ bool pr_seproj_ok(const pr_graph *g, const pr_node *m, const pr_node *p) {
     if (B && (!(B->flags & PR_T_INIT) || !B->data || B->dtype != PRECIS_FLOAT32 ||
               pr_numel(B->rank, B->dims) != W->dims[0]))
         return false;
-    if (Z && (!q8(Z->dtype) || Z->layout != PR_LAYOUT_NHWC || !pos_finite(pr_attr_float(p, "z_scale", 0.0f))))
+    if (Z && (!q8(Z->dtype) || Z->layout != PR_LAYOUT_NHWC ||
+              !pos_finite(pr_attr_float(p, "z_scale", 0.0f))))
         return false;
     if (!Y || Y->layout != PR_LAYOUT_NHWC || !q8(Y->dtype) || y_type(p) != Y->dtype ||
         !pos_finite(pr_attr_float(p, "y_scale", 0.0f)))
@@ -172,25 +173,27 @@ static Q1_VNNI void sp_weights(const pr_seproj *s, const float *gate, int8_t *wq
             __m512i q[4];
             for (int j = 0; j < 4; j++) {
                 const int64_t c = 4 * k + j;
-                const __m512 u = _mm512_mul_ps(_mm512_loadu_ps(wc + c * OC), _mm512_set1_ps(gate[c]));
+                const __m512 u =
+                    _mm512_mul_ps(_mm512_loadu_ps(wc + c * OC), _mm512_set1_ps(gate[c]));
                 q[j] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(u, f),
                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 sum = _mm512_add_epi32(sum, q[j]);
             }
             /* lane o's dword: the 4 channels' bytes (|q| <= 127) */
-            const __m512i d = _mm512_or_si512(
-                _mm512_or_si512(_mm512_and_si512(q[0], lo8),
-                                _mm512_slli_epi32(_mm512_and_si512(q[1], lo8), 8)),
-                _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(q[2], lo8), 16),
-                                _mm512_slli_epi32(q[3], 24)));
+            const __m512i d =
+                _mm512_or_si512(_mm512_or_si512(_mm512_and_si512(q[0], lo8),
+                                                _mm512_slli_epi32(_mm512_and_si512(q[1], lo8), 8)),
+                                _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(q[2], lo8), 16),
+                                                _mm512_slli_epi32(q[3], 24)));
             _mm512_store_si512((void *)(dst + k), d);
         }
         _mm512_storeu_si512((void *)(comp + 16 * v),
-                            s8 ? _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)) : _mm512_setzero_si512());
+                            s8 ? _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128))
+                               : _mm512_setzero_si512());
         const __m512 m127 = _mm512_div_ps(mx, _mm512_set1_ps(127.0f));
         const __m512 scv = _mm512_mul_ps(
-            _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(s->t_scale), _mm512_loadu_ps(s->ws + 16 * v)),
-                          m127),
+            _mm512_mul_ps(
+                _mm512_mul_ps(_mm512_set1_ps(s->t_scale), _mm512_loadu_ps(s->ws + 16 * v)), m127),
             _mm512_set1_ps(s->y_inv));
         _mm512_storeu_ps(sc + 16 * v, _mm512_maskz_mov_ps(ok, scv));
     }
@@ -203,9 +206,9 @@ Q1_INLINE __m512 sp_zf(const uint8_t *z, bool s8) {
 
 /* PT (8, 4 or 1) pixels x NV vectors: sums, then r = acc sc + B (+ z_scale / y_scale
  * Z), clamped, rounded half to even, stored as bytes. */
-Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *comp,
-                       const float *sc, const uint8_t *x, const uint8_t *z, uint8_t *y, int PT,
-                       int NV, __m512 lo, __m512 hi, __m512 zs) {
+Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *comp, const float *sc,
+                       const uint8_t *x, const uint8_t *z, uint8_t *y, int PT, int NV, __m512 lo,
+                       __m512 hi, __m512 zs) {
     const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq;
     const uint32_t flip = s->tdt == PRECIS_INT8 ? 0x80808080u : 0u;
     const __m512i zero = _mm512_setzero_si512();
@@ -230,7 +233,7 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
         const __m512i w3 = NV > 3 ? _mm512_load_si512((const void *)(wq + 3 * ICq + k)) : zero;
 #define SP_DOT(p)                                                                                  \
     do {                                                                                           \
-        const __m512i b = q1_x4(x + (p) * IC, k, flip);                                            \
+        const __m512i b = q1_x4(x + (p)*IC, k, flip);                                              \
         a##p##0 = q1_dp(a##p##0, b, w0);                                                           \
         if (NV > 1) a##p##1 = q1_dp(a##p##1, b, w1);                                               \
         if (NV > 2) a##p##2 = q1_dp(a##p##2, b, w2);                                               \
@@ -253,11 +256,11 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
     const bool zs8 = s->zdt == PRECIS_INT8;
 #define SP_OUT1(p, v)                                                                              \
     do {                                                                                           \
-        __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a##p##v), _mm512_loadu_ps(sc + 16 * (v)),   \
+        __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a##p##v), _mm512_loadu_ps(sc + 16 * (v)),    \
                                    _mm512_loadu_ps(s->bias + 16 * (v)));                           \
-        if (z) r = _mm512_fmadd_ps(sp_zf(z + (p) * OC + 16 * (v), zs8), zs, r);                   \
+        if (z) r = _mm512_fmadd_ps(sp_zf(z + (p)*OC + 16 * (v), zs8), zs, r);                      \
         r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);                                               \
-        _mm_storeu_si128((__m128i *)(y + (p) * OC + 16 * (v)),                                     \
+        _mm_storeu_si128((__m128i *)(y + (p)*OC + 16 * (v)),                                       \
                          _mm512_cvtepi32_epi8(_mm512_cvt_roundps_epi32(                            \
                              r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));                  \
     } while (0)
@@ -284,22 +287,33 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
 #undef SP_OUT1
 }
 
-static Q1_VNNI __attribute__((noinline)) void sp_pixels(const pr_seproj *restrict s,
-                                                        const __m512i *wq, const int32_t *comp,
-                                                        const float *sc, const uint8_t *x,
-                                                        const uint8_t *z, uint8_t *restrict y,
-                                                        int64_t P) {
+static Q1_VNNI __attribute__((noinline)) void
+sp_pixels(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp, const float *sc,
+          const uint8_t *x, const uint8_t *z, uint8_t *restrict y, int64_t P) {
     const bool u8 = s->ydt == PRECIS_UINT8;
-    const __m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
+    const __m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f),
+                 hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
     const __m512 zs = _mm512_set1_ps(s->z_scale * s->y_inv);
     const int64_t IC = s->IC, OC = s->OC;
     int64_t p = 0;
 #define SP_CASE(PT)                                                                                \
     switch (s->OCv) {                                                                              \
-    case 1: sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 1, lo, hi, zs); break; \
-    case 2: sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 2, lo, hi, zs); break; \
-    case 3: sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 3, lo, hi, zs); break; \
-    default: sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 4, lo, hi, zs); break; \
+    case 1:                                                                                        \
+        sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 1, lo, hi,     \
+                zs);                                                                               \
+        break;                                                                                     \
+    case 2:                                                                                        \
+        sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 2, lo, hi,     \
+                zs);                                                                               \
+        break;                                                                                     \
+    case 3:                                                                                        \
+        sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 3, lo, hi,     \
+                zs);                                                                               \
+        break;                                                                                     \
+    default:                                                                                       \
+        sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 4, lo, hi,     \
+                zs);                                                                               \
+        break;                                                                                     \
     }
     /* 8 pixels for 1-2 output vectors: 8-16 independent sums (4 pixels
      * left the vpdpbusd latency chains short of work) */
@@ -321,7 +335,8 @@ precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_ke
         Y->dims[0] != T->dims[0] || Y->dims[1] != s->OC || Y->dims[2] != T->dims[2] ||
         Y->dims[3] != T->dims[3] || (s->zdt != PRECIS_UNDEFINED) != (Z != NULL) ||
         (Z && (Z->dtype != s->zdt || Z->numel != Y->numel)))
-        return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_SHAPE, "fused SE projection: unexpected operands");
+        return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_SHAPE,
+                          "fused SE projection: unexpected operands");
 #ifdef PR_CPU_X86
     const int64_t P = T->dims[2] * T->dims[3];
     const size_t wbytes = (size_t)(s->OCv * s->ICq * 64);
