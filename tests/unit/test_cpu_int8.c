@@ -217,6 +217,9 @@ static void test_qdwconv(void) {
         {"dw img asym pads 3 rows", 1, 200, 3, 8, 200, 3, 3, 200, 1, 1, 1, 1, {0, 1, 1, 0}, NULL},
         {"dw img 9x3 pads 4 4 rows", 1, 160, 4, 6, 160, 9, 3, 160, 1, 1, 1, 1, {4, 1, 4, 1}, NULL},
         {"dw img 1x7 2 rows", 1, 176, 2, 12, 176, 1, 7, 176, 1, 1, 1, 1, {0, 3, 0, 3}, NULL},
+        /* wide enough for 2 threads to split the columns */
+        {"dw img wide 3 rows", 1, 200, 3, 70, 200, 5, 5, 200, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw img wide stride 2x1", 2, 168, 4, 41, 168, 3, 3, 168, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
     };
     static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
     static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};

@@ -481,13 +481,22 @@ static PR_VNNI void qdw_row(const qdw_state *s, const qdw_geo *g, const uint8_t 
  * interleaved once (qdw_build with a one-quad geometry whose row kh is
  * image row kh), each output row summed against its own weights. */
 static PR_VNNI void qdw_img(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
-                            int64_t n, int64_t cb, __m512i *V, __m512 *F) {
+                            int64_t n, int64_t cb, int64_t part, int64_t parts, __m512i *V,
+                            __m512 *F) {
+    /* output columns [o0, o1) (parts > 1: threads split the columns, each
+     * building its columns' V): the geometry of that slice */
+    const int64_t o0 = g->OW * part / parts, o1 = g->OW * (part + 1) / parts;
+    if (o1 <= o0) return;
+    qdw_geo gp = *g;
+    gp.OW = o1 - o0;
+    gp.pl = g->pl - o0 * g->sw;
+    gp.ncol = (gp.OW - 1) * g->sw + (s->KW - 1) * g->dw + 1;
     const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
     const __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
     qdw_state s1 = *s;
     s1.KH = 4;
     s1.nqh = 1;
-    qdw_geo g1 = *g;
+    qdw_geo g1 = gp;
     g1.sh = 0;
     g1.pt = 0;
     g1.dh = 1;
@@ -495,26 +504,29 @@ static PR_VNNI void qdw_img(const qdw_state *s, const qdw_geo *g, const uint8_t 
     qdw_state s2 = *s;
     s2.nqh = 1;
     s2.lin = false;
+    const size_t ysz = pr_dtype_size(s->ydt);
     for (int64_t oh = 0; oh < g->OH; oh++) {
         s2.wp = s->wimg[g->IH - 1][oh];
         s2.init = s->iinit[g->IH - 1][oh];
-        uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * pr_dtype_size(s->ydt);
-        if (!qdw_conv(&s2, g, V, cb, F, yrow, 0, 1)) {
-            qdw_act(&s->act, F, g->OW * 4);
-            qdw_act(&s->act2, F, g->OW * 4);
-            qdw_out(s, F, g->OW, cb, yrow);
+        uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW + o0) * (size_t)C * ysz;
+        if (!qdw_conv(&s2, &gp, V, cb, F, yrow, 0, 1)) {
+            qdw_act(&s->act, F, gp.OW * 4);
+            qdw_act(&s->act2, F, gp.OW * 4);
+            qdw_out(s, F, gp.OW, cb, yrow);
         }
     }
 }
 
-/* Item it of qdw_run_vnni: (image, block) of the small-image path, then
- * (row, block) of the row path; V: this thread's scratch (F after nv). */
+/* Item it of qdw_run_vnni: (image, block, column part) of the small-image
+ * path, then (row, block) of the row path; V: this thread's scratch (F
+ * after nv). */
 static void qdw_item(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
-                     int64_t it, int64_t items_img, int64_t nimg, int64_t rb, __m512i *V,
-                     int64_t nv) {
+                     int64_t it, int64_t items_img, int64_t nimg, int64_t parts, int64_t rb,
+                     __m512i *V, int64_t nv) {
     __m512 *F = (__m512 *)(V + nv);
     if (it < items_img) {
-        qdw_img(s, g, x, y, it / nimg, it % nimg, V, F);
+        const int64_t per_n = nimg * parts, rem = it % per_n;
+        qdw_img(s, g, x, y, it / per_n, rem / parts, rem % parts, parts, V, F);
         return;
     }
     const int64_t r = it - items_img, row = r / rb, cb = nimg + r % rb;
@@ -528,17 +540,20 @@ static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x,
     /* items: (image, block) of the small-image path, then (row, block) of
      * the row path (with img: the linear block only, if any) */
     const int64_t nimg = img ? s->nblk - (s->lin ? 1 : 0) : 0, rb = img ? s->nblk - nimg : s->nblk;
-    const int64_t items_img = N * nimg, items = items_img + N * g->OH * rb;
+    /* with threads, the small-image items split the output columns (an item
+     * per image and block left one thread most of the work at batch 1) */
+    const int64_t parts = nt > 1 && g->OW >= 16 * nt ? nt : 1;
+    const int64_t items_img = N * nimg * parts, items = items_img + N * g->OH * rb;
     const int64_t nv = g->ncol * s->nqh * 4;
     /* no region: entering even a serial one costs ~0.3 us (NOTES.md session 11) */
     if (nt < 2 || items < 2) {
         for (int64_t it = 0; it < items; it++)
-            qdw_item(s, g, x, y, it, items_img, nimg, rb, scr, nv);
+            qdw_item(s, g, x, y, it, items_img, nimg, parts, rb, scr, nv);
         return;
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t it = 0; it < items; it++)
-        qdw_item(s, g, x, y, it, items_img, nimg, rb,
+        qdw_item(s, g, x, y, it, items_img, nimg, parts, rb,
                  scr + (size_t)omp_get_thread_num() * (size_t)per, nv);
 }
 #endif
