@@ -162,7 +162,20 @@ static void run_case(const tcase *tc, int threads_unused) {
     pr_buf *mout[1] = {&bM}, *pout[1] = {&bY};
     pr_kernel km = {g, m, 2, min, 1, mout, &e, 1}, kp = {g, p, 5, pin, 1, pout, &e, 1};
     pr_cpu_exec x = {1, NULL, NULL, 0, NULL, 0};
-    CHECK(pr_seproj_run(sp, &km, &kp, 0, N, &x) == PRECIS_OK);
+    CHECK(pr_seproj_run(sp, &km, &kp, 0, N, 0, 1, &x) == PRECIS_OK);
+    /* in parts of the pixels (threads at batch 1): the same bytes */
+    for (int parts = 2; parts <= 3; parts++) {
+        uint8_t *Y2 = calloc(yn, 1);
+        pr_buf bY2 = bY;
+        bY2.data = Y2;
+        pr_buf *pout2[1] = {&bY2};
+        pr_kernel kp2 = kp;
+        kp2.out = pout2;
+        for (int part = 0; part < parts; part++)
+            CHECK(pr_seproj_run(sp, &km, &kp2, 0, N, part, parts, &x) == PRECIS_OK);
+        CHECK(memcmp(Y, Y2, yn) == 0);
+        free(Y2);
+    }
     /* ref: M then P on plain buffers */
     bT.data = Tp;
     bM.data = Mp;

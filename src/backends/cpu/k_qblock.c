@@ -126,6 +126,47 @@ static precis_status run_images(const pr_cpu_block *b, int i, const pr_kernel *k
     return b->impl[i]->run(b->state[i], &kk, x);
 }
 
+/* x->subs holds at least nt per-thread execs (false: OOM). */
+static bool need_subs(pr_cpu_exec *x, int nt) {
+    if (x->n_subs >= nt) return true;
+    pr_cpu_exec_free_subs(x);
+    x->subs = calloc((size_t)nt, sizeof *x->subs);
+    if (!x->subs) return false;
+    x->n_subs = nt;
+    return true;
+}
+
+/* The fused SE tail of all N images; with threads and enough work (cls's
+ * 88- to 200-channel blocks at batch 1), each thread a part of every image's
+ * pixels (the per-image weights made by each). */
+#define SEPROJ_PAR_MIN 400000 /* output values x input channels */
+static precis_status run_seproj(const pr_cpu_block *b, pr_kernel *km, pr_kernel *kp,
+                                int64_t N, pr_cpu_exec *x) {
+    int nt = x->num_threads > 0 ? x->num_threads : 1;
+    const pr_buf *W = kp->in[1], *Y = kp->out[0];
+    if (nt < 2 || !W || W->rank != 4 || Y->numel * W->dims[1] < SEPROJ_PAR_MIN)
+        return pr_seproj_run(b->sp, km, kp, 0, N, 0, 1, x);
+    if (nt > 64) nt = 64;
+    if (!need_subs(x, nt)) return pr_kernelf(kp, PRECIS_ERR_OOM, "out of memory");
+    precis_status sts[64] = {0};
+    pr_err errs[64];
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        pr_err_clear(&errs[t]);
+        pr_kernel m = *km, p = *kp;
+        m.err = p.err = &errs[t];
+        x->subs[t].num_threads = 1;
+        sts[t] = pr_seproj_run(b->sp, &m, &p, 0, N, t, nt, &x->subs[t]);
+    }
+    for (int t = 0; t < nt; t++)
+        if (sts[t]) {
+            *kp->err = errs[t];
+            return sts[t];
+        }
+    return PRECIS_OK;
+}
+
 precis_status pr_cpu_block_run(const pr_cpu_block *b, pr_kernel *ks, pr_cpu_exec *x) {
     const pr_buf *X = ks[0].in[0];
     const int64_t N = X && X->rank == 4 ? X->dims[0] : 1;
@@ -144,14 +185,9 @@ precis_status pr_cpu_block_run(const pr_cpu_block *b, pr_kernel *ks, pr_cpu_exec
             precis_status st = b->impl[i]->run(b->state[i], &ks[i], x);
             if (st) return st;
         }
-        return b->sp ? pr_seproj_run(b->sp, &ks[nm], &ks[nm + 1], 0, N, x) : PRECIS_OK;
+        return b->sp ? run_seproj(b, &ks[nm], &ks[nm + 1], N, x) : PRECIS_OK;
     }
-    if (x->n_subs < nt) {
-        pr_cpu_exec_free_subs(x);
-        x->subs = calloc((size_t)nt, sizeof *x->subs);
-        if (!x->subs) return pr_kernelf(&ks[0], PRECIS_ERR_OOM, "out of memory");
-        x->n_subs = nt;
-    }
+    if (!need_subs(x, nt)) return pr_kernelf(&ks[0], PRECIS_ERR_OOM, "out of memory");
     precis_status sts[64] = {0};
     pr_err errs[64];
     if (nt > 64) nt = 64;
@@ -171,7 +207,7 @@ precis_status pr_cpu_block_run(const pr_cpu_block *b, pr_kernel *ks, pr_cpu_exec
         if (b->sp && !sts[t] && n1 > n0) {
             pr_kernel km = ks[nm], kp = ks[nm + 1];
             km.err = kp.err = &errs[t];
-            sts[t] = pr_seproj_run(b->sp, &km, &kp, n0, n1, sx);
+            sts[t] = pr_seproj_run(b->sp, &km, &kp, n0, n1, 0, 1, sx);
         }
     }
     for (int t = 0; t < nt; t++)

@@ -326,7 +326,7 @@ sp_pixels(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp, c
 #endif
 
 precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_kernel *kp,
-                            int64_t n0, int64_t n1, pr_cpu_exec *x) {
+                            int64_t n0, int64_t n1, int part, int parts, pr_cpu_exec *x) {
     const pr_buf *T = km->in[s->ti], *G = km->in[1 - s->ti];
     const pr_buf *Z = kp->n_in > 4 ? kp->in[4] : NULL;
     pr_buf *Y = kp->out[0];
@@ -339,6 +339,10 @@ precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_ke
                           "fused SE projection: unexpected operands");
 #ifdef PR_CPU_X86
     const int64_t P = T->dims[2] * T->dims[3];
+    /* this part's pixels of each image, in 8-pixel steps */
+    const int64_t q0 = P * part / parts / 8 * 8,
+                  q1 = part + 1 == parts ? P : P * (part + 1) / parts / 8 * 8;
+    if (q1 <= q0) return PRECIS_OK;
     const size_t wbytes = (size_t)(s->OCv * s->ICq * 64);
     unsigned char *scr = pr_cpu_scratch(x, wbytes + (size_t)s->OC * 2 * sizeof(float) + 64);
     if (!scr) return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_OOM, "out of memory");
@@ -347,13 +351,14 @@ precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_ke
     float *sc = (float *)(comp + s->OC);
     for (int64_t n = n0; n < n1; n++) {
         sp_weights(s, (const float *)G->data + n * s->IC, wq, comp, sc);
-        sp_pixels(s, (const __m512i *)wq, comp, sc, (const uint8_t *)T->data + n * P * s->IC,
-                  Z ? (const uint8_t *)Z->data + n * P * s->OC : NULL,
-                  (uint8_t *)Y->data + n * P * s->OC, P);
+        const int64_t p0 = n * P + q0;
+        sp_pixels(s, (const __m512i *)wq, comp, sc, (const uint8_t *)T->data + p0 * s->IC,
+                  Z ? (const uint8_t *)Z->data + p0 * s->OC : NULL,
+                  (uint8_t *)Y->data + p0 * s->OC, q1 - q0);
     }
     return PRECIS_OK;
 #else
-    (void)n0, (void)n1, (void)x;
+    (void)n0, (void)n1, (void)part, (void)parts, (void)x;
     return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_UNSUPPORTED, "needs x86 AVX512-VNNI");
 #endif
 }

@@ -48,13 +48,13 @@ void pr_cpu_block_destroy(pr_cpu_block *b);
  * reading M's output alone) fused, the gate folded into P's weights per
  * image (k_qseproj.c says how; not bit-exact with M -> P). ok: whether
  * M and P qualify (PRECIS_QBLOCK_SEPROJ=0: never). run: images [n0, n1) of
- * M's operands (km) into P's output (kp; M's output is not written), one
- * thread, scratch from x. */
+ * M's operands (km) into P's output (kp; M's output is not written), part
+ * `part` of `parts` of each image's pixels, one thread, scratch from x. */
 typedef struct pr_seproj pr_seproj;
 bool pr_seproj_ok(const pr_graph *g, const pr_node *m, const pr_node *p);
 pr_seproj *pr_seproj_new(const pr_graph *g, const pr_node *m, const pr_node *p);
 precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_kernel *kp,
-                            int64_t n0, int64_t n1, pr_cpu_exec *x);
+                            int64_t n0, int64_t n1, int part, int parts, pr_cpu_exec *x);
 void pr_seproj_free(pr_seproj *s);
 
 /* Frees the per-thread execs a block run made on x (not x itself). */
