@@ -8,14 +8,14 @@
 
 struct pr_cpu_block {
     int len;
-    const char *kind;
     const pr_cpu_impl *impl[PR_CPU_BLOCK_MAX];
     void *state[PR_CPU_BLOCK_MAX];
     pr_seproj *sp; /* the last two members (gate Mul, projection) fused, or NULL */
 };
 
-/* Members must be our own kernels: they run one image at a time inside the
- * block's parallel region, on a per-thread exec without a oneDNN stream. */
+/* Members must be our own kernels: each thread of the block's parallel
+ * region runs them on its share of the images, on a per-thread exec without
+ * a oneDNN stream. */
 static bool own(const pr_cpu_impl *im, const char *name) {
     return im && im->name && strcmp(im->name, name) == 0;
 }
@@ -40,7 +40,7 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
      * -> FC (qfc) -> Mul(dw out, gate) (qbinary) */
     int i = 0;
     if (n >= 1 && own(impls[0], "q1x1") && nodes[0]->op == PR_OP_QConv) i = 1;
-    if (n < i + 6) return 0;
+    if (n < i + 5) return 0;
     const pr_node *d = nodes[i], *p = nodes[i + 1], *f1 = nodes[i + 2], *f2 = nodes[i + 3],
                   *m = nodes[i + 4];
     if (!own(impls[i], "qdwconv") || !is_op(d, PR_OP_QConv, NULL)) return 0;
@@ -64,7 +64,6 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
         return -1;
     }
     b->len = len;
-    b->kind = i ? (sp ? "se_mbconv_proj" : "se_mbconv") : (sp ? "dw_se_proj" : "dw_se");
     for (int k = 0; k < len; k++) {
         b->impl[k] = impls[k];
         b->state[k] = states[k];
@@ -73,13 +72,11 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
     return len;
 }
 
-int pr_cpu_block_len(const pr_cpu_block *b) { return b ? b->len : 0; }
 const char *pr_cpu_block_member(const pr_cpu_block *b, int i) {
     if (!b || !b->sp || i < b->len - 2 || i >= b->len) return NULL;
     return i == b->len - 2 ? "seproj (gate folded into the next step's weights; not stored)"
                            : "seproj.avx512_vnni (gate x weights per image)";
 }
-const char *pr_cpu_block_kind(const pr_cpu_block *b) { return b ? b->kind : ""; }
 void pr_cpu_block_destroy(pr_cpu_block *b) { /* the states are the steps' */
     if (b) pr_seproj_free(b->sp);
     free(b);

@@ -1,19 +1,27 @@
 /* Fused INT8 blocks of the CPU backend (k_qblock.c): a run of consecutive
  * steps of an int8 plan that form an inverted-residual (MBConv) block with
- * a squeeze-excitation (expand 1x1 -> depthwise -> GlobalAveragePool -> FC
- * -> FC -> gate Mul) runs as one step: one OpenMP parallel region for the
- * whole block, each thread taking whole images through every member, so a
- * block's intermediates stay in the cache of the core that made them and
- * the threads meet once per block instead of once per layer.
+ * a squeeze-excitation ([expand 1x1] -> depthwise -> GlobalAveragePool ->
+ * FC -> FC -> gate Mul [-> 1x1 projection]) runs as one step. With a batch
+ * of at least two images and threads: one OpenMP parallel region for the
+ * whole block, each thread taking its share of the images through every
+ * member; else the members in turn, each with the context's threads.
  *
  * The members keep their own impls and prepared states (each still checked
  * against ref on its own) and their outputs (the engine's memory plan keeps
- * every tensor a block reads or writes alive across the whole block), so a
- * block computes the same bytes as its members run one by one: bit-exact
- * by construction. The engine (runtime/engine.c) asks pr_cpu_block_match at
- * every step after preparing them; the context (runtime/context.c) runs a
- * block's head with its members' kernels. PRECIS_QBLOCK=0 at engine build
- * or load time turns blocks off (A/B timing); inspect shows them as
+ * every tensor a block reads or writes alive across the whole block), so
+ * this composition computes the same bytes as the members one by one. The
+ * gate Mul and a projection after it that qualifies (pr_seproj_ok) are
+ * fused instead (k_qseproj.c: the gate folded into the projection's
+ * weights, per image; not bit-exact, tested against ref with a tolerance):
+ * the Mul's output is never made. Measured (NOTES.md session 11): the
+ * composition alone gains nothing on PP-OCR cls, the fused SE tail ~15 us
+ * of its b1 run.
+ *
+ * The engine (runtime/engine.c) asks pr_cpu_block_match at every step after
+ * preparing them; the context (runtime/context.c) runs a block's head with
+ * its members' kernels (member by member while an observer watches the
+ * tensors). PRECIS_QBLOCK=0 at engine build or load time turns blocks off,
+ * PRECIS_QBLOCK_SEPROJ=0 the fused SE tail (A/B timing); inspect shows
  * "qblock[i/n]" before each member's kernel. */
 #ifndef PR_BACKENDS_CPU_QBLOCK_H
 #define PR_BACKENDS_CPU_QBLOCK_H
@@ -36,12 +44,9 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
  * context's exec (its per-thread sub-execs are made here, freed by
  * pr_cpu_exec_free_subs). */
 precis_status pr_cpu_block_run(const pr_cpu_block *b, pr_kernel *ks, pr_cpu_exec *x);
-/* Member count and what the block is ("se_mbconv" etc.). */
-int pr_cpu_block_len(const pr_cpu_block *b);
-/* What runs member i instead of its own impl ("seproj: ..." for a fused SE
+/* What runs member i instead of its own impl ("seproj ..." for a fused SE
  * tail), or NULL: its impl. */
 const char *pr_cpu_block_member(const pr_cpu_block *b, int i);
-const char *pr_cpu_block_kind(const pr_cpu_block *b);
 void pr_cpu_block_destroy(pr_cpu_block *b);
 
 /* Private to k_qblock.c: the SE tail (gate Mul M, then 1x1 projection P
