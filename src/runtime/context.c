@@ -23,6 +23,7 @@
 #define MAX_IO 64
 
 #include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/qblock.h"
 
 enum { V_NONE = 0, V_VIEW = 1, V_HEAP = 2, V_ARENA = 3 };
 
@@ -140,6 +141,7 @@ void precis_context_destroy(precis_context *c) {
     free(c->split_sig);
     pr_split_info_free(&c->split);
     free(c->x.scratch);
+    pr_cpu_exec_free_subs(&c->x);
     free(c->vals);
     free(c->state);
     free(c->sym);
@@ -280,6 +282,83 @@ static precis_status check_profile(const precis_engine *e, const pr_buf *b, int 
 static void release(precis_context *c, int t) {
     if (c->state[t] == V_HEAP) pr_buf_free(&c->vals[t]);
     c->state[t] = V_NONE;
+}
+
+/* The inputs of step k and its outputs, allocated (arena or heap), into io. */
+typedef struct step_bufs {
+    const pr_buf *in[MAX_IO];
+    pr_buf *outp[MAX_IO];
+} step_bufs;
+
+static precis_status step_io(precis_context *c, int k, bool planning, bool cached, step_bufs *io,
+                             pr_err *err) {
+    const precis_engine *e = c->e;
+    const pr_graph *g = e->g;
+    precis_status st;
+    const pr_step *s = &e->steps[k];
+    const pr_node *n = &g->nodes[s->node];
+    const pr_buf **in = io->in;
+    pr_buf **outp = io->outp;
+    pr_tinfo tin[MAX_IO], tout[MAX_IO];
+    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
+        return pr_errf(err, PRECIS_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs", n->name);
+    for (int j = 0; j < n->n_inputs; j++) {
+        int t = n->inputs[j];
+        in[j] = NULL;
+        if (t >= 0 && !c->state[t]) {
+            st = pr_errf(err, PRECIS_ERR_UNSUPPORTED,
+                         "node '%s' (%s): input '%s' has no value", n->name, n->op_type,
+                         g->tensors[t].name);
+            return st;
+        }
+        if (t >= 0) in[j] = &c->vals[t];
+        if (!cached) pr_tinfo_from_buf(&tin[j], in[j]);
+    }
+    if (cached) {
+        for (int j = 0; j < n->n_outputs; j++)
+            tout[j] = n->outputs[j] >= 0 ? c->tcache[n->outputs[j]] : (pr_tinfo){.rank = -1};
+    } else {
+        if ((st = pr_infer_step_outputs(g, n, tin, tout, err))) return st;
+        for (int j = 0; planning && j < n->n_outputs; j++)
+            if (n->outputs[j] >= 0) {
+                c->tcache[n->outputs[j]] = tout[j];
+                c->tcache[n->outputs[j]].value = NULL;
+            }
+    }
+    for (int j = 0; j < n->n_outputs; j++) {
+        int t = n->outputs[j];
+        outp[j] = NULL;
+        if (t < 0) continue;
+        const pr_tinfo *ti = &tout[j];
+        pr_buf *b = &c->vals[t];
+        release(c, t);
+        int64_t ne = ti->rank >= 0 ? pr_numel(ti->rank, ti->dims) : -1;
+        size_t need = ne >= 0 ? (size_t)ne * pr_dtype_size(ti->dtype) : 0;
+        if (!planning && ne >= 0 && c->offset[t] != SIZE_MAX && c->size[t] == need &&
+            ti->dtype != PRECIS_UNDEFINED) {
+            b->dtype = ti->dtype;
+            b->rank = ti->rank;
+            memcpy(b->dims, ti->dims, (size_t)ti->rank * sizeof(int64_t));
+            b->numel = ne;
+            b->nbytes = need;
+            b->data = c->arena + c->offset[t];
+            c->state[t] = V_ARENA;
+        } else {
+            if (ti->dtype == PRECIS_UNDEFINED || ne < 0) {
+                st = pr_errf(err, PRECIS_ERR_INTERNAL,
+                             "node '%s' (%s): could not determine the shape of output '%s'",
+                             n->name, n->op_type, g->tensors[t].name);
+                return st;
+            }
+            if ((st = pr_buf_alloc(b, ti->dtype, ti->rank, ti->dims, g->tensors[t].name,
+                                   err)))
+                return st;
+            c->state[t] = V_HEAP;
+            if (planning) c->size[t] = need;
+        }
+        outp[j] = b;
+    }
+    return PRECIS_OK;
 }
 
 /* Whether every step's output shapes follow from its input shapes and the
@@ -585,86 +664,46 @@ precis_status precis_context_run(precis_ctx *ctx, precis_context *c, int n_input
     omp_set_num_threads(c->threads);
     c->x.num_threads = c->threads;
 
-    for (int k = 0; k < e->n_steps; k++) {
+    step_bufs io[PR_CPU_BLOCK_MAX];
+    for (int k = 0; k < e->n_steps;) {
         const pr_step *s = &e->steps[k];
-        const pr_node *n = &g->nodes[s->node];
-        const pr_buf *in[MAX_IO];
-        pr_buf *outp[MAX_IO];
-        pr_tinfo tin[MAX_IO], tout[MAX_IO];
-        if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO) {
-            st = pr_errf(err, PRECIS_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs",
-                         n->name);
-            goto fail;
-        }
-        for (int j = 0; j < n->n_inputs; j++) {
-            int t = n->inputs[j];
-            in[j] = NULL;
-            if (t >= 0 && !c->state[t]) {
-                st = pr_errf(err, PRECIS_ERR_UNSUPPORTED,
-                             "node '%s' (%s): input '%s' has no value", n->name, n->op_type,
-                             g->tensors[t].name);
-                goto fail;
-            }
-            if (t >= 0) in[j] = &c->vals[t];
-            if (!cached) pr_tinfo_from_buf(&tin[j], in[j]);
-        }
-        if (cached) {
-            for (int j = 0; j < n->n_outputs; j++)
-                tout[j] = n->outputs[j] >= 0 ? c->tcache[n->outputs[j]] : (pr_tinfo){.rank = -1};
-        } else {
-            if ((st = pr_infer_step_outputs(g, n, tin, tout, err))) goto fail;
-            for (int j = 0; planning && j < n->n_outputs; j++)
-                if (n->outputs[j] >= 0) {
-                    c->tcache[n->outputs[j]] = tout[j];
-                    c->tcache[n->outputs[j]].value = NULL;
-                }
-        }
-        for (int j = 0; j < n->n_outputs; j++) {
-            int t = n->outputs[j];
-            outp[j] = NULL;
-            if (t < 0) continue;
-            const pr_tinfo *ti = &tout[j];
-            pr_buf *b = &c->vals[t];
-            release(c, t);
-            int64_t ne = ti->rank >= 0 ? pr_numel(ti->rank, ti->dims) : -1;
-            size_t need = ne >= 0 ? (size_t)ne * pr_dtype_size(ti->dtype) : 0;
-            if (!planning && ne >= 0 && c->offset[t] != SIZE_MAX && c->size[t] == need &&
-                ti->dtype != PRECIS_UNDEFINED) {
-                b->dtype = ti->dtype;
-                b->rank = ti->rank;
-                memcpy(b->dims, ti->dims, (size_t)ti->rank * sizeof(int64_t));
-                b->numel = ne;
-                b->nbytes = need;
-                b->data = c->arena + c->offset[t];
-                c->state[t] = V_ARENA;
-            } else {
-                if (ti->dtype == PRECIS_UNDEFINED || ne < 0) {
-                    st = pr_errf(err, PRECIS_ERR_INTERNAL,
-                                 "node '%s' (%s): could not determine the shape of output '%s'",
-                                 n->name, n->op_type, g->tensors[t].name);
-                    goto fail;
-                }
-                if ((st = pr_buf_alloc(b, ti->dtype, ti->rank, ti->dims, g->tensors[t].name,
-                                       err)))
-                    goto fail;
-                c->state[t] = V_HEAP;
-                if (planning) c->size[t] = need;
-            }
-            outp[j] = b;
-        }
+        /* a fused block runs its members at once (qblock.h); an observer
+         * (calibration, per-layer comparisons) sees every member's output */
+        const int len = s->block && s->block_len > 1 && !c->observe ? s->block_len : 1;
+        for (int m = 0; m < len; m++)
+            if ((st = step_io(c, k + m, planning, cached, &io[m], err))) goto fail;
         double t0 = c->profiling ? now() : 0;
-        pr_kernel kk = {g, n, n->n_inputs, in, n->n_outputs, outp, err, c->threads};
-        st = s->impl ? s->impl->run(s->state, &kk, &c->x) : pr_ref_table[n->op](&kk);
+        if (len > 1) {
+            pr_kernel ks[PR_CPU_BLOCK_MAX];
+            for (int m = 0; m < len; m++) {
+                const pr_node *n = &g->nodes[e->steps[k + m].node];
+                ks[m] = (pr_kernel){g, n, n->n_inputs, io[m].in, n->n_outputs, io[m].outp, err,
+                                    c->threads};
+            }
+            st = pr_cpu_block_run(s->block, ks, &c->x);
+        } else {
+            const pr_node *n = &g->nodes[s->node];
+            pr_kernel kk = {g, n, n->n_inputs, io[0].in, n->n_outputs, io[0].outp, err,
+                            c->threads};
+            st = s->impl ? s->impl->run(s->state, &kk, &c->x) : pr_ref_table[n->op](&kk);
+        }
         if (st) goto fail;
         if (c->profiling) c->prof[k] += now() - t0;
-        for (int j = 0; c->observe && j < n->n_outputs; j++)
-            if (outp[j] && (st = c->observe(c->observe_user, g, n->outputs[j], outp[j], err)))
-                goto fail;
-        /* free what no later step reads */
-        for (int j = 0; j < n->n_inputs; j++) {
-            int t = n->inputs[j];
-            if (t >= 0 && e->last_use[t] == k && c->state[t] != V_VIEW) release(c, t);
+        for (int m = 0; m < len; m++) {
+            const pr_node *n = &g->nodes[e->steps[k + m].node];
+            for (int j = 0; c->observe && j < n->n_outputs; j++)
+                if (io[m].outp[j] &&
+                    (st = c->observe(c->observe_user, g, n->outputs[j], io[m].outp[j], err)))
+                    goto fail;
+            /* free what no later step reads */
+            for (int j = 0; j < n->n_inputs; j++) {
+                int t = n->inputs[j];
+                if (t >= 0 && e->last_use[t] >= k && e->last_use[t] < k + len &&
+                    c->state[t] != V_VIEW)
+                    release(c, t);
+            }
         }
+        k += len;
     }
     for (int k = 0; k < g->n_outputs; k++) {
         int t = g->outputs[k];

@@ -16,6 +16,7 @@
 #include "passes/pass_plan.h"
 #include "passes/prec_req.h"
 #include "plan/plan_file.h"
+#include "backends/cpu/qblock.h"
 #include "runtime/exec.h"
 #include "runtime/tactics.h"
 
@@ -158,6 +159,7 @@ void precis_engine_destroy(precis_engine *e) {
         pr_step *s = &e->steps[i];
         if (s->impl && s->impl->destroy && s->state) s->impl->destroy(s->state);
         if (s->cuda && s->cuda->destroy && s->state) s->cuda->destroy(s->state);
+        pr_cpu_block_destroy(s->block);
     }
 #ifdef PRECIS_HAVE_CUDA
     pr_cuda_dev_close(e->cuda); /* after the impls: they free device memory */
@@ -191,6 +193,35 @@ static precis_status check_requires(const char *req, pr_err *err) {
                            "(rebuild the plan on this machine)",
                            (int)len, s);
         s = c ? c + 1 : s + len;
+    }
+    return PRECIS_OK;
+}
+
+/* Fused blocks (backends/cpu/qblock.h) over the prepared CPU steps. */
+static precis_status find_blocks(precis_engine *e, pr_err *err) {
+    const pr_graph *g = e->g;
+    for (int k = 0; k < e->n_steps;) {
+        const pr_node *nodes[PR_CPU_BLOCK_MAX];
+        const pr_cpu_impl *impls[PR_CPU_BLOCK_MAX];
+        void *states[PR_CPU_BLOCK_MAX];
+        int n = 0;
+        for (; n < PR_CPU_BLOCK_MAX && k + n < e->n_steps; n++) {
+            nodes[n] = &g->nodes[e->steps[k + n].node];
+            impls[n] = e->steps[k + n].impl;
+            states[n] = e->steps[k + n].state;
+        }
+        pr_cpu_block *b = NULL;
+        int len = pr_cpu_block_match(g, nodes, impls, states, n, &b, err);
+        if (len < 0) return err->status ? err->status : PRECIS_ERR_OOM;
+        if (len < 2) {
+            pr_cpu_block_destroy(b);
+            k++;
+            continue;
+        }
+        e->steps[k].block = b;
+        e->steps[k].block_len = len;
+        for (int m = 0; m < len; m++) e->steps[k + m].block_head = k + 1;
+        k += len;
     }
     return PRECIS_OK;
 }
@@ -283,6 +314,23 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
             if (n->inputs[j] >= 0) e->last_use[n->inputs[j]] = k;
     }
     for (int k = 0; k < g->n_outputs; k++) e->last_use[g->outputs[k]] = e->n_steps;
+    if (cpu && (st = find_blocks(e, err))) return st;
+    /* a block's members run interleaved (image by image): every tensor
+     * they read or write lives from the block's first step to its last */
+    for (int k = 0; k < e->n_steps; k++) {
+        const pr_step *s = &e->steps[k];
+        if (!s->block_head) continue;
+        const int h = s->block_head - 1, last = h + e->steps[h].block_len - 1;
+        const pr_node *n = &g->nodes[s->node];
+        for (int j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j] >= 0 && e->first_def[n->outputs[j]] == k) {
+                e->first_def[n->outputs[j]] = h;
+                if (e->last_use[n->outputs[j]] < last) e->last_use[n->outputs[j]] = last;
+            }
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] >= 0 && e->last_use[n->inputs[j]] < last)
+                e->last_use[n->inputs[j]] = last;
+    }
     /* kernel names and origins for inspect */
     for (int k = 0; k < e->n_steps; k++) {
         pr_step *s = &e->steps[k];
@@ -297,6 +345,14 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
             snprintf(buf, sizeof buf, "%s", d ? d : s->cuda->name);
         } else {
             snprintf(buf, sizeof buf, "%s", cuda ? "ref(host)" : "ref");
+        }
+        if (s->block_head) { /* "qblock[i/n] kernel" */
+            char tmp[256];
+            const pr_step *h = &e->steps[s->block_head - 1];
+            const int i = k - (s->block_head - 1);
+            const char *over = pr_cpu_block_member(h->block, i);
+            snprintf(tmp, sizeof tmp, "qblock[%d/%d] %s", i + 1, h->block_len, over ? over : buf);
+            memcpy(buf, tmp, sizeof buf);
         }
         s->kernel = pr_arena_strdup(g->arena, buf);
         if (n->n_origins > 0) {

@@ -14,6 +14,11 @@ typedef struct pr_step {
     const char *kernel;        /* arena string: "impl detail", "ref" or "ref(host)" */
     const char **origins;      /* arena: original node names */
     int n_origins;
+    /* a fused block (backends/cpu/qblock.h) of steps [k, k + block_len):
+     * its head k holds block and block_len; every member (the head too)
+     * has block_head k + 1 (0: in no block) */
+    struct pr_cpu_block *block;
+    int block_len, block_head;
 } pr_step;
 
 /* Shape range of one graph input (dims -1 where the input dim is static). */

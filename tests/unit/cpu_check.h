@@ -229,7 +229,7 @@ static inline float cc_run_tol(const tnode *t, int n_in, const cc_input *ins, in
         pr_buf_alloc(&iout[j], od, rout[j].rank, rout[j].dims, "y", &e);
         ioutp[j] = &iout[j];
     }
-    pr_cpu_exec x = {threads, NULL, NULL, 0};
+    pr_cpu_exec x = {threads, NULL, NULL, 0, NULL, 0};
     pr_kernel k = {gi, &gi->nodes[0], n_in, iinp, n_out, ioutp, &e, threads};
     st = impl->run(state, &k, &x);
     free(x.scratch);

@@ -348,7 +348,7 @@ static inline void qc_exec(qc_prep *p, const qc_in *in, int inplace, pr_dtype ou
             rout[j] = r2;
         }
     }
-    pr_cpu_exec x = {qc_threads, NULL, NULL, 0};
+    pr_cpu_exec x = {qc_threads, NULL, NULL, 0, NULL, 0};
     if (!strncmp(p->impl->name, "dnnl", 4)) x.dnnl_stream = pr_dnnl_stream_create(&e);
     pr_kernel k = {p->gi, &p->gi->nodes[0], p->n_in, iinp, p->n_out, ioutp, &e, x.num_threads};
     st = p->impl->run(p->state, &k, &x);
@@ -420,7 +420,7 @@ static inline int cmp_d(const void *a, const void *b) {
 static inline double time_runs(const pr_cpu_impl *impl, void *state, const pr_graph *g, int n_in,
                                const pr_buf *const *in, pr_buf *out, int threads, int reps) {
     pr_err e = {0};
-    pr_cpu_exec x = {threads, pr_dnnl_stream_create(&e), NULL, 0};
+    pr_cpu_exec x = {threads, pr_dnnl_stream_create(&e), NULL, 0, NULL, 0};
     pr_buf *outs[1] = {out};
     pr_kernel k = {g, &g->nodes[0], n_in, in, 1, outs, &e, threads};
     double t[64];

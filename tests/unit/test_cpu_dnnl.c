@@ -666,7 +666,7 @@ static bool io_compare(const prepared *p, const run_io *io, const pr_buf *out, c
 static void check_shapes(prepared *p, int n_shapes, const int64_t (*shapes)[CC_MAX_IO][PR_MAX_RANK],
                          int threads, const char *what) {
     pr_err e = {0};
-    pr_cpu_exec x = {threads, pr_dnnl_stream_create(&e), NULL, 0};
+    pr_cpu_exec x = {threads, pr_dnnl_stream_create(&e), NULL, 0, NULL, 0};
     CHECK(x.dnnl_stream != NULL);
     for (int s = 0; s < n_shapes; s++) {
         run_io io;
@@ -813,7 +813,7 @@ static void test_inplace(void) {
             CHECK(pr_cpu_impl_dnnl_conv.inplace_input(p.gi, &p.gi->nodes[0]) == 3);
             run_io io;
             if (io_make(&p, shape[0], &io)) {
-                pr_cpu_exec x = {1, NULL, NULL, 0};
+                pr_cpu_exec x = {1, NULL, NULL, 0, NULL, 0};
                 pr_buf out;
                 CHECK(io_run(&p, &io, &x, 3, &out, &e) == PRECIS_OK);
                 io_compare(&p, &io, &out, "fused conv in place");
@@ -834,7 +834,7 @@ static void test_inplace(void) {
         CHECK(pr_cpu_impl_dnnl_matmul.inplace_input(p.gi, &p.gi->nodes[0]) == 3);
         run_io io;
         if (io_make(&p, mshape[0], &io)) {
-            pr_cpu_exec x = {1, NULL, NULL, 0};
+            pr_cpu_exec x = {1, NULL, NULL, 0, NULL, 0};
             pr_buf out;
             CHECK(io_run(&p, &io, &x, 3, &out, &e) == PRECIS_OK);
             io_compare(&p, &io, &out, "fused matmul in place");
@@ -861,7 +861,7 @@ typedef struct conc_arg {
 static void *conc_main(void *v) {
     conc_arg *a = v;
     pr_err e = {0};
-    pr_cpu_exec x = {1, pr_dnnl_stream_create(&e), NULL, 0};
+    pr_cpu_exec x = {1, pr_dnnl_stream_create(&e), NULL, 0, NULL, 0};
     if (!x.dnnl_stream) a->failures++;
     for (int it = 0; it < CONC_ITERS; it++) {
         int s = (a->first + it) % CONC_SHAPES;
@@ -885,7 +885,7 @@ static void concurrent(prepared *p, const int64_t (*shapes)[CC_MAX_IO][PR_MAX_RA
     run_io io[CONC_SHAPES];
     pr_buf expect[CONC_SHAPES];
     pr_err e = {0};
-    pr_cpu_exec x = {1, NULL, NULL, 0};
+    pr_cpu_exec x = {1, NULL, NULL, 0, NULL, 0};
     memset(expect, 0, sizeof expect);
     for (int s = 0; s < CONC_SHAPES; s++) {
         io_make(p, shapes[s], &io[s]);

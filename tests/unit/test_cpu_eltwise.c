@@ -766,7 +766,7 @@ static void inplace_case(const pr_cpu_impl *impl, tnode *t, int n_in, cc_input *
     CHECK(impl->supports(g, &g->nodes[0]));
     CHECK(impl->prepare(g, &g->nodes[0], &cfg, &st, &e) == PRECIS_OK);
     pr_buf_alloc(&out, dt, in[0].rank, in[0].dims, "y", &e);
-    pr_cpu_exec x = {threads, NULL, NULL, 0};
+    pr_cpu_exec x = {threads, NULL, NULL, 0, NULL, 0};
     pr_buf *outp = &out;
     pr_kernel k = {g, &g->nodes[0], n_in, inp, 1, &outp, &e, threads};
     CHECK(impl->run(st, &k, &x) == PRECIS_OK);
@@ -930,7 +930,7 @@ static double time_impl_l(const pr_cpu_impl *impl, tnode *t, int n_in, pr_buf *i
     impl->prepare(g, &g->nodes[0], &cfg, &st, &e);
     const pr_buf *inp[2] = {&in[0], &in[1]};
     pr_kernel k = {g, &g->nodes[0], n_in, inp, 1, &out, &e, threads};
-    pr_cpu_exec x = {threads, NULL, NULL, 0};
+    pr_cpu_exec x = {threads, NULL, NULL, 0, NULL, 0};
     impl->run(st, &k, &x);
     double best = 1e30;
     for (int r = 0; r < reps; r++) {

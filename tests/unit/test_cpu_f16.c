@@ -776,7 +776,7 @@ static void bench_conv(int64_t C, int64_t Mo, int64_t HW, int64_t k, int64_t gro
     pr_ref_from_f32(data[0], X.numel, PRECIS_FLOAT16, X.data);
     const pr_buf *ins[3] = {&X, NULL, NULL};
     pr_buf *outs[1] = {&Y};
-    pr_cpu_exec x = {nt, NULL, NULL, 0};
+    pr_cpu_exec x = {nt, NULL, NULL, 0, NULL, 0};
     pr_kernel kk = {g, &g->nodes[0], 1, ins, 1, outs, &e, nt};
     double best = 1e30;
     for (int r = 0; r < bench_reps; r++) {
@@ -824,7 +824,7 @@ static void bench_bmm(int64_t heads, int64_t M, int64_t K, int64_t N, int nt) {
     for (int64_t q = 0; q < B.numel; q++) bd[q] = pr_f32_to_f16(cc_rand(-1, 1));
     const pr_buf *ins[2] = {&A, &B};
     pr_buf *outs[1] = {&Y};
-    pr_cpu_exec x = {nt, NULL, NULL, 0};
+    pr_cpu_exec x = {nt, NULL, NULL, 0, NULL, 0};
     pr_kernel kk = {g, &g->nodes[0], 2, ins, 1, outs, &e, nt};
     double best = 1e30;
     for (int r = 0; r < bench_reps; r++) {

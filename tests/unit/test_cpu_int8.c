@@ -207,6 +207,19 @@ static void test_qdwconv(void) {
          {4, 1, 4, 1}, NULL},
         {"dw 3x3 pads 4 (rows of padding only)", 1, 160, 3, 5, 160, 3, 3, 160, 1, 1, 1, 1,
          {4, 1, 4, 1}, NULL},
+        /* images of <= 4 rows: the small-image path (qdw_img_tables) */
+        {"dw img 3x3 4 rows", 2, 192, 4, 11, 192, 3, 3, 192, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw img 5x5 stride 2 4 rows", 1, 168, 4, 9, 168, 5, 5, 168, 2, 2, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw img 216 ch 5x5 3 rows (linear tail)", 2, 216, 3, 21, 216, 5, 5, 216, 1, 1, 1, 1,
+         {2, 2, 2, 2}, NULL},
+        {"dw img 168 ch stride 2x1 3 rows", 1, 168, 3, 13, 168, 5, 5, 168, 2, 1, 1, 1,
+         {2, 2, 2, 2}, NULL},
+        {"dw img asym pads 3 rows", 1, 200, 3, 8, 200, 3, 3, 200, 1, 1, 1, 1, {0, 1, 1, 0}, NULL},
+        {"dw img 9x3 pads 4 4 rows", 1, 160, 4, 6, 160, 9, 3, 160, 1, 1, 1, 1, {4, 1, 4, 1}, NULL},
+        {"dw img 1x7 2 rows", 1, 176, 2, 12, 176, 1, 7, 176, 1, 1, 1, 1, {0, 3, 0, 3}, NULL},
+        /* wide enough for 2 threads to split the columns */
+        {"dw img wide 3 rows", 1, 200, 3, 70, 200, 5, 5, 200, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw img wide stride 2x1", 2, 168, 4, 41, 168, 3, 3, 168, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
     };
     static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
     static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};

@@ -432,7 +432,7 @@ static void inplace_case(const tnode *t, int n_in, const cc_input *ins, bool nhw
     void *st = NULL;
     pr_cpu_cfg cfg = {.num_threads = threads};
     CHECK(impl->prepare(g, n, &cfg, &st, &e) == PRECIS_OK);
-    pr_cpu_exec x = {threads, NULL, NULL, 0};
+    pr_cpu_exec x = {threads, NULL, NULL, 0, NULL, 0};
     pr_buf *o1[1] = {&y1}, *o2[1] = {&y2};
     pr_kernel k1 = {g, n, n_in, inp, 1, o1, &e, threads};
     CHECK(impl->run(st, &k1, &x) == PRECIS_OK);

@@ -60,6 +60,10 @@ typedef struct pr_cpu_exec {
     void *dnnl_stream;    /* dnnl_stream_t of the context (NULL without oneDNN) */
     void *scratch;        /* grown by pr_cpu_scratch, 64-byte aligned */
     size_t scratch_bytes;
+    /* per-thread execs of a fused block's parallel region (qblock.h), made
+     * by its first run, freed by pr_cpu_exec_free_subs */
+    struct pr_cpu_exec *subs;
+    int n_subs;
 } pr_cpu_exec;
 
 /* At least `bytes` of 64-byte-aligned scratch, valid until the next call on

@@ -5,12 +5,12 @@
 #include <string.h>
 
 #include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/k_q1x1.h"
 #include "backends/cpu/k_qfc.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vec.h"
 
 #define Q1X1_MAX_IC 256 /* where q1x1 takes a conv (measured, see q1x1_supports) */
-#define Q1X1_MAX_PIX 4096 /* larger images run on dnnl.qconv (measured, see below) */
 
 static bool q1x1_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
 
@@ -137,25 +137,6 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
 }
 
 #ifdef PR_CPU_X86
-#define Q1_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
-#define Q1_INLINE static inline __attribute__((always_inline)) Q1_VNNI
-
-/* a + dot(b u8, w s8) per lane: vpdpbusd in a one-instruction asm, whose
- * plain in-out operand GCC 12 allocates without the copies (and stack
- * stores) it makes around the intrinsic's in a loop of 16 sums. */
-Q1_INLINE __m512i q1_dp(__m512i a, __m512i b, __m512i w) {
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(a) : "v"(b), "v"(w));
-    return a;
-}
-
-/* The 4 bytes of input channels 4k.. of a pixel as a dword (IC is a
- * multiple of 4; an int8 src biased by 128). */
-Q1_INLINE __m512i q1_x4(const uint8_t *px, int64_t k, uint32_t flip) {
-    uint32_t d;
-    memcpy(&d, px + 4 * k, 4);
-    return _mm512_set1_epi32((int)(d ^ flip));
-}
-
 /* The epilogue's constants, made once per call (locals, so that the
  * byte stores cannot alias them and force reloads). */
 typedef struct q1_c {
@@ -423,7 +404,11 @@ static precis_status q1x1_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     if (P * s->OC < PR_CPU_PAR_MIN) nt = 1;
     const int64_t chunk = 48, tasks = (P + chunk - 1) / chunk;
     if (tasks < nt) nt = (int)tasks;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
+        q1_rows(s, X->data, Y->data, 0, P);
+        return PRECIS_OK;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < tasks; t++) {
         const int64_t p0 = t * chunk, p1 = P - p0 < chunk ? P : p0 + chunk;
         q1_rows(s, X->data, Y->data, p0, p1);

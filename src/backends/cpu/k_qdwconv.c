@@ -29,223 +29,27 @@
  * Quads whose rows all lie in the padding are skipped for the row (built
  * and summed: nothing), their compensation added back for an int8 src: a
  * 5x5 kernel on the 2-3 row images of PP-OCR cls's last stages has its
- * second quad (kernel row 4) in the padding for most output rows. */
+ * second quad (kernel row 4) in the padding for most output rows.
+ *
+ * Images of <= 4 rows (those same stages; qdw_img_tables in
+ * k_qdwconv_prep.c): one quad holding the image's rows 0..3 is interleaved
+ * once per image and block and every output row sums it against weights
+ * made for that row (kernel row t + pt - oh * sh at image row t), instead of
+ * one build per output row and live quad (PP-OCR cls b1 t1, 1 thread: its 7
+ * such layers 49 -> 38 us, 40/48 channels 4.65 -> 3.2, 88 channels 7.8 ->
+ * 6.25, 104 channels stride 2x1 6.75 -> 4.4, 200 channels 8.6 -> 7.4).
+ * The linear last block keeps the row path. PRECIS_QDW_IMG=0 turns it off. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/k_qdwconv.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vec.h"
 #include "ir/infer_conv.h"
 
-#define QDW_MAXK 16 /* kernel rows/columns handled */
-
-typedef struct qdw_state {
-    pr_dtype xdt, ydt;
-    int64_t C, KH, KW, nqh, nblk;
-    pr_act act, act2;
-    float inv, lo, hi;
-    bool lin;      /* the last block is linear (see qdw_lin_ok) */
-    int64_t ng;    /* its 16-channel groups (1..2) */
-    int8_t *wp;    /* [nblk][KW][nqh][4][64] */
-    int32_t *init; /* [nblk][4][16] accumulator start (compensation) */
-    int32_t *qcomp; /* [nblk][nqh][4][16] a quad's share of it, negated (int8 src) */
-    float *sc, *bias; /* [nblk][4][16] x_scale * w_scale, B */
-} qdw_state;
-
-static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
-
-static bool is_init(const pr_tensor *t, pr_dtype dt) {
-    return t && (t->flags & PR_T_INIT) && t->data && t->dtype == dt;
-}
-
-static pr_dtype y_dtype(const pr_node *n) {
-    int64_t yt = pr_attr_int(n, "y_type", PRECIS_FLOAT32);
-    return yt == PRECIS_INT8 || yt == PRECIS_UINT8 || yt == PRECIS_FLOAT32 ? (pr_dtype)yt
-                                                                           : PRECIS_UNDEFINED;
-}
-
-/* PRECIS_QDWCONV=0 leaves depthwise QConv to dnnl.qconv (A/B timing). */
-static bool have_vnni(void) {
-#ifdef PR_CPU_X86
-    return pr_cpu_use_vnni("PRECIS_QDWCONV");
-#else
-    return false;
-#endif
-}
-
-/* PRECIS_QDW_LIN=0: no linear last block (A/B timing). */
-static bool lin_off(void) {
-    const char *env = getenv("PRECIS_QDW_LIN");
-    return env && !strcmp(env, "0");
-}
-
-/* 17..32 channels with an int8 src: all in the linear block (qdw_lin_ok's
- * conditions from the node), against oneDNN's jit_int8 (PP-OCR cls's 5x5
- * 32-channel layer, 1 thread, b1: 5.5 -> 4.1 us). uint8 src stays on
- * brdgmm_dw (24 and 32 channels: equal; 8: 4.4 vs 5.4 us linear, half of
- * the vector unused). Column stride 1 only: PP-OCRv4 det's 3x3 stride-2
- * 32-channel layer at 320x320 ran 161 -> 262 us linear (the build, twice
- * the columns, is most of a 3x3); rec's 3x3 stride 1 27.5 -> 26.6 us.
- * PRECIS_QDW_SMALL=0 leaves them to oneDNN. */
-static bool small_ok(const pr_node *n, pr_dtype ydt) {
-    const char *env = getenv("PRECIS_QDW_SMALL");
-    if ((env && !strcmp(env, "0")) || lin_off() || ydt == PRECIS_FLOAT32) return false;
-    pr_act a, a2;
-    if (!pr_act_from_node(n, "act", &a) || !pr_act_from_node(n, "act2", &a2)) return false;
-    return (a.kind == PR_ACT_NONE || a.kind == PR_ACT_RELU || a.kind == PR_ACT_CLIP ||
-            a.kind == PR_ACT_HARD_SWISH) &&
-           (a2.kind == PR_ACT_NONE || a2.kind == PR_ACT_AFFINE) &&
-           pr_cpu_features_get()->avx512_vbmi;
-}
-
-static bool qdw_supports(const pr_graph *g, const pr_node *n) {
-    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4 || !have_vnni()) return false;
-    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
-                    *B = pr_node_tin(g, n, 3), *Y = pr_node_tout(g, n, 0);
-    if (!X || !W || !S || !Y || !q8(X->dtype) || X->rank != 4 || X->layout != PR_LAYOUT_NHWC ||
-        Y->layout != PR_LAYOUT_NHWC)
-        return false;
-    pr_dtype ydt = y_dtype(n);
-    if (ydt == PRECIS_UNDEFINED || (Y->dtype != PRECIS_UNDEFINED && Y->dtype != ydt)) return false;
-    if (!is_init(W, PRECIS_INT8) || W->rank != 4 || W->dims[1] != 1) return false;
-    int64_t C = W->dims[0], G = pr_attr_int(n, "group", 1);
-    if (G != C || C < 1 || (pr_dim_known(X->dims[1]) && X->dims[1] != C)) return false;
-    /* Few channels waste lanes of the 64-channel blocks: there oneDNN is as
-     * fast (uint8 src: brdgmm_dw, up to ~144 channels at 112x112..56x56 in
-     * EfficientNet-Lite0 / CenterFace, stride 2 worst) or faster (int8 src,
-     * jit_int8, below ~48 channels in PP-OCRv4 rec); measured per layer. */
-    bool small = X->dtype == PRECIS_INT8 && C > 16 && C <= 32 && small_ok(n, ydt);
-    if (small) { /* column stride 1 only: stride 2 builds twice the columns */
-        const int64_t *sv;
-        int ns = pr_attr_ints(n, "strides", &sv);
-        small = ns < 2 || sv[1] == 1;
-    }
-    if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40) && !small) return false;
-    if (W->dims[2] < 1 || W->dims[2] > QDW_MAXK || W->dims[3] < 1 || W->dims[3] > QDW_MAXK)
-        return false;
-    if (!is_init(S, PRECIS_FLOAT32) || S->rank != 1 || S->dims[0] != C) return false;
-    if (B && (!is_init(B, PRECIS_FLOAT32) || B->rank != 1 || B->dims[0] != C)) return false;
-    float xs = pr_attr_float(n, "x_scale", 0.0f);
-    if (!(xs > 0.0f) || !isfinite(xs)) return false;
-    for (int64_t c = 0; c < C; c++)
-        if (!isfinite(((const float *)S->data)[c]) || !isfinite(xs * ((const float *)S->data)[c]))
-            return false;
-    if (ydt != PRECIS_FLOAT32) {
-        float ys = pr_attr_float(n, "y_scale", 0.0f);
-        if (!(ys > 0.0f) || !isfinite(1.0f / ys)) return false;
-    }
-    pr_act a;
-    if (!pr_act_from_node(n, "act", &a) || !pr_act_from_node(n, "act2", &a)) return false;
-    const int64_t *v;
-    int nv = pr_attr_ints(n, "kernel_shape", &v);
-    if (nv >= 0 && (nv != 2 || v[0] != W->dims[2] || v[1] != W->dims[3])) return false;
-    if ((nv = pr_attr_ints(n, "strides", &v)) >= 0 && nv != 2) return false;
-    if ((nv = pr_attr_ints(n, "dilations", &v)) >= 0 && nv != 2) return false;
-    if ((nv = pr_attr_ints(n, "pads", &v)) >= 0 && nv != 4) return false;
-    return true;
-}
-
-static bool qdw_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
-
-/* Whether the epilogue fuses (see qdw_ep). */
-static bool qdw_fused(const qdw_state *s) {
-    pr_act_kind a = s->act.kind, a2 = s->act2.kind;
-    return s->ydt != PRECIS_FLOAT32 &&
-           (a == PR_ACT_NONE || a == PR_ACT_RELU || a == PR_ACT_CLIP || a == PR_ACT_HARD_SWISH) &&
-           (a2 == PR_ACT_NONE || a2 == PR_ACT_AFFINE);
-}
-
-/* A last block of 1..32 channels (fused epilogues only) runs "linear": one
- * vector per 16 channels, lane L = channel 16 g + L of the block, its 4
- * bytes the quad's kernel rows (built by a vpermb of four 16-byte row
- * loads), instead of the 4 interleaved vectors whose lanes beyond the
- * channels are wasted (200 channels: 3 blocks + 8 channels in a 4th). The
- * packed arrays keep their sizes: group g takes the slots of vector g.
- * A linear vector costs ~1.4 interleaved ones (its build: 4 loads, 3
- * inserts and a vpermb per 16 channels against 20 ops per 64), so 3 groups
- * lose to one block (PP-OCR cls, 1 thread, b1: 40/48 channels 4.45 -> 4.95
- * us, 104 channels 6.4 -> 6.8) and 1-2 groups win (88 channels 8.7 -> 7.7,
- * 200 channels 9.35 -> 8.3). */
-static bool qdw_lin_ok(const qdw_state *s) {
-    int64_t tc = s->C % 64;
-    return tc > 0 && tc <= 32 && qdw_fused(s) && pr_cpu_features_get()->avx512_vbmi;
-}
-
-static void qdw_destroy(void *state) {
-    qdw_state *s = state;
-    if (!s) return;
-    free(s->wp);
-    free(s->init);
-    free(s->qcomp);
-    free(s->sc);
-    free(s->bias);
-    free(s);
-}
-
-static precis_status qdw_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
-                                 void **state, pr_err *e) {
-    (void)cfg;
-    *state = NULL;
-    if (!qdw_supports(g, n))
-        return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by qdwconv",
-                       n->name, n->op_type);
-    const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
-                    *B = pr_node_tin(g, n, 3);
-    qdw_state *s = calloc(1, sizeof *s);
-    if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-    s->xdt = X->dtype;
-    s->ydt = y_dtype(n);
-    s->C = W->dims[0];
-    s->KH = W->dims[2];
-    s->KW = W->dims[3];
-    s->nqh = (s->KH + 3) / 4;
-    s->nblk = (s->C + 63) / 64;
-    pr_act_from_node(n, "act", &s->act);
-    pr_act_from_node(n, "act2", &s->act2);
-    s->lin = qdw_lin_ok(s) && !lin_off();
-    s->ng = s->lin ? (s->C % 64 + 15) / 16 : 0;
-    s->inv = s->ydt == PRECIS_FLOAT32 ? 1.0f : 1.0f / pr_attr_float(n, "y_scale", 1.0f);
-    s->lo = s->ydt == PRECIS_UINT8 ? 0.0f : -128.0f;
-    s->hi = s->ydt == PRECIS_UINT8 ? 255.0f : 127.0f;
-    size_t nw = (size_t)(s->nblk * s->KW * s->nqh * 256), nv = (size_t)(s->nblk * 64);
-    s->wp = aligned_alloc(64, nw); /* read as __m512i */
-    if (s->wp) memset(s->wp, 0, nw);
-    s->init = calloc(nv, sizeof(int32_t));
-    s->qcomp = calloc(nv * (size_t)s->nqh, sizeof(int32_t));
-    s->sc = calloc(nv, sizeof(float));
-    s->bias = calloc(nv, sizeof(float));
-    if (!s->wp || !s->init || !s->qcomp || !s->sc || !s->bias) {
-        qdw_destroy(s);
-        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-    }
-    float xs = pr_attr_float(n, "x_scale", 1.0f);
-    const float *ws = S->data, *bv = B ? B->data : NULL;
-    const int8_t *w = W->data;
-    bool s8 = s->xdt == PRECIS_INT8;
-    for (int64_t c = 0; c < s->C; c++) {
-        int64_t cb = c / 64, ci = c % 64, k = ci / 16, r = (ci % 16) / 4, j = ci % 4;
-        int64_t lane = k * 4 + j, v = cb * 64 + r * 16 + lane;
-        if (s->lin && cb == s->nblk - 1) /* linear: vector k, lane ci % 16 */
-            r = k, lane = ci % 16, v = cb * 64 + ci;
-        bool zero = ws[c] == 0.0f; /* real weights 0: scale 1 keeps the bias exact */
-        int32_t sum = 0;
-        for (int64_t kw = 0; kw < s->KW; kw++)
-            for (int64_t kh = 0; kh < s->KH; kh++) {
-                int8_t q = zero ? 0 : w[(c * s->KH + kh) * s->KW + kw];
-                sum += q;
-                int64_t qh = kh / 4, t = kh % 4;
-                s->wp[(((cb * s->KW + kw) * s->nqh + qh) * 4 + r) * 64 + lane * 4 + t] = q;
-                if (s8) s->qcomp[(cb * s->nqh + qh) * 64 + r * 16 + lane] += 128 * q;
-            }
-        s->init[v] = s8 ? -128 * sum : 0;
-        s->sc[v] = zero ? 1.0f : xs * ws[c];
-        s->bias[v] = bv ? bv[c] : 0.0f;
-    }
-    *state = s;
-    return PRECIS_OK;
-}
+static bool qdw_nhwc_ok(const pr_graph *g, const pr_node *n) { (void)g, (void)n; return true; }
 
 #ifdef PR_CPU_X86
 #define PR_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
@@ -393,6 +197,8 @@ VNNI_INLINE void qdw_conv_g(const qdw_state *s, const qdw_geo *g, const __m512i 
         qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF, 0, 2);
     else if (s->KW == 5 && s->nqh == 2 && g->dw == 1 && q0 == 0 && q1 == 1)
         qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF, 0, 1);
+    else if (s->KW == 5 && s->nqh == 1 && g->dw == 1 && q0 == 0 && q1 == 1) /* small images */
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 1, 1, EK, AK, AFF, 0, 1);
     else
         qdw_conv_t(V, wb, e, g->OW, g->sw, s->KW, s->nqh, g->dw, EK, AK, AFF, q0, q1);
 }
@@ -485,7 +291,7 @@ static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i
     e.C = C;
     e.m = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
     e.u8 = s->ydt == PRECIS_UINT8;
-    if (!qdw_fused(s)) {
+    if (!pr_qdw_fused(s)) {
         qdw_conv_g(s, g, V, wb, &e, EP_F, PR_ACT_NONE, false, q0, q1);
         return false;
     }
@@ -643,38 +449,112 @@ static PR_VNNI void qdw_out(const qdw_state *s, const __m512 *F, int64_t OW, int
     }
 }
 
-static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
-                         int64_t N, __m512i *scr, int64_t per, int nt) {
-    const int64_t items = N * g->OH * s->nblk, nv = g->ncol * s->nqh * 4;
+/* Block cb of output row oh of image n (the row path). */
+static PR_VNNI void qdw_row(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                            int64_t n, int64_t oh, int64_t cb, __m512i *V, __m512 *F) {
+    const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
+    const __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
+    /* the quads with a kernel row in the image */
+    int64_t q0 = s->nqh, q1 = 0;
+    for (int64_t kh = 0; kh < s->KH; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        if (ih < 0 || ih >= g->IH) continue;
+        if (kh / 4 < q0) q0 = kh / 4;
+        if (kh / 4 + 1 > q1) q1 = kh / 4 + 1;
+    }
+    if (q1 <= q0) q0 = q1 = 0;
+    const uint8_t *xn = x + (size_t)(n * g->IH * g->IW * C);
+    if (s->lin && cb == s->nblk - 1)
+        qdw_build_lin(s, g, xn, oh, cb, nc, V, q0, q1);
+    else
+        qdw_build(s, g, xn, oh, cb, cm, V, q0, q1);
+    uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * pr_dtype_size(s->ydt);
+    if (!qdw_conv(s, g, V, cb, F, yrow, q0, q1)) {
+        qdw_act(&s->act, F, g->OW * 4);
+        qdw_act(&s->act2, F, g->OW * 4);
+        qdw_out(s, F, g->OW, cb, yrow);
+    }
+}
+
+/* Block cb (interleaved, not the linear one) of every output row of image
+ * n by the small-image path (qdw_img_tables): rows 0..3 of the image
+ * interleaved once (qdw_build with a one-quad geometry whose row kh is
+ * image row kh), each output row summed against its own weights. */
+static PR_VNNI void qdw_img(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                            int64_t n, int64_t cb, int64_t part, int64_t parts, __m512i *V,
+                            __m512 *F) {
+    /* output columns [o0, o1) (parts > 1: threads split the columns, each
+     * building its columns' V): the geometry of that slice */
+    const int64_t o0 = g->OW * part / parts, o1 = g->OW * (part + 1) / parts;
+    if (o1 <= o0) return;
+    qdw_geo gp = *g;
+    gp.OW = o1 - o0;
+    gp.pl = g->pl - o0 * g->sw;
+    gp.ncol = (gp.OW - 1) * g->sw + (s->KW - 1) * g->dw + 1;
+    const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
+    const __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
+    qdw_state s1 = *s;
+    s1.KH = 4;
+    s1.nqh = 1;
+    qdw_geo g1 = gp;
+    g1.sh = 0;
+    g1.pt = 0;
+    g1.dh = 1;
+    qdw_build(&s1, &g1, x + (size_t)(n * g->IH * g->IW * C), 0, cb, cm, V, 0, 1);
+    qdw_state s2 = *s;
+    s2.nqh = 1;
+    s2.lin = false;
     const size_t ysz = pr_dtype_size(s->ydt);
-    const int64_t C = s->C;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t it = 0; it < items; it++) {
-        int64_t cb = it % s->nblk, row = it / s->nblk, n = row / g->OH, oh = row % g->OH;
-        int64_t nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
-        __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
-        __m512i *V = scr + (size_t)omp_get_thread_num() * (size_t)per;
-        __m512 *F = (__m512 *)(V + nv);
-        /* the quads with a kernel row in the image */
-        int64_t q0 = s->nqh, q1 = 0;
-        for (int64_t kh = 0; kh < s->KH; kh++) {
-            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-            if (ih < 0 || ih >= g->IH) continue;
-            if (kh / 4 < q0) q0 = kh / 4;
-            if (kh / 4 + 1 > q1) q1 = kh / 4 + 1;
-        }
-        if (q1 <= q0) q0 = q1 = 0;
-        if (s->lin && cb == s->nblk - 1)
-            qdw_build_lin(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, nc, V, q0, q1);
-        else
-            qdw_build(s, g, x + (size_t)(n * g->IH * g->IW * C), oh, cb, cm, V, q0, q1);
-        uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW * C) * ysz;
-        if (!qdw_conv(s, g, V, cb, F, yrow, q0, q1)) {
-            qdw_act(&s->act, F, g->OW * 4);
-            qdw_act(&s->act2, F, g->OW * 4);
-            qdw_out(s, F, g->OW, cb, yrow);
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        s2.wp = s->wimg[g->IH - 1][oh];
+        s2.init = s->iinit[g->IH - 1][oh];
+        uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW + o0) * (size_t)C * ysz;
+        if (!qdw_conv(&s2, &gp, V, cb, F, yrow, 0, 1)) {
+            qdw_act(&s->act, F, gp.OW * 4);
+            qdw_act(&s->act2, F, gp.OW * 4);
+            qdw_out(s, F, gp.OW, cb, yrow);
         }
     }
+}
+
+/* Item it of qdw_run_vnni: (image, block, column part) of the small-image
+ * path, then (row, block) of the row path; V: this thread's scratch (F
+ * after nv). */
+static void qdw_item(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                     int64_t it, int64_t items_img, int64_t nimg, int64_t parts, int64_t rb,
+                     __m512i *V, int64_t nv) {
+    __m512 *F = (__m512 *)(V + nv);
+    if (it < items_img) {
+        const int64_t per_n = nimg * parts, rem = it % per_n;
+        qdw_img(s, g, x, y, it / per_n, rem / parts, rem % parts, parts, V, F);
+        return;
+    }
+    const int64_t r = it - items_img, row = r / rb, cb = nimg + r % rb;
+    qdw_row(s, g, x, y, row / g->OH, row % g->OH, cb, V, F);
+}
+
+static void qdw_run_vnni(const qdw_state *s, const qdw_geo *g, const uint8_t *x, uint8_t *y,
+                         int64_t N, __m512i *scr, int64_t per, int nt) {
+    const bool img = g->IH >= 1 && g->IH <= 4 && g->dh == 1 && s->img_oh[g->IH - 1] == g->OH &&
+                     g->pt == s->img_pt && g->sh == s->img_sh;
+    /* items: (image, block) of the small-image path, then (row, block) of
+     * the row path (with img: the linear block only, if any) */
+    const int64_t nimg = img ? s->nblk - (s->lin ? 1 : 0) : 0, rb = img ? s->nblk - nimg : s->nblk;
+    /* with threads, the small-image items split the output columns (an item
+     * per image and block left one thread most of the work at batch 1) */
+    const int64_t parts = nt > 1 && g->OW >= 16 * nt ? nt : 1;
+    const int64_t items_img = N * nimg * parts, items = items_img + N * g->OH * rb;
+    const int64_t nv = g->ncol * s->nqh * 4;
+    /* no region: entering even a serial one costs ~0.3 us (NOTES.md session 11) */
+    if (nt < 2 || items < 2) {
+        for (int64_t it = 0; it < items; it++)
+            qdw_item(s, g, x, y, it, items_img, nimg, parts, rb, scr, nv);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t it = 0; it < items; it++)
+        qdw_item(s, g, x, y, it, items_img, nimg, parts, rb,
+                 scr + (size_t)omp_get_thread_num() * (size_t)per, nv);
 }
 #endif
 
@@ -720,10 +600,10 @@ static const char *qdw_describe(void *state) {
 
 const pr_cpu_impl pr_cpu_impl_qdwconv = {
     .name = "qdwconv",
-    .supports = qdw_supports,
+    .supports = pr_qdw_supports,
     .nhwc_ok = qdw_nhwc_ok,
-    .prepare = qdw_prepare,
+    .prepare = pr_qdw_prepare,
     .run = qdw_run,
     .describe = qdw_describe,
-    .destroy = qdw_destroy,
+    .destroy = pr_qdw_destroy,
 };

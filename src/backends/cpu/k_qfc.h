@@ -6,6 +6,10 @@
 #include "backends/cpu/cpu.h"
 #include "ir/act.h"
 
+/* q1x1: larger images run on the dnnl.qconv primitive in its state
+ * (measured, see k_q1x1.c) */
+#define Q1X1_MAX_PIX 4096
+
 typedef struct qfc_state {
     pr_dtype xdt, ydt;
     int64_t IC, OC, OCp;

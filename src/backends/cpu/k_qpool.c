@@ -315,19 +315,26 @@ precis_status pr_kq_global_avg(const kp_state *s, pr_kernel *k, pr_cpu_exec *x,
     int32_t *part = pr_cpu_scratch(x, (size_t)tasks * Cp * sizeof(int32_t));
     if (!part) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     const int nt = kn_threads(x->num_threads, X->numel, tasks);
+#define KQ_GAP_TASK(q)                                                                             \
+    do {                                                                                           \
+        const int64_t n = (q) / nch, p0 = ((q) % nch) * KN_NHWC_CHUNK;                             \
+        const int64_t np = P - p0 < KN_NHWC_CHUNK ? P - p0 : KN_NHWC_CHUNK;                        \
+        int32_t *acc = part + (size_t)(q) * Cp;                                                    \
+        memset(acc, 0, Cp * sizeof *acc);                                                          \
+        if (np <= 0) break;                                                                        \
+        const uint8_t *xs8 = xd + (n * P + p0) * C;                                                \
+        if (s->v512)                                                                               \
+            kq_acc_512(xs8, np, C, flip != 0, acc);                                                \
+        else                                                                                       \
+            kq_acc_scalar(xs8, np, C, flip != 0, acc);                                             \
+    } while (0)
+    if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
+        for (int64_t q = 0; q < tasks; q++) KQ_GAP_TASK(q);
+    } else {
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t q = 0; q < tasks; q++) {
-        const int64_t n = q / nch, p0 = (q % nch) * KN_NHWC_CHUNK;
-        const int64_t np = P - p0 < KN_NHWC_CHUNK ? P - p0 : KN_NHWC_CHUNK;
-        int32_t *acc = part + (size_t)q * Cp;
-        memset(acc, 0, Cp * sizeof *acc);
-        if (np <= 0) continue;
-        const uint8_t *xs8 = xd + (n * P + p0) * C;
-        if (s->v512)
-            kq_acc_512(xs8, np, C, flip != 0, acc);
-        else
-            kq_acc_scalar(xs8, np, C, flip != 0, acc);
+        for (int64_t q = 0; q < tasks; q++) KQ_GAP_TASK(q);
     }
+#undef KQ_GAP_TASK
     for (int64_t n = 0; n < N; n++) {
         if (s->v512 && nch == 1 && P > 0) { /* one chunk: the sums are final */
             kq_put_div_512(Y->data, Y->dtype, n * C, part + (size_t)n * Cp, C, xs, P, s->inv);

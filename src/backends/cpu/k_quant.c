@@ -343,39 +343,49 @@ static void dequant_run(const void *q, bool u8, float sc, void *y, pr_dtype ydt,
  * np bytes apart), then interleaved: vpermb for C <= 4, the 16x16-tile byte
  * transpose of k_move.c from 8 channels (YOLOv8n's DFL input, 16 channels:
  * 0.10 -> 0.03 ms), byte by byte otherwise. */
+/* Piece it of quant_nhwc_run (t: this thread's C * QPIX bytes). */
+static void quant_nhwc_piece(const qstate *s, const float *x, int64_t C, int64_t HW, void *y,
+                             bool u8, uint8_t *t, int64_t it, int64_t pieces) {
+    int64_t n = it / pieces, p0 = it % pieces * QPIX, np = HW - p0 < QPIX ? HW - p0 : QPIX;
+    uint8_t *yo = (uint8_t *)y + (n * HW + p0) * C;
+    for (int64_t c = 0; c < C; c++) {
+        const float *xc = x + (n * C + c) * HW + p0;
+#ifdef PR_CPU_X86
+        if (s->avx512) {
+            quant_512(xc, PRECIS_FLOAT32, s->scale, t + c * np, u8, 0, np);
+            continue;
+        }
+#endif
+        quant_scalar(xc, PRECIS_FLOAT32, s->scale, t + c * np, u8, 0, np);
+    }
+#ifdef PR_CPU_X86
+    if (s->vbmi && C <= 4) {
+        interleave_vbmi(t, np, C, yo, np);
+        return;
+    }
+#endif
+    if (C >= 8) {
+        const int64_t dims[4] = {1, C, 1, np};
+        pr_cpu_nchw_nhwc(t, yo, dims, 1, true, 1);
+        return;
+    }
+    for (int64_t p = 0; p < np; p++)
+        for (int64_t c = 0; c < C; c++) yo[p * C + c] = t[c * np + p];
+}
+
 static void quant_nhwc_run(const qstate *s, const float *x, int64_t N, int64_t C, int64_t HW,
                            void *y, bool u8, uint8_t *scr, int nt) {
     int64_t pieces = (HW + QPIX - 1) / QPIX, items = N * pieces;
     nt = threads_for(N * C * HW, nt);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t it = 0; it < items; it++) {
-        int64_t n = it / pieces, p0 = it % pieces * QPIX, np = HW - p0 < QPIX ? HW - p0 : QPIX;
-        uint8_t *t = scr + (size_t)omp_get_thread_num() * (size_t)(C * QPIX);
-        uint8_t *yo = (uint8_t *)y + (n * HW + p0) * C;
-        for (int64_t c = 0; c < C; c++) {
-            const float *xc = x + (n * C + c) * HW + p0;
-#ifdef PR_CPU_X86
-            if (s->avx512) {
-                quant_512(xc, PRECIS_FLOAT32, s->scale, t + c * np, u8, 0, np);
-                continue;
-            }
-#endif
-            quant_scalar(xc, PRECIS_FLOAT32, s->scale, t + c * np, u8, 0, np);
-        }
-#ifdef PR_CPU_X86
-        if (s->vbmi && C <= 4) {
-            interleave_vbmi(t, np, C, yo, np);
-            continue;
-        }
-#endif
-        if (C >= 8) {
-            const int64_t dims[4] = {1, C, 1, np};
-            pr_cpu_nchw_nhwc(t, yo, dims, 1, true, 1);
-            continue;
-        }
-        for (int64_t p = 0; p < np; p++)
-            for (int64_t c = 0; c < C; c++) yo[p * C + c] = t[c * np + p];
+    if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
+        for (int64_t it = 0; it < items; it++)
+            quant_nhwc_piece(s, x, C, HW, y, u8, scr, it, pieces);
+        return;
     }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t it = 0; it < items; it++)
+        quant_nhwc_piece(s, x, C, HW, y, u8,
+                         scr + (size_t)omp_get_thread_num() * (size_t)(C * QPIX), it, pieces);
 }
 
 void pr_cpu_dequant_q8(const void *q, pr_dtype qdt, float scale, void *out, pr_dtype odt,

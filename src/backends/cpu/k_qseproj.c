@@ -1,0 +1,364 @@
+/* The squeeze-excitation tail of a fused block (qblock.h): the gate Mul
+ * M (T int8/uint8 times a float32 gate per image and channel, requantized)
+ * and the 1x1 projection P that reads M's output, as one kernel that never
+ * makes M's output. The gate is folded into P's weights, per image:
+ *   P(M(T)) = sum_c W[o,c] w_scale[o] (t_scale T[c] g[c]) + B[o] + real Z
+ *           = t_scale w_scale[o] sum_c (W[o,c] g[c]) T[c] + ...
+ * so u[o,c] = W[o,c] g[c] is requantized per output channel (u's largest
+ * magnitude to 127, rounded half to even) and vpdpbusd sums it against T's
+ * bytes as q1x1 does (k_q1x1.h; an int8 T biased by 128, -128 * sum(u') in
+ * the start). M's rounding of T g to its own int8 grid is replaced by this
+ * rounding of the weights: a different INT8 approximation of the same real
+ * product, so not bit-exact with the unfused M -> P (tested against ref with
+ * a tolerance; cls accuracy in NOTES.md). Per image it costs OC x IC
+ * float operations instead of M's H x W x IC. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/k_q1x1.h"
+#include "backends/cpu/qblock.h"
+
+struct pr_seproj {
+    int ti;                 /* M's input holding T (the other is the gate) */
+    pr_dtype tdt, ydt, zdt; /* zdt PRECIS_UNDEFINED: no residual */
+    int64_t IC, OC, OCv, ICq;
+    float t_scale, y_inv, z_scale;
+    float *wf;   /* [IC][OC] P's int8 weights as float, transposed */
+    float *ws;   /* [OC] */
+    float *bias; /* [OC] B / y_scale (0 without B) */
+};
+
+static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
+
+static pr_dtype y_type(const pr_node *n) {
+    switch (pr_attr_int(n, "y_type", 1)) {
+    case 3: return PRECIS_INT8;
+    case 2: return PRECIS_UINT8;
+    default: return PRECIS_UNDEFINED;
+    }
+}
+
+static bool pos_finite(float v) { return v > 0.0f && isfinite(v) && isfinite(1.0f / v); }
+
+bool pr_seproj_ok(const pr_graph *g, const pr_node *m, const pr_node *p) {
+#ifndef PR_CPU_X86
+    (void)g, (void)m, (void)p;
+    return false;
+#else
+    if (!pr_cpu_use_vnni("PRECIS_QBLOCK_SEPROJ")) return false;
+    if (m->op != PR_OP_QBinary || strcmp(pr_attr_str(m, "kind", ""), "Mul") != 0 ||
+        m->n_inputs != 2 || m->n_outputs != 1 || p->op != PR_OP_QConv || p->n_inputs < 3)
+        return false;
+    pr_act a;
+    if (!pr_act_from_node(m, "act", &a) || a.kind != PR_ACT_NONE) return false;
+    const int t3 = m->outputs[0];
+    if (t3 < 0 || p->inputs[0] != t3 || (g->tensors[t3].flags & PR_T_OUTPUT)) return false;
+    for (int i = 0; i < g->n_nodes; i++) { /* P alone reads M's output (it is never made) */
+        const pr_node *n = &g->nodes[i];
+        if (n == p || !n->op_type) continue;
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] == t3) return false;
+    }
+    for (int j = 1; j < p->n_inputs; j++)
+        if (p->inputs[j] == t3) return false;
+    int ti = -1;
+    for (int j = 0; j < 2; j++) {
+        const pr_tensor *t = pr_node_tin(g, m, j);
+        if (t && q8(t->dtype) && t->layout == PR_LAYOUT_NHWC && t->rank == 4) ti = j;
+    }
+    if (ti < 0) return false;
+    const pr_tensor *G = pr_node_tin(g, m, 1 - ti), *T = pr_node_tin(g, m, ti);
+    if (!G || G->dtype != PRECIS_FLOAT32 || (G->flags & PR_T_INIT) || G->rank != 4) return false;
+    if (!pos_finite(pr_attr_float(m, ti ? "b_scale" : "a_scale", 0.0f))) return false;
+    /* P: 1x1, stride 1, group 1, no pads, no act, int8/uint8 out, residual
+     * int8/uint8 or none, OC a multiple of 16 up to 64, IC of 4 */
+    const pr_tensor *W = pr_node_tin(g, p, 1), *ws = pr_node_tin(g, p, 2);
+    const pr_tensor *B = pr_node_tin(g, p, 3), *Z = pr_node_tin(g, p, 4);
+    const pr_tensor *Y = pr_node_tout(g, p, 0);
+    if (!W || !(W->flags & PR_T_INIT) || !W->data || W->dtype != PRECIS_INT8 || W->rank != 4 ||
+        W->dims[2] != 1 || W->dims[3] != 1 || W->dims[1] != T->dims[1] || W->dims[1] % 4 ||
+        W->dims[1] > 256 || W->dims[0] % 16 || W->dims[0] > 64 || W->dims[0] < 16)
+        return false;
+    if (!ws || !(ws->flags & PR_T_INIT) || !ws->data || ws->dtype != PRECIS_FLOAT32 ||
+        pr_numel(ws->rank, ws->dims) != W->dims[0])
+        return false;
+    if (B && (!(B->flags & PR_T_INIT) || !B->data || B->dtype != PRECIS_FLOAT32 ||
+              pr_numel(B->rank, B->dims) != W->dims[0]))
+        return false;
+    if (Z && (!q8(Z->dtype) || Z->layout != PR_LAYOUT_NHWC ||
+              !pos_finite(pr_attr_float(p, "z_scale", 0.0f))))
+        return false;
+    if (!Y || Y->layout != PR_LAYOUT_NHWC || !q8(Y->dtype) || y_type(p) != Y->dtype ||
+        !pos_finite(pr_attr_float(p, "y_scale", 0.0f)))
+        return false;
+    if (pr_attr_int(p, "group", 1) != 1 || !pr_act_from_node(p, "act", &a) ||
+        a.kind != PR_ACT_NONE || !pr_act_from_node(p, "act2", &a) || a.kind != PR_ACT_NONE)
+        return false;
+    const int64_t *v;
+    int nv = pr_attr_ints(p, "strides", &v);
+    for (int i = 0; i < nv; i++)
+        if (v[i] != 1) return false;
+    nv = pr_attr_ints(p, "pads", &v);
+    for (int i = 0; i < nv; i++)
+        if (v[i] != 0) return false;
+    const char *ap = pr_attr_str(p, "auto_pad", "NOTSET");
+    return strcmp(ap, "NOTSET") == 0 || strcmp(ap, "VALID") == 0;
+#endif
+}
+
+void pr_seproj_free(pr_seproj *s) {
+    if (!s) return;
+    free(s->wf);
+    free(s->ws);
+    free(s->bias);
+    free(s);
+}
+
+pr_seproj *pr_seproj_new(const pr_graph *g, const pr_node *m, const pr_node *p) {
+    pr_seproj *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->ti = pr_node_tin(g, m, 0)->dtype == PRECIS_FLOAT32 ? 1 : 0;
+    s->tdt = pr_node_tin(g, m, s->ti)->dtype;
+    s->t_scale = pr_attr_float(m, s->ti ? "b_scale" : "a_scale", 1.0f);
+    const pr_tensor *W = pr_node_tin(g, p, 1), *ws = pr_node_tin(g, p, 2);
+    const pr_tensor *B = pr_node_tin(g, p, 3), *Z = pr_node_tin(g, p, 4);
+    s->ydt = pr_node_tout(g, p, 0)->dtype;
+    s->zdt = Z ? Z->dtype : PRECIS_UNDEFINED;
+    s->OC = W->dims[0];
+    s->IC = W->dims[1];
+    s->OCv = s->OC / 16;
+    s->ICq = s->IC / 4;
+    s->y_inv = 1.0f / pr_attr_float(p, "y_scale", 1.0f);
+    s->z_scale = Z ? pr_attr_float(p, "z_scale", 1.0f) : 0.0f;
+    s->wf = malloc((size_t)(s->OC * s->IC) * sizeof(float));
+    s->ws = malloc((size_t)s->OC * sizeof(float));
+    s->bias = malloc((size_t)s->OC * sizeof(float));
+    if (!s->wf || !s->ws || !s->bias) {
+        pr_seproj_free(s);
+        return NULL;
+    }
+    const int8_t *w = W->data;
+    for (int64_t o = 0; o < s->OC; o++)
+        for (int64_t c = 0; c < s->IC; c++) s->wf[c * s->OC + o] = (float)w[o * s->IC + c];
+    for (int64_t o = 0; o < s->OC; o++) {
+        s->ws[o] = ((const float *)ws->data)[o];
+        s->bias[o] = B ? ((const float *)B->data)[o] * s->y_inv : 0.0f;
+    }
+    return s;
+}
+
+#ifdef PR_CPU_X86
+/* Per image: u' = round(W g * 127 / max|W g|) per output channel in q1x1's
+ * layout [OCv][ICq][16][4], the int8-T start -128 sum(u') and the output
+ * scale t_scale w_scale (max / 127) / y_scale. */
+static Q1_VNNI void sp_weights(const pr_seproj *s, const float *gate, int8_t *wq, int32_t *comp,
+                               float *sc) {
+    const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq;
+    const bool s8 = s->tdt == PRECIS_INT8;
+    const __m512i lo8 = _mm512_set1_epi32(0xff);
+    for (int64_t v = 0; v < s->OCv; v++) { /* 16 output channels in the lanes */
+        const float *wc = s->wf + 16 * v;
+        __m512 mx = _mm512_setzero_ps();
+        for (int64_t c = 0; c < IC; c++)
+            mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(wc + c * OC),
+                                                               _mm512_set1_ps(gate[c]))));
+        /* m > 0 finite: f = 127 / m, else 0 (a zero row) */
+        const __mmask16 ok = _mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                             _mm512_cmp_ps_mask(mx, _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
+        const __m512 f = _mm512_maskz_div_ps(ok, _mm512_set1_ps(127.0f), mx);
+        __m512i sum = _mm512_setzero_si512();
+        __m512i *dst = (__m512i *)wq + v * ICq;
+        for (int64_t k = 0; k < ICq; k++) {
+            __m512i q[4];
+            for (int j = 0; j < 4; j++) {
+                const int64_t c = 4 * k + j;
+                const __m512 u =
+                    _mm512_mul_ps(_mm512_loadu_ps(wc + c * OC), _mm512_set1_ps(gate[c]));
+                q[j] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(u, f),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                sum = _mm512_add_epi32(sum, q[j]);
+            }
+            /* lane o's dword: the 4 channels' bytes (|q| <= 127) */
+            const __m512i d =
+                _mm512_or_si512(_mm512_or_si512(_mm512_and_si512(q[0], lo8),
+                                                _mm512_slli_epi32(_mm512_and_si512(q[1], lo8), 8)),
+                                _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(q[2], lo8), 16),
+                                                _mm512_slli_epi32(q[3], 24)));
+            _mm512_store_si512((void *)(dst + k), d);
+        }
+        _mm512_storeu_si512((void *)(comp + 16 * v),
+                            s8 ? _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128))
+                               : _mm512_setzero_si512());
+        const __m512 m127 = _mm512_div_ps(mx, _mm512_set1_ps(127.0f));
+        const __m512 scv = _mm512_mul_ps(
+            _mm512_mul_ps(
+                _mm512_mul_ps(_mm512_set1_ps(s->t_scale), _mm512_loadu_ps(s->ws + 16 * v)), m127),
+            _mm512_set1_ps(s->y_inv));
+        _mm512_storeu_ps(sc + 16 * v, _mm512_maskz_mov_ps(ok, scv));
+    }
+}
+
+Q1_INLINE __m512 sp_zf(const uint8_t *z, bool s8) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)z);
+    return _mm512_cvtepi32_ps(s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
+}
+
+/* PT (8, 4 or 1) pixels x NV vectors: sums, then r = acc sc + B (+ z_scale / y_scale
+ * Z), clamped, rounded half to even, stored as bytes. */
+Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *comp, const float *sc,
+                       const uint8_t *x, const uint8_t *z, uint8_t *y, int PT, int NV, __m512 lo,
+                       __m512 hi, __m512 zs) {
+    const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq;
+    const uint32_t flip = s->tdt == PRECIS_INT8 ? 0x80808080u : 0u;
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i c0 = _mm512_loadu_si512((const void *)comp);
+    const __m512i c1 = NV > 1 ? _mm512_loadu_si512((const void *)(comp + 16)) : zero;
+    const __m512i c2 = NV > 2 ? _mm512_loadu_si512((const void *)(comp + 32)) : zero;
+    const __m512i c3 = NV > 3 ? _mm512_loadu_si512((const void *)(comp + 48)) : zero;
+#define SP_ACC(p) __m512i a##p##0 = c0, a##p##1 = c1, a##p##2 = c2, a##p##3 = c3
+    SP_ACC(0);
+    SP_ACC(1);
+    SP_ACC(2);
+    SP_ACC(3);
+    SP_ACC(4);
+    SP_ACC(5);
+    SP_ACC(6);
+    SP_ACC(7);
+#undef SP_ACC
+    for (int64_t k = 0; k < ICq; k++) {
+        const __m512i w0 = _mm512_load_si512((const void *)(wq + k));
+        const __m512i w1 = NV > 1 ? _mm512_load_si512((const void *)(wq + ICq + k)) : zero;
+        const __m512i w2 = NV > 2 ? _mm512_load_si512((const void *)(wq + 2 * ICq + k)) : zero;
+        const __m512i w3 = NV > 3 ? _mm512_load_si512((const void *)(wq + 3 * ICq + k)) : zero;
+#define SP_DOT(p)                                                                                  \
+    do {                                                                                           \
+        const __m512i b = q1_x4(x + (p)*IC, k, flip);                                              \
+        a##p##0 = q1_dp(a##p##0, b, w0);                                                           \
+        if (NV > 1) a##p##1 = q1_dp(a##p##1, b, w1);                                               \
+        if (NV > 2) a##p##2 = q1_dp(a##p##2, b, w2);                                               \
+        if (NV > 3) a##p##3 = q1_dp(a##p##3, b, w3);                                               \
+    } while (0)
+        SP_DOT(0);
+        if (PT > 1) {
+            SP_DOT(1);
+            SP_DOT(2);
+            SP_DOT(3);
+        }
+        if (PT > 4) {
+            SP_DOT(4);
+            SP_DOT(5);
+            SP_DOT(6);
+            SP_DOT(7);
+        }
+#undef SP_DOT
+    }
+    const bool zs8 = s->zdt == PRECIS_INT8;
+#define SP_OUT1(p, v)                                                                              \
+    do {                                                                                           \
+        __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a##p##v), _mm512_loadu_ps(sc + 16 * (v)),    \
+                                   _mm512_loadu_ps(s->bias + 16 * (v)));                           \
+        if (z) r = _mm512_fmadd_ps(sp_zf(z + (p)*OC + 16 * (v), zs8), zs, r);                      \
+        r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);                                               \
+        _mm_storeu_si128((__m128i *)(y + (p)*OC + 16 * (v)),                                       \
+                         _mm512_cvtepi32_epi8(_mm512_cvt_roundps_epi32(                            \
+                             r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));                  \
+    } while (0)
+#define SP_OUT(p)                                                                                  \
+    do {                                                                                           \
+        SP_OUT1(p, 0);                                                                             \
+        if (NV > 1) SP_OUT1(p, 1);                                                                 \
+        if (NV > 2) SP_OUT1(p, 2);                                                                 \
+        if (NV > 3) SP_OUT1(p, 3);                                                                 \
+    } while (0)
+    SP_OUT(0);
+    if (PT > 1) {
+        SP_OUT(1);
+        SP_OUT(2);
+        SP_OUT(3);
+    }
+    if (PT > 4) {
+        SP_OUT(4);
+        SP_OUT(5);
+        SP_OUT(6);
+        SP_OUT(7);
+    }
+#undef SP_OUT
+#undef SP_OUT1
+}
+
+static Q1_VNNI __attribute__((noinline)) void
+sp_pixels(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp, const float *sc,
+          const uint8_t *x, const uint8_t *z, uint8_t *restrict y, int64_t P) {
+    const bool u8 = s->ydt == PRECIS_UINT8;
+    const __m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f),
+                 hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
+    const __m512 zs = _mm512_set1_ps(s->z_scale * s->y_inv);
+    const int64_t IC = s->IC, OC = s->OC;
+    int64_t p = 0;
+#define SP_CASE(PT)                                                                                \
+    switch (s->OCv) {                                                                              \
+    case 1:                                                                                        \
+        sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 1, lo, hi,     \
+                zs);                                                                               \
+        break;                                                                                     \
+    case 2:                                                                                        \
+        sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 2, lo, hi,     \
+                zs);                                                                               \
+        break;                                                                                     \
+    case 3:                                                                                        \
+        sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 3, lo, hi,     \
+                zs);                                                                               \
+        break;                                                                                     \
+    default:                                                                                       \
+        sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 4, lo, hi,     \
+                zs);                                                                               \
+        break;                                                                                     \
+    }
+    /* 8 pixels for 1-2 output vectors: 8-16 independent sums (4 pixels
+     * left the vpdpbusd latency chains short of work) */
+    if (s->OCv <= 2)
+        for (; p + 8 <= P; p += 8) SP_CASE(8)
+    for (; p + 4 <= P; p += 4) SP_CASE(4)
+    for (; p < P; p++) SP_CASE(1)
+#undef SP_CASE
+}
+#endif
+
+precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_kernel *kp,
+                            int64_t n0, int64_t n1, int part, int parts, pr_cpu_exec *x) {
+    const pr_buf *T = km->in[s->ti], *G = km->in[1 - s->ti];
+    const pr_buf *Z = kp->n_in > 4 ? kp->in[4] : NULL;
+    pr_buf *Y = kp->out[0];
+    if (!T || !G || !Y || T->dtype != s->tdt || G->dtype != PRECIS_FLOAT32 || Y->dtype != s->ydt ||
+        T->rank != 4 || T->dims[1] != s->IC || G->numel != T->dims[0] * s->IC || Y->rank != 4 ||
+        Y->dims[0] != T->dims[0] || Y->dims[1] != s->OC || Y->dims[2] != T->dims[2] ||
+        Y->dims[3] != T->dims[3] || (s->zdt != PRECIS_UNDEFINED) != (Z != NULL) ||
+        (Z && (Z->dtype != s->zdt || Z->numel != Y->numel)))
+        return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_SHAPE,
+                          "fused SE projection: unexpected operands");
+#ifdef PR_CPU_X86
+    const int64_t P = T->dims[2] * T->dims[3];
+    /* this part's pixels of each image, in 8-pixel steps */
+    const int64_t q0 = P * part / parts / 8 * 8,
+                  q1 = part + 1 == parts ? P : P * (part + 1) / parts / 8 * 8;
+    if (q1 <= q0) return PRECIS_OK;
+    const size_t wbytes = (size_t)(s->OCv * s->ICq * 64);
+    unsigned char *scr = pr_cpu_scratch(x, wbytes + (size_t)s->OC * 2 * sizeof(float) + 64);
+    if (!scr) return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_OOM, "out of memory");
+    int8_t *wq = (int8_t *)scr;
+    int32_t *comp = (int32_t *)(scr + wbytes);
+    float *sc = (float *)(comp + s->OC);
+    for (int64_t n = n0; n < n1; n++) {
+        sp_weights(s, (const float *)G->data + n * s->IC, wq, comp, sc);
+        const int64_t p0 = n * P + q0;
+        sp_pixels(s, (const __m512i *)wq, comp, sc, (const uint8_t *)T->data + p0 * s->IC,
+                  Z ? (const uint8_t *)Z->data + p0 * s->OC : NULL,
+                  (uint8_t *)Y->data + p0 * s->OC, q1 - q0);
+    }
+    return PRECIS_OK;
+#else
+    (void)n0, (void)n1, (void)part, (void)parts, (void)x;
+    return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_UNSUPPORTED, "needs x86 AVX512-VNNI");
+#endif
+}
