@@ -1,0 +1,91 @@
+/* The CNN conv kernels of phase 10 against ref: our fp16/bf16 implicit-GEMM
+ * conv (cu_hconv.cu) forced (PRECIS_CUDA_HCONV=1) with each tile
+ * (PRECIS_CUDA_HCONV_TILE), NHWC: 1x1 convs (the expand / project convs of
+ * MobileNet-style blocks: ReLU6, residual, no bias; C not a multiple of the
+ * 32-element k step, M not a multiple of the tile), 3x3 with stride 2 and
+ * asymmetric pads, dilation; then the timed choice. Exits 77 (ctest skip)
+ * without a GPU. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.h"
+
+#include "backends/cuda/cuda_impls.h"
+
+static const bool Y1[1] = {true};
+
+/* cuDNN's path rounds twice (the tolerance of test_cuda_ops); ours once. */
+static cc_tolerance conv_tol(pr_dtype d) {
+    return d == PRECIS_FLOAT16 ? (cc_tolerance){4e-3f, 8e-3f} : (cc_tolerance){3.2e-2f, 6e-2f};
+}
+
+typedef struct hc_case {
+    int C, K, k, stride, dil, asym, bias, resid;
+    const char *act, *act2;
+} hc_case;
+
+static const hc_case CASES[] = {
+    {16, 96, 1, 1, 1, 0, 1, 0, "Clip", NULL},   /* expand 1x1 + ReLU6 */
+    {144, 24, 1, 1, 1, 0, 1, 1, NULL, NULL},    /* project 1x1 + residual */
+    {40, 136, 1, 1, 1, 0, 0, 1, NULL, "Relu"},  /* no bias, residual then ReLU */
+    {24, 32, 3, 2, 1, 1, 1, 0, "HardSwish", NULL},
+    {8, 16, 3, 1, 2, 0, 1, 0, "Clip", NULL},    /* dilation 2 */
+};
+
+static void run_case(const hc_case *c, const char *mode) {
+    const int64_t nb = 8, H = 15, W = 13;
+    int64_t pads[4] = {0, 0, 0, 0};
+    if (c->k > 1) {
+        int64_t p = c->dil * (c->k / 2);
+        for (int i = 0; i < 4; i++) pads[i] = p;
+        if (c->asym) pads[0] = pads[1] = 0;
+    }
+    int64_t ek = c->dil * (c->k - 1) + 1;
+    int64_t oh = (H + pads[0] + pads[2] - ek) / c->stride + 1;
+    int64_t ow = (W + pads[1] + pads[3] - ek) / c->stride + 1;
+    tnode t;
+    n_init(&t, PR_OP_FusedConv, "FusedConv", 1);
+    t.node.domain = PR_FUSED_DOMAIN;
+    n_ints(&t, "pads", pads, 4);
+    n_ints(&t, "strides", (int64_t[]){c->stride, c->stride}, 2);
+    n_ints(&t, "dilations", (int64_t[]){c->dil, c->dil}, 2);
+    n_ints(&t, "kernel_shape", (int64_t[]){c->k, c->k}, 2);
+    if (c->act) n_str(&t, "act", c->act);
+    if (c->act && !strcmp(c->act, "Clip")) { /* ReLU6 */
+        n_float(&t, "act_alpha", 0.0f);
+        n_float(&t, "act_beta", 6.0f);
+    }
+    if (c->act2) n_str(&t, "act2", c->act2);
+    cc_input a[4] = {{.name = "x", .rank = 4, .dims = {nb, c->C, H, W}, .nhwc = true, .lo = -2, .hi = 2},
+                     {.name = "w", .rank = 4, .dims = {c->K, c->C, c->k, c->k}, .init = true},
+                     {.name = "b", .rank = 1, .dims = {c->K}, .init = true, .lo = -4, .hi = 4},
+                     {.name = "z", .rank = 4, .dims = {nb, c->K, oh, ow}, .nhwc = true}};
+    if (!c->bias) a[2].name = NULL;
+    for (int di = 0; di < 2; di++) {
+        pr_dtype D = di ? PRECIS_BFLOAT16 : PRECIS_FLOAT16;
+        char label[128];
+        snprintf(label, sizeof label, "hconv %s C%d K%d %dx%d s%d d%d%s%s%s %s", mode, c->C, c->K,
+                 c->k, c->k, c->stride, c->dil, c->asym ? " asym" : "", c->bias ? " bias" : "",
+                 c->resid ? " residual" : "", di ? "bf16" : "fp16");
+        cu_run_lay(&t, c->resid ? 4 : 3, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+    }
+}
+
+int main(void) {
+    int rc = cu_setup();
+    if (rc) return rc;
+    printf("hconv\n");
+    setenv("PRECIS_CUDA_HCONV", "1", 1);
+    static const char *const tiles[] = {"0", "1", "2", "3"};
+    static const char *const names[] = {"128x128", "128x64", "64x64", "128x32"};
+    for (int ti = 0; ti < 4; ti++) {
+        setenv("PRECIS_CUDA_HCONV_TILE", tiles[ti], 1);
+        for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], names[ti]);
+    }
+    unsetenv("PRECIS_CUDA_HCONV_TILE");
+    unsetenv("PRECIS_CUDA_HCONV");
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], "timed");
+    cu_teardown();
+    return check_report("test_cuda_cnn");
+}
