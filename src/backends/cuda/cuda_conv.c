@@ -428,7 +428,7 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
         cudaGetLastError();
     }
     if (s->hc_mode) { /* our implicit GEMM, each tile, against the best so far */
-        float best = 0, tc = c.dw ? c.t_dw : c.fused ? c.t_fused : c.t_split;
+        float hbest = 0, tc = c.dw ? c.t_dw : c.fused ? c.t_fused : c.t_split;
         int bt = -1, t0 = 0, t1 = PR_CU_HCONV_TILES;
         const char *tv = getenv("PRECIS_CUDA_HCONV_TILE"); /* tests: one tile, forced */
         if (s->hc_mode == 2 && tv && atoi(tv) >= 0 && atoi(tv) < PR_CU_HCONV_TILES)
@@ -437,17 +437,17 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
             pr_cu_hc hp = hc_params(s, n, h, w, oh, ow, t);
             float tt;
             if (!time_variant(s, x, &c, false, NULL, &hp, xp, yp, zp, oh * ow, &tt) &&
-                (bt < 0 || tt < best)) {
-                best = tt;
+                (bt < 0 || tt < hbest)) {
+                hbest = tt;
                 bt = t;
             }
         }
         if (bt >= 0 && s->hc_mode == 1 && tc <= 0 &&
             time_variant(s, x, &c, c.fused, NULL, NULL, xp, yp, zp, oh * ow, &tc))
             tc = 0;
-        if (bt >= 0 && (s->hc_mode == 2 || tc <= 0 || best < tc)) {
+        if (bt >= 0 && (s->hc_mode == 2 || tc <= 0 || hbest < tc)) {
             c.hc = bt + 1;
-            c.t_hc = best;
+            c.t_hc = hbest;
             if (!c.dw && !c.fused) c.t_split = tc;
         }
         cudaGetLastError();
