@@ -3,7 +3,8 @@
  * (PRECIS_CUDA_HCONV_TILE), NHWC: 1x1 convs (the expand / project convs of
  * MobileNet-style blocks: ReLU6, residual, no bias; C not a multiple of the
  * 32-element k step, M not a multiple of the tile), 3x3 with stride 2 and
- * asymmetric pads, dilation; then the timed choice. Exits 77 (ctest skip)
+ * asymmetric pads, dilation, and its direct form for C % 8 != 0 (a stem);
+ * then the timed choice. Exits 77 (ctest skip)
  * without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -31,6 +32,8 @@ static const hc_case CASES[] = {
     {40, 136, 1, 1, 1, 0, 0, 1, NULL, "Relu"},  /* no bias, residual then ReLU */
     {24, 32, 3, 2, 1, 1, 1, 0, "HardSwish", NULL},
     {8, 16, 3, 1, 2, 0, 1, 0, "Clip", NULL},    /* dilation 2 */
+    {3, 32, 3, 2, 1, 1, 1, 0, "Clip", NULL},    /* a stem: the direct form (C % 8 != 0) */
+    {4, 16, 1, 1, 1, 0, 0, 1, "Relu", NULL},    /* direct, no bias, residual */
 };
 
 static void run_case(const hc_case *c, const char *mode) {

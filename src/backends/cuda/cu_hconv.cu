@@ -7,7 +7,8 @@
 // through a multistage shared-memory pipeline (cu_mma.cuh). A 1x1 conv is
 // the GEMM [N*H*W, C] x [C, Nout]. The epilogue stages one warp row's float
 // sums in shared memory and writes y 8 channels (16 bytes) a thread, the
-// residual read the same way: coalesced, one pass over y.
+// residual read the same way: coalesced, one pass over y. A direct form
+// (PR_CU_HCONV_DIRECT) takes convs with few input channels (a stem).
 #include "backends/cuda/cu_common.cuh"
 #include "backends/cuda/cu_mma.cuh"
 
@@ -205,6 +206,55 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
     }
 }
 
+// Direct form for few input channels (a stem: C = 3): one thread a pixel and
+// 8 output channels, the float32 weights [kh * kw * C][Nout] in shared memory.
+template <typename T>
+__global__ void __launch_bounds__(256)
+    k_hconv_direct(const T *__restrict__ x, const float *__restrict__ w,
+                   const float *__restrict__ bias, const T *__restrict__ z, T *__restrict__ y,
+                   pr_cu_hc p) {
+    extern __shared__ float sw[];
+    const int nw = (int)(p.K * p.Nout), G = (int)(p.Nout / 8), Nout = (int)p.Nout;
+    for (int i = threadIdx.x; i < nw; i += blockDim.x) sw[i] = w[i];
+    __syncthreads();
+    const int64_t M = p.N * p.OH * p.OW, total = M * G;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        int g = (int)(idx % G);
+        int64_t m = idx / G, ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
+        float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int r = 0; r < p.kh; r++) {
+            int64_t ih = oh * p.sh - p.ph + r * p.dh;
+            if (ih < 0 || ih >= p.H) continue;
+            for (int q = 0; q < p.kw; q++) {
+                int64_t iw = ow * p.sw - p.pw + q * p.dw;
+                if (iw < 0 || iw >= p.W) continue;
+                const T *xp = x + ((b * p.H + ih) * p.W + iw) * p.C;
+                const float *wp = sw + (int64_t)((r * p.kw + q) * p.C) * Nout + g * 8;
+                for (int c = 0; c < (int)p.C; c++, wp += Nout) {
+                    float xv = tof(xp[c]);
+                    float4 w0 = *(const float4 *)wp, w1 = *(const float4 *)(wp + 4);
+                    v[0] += xv * w0.x, v[1] += xv * w0.y, v[2] += xv * w0.z, v[3] += xv * w0.w;
+                    v[4] += xv * w1.x, v[5] += xv * w1.y, v[6] += xv * w1.z, v[7] += xv * w1.w;
+                }
+            }
+        }
+        epi8<T>(v, p, bias, z, y, m * Nout + g * 8, g * 8);
+    }
+}
+
+template <typename T>
+int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *z, void *y,
+                  const pr_cu_hc *p) {
+    size_t smem = (size_t)(p->K * p->Nout) * sizeof(float);
+    if (!p->w32 || smem > 48 * 1024 || ((uintptr_t)p->w32 & 15)) return (int)cudaErrorInvalidValue;
+    int64_t total = p->N * p->OH * p->OW * (p->Nout / 8), blocks = (total + 255) / 256;
+    if (blocks > 132 * 8) blocks = 132 * 8; // a grid-stride loop: each block loads w once
+    k_hconv_direct<T><<<(unsigned)blocks, 256, smem, s>>>((const T *)x, p->w32, bias,
+                                                          (const T *)z, (T *)y, *p);
+    return launch_result();
+}
+
 template <typename T, int BM, int BN, int WM, int WN, int ST>
 int launch(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
            void *y, const pr_cu_hc *p) {
@@ -224,6 +274,7 @@ int launch_tile(cudaStream_t s, const void *x, const void *w, const float *bias,
     case PR_CU_HCONV_128x64: return launch<T, 128, 64, 2, 2, 4>(s, x, w, bias, z, y, p);
     case PR_CU_HCONV_64x64: return launch<T, 64, 64, 2, 2, 4>(s, x, w, bias, z, y, p);
     case PR_CU_HCONV_128x32: return launch<T, 128, 32, 4, 1, 4>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_DIRECT: return launch_direct<T>(s, x, bias, z, y, p);
     default: return (int)cudaErrorInvalidValue;
     }
 }
@@ -234,7 +285,7 @@ extern "C" int pr_cu_hconv(void *stream, int dt, const void *x, const void *w, c
                            const void *z, void *y, const pr_cu_hc *p) {
     int64_t M = p->N * p->OH * p->OW;
     if (M <= 0 || p->Nout <= 0) return 0;
-    if (p->C % 8 || p->Nout % 8 || p->K != (int64_t)p->kh * p->kw * p->C || p->K >> 30 ||
+    if ((p->C % 8 && p->tile != PR_CU_HCONV_DIRECT) || p->Nout % 8 || p->K != (int64_t)p->kh * p->kw * p->C || p->K >> 30 ||
         p->Nout >> 30 || p->C >> 30 || p->H >> 30 || p->W >> 30 ||
         (((uintptr_t)x | (uintptr_t)w | (uintptr_t)bias | (uintptr_t)z | (uintptr_t)y) & 15))
         return (int)cudaErrorInvalidValue;

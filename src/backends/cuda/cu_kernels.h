@@ -269,12 +269,15 @@ int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm
  * NULL or y's shape. ph / pw: the top / left pads. Every pointer 16-byte
  * aligned. tile picks the block shape. */
 enum { PR_CU_HCONV_128x128, PR_CU_HCONV_128x64, PR_CU_HCONV_64x64, PR_CU_HCONV_128x32,
-       PR_CU_HCONV_TILES };
+       PR_CU_HCONV_TILES, /* the GEMM tiles (C % 8 == 0) */
+       PR_CU_HCONV_DIRECT = PR_CU_HCONV_TILES /* any C: a thread a pixel, w32 in shared memory
+                                                 (K * Nout floats <= 48 KB) */ };
 typedef struct pr_cu_hc {
     int64_t N, H, W, C, OH, OW, Nout, K;
     int kh, kw, sh, sw, ph, pw, dh, dw;
     int tile;
     pr_cu_act a1, a2;
+    const float *w32; /* PR_CU_HCONV_DIRECT: float32 weights [K][Nout] (w unused) */
 } pr_cu_hc;
 int pr_cu_hconv(void *stream, int dt, const void *x, const void *w, const float *bias,
                 const void *z, void *y, const pr_cu_hc *p);

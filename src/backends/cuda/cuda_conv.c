@@ -60,6 +60,7 @@ typedef struct conv_state {
     int dw_mode;      /* 0 cuDNN only; 1 our depthwise kernel timed against it; 2 ours */
     float *dw_w, *dw_b; /* device float32 [kh * kw][C] and [C] (NULL: no bias) */
     int hc_mode;        /* 0 no implicit GEMM of ours; 1 timed against cuDNN; 2 ours */
+    float *hc_w32;      /* its direct form (C % 8 != 0): float32 [kh * kw * C][K] */
     cudnnFilterDescriptor_t wd;
     cudnnTensorDescriptor_t bd;
     cudnnActivationDescriptor_t ad;
@@ -107,6 +108,10 @@ static bool conv_packs(const pr_graph *g, const pr_node *n, int i) { return i ==
  * legacy cuDNN API's NHWC kernels are slow on one image); a 3-channel stem
  * stays NCHW (batch 256: 3.3 ms NHWC, 2.1 ms NCHW). */
 #define NHWC_MIN_BATCH 8
+/* Our direct conv for few input channels (C % 8 != 0) takes a stem whose
+ * weights are at most this many (EfficientNet's 3x3x3x32 = 864: FMA math,
+ * a thread a pixel; ResNet-50's 7x7x3x64 = 9408 stays on cuDNN NCHW). */
+#define HC_DIRECT_MAX 4096
 static bool conv_nhwc_ok(const pr_graph *g, const pr_node *n) {
     pr_dtype dt = pr_cu_tdt(g, n->outputs[0]);
     if (!conv_supports(g, n) || (dt != PRECIS_FLOAT16 && dt != PRECIS_BFLOAT16)) return false;
@@ -115,7 +120,11 @@ static bool conv_nhwc_ok(const pr_graph *g, const pr_node *n) {
     const char *mb = getenv("PRECIS_CUDA_NHWC_MIN_BATCH"); /* an experiment's knob */
     int64_t min_batch = mb ? atoll(mb) : NHWC_MIN_BATCH;
     if (pr_dim_known(X->dims[0]) && X->dims[0] < min_batch) return false;
-    return k % 8 == 0 && (cg % 8 == 0 || cg == 1);
+    if (k % 8 == 0 && (cg % 8 == 0 || cg == 1)) return true;
+    /* few channels (a stem): our direct kernel writes NHWC (cu_hconv.cu) */
+    const char *hv = getenv("PRECIS_CUDA_HCONV");
+    return k % 8 == 0 && pr_attr_int(n, "group", 1) == 1 && !(hv && !strcmp(hv, "0")) &&
+           W->dims[2] * W->dims[3] * cg * k <= HC_DIRECT_MAX;
 }
 
 /* The element index -> bias channel mapping of the epilogue kernel. */
@@ -139,6 +148,7 @@ static void conv_destroy(void *p) {
     if (s->dw_b) cudaFree(s->dw_b);
     if (s->bias) cudaFree(s->bias);
     if (s->bias32) cudaFree(s->bias32);
+    if (s->hc_w32) cudaFree(s->hc_w32);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -160,14 +170,14 @@ static void describe_into(conv_state *s, const conv_shape *c) {
                  c->t_split);
     }
     if (c && c->hc) {
-        static const char *const tiles[] = {"128x128", "128x64", "64x64", "128x32"};
+        static const char *const tiles[] = {"128x128", "128x64", "64x64", "128x32", "direct"};
         char tm[96] = "";
         if (c->t_hc > 0)
             snprintf(tm, sizeof tm, " [timed: ours %.3f ms, cudnn algo %d %.3f ms]", c->t_hc,
                      (int)c->algo, c->dw ? c->t_dw : c->fused ? c->t_fused : c->t_split);
         snprintf(s->what, sizeof s->what,
                  "cu implicit-gemm conv %s nhwc tile %s, epilogue fused (%s%s%s%s%s)%s", tn,
-                 (unsigned)(c->hc - 1) < 4 ? tiles[c->hc - 1] : "?", s->has_bias ? "bias" : "",
+                 (unsigned)(c->hc - 1) < 5 ? tiles[c->hc - 1] : "?", s->has_bias ? "bias" : "",
                  s->a1.kind ? "+" : "", s->a1.kind ? pr_act_names[s->a1.kind] : "",
                  s->has_z ? "+residual" : "", s->a2.kind ? " then act2" : "", tm);
     } else if (c && c->dw) {
@@ -239,6 +249,7 @@ static pr_cu_hc hc_params(const conv_state *s, int64_t n, int64_t h, int64_t w, 
     p.tile = tile;
     p.a1 = s->a1;
     p.a2 = s->a2;
+    p.w32 = s->hc_w32;
     return p;
 }
 
@@ -431,7 +442,9 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
         float hbest = 0, tc = c.dw ? c.t_dw : c.fused ? c.t_fused : c.t_split;
         int bt = -1, t0 = 0, t1 = PR_CU_HCONV_TILES;
         const char *tv = getenv("PRECIS_CUDA_HCONV_TILE"); /* tests: one tile, forced */
-        if (s->hc_mode == 2 && tv && atoi(tv) >= 0 && atoi(tv) < PR_CU_HCONV_TILES)
+        if (s->C % 8)
+            t1 = (t0 = PR_CU_HCONV_DIRECT) + 1;
+        else if (s->hc_mode == 2 && tv && atoi(tv) >= 0 && atoi(tv) < PR_CU_HCONV_TILES)
             t1 = (t0 = atoi(tv)) + 1;
         for (int t = t0; t < t1; t++) {
             pr_cu_hc hp = hc_params(s, n, h, w, oh, ow, t);
@@ -573,10 +586,24 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
     if (s->dw_mode && s->has_bias &&
         (st = pr_cu_upload_as(bf, s->K, PRECIS_FLOAT32, (void **)&s->dw_b, stream, e)))
         goto fail;
-    if (s->nhwc && s->group == 1 && s->dt != PRECIS_FLOAT32 && s->C % 8 == 0 && s->K % 8 == 0 &&
+    int64_t kc = s->kh * s->kw * s->C; /* the GEMM's k */
+    if (s->nhwc && s->group == 1 && s->dt != PRECIS_FLOAT32 && s->K % 8 == 0 &&
+        (s->C % 8 == 0 || kc * s->K <= HC_DIRECT_MAX) &&
         (!s->has_bias || s->bias32)) { /* our implicit GEMM takes a float32 bias */
         const char *hv = getenv("PRECIS_CUDA_HCONV");
         s->hc_mode = hv && !strcmp(hv, "0") ? 0 : hv && !strcmp(hv, "1") ? 2 : 1;
+    }
+    if (s->hc_mode && s->C % 8) { /* the direct form: [K][kh * kw * C] -> [kh * kw * C][K] */
+        float *t = malloc((size_t)(kc * s->K) * sizeof *t);
+        if (!t) {
+            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            goto fail;
+        }
+        for (int64_t k = 0; k < s->K; k++)
+            for (int64_t j = 0; j < kc; j++) t[j * s->K + k] = wf[k * kc + j];
+        st = pr_cu_upload_as(t, kc * s->K, PRECIS_FLOAT32, (void **)&s->hc_w32, stream, e);
+        free(t);
+        if (st) goto fail;
     }
     DNN_TRY(cudnnCreateFilterDescriptor(&s->wd));
     DNN_TRY(cudnnSetFilter4dDescriptor(s->wd, s->ddt, s->fmt, (int)s->K, (int)W->dims[1],
