@@ -154,7 +154,7 @@ for ph in "${phases[@]}"; do
         sh="input:${b}x3x224x224"
         mkdir -p "$W/calib-effnet"
         python3 -c "import numpy as np, sys
-for i in range(4): np.save(f'{sys.argv[1]}/s{i}.npy', np.random.RandomState(i).randn(1, 3, 224, 224).astype('float32'))" "$W/calib-effnet"
+for i in range(32): np.save(f'{sys.argv[1]}/s{i}.npy', np.random.RandomState(i).randn(1, 3, 224, 224).astype('float32'))" "$W/calib-effnet"
         extra=(--timing-cache "$W/effnet_b${b}_${p}.tc")
         [ "$p" = int8 ] && extra+=(--calib-data "$W/calib-effnet" --calib-cache "$W/effnet.calib")
         "$PRECIS" bench "$onnx" --device cuda --precision "$p" --shapes "$sh" --warmup 1 \
