@@ -82,6 +82,30 @@ static void run_case(const hc_case *c, const char *mode) {
     }
 }
 
+/* Moves around the stem and the head: the plan's float32 input cast and
+ * reordered to NHWC in one pass (a Cast writing NHWC: pass_layout.c folds
+ * the Reorder into it), and a Reorder of a pooled [N, C, 1, 1] (no byte moves). */
+static void test_moves(void) {
+    static float xf[8 * 3 * 9 * 7];
+    for (size_t i = 0; i < sizeof xf / sizeof xf[0]; i++) xf[i] = cc_rand(-3, 3);
+    for (int di = 0; di < 2; di++) {
+        pr_dtype D = di ? PRECIS_BFLOAT16 : PRECIS_FLOAT16;
+        char label[128];
+        tnode t;
+        n_init(&t, PR_OP_Cast, "Cast", 13);
+        n_int(&t, "to", D);
+        cc_input c[1] = {{.name = "x", .rank = 4, .dims = {8, 3, 9, 7}, .dtype = PRECIS_FLOAT32, .raw = xf}};
+        snprintf(label, sizeof label, "cast float32 plain -> %s nhwc", di ? "bf16" : "fp16");
+        cu_run_lay(&t, 1, c, 1, Y1, D, &pr_cuda_impl_eltwise, (cc_tolerance){0, 0}, label);
+        n_init(&t, PR_OP_Reorder, "Reorder", 1);
+        t.node.domain = PR_FUSED_DOMAIN;
+        n_str(&t, "to", "plain");
+        cc_input r[1] = {{.name = "x", .rank = 4, .dims = {8, 40, 1, 1}, .nhwc = true}};
+        snprintf(label, sizeof label, "reorder nhwc -> plain [8, 40, 1, 1] %s", di ? "bf16" : "fp16");
+        cu_run_lay(&t, 1, r, 1, NULL, D, &pr_cuda_impl_move, (cc_tolerance){0, 0}, label);
+    }
+}
+
 int main(void) {
     int rc = cu_setup();
     if (rc) return rc;
@@ -96,6 +120,8 @@ int main(void) {
     unsetenv("PRECIS_CUDA_HCONV_TILE");
     unsetenv("PRECIS_CUDA_HCONV");
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], "timed");
+    printf("moves\n");
+    test_moves();
     cu_teardown();
     return check_report("test_cuda_cnn");
 }
