@@ -111,9 +111,9 @@ int main(void) {
     if (rc) return rc;
     printf("hconv\n");
     setenv("PRECIS_CUDA_HCONV", "1", 1);
-    static const char *const tiles[] = {"0", "1", "2", "3"};
-    static const char *const names[] = {"128x128", "128x64", "64x64", "128x32"};
-    for (int ti = 0; ti < 4; ti++) {
+    static const char *const tiles[] = {"0", "1", "2", "3", "4"};
+    static const char *const names[] = {"128x128", "128x64", "64x64", "128x32", "32x32k4"};
+    for (int ti = 0; ti < 5; ti++) {
         setenv("PRECIS_CUDA_HCONV_TILE", tiles[ti], 1);
         for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], names[ti]);
     }

@@ -206,6 +206,122 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
     }
 }
 
+// Small-M form (batch 1 on 7x7 / 14x14 maps, deep k): a 32x32 tile whose 4
+// warps each take every 4th k-tile (a split-K inside the block), summed
+// through shared memory before the epilogue. One thread loads one row of A
+// and one of B (all 4 k-tiles of a stage).
+template <typename T, int ST>
+__global__ void __launch_bounds__(128)
+    k_hconv_sk(const T *__restrict__ x, const T *__restrict__ w, const float *__restrict__ bias,
+               const T *__restrict__ z, T *__restrict__ y, pr_cu_hc p) {
+    constexpr int BM = 32, BN = 32, KS = 4, MI = 2, NJ = 4; // 128 threads
+    __shared__ __align__(128) unsigned char smem[ST * KS * (BM + BN) * ROW_BYTES];
+    unsigned char *sa = smem, *sb = smem + ST * KS * BM * ROW_BYTES;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int64_t M = p.N * p.OH * p.OW, m0 = (int64_t)blockIdx.x * BM;
+    const int n0 = blockIdx.y * BN, row = tid >> 2, chunk = tid & 3;
+    const int Ki = (int)p.K, Ci = (int)p.C, Nout = (int)p.Nout;
+    const int KT = (Ki + BKH - 1) / BKH, KTS = (KT + KS - 1) / KS;
+    int64_t abase = 0;
+    int aih = -(1 << 28), aiw = 0;
+    if (m0 + row < M) {
+        int64_t m = m0 + row, ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
+        abase = b * p.H * p.W * p.C;
+        aih = (int)(oh * p.sh - p.ph);
+        aiw = (int)(ow * p.sw - p.pw);
+    }
+    const int n = n0 + row;
+    auto load = [&](int stage, int kts) {
+#pragma unroll
+        for (int sub = 0; sub < KS; sub++) {
+            int kk = (kts * KS + sub) * BKH + chunk * 8;
+            bool kok = kk < Ki;
+            int tap = kk / Ci, c = kk - tap * Ci;
+            int r = tap / p.kw, q = tap - r * p.kw;
+            int ih = aih + r * p.dh, iw = aiw + q * p.dw;
+            bool ok = kok && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+            const T *src = ok ? x + abase + ((int64_t)ih * p.W + iw) * p.C + c : x;
+            cp16(smem_u32(sa + (stage * KS + sub) * BM * ROW_BYTES + swz(row, chunk)), src, ok);
+            bool okb = kok && n < Nout;
+            const T *srcb = okb ? w + (int64_t)n * Ki + kk : w;
+            cp16(smem_u32(sb + (stage * KS + sub) * BN * ROW_BYTES + swz(row, chunk)), srcb, okb);
+        }
+    };
+    float acc[MI][NJ][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int v = 0; v < 4; v++) acc[i][j][v] = 0.0f;
+    for (int s = 0; s < ST - 1; s++) {
+        if (s < KTS) load(s, s);
+        cp_commit();
+    }
+    for (int kt = 0; kt < KTS; kt++) {
+        cp_wait<ST - 2>();
+        __syncthreads();
+        int nk = kt + ST - 1;
+        if (nk < KTS) load(nk % ST, nk);
+        cp_commit();
+        const unsigned char *A = sa + ((kt % ST) * KS + warp) * BM * ROW_BYTES;
+        const unsigned char *B = sb + ((kt % ST) * KS + warp) * BN * ROW_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < 2; ks++) {
+            uint32_t af[MI][4], bf[NJ][2];
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                int r = i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                ldsm4(af[i], smem_u32(A + swz(r, ks * 2 + (lane >> 4))));
+            }
+#pragma unroll
+            for (int j = 0; j < NJ; j += 2) {
+                int r = j * 8 + (lane & 7) + (lane >> 4) * 8;
+                uint32_t t[4];
+                ldsm4(t, smem_u32(B + swz(r, ks * 2 + ((lane >> 3) & 1))));
+                bf[j][0] = t[0];
+                bf[j][1] = t[1];
+                bf[j + 1][0] = t[2];
+                bf[j + 1][1] = t[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++) mma16<T>(acc[i][j], af[i], bf[j]);
+        }
+    }
+    cp_wait<0>();
+    constexpr int SP = BN + 8;
+    static_assert(KS * BM * SP * 4 <= ST * KS * (BM + BN) * ROW_BYTES, "partial sums fit");
+    float *red = (float *)smem;
+    __syncthreads(); // the pipeline's buffers are free
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int j = 0; j < NJ; j++)
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                *(float2 *)&red[(warp * BM + i * 16 + g + h * 8) * SP + j * 8 + t4 * 2] =
+                    make_float2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);
+    __syncthreads();
+    { // 128 threads, 32 rows x 4 groups of 8 channels: one each
+        int r = tid >> 2, c8 = tid & 3;
+        int64_t m = m0 + r;
+        int nn = n0 + c8 * 8;
+        if (m < M && nn < Nout) {
+            float v[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                v[j] = 0.0f;
+#pragma unroll
+                for (int q = 0; q < KS; q++) v[j] += red[(q * BM + r) * SP + c8 * 8 + j];
+            }
+            epi8<T>(v, p, bias, z, y, m * Nout + nn, nn);
+        }
+    }
+}
+
 // Direct form for few input channels (a stem: C = 3): one thread a pixel and
 // 8 output channels, the float32 weights [kh * kw * C][Nout] in shared memory.
 template <typename T>
@@ -274,6 +390,13 @@ int launch_tile(cudaStream_t s, const void *x, const void *w, const float *bias,
     case PR_CU_HCONV_128x64: return launch<T, 128, 64, 2, 2, 4>(s, x, w, bias, z, y, p);
     case PR_CU_HCONV_64x64: return launch<T, 64, 64, 2, 2, 4>(s, x, w, bias, z, y, p);
     case PR_CU_HCONV_128x32: return launch<T, 128, 32, 4, 1, 4>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_32x32K4: {
+        int64_t gx = (p->N * p->OH * p->OW + 31) / 32, gy = (p->Nout + 31) / 32;
+        if (gx >= (1LL << 31) || gy > 65535) return (int)cudaErrorInvalidValue;
+        k_hconv_sk<T, 3><<<dim3((unsigned)gx, (unsigned)gy), 128, 0, s>>>(
+            (const T *)x, (const T *)w, bias, (const T *)z, (T *)y, *p);
+        return launch_result();
+    }
     case PR_CU_HCONV_DIRECT: return launch_direct<T>(s, x, bias, z, y, p);
     default: return (int)cudaErrorInvalidValue;
     }

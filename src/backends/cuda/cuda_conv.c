@@ -192,14 +192,15 @@ static void describe_into(conv_state *s, const conv_shape *c) {
                  c->t_split);
     }
     if (c && c->hc) {
-        static const char *const tiles[] = {"128x128", "128x64", "64x64", "128x32", "direct"};
+        static const char *const tiles[] = {"128x128", "128x64", "64x64", "128x32", "32x32 split-k 4",
+                                            "direct"};
         char tm[96] = "";
         if (c->t_hc > 0)
             snprintf(tm, sizeof tm, " [timed: ours %.3f ms, cudnn algo %d %.3f ms]", c->t_hc,
                      (int)c->algo, c->dw ? c->t_dw : c->fused ? c->t_fused : c->t_split);
         snprintf(s->what, sizeof s->what,
                  "cu implicit-gemm conv %s nhwc tile %s, epilogue fused (%s%s%s%s%s)%s", tn,
-                 (unsigned)(c->hc - 1) < 5 ? tiles[c->hc - 1] : "?", s->has_bias ? "bias" : "",
+                 (unsigned)(c->hc - 1) < 6 ? tiles[c->hc - 1] : "?", s->has_bias ? "bias" : "",
                  s->a1.kind ? "+" : "", s->a1.kind ? pr_act_names[s->a1.kind] : "",
                  s->has_z ? "+residual" : "", s->a2.kind ? " then act2" : "", tm);
     } else if (c && c->dw) {
