@@ -82,6 +82,54 @@ static void run_case(const hc_case *c, const char *mode) {
     }
 }
 
+/* Our depthwise conv with four output pixels a thread (PRECIS_CUDA_DW_PX=4,
+ * NHWC fp16/bf16): 3x3 / 5x5, strides 1 and 2, asymmetric pads, widths that
+ * leave a partial group of four, ReLU6, residual + act2, no bias. */
+static void test_dw_px(void) {
+    setenv("PRECIS_CUDA_DWCONV", "1", 1);
+    setenv("PRECIS_CUDA_DW_PX", "4", 1);
+    static const int chans[3] = {16, 24, 144};
+    for (int ci = 0; ci < 3; ci++)
+        for (int v = 0; v < 4; v++) {
+            int C = chans[ci], k = v & 1 ? 5 : 3, st = v >= 2 ? 2 : 1;
+            int64_t H = 15, W = 13, p = k / 2, pads[4] = {p, p, p, p};
+            if (st == 2) { /* TF "same" for stride 2: nothing at the top / left */
+                pads[0] = pads[1] = 0;
+                pads[2] = pads[3] = k - 1;
+            }
+            int64_t oh = (H + pads[0] + pads[2] - k) / st + 1, ow = (W + pads[1] + pads[3] - k) / st + 1;
+            tnode t;
+            n_init(&t, PR_OP_FusedConv, "FusedConv", 1);
+            t.node.domain = PR_FUSED_DOMAIN;
+            n_ints(&t, "pads", pads, 4);
+            n_ints(&t, "strides", (int64_t[]){st, st}, 2);
+            n_ints(&t, "kernel_shape", (int64_t[]){k, k}, 2);
+            n_int(&t, "group", C);
+            n_str(&t, "act", "Clip");
+            n_float(&t, "act_alpha", 0.0f);
+            n_float(&t, "act_beta", 6.0f);
+            cc_input a[4] = {{.name = "x", .rank = 4, .dims = {8, C, H, W}, .nhwc = true, .lo = -3, .hi = 3},
+                             {.name = "w", .rank = 4, .dims = {C, 1, k, k}, .init = true},
+                             {.name = "b", .rank = 1, .dims = {C}, .init = true},
+                             {.name = "z", .rank = 4, .dims = {8, C, oh, ow}, .nhwc = true}};
+            int nin = 3;
+            if (v == 1) { /* residual then act2, no bias */
+                n_str(&t, "act2", "Relu");
+                a[2].name = NULL;
+                nin = 4;
+            }
+            for (int di = 0; di < 2; di++) {
+                pr_dtype D = di ? PRECIS_BFLOAT16 : PRECIS_FLOAT16;
+                char label[128];
+                snprintf(label, sizeof label, "dwconv 4px C%d %dx%d s%d%s %s", C, k, k, st,
+                         v == 1 ? " residual+relu" : " relu6", di ? "bf16" : "fp16");
+                cu_run_lay(&t, nin, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+            }
+        }
+    unsetenv("PRECIS_CUDA_DW_PX");
+    unsetenv("PRECIS_CUDA_DWCONV");
+}
+
 /* Moves around the stem and the head: the plan's float32 input cast and
  * reordered to NHWC in one pass (a Cast writing NHWC: pass_layout.c folds
  * the Reorder into it), and a Reorder of a pooled [N, C, 1, 1] (no byte moves). */
@@ -122,6 +170,8 @@ int main(void) {
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], "timed");
     printf("moves\n");
     test_moves();
+    printf("depthwise, four pixels a thread\n");
+    test_dw_px();
     cu_teardown();
     return check_report("test_cuda_cnn");
 }
