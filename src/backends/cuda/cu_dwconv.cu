@@ -250,11 +250,13 @@ static void launch_px(cudaStream_t s, const T *x, const float *w, const float *b
 template <typename T, int V>
 static void nhwc_ks(cudaStream_t s, const T *x, const float *w, const float *b, const T *z, T *y,
                     const pr_cu_dw &p) {
-    if (p.px == 4 && p.dw == 1 && p.kh == p.kw && (p.kh == 3 || p.kh == 5) &&
-        (p.sw == 1 || p.sw == 2)) { /* four pixels a thread */
-        if (p.kh == 3) (p.sw == 1 ? launch_px<T, V, 3, 1> : launch_px<T, V, 3, 2>)(s, x, w, b, z, y, p);
-        else (p.sw == 1 ? launch_px<T, V, 5, 1> : launch_px<T, V, 5, 2>)(s, x, w, b, z, y, p);
-        return;
+    if constexpr (V == 8) { /* four pixels a thread: fp16/bf16, 16-byte vectors only */
+        if (p.px == 4 && p.dw == 1 && p.kh == p.kw && (p.kh == 3 || p.kh == 5) &&
+            (p.sw == 1 || p.sw == 2)) {
+            if (p.kh == 3) (p.sw == 1 ? launch_px<T, V, 3, 1> : launch_px<T, V, 3, 2>)(s, x, w, b, z, y, p);
+            else (p.sw == 1 ? launch_px<T, V, 5, 1> : launch_px<T, V, 5, 2>)(s, x, w, b, z, y, p);
+            return;
+        }
     }
     if (p.kh == 3 && p.kw == 3) launch_nhwc<T, V, 3>(s, x, w, b, z, y, p);
     else if (p.kh == 5 && p.kw == 5) launch_nhwc<T, V, 5>(s, x, w, b, z, y, p);
@@ -281,7 +283,7 @@ static int dw_typed(cudaStream_t s, const void *xv, const float *w, const float 
         }
         constexpr int V2 = VMAX / 2, V4 = VMAX / 4 > 0 ? VMAX / 4 : 1;
         if (p.C % VMAX == 0) nhwc_ks<T, VMAX>(s, x, w, b, z, y, p);
-        else if (p.px == 4) return (int)cudaErrorInvalidValue; /* four pixels: C % VMAX only */
+        else if (p.px == 4) return (int)cudaErrorInvalidValue; /* four pixels: C % 8 only */
         else if (p.C % V2 == 0) nhwc_ks<T, V2>(s, x, w, b, z, y, p);
         else if (p.C % V4 == 0) nhwc_ks<T, V4>(s, x, w, b, z, y, p);
         else nhwc_ks<T, 1>(s, x, w, b, z, y, p);

@@ -37,8 +37,8 @@ typedef struct pr_cu_dw {
     int kh, kw, sh, sw, pt, pl, dh, dw;
     int nhwc;
     pr_cu_act a1, a2;
-    int px; /* float NHWC: 4 = four output pixels a thread (3x3 / 5x5, stride 1 or 2, no
-             * dilation along W, C a multiple of the 16-byte vector; else an error); other: one */
+    int px; /* 4: four output pixels a thread (fp16/bf16 NHWC with C % 8 == 0, 3x3 / 5x5,
+             * stride 1 or 2, no dilation along W; else one; C % 8 != 0: an error); other: one */
 } pr_cu_dw;
 int pr_cu_dwconv(void *stream, int dt, const void *x, const float *w, const float *bias,
                  const void *z, void *y, const pr_cu_dw *p);
