@@ -30,7 +30,8 @@ def main():
     ap.add_argument("--ncu", default="ncu")
     ap.add_argument("--json", default="")
     ap.add_argument("rest", nargs="*")
-    a = ap.parse_args()
+    a, more = ap.parse_known_args()  # precis options after "--" (argparse leaves them over)
+    a.rest = a.rest + [m for m in more if m != "--"]
     cmd = [a.ncu, "--csv", "--print-units", "base", "--print-kernel-base", "function", "--metrics", "gpu__time_duration.sum",
            "--cache-control", "none", "--clock-control", "none", a.precis, "bench", a.model,
            "--device", "cuda", "--precision", a.precision, "--shapes", a.shapes, "--warmup",

@@ -22,7 +22,7 @@
 #                 into OUT/<model>.npz for `zoo_metrics.py score` (and check_models
 #                 vs ref on random inputs for the CNNs among them)
 #   NCU_SPECS     ncu phase: "MODEL=BATCH:PRECISION ..." (bert/minilm of bench.py, exported
-#                 into /tmp/precis-gpu-work when missing): per-kernel times of one steady-state
+#                 into /tmp/precis-gpu-work when missing; effnet: the zoo's ONNX): per-kernel times of one steady-state
 #                 run under Nsight Compute (bench/gpu/ncu_steps.py) into OUT/ncu_*.txt/json
 #   SPREAD_SPECS  spread phase: "MODEL=BATCH:PRECISION ..." (default "bert=1:fp16 minilm=1:fp16"),
 #                 SPREAD_RUNS processes each (default 5), with and without a shared timing
@@ -64,7 +64,7 @@ export LD_LIBRARY_PATH="${libdirs#:}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 if [ ! -x "$BUILD/precis" ]; then
   echo "== building in $BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPRECIS_WITH_DNNL=OFF \
-    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops test_cuda_u8 cuda_plan_stub bench_imma || exit 1
+    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops test_cuda_u8 test_cuda_cnn cuda_plan_stub bench_imma || exit 1
 fi
 PRECIS=$BUILD/precis
 echo "== machine"
@@ -80,6 +80,11 @@ for ph in "${phases[@]}"; do
     echo "== cuda.ops: every CUDA impl vs ref"
     timeout 300 "$BUILD/tests/cuda/test_cuda_ops" 2>&1 | tee "$OUT/test_cuda_ops.log" | tail -n 200
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    if [ -x "$BUILD/tests/cuda/test_cuda_cnn" ]; then
+      echo "== cuda.cnn: the CNN conv kernels vs ref"
+      timeout 300 "$BUILD/tests/cuda/test_cuda_cnn" 2>&1 | tee "$OUT/test_cuda_cnn.log" | tail -n 60
+      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    fi
     if [ -x "$BUILD/tests/cuda/test_cuda_u8" ]; then
       echo "== cuda.u8: the int8 kernels on uint8 activations vs ref"
       timeout 300 "$BUILD/tests/cuda/test_cuda_u8" 2>&1 | tee "$OUT/test_cuda_u8.log" | tail -n 80
@@ -104,6 +109,11 @@ for ph in "${phases[@]}"; do
     timeout 300 "$BUILD/tests/cuda/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1 || rc=1
     tail -n 1 "$OUT/test_cuda_ops.log"
     grep -B1 "CHECK failed" "$OUT/test_cuda_ops.log" | head -n 20
+    if [ -x "$BUILD/tests/cuda/test_cuda_cnn" ]; then
+      timeout 300 "$BUILD/tests/cuda/test_cuda_cnn" > "$OUT/test_cuda_cnn.log" 2>&1 || rc=1
+      tail -n 1 "$OUT/test_cuda_cnn.log"
+      grep -B1 "CHECK failed" "$OUT/test_cuda_cnn.log" | head -n 20
+    fi
     if [ -x "$BUILD/tests/cuda/test_cuda_u8" ]; then
       timeout 300 "$BUILD/tests/cuda/test_cuda_u8" > "$OUT/test_cuda_u8.log" 2>&1 || rc=1
       tail -n 1 "$OUT/test_cuda_u8.log"
@@ -140,14 +150,29 @@ for ph in "${phases[@]}"; do
     W=/tmp/precis-gpu-work
     for spec in ${NCU_SPECS:-bert=1:fp16}; do
       m=${spec%%=*}; rest=${spec#*=}; b=${rest%%:*}; p=${rest#*:}
-      if [ ! -f "$W/$m.onnx" ]; then
-        PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/bench.py" --precis "$PRECIS" --out /tmp/ncu-export \
-          --models "$m" --no-speed --no-correctness --no-compile > /dev/null || rc=1
+      extra=()
+      if [ "$m" = effnet ]; then  # the zoo's ONNX; int8: random calibration; a timing
+        # cache filled by a run outside ncu, so the profiled build times nothing
+        onnx=${PRECIS_ZOO:-${PRECIS_CACHE:-$HOME/.cache/precis}/models}/efficientnet_lite0.onnx
+        sh="input:${b}x3x224x224"
+        mkdir -p "$W/calib-effnet"
+        python3 -c "import numpy as np, sys
+for i in range(32): np.save(f'{sys.argv[1]}/s{i}.npy', np.random.RandomState(i).randn(1, 3, 224, 224).astype('float32'))" "$W/calib-effnet"
+        extra=(--timing-cache "$W/effnet_b${b}_${p}.tc")
+        [ "$p" = int8 ] && extra+=(--calib-data "$W/calib-effnet" --calib-cache "$W/effnet.calib")
+        "$PRECIS" bench "$onnx" --device cuda --precision "$p" --shapes "$sh" --warmup 1 \
+          --iterations 3 "${extra[@]}" > /dev/null || rc=1
+      else
+        onnx=$W/$m.onnx
+        if [ ! -f "$onnx" ]; then
+          PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu/bench.py" --precis "$PRECIS" --out /tmp/ncu-export \
+            --models "$m" --no-speed --no-correctness --no-compile > /dev/null || rc=1
+        fi
+        sh="input_ids:${b}x128,attention_mask:${b}x128,token_type_ids:${b}x128"
       fi
-      sh="input_ids:${b}x128,attention_mask:${b}x128,token_type_ids:${b}x128"
-      python3 "$ROOT/bench/gpu/ncu_steps.py" --precis "$PRECIS" --ncu "$NCU" "$W/$m.onnx" \
+      python3 "$ROOT/bench/gpu/ncu_steps.py" --precis "$PRECIS" --ncu "$NCU" "$onnx" \
         --shapes "$sh" --precision "$p" --json "$OUT/ncu_${m}_b${b}_${p}.json" \
-        > "$OUT/ncu_${m}_b${b}_${p}.txt" || rc=1
+        ${extra[@]:+-- "${extra[@]}"} > "$OUT/ncu_${m}_b${b}_${p}.txt" || rc=1
       head -n 1 "$OUT/ncu_${m}_b${b}_${p}.txt"; sed -n '/^by kernel/,$p' "$OUT/ncu_${m}_b${b}_${p}.txt" | head -n 14
     done
     ;;

@@ -29,6 +29,14 @@ static bool is_conv(const pr_node *n) {
            n->op == PR_OP_QConv;
 }
 
+static bool find_cuda(const pr_graph *g, const pr_node *n) {
+#ifdef PRECIS_HAVE_CUDA
+    return pr_cuda_find_impl(g, n) != NULL;
+#else
+    return false;
+#endif
+}
+
 /* Would the backend run n with its rank-4 activations in NHWC? Sets the
  * layouts tentatively and restores them. */
 static bool try_nhwc(pr_graph *g, const pr_node *n, bool cuda) {
@@ -57,10 +65,11 @@ static bool try_nhwc(pr_graph *g, const pr_node *n, bool cuda) {
     return ok;
 }
 
-/* A QuantizeLinear of a plain tensor whose only reader is an inserted
- * Reorder to NHWC (a plan's input) writes NHWC itself when the CPU
- * backend's quantize takes that: the Reorder goes. */
-static precis_status quant_into_nhwc(pr_graph *g, pr_err *e) {
+/* A QuantizeLinear (CPU) or a Cast (cuda: a plan's float32 input cast to
+ * fp16 for the first conv) of a plain tensor whose only reader is an inserted
+ * Reorder to NHWC writes NHWC itself when the backend's kernel takes that:
+ * the Reorder goes (one pass over the data instead of two). */
+static precis_status conv_into_nhwc(pr_graph *g, bool cuda, pr_err *e) {
     bool changed = false;
     for (int i = 0; i < g->n_nodes; i++) {
         pr_node *r = &g->nodes[i];
@@ -68,12 +77,13 @@ static precis_status quant_into_nhwc(pr_graph *g, pr_err *e) {
             r->n_outputs != 1)
             continue;
         int t = r->inputs[0], u = r->outputs[0], q = pr_producer(g, t), one;
-        if (q < 0 || g->nodes[q].op != PR_OP_QuantizeLinear || g->nodes[q].n_outputs != 1 ||
+        if (q < 0 || g->nodes[q].op != (cuda ? PR_OP_Cast : PR_OP_QuantizeLinear) ||
+            g->nodes[q].n_outputs != 1 ||
             g->tensors[t].layout != PR_LAYOUT_PLAIN || g->tensors[u].layout != PR_LAYOUT_NHWC ||
             pr_is_graph_output(g, t) || pr_consumers(g, t, &one, 1) != 1)
             continue;
         g->nodes[q].outputs[0] = u; /* tentatively, to ask the backend */
-        bool ok = pr_cpu_find_impl(g, &g->nodes[q]) != NULL;
+        bool ok = cuda ? find_cuda(g, &g->nodes[q]) : pr_cpu_find_impl(g, &g->nodes[q]) != NULL;
         g->nodes[q].outputs[0] = t;
         if (!ok) continue;
         pr_node_kill(g, NULL, i);
@@ -129,7 +139,7 @@ precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e) {
     }
     free(nhwc);
     st = pr_convert_finish(g, &cv, e);
-    return st || cuda ? st : quant_into_nhwc(g, e);
+    return st ? st : conv_into_nhwc(g, cuda, e);
 oom:
     st = e->status ? e->status : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
 fail:

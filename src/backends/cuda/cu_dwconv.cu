@@ -130,6 +130,73 @@ __global__ void __launch_bounds__(256) k_dw_nhwc(const T *__restrict__ x, const 
     }
 }
 
+// PX consecutive output pixels of a row a thread (stride SW, no dilation
+// along W; p.px == 4 asks for it): each input column and each row's weights
+// are loaded once for the PX outputs, (PX - 1) * SW + KS column loads a row
+// instead of PX * KS (the one-pixel form above is bound by its L1 loads at
+// batch 32: 3-8x the time of its bytes).
+template <typename T, int V, int KS, int SW, int PX>
+__global__ void __launch_bounds__(256) k_dw_nhwc_px(const T *__restrict__ x, const float *__restrict__ w,
+                                                    const float *__restrict__ bias, const T *__restrict__ z,
+                                                    T *__restrict__ y, pr_cu_dw p, int total) {
+    const int CV = (int)p.C / V, OW = (int)p.OW, OH = (int)p.OH, H = (int)p.H, W = (int)p.W,
+              C = (int)p.C, OWB = (OW + PX - 1) / PX;
+    constexpr int NC = (PX - 1) * SW + KS;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int cv = i % CV, t = i / CV;
+        int owb = t % OWB;
+        t /= OWB;
+        int oh = t % OH, n = t / OH;
+        int c0 = cv * V, ow0 = owb * PX;
+        float acc[PX][V];
+#pragma unroll
+        for (int q = 0; q < PX; q++) {
+            if (bias) wload<V>::get(bias + c0, acc[q]);
+            else
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[q][j] = 0.0f;
+        }
+        int h0 = oh * p.sh - p.pt, w0 = ow0 * SW - p.pl;
+        const T *xn = x + (int64_t)n * H * W * C + c0;
+#pragma unroll
+        for (int r = 0; r < KS; r++) {
+            int h = h0 + r * p.dh;
+            if (h < 0 || h >= H) continue;
+            float wv[KS][V];
+#pragma unroll
+            for (int s = 0; s < KS; s++) wload<V>::get(w + (r * KS + s) * C + c0, wv[s]);
+            const T *xr = xn + h * W * C;
+#pragma unroll
+            for (int col = 0; col < NC; col++) {
+                int ww = w0 + col;
+                if (ww < 0 || ww >= W) continue;
+                float xv[V];
+                vec_io<T, V>::load(xr + ww * C, xv);
+#pragma unroll
+                for (int q = 0; q < PX; q++) {
+                    const int s = col - q * SW;
+                    if (s >= 0 && s < KS)
+#pragma unroll
+                        for (int j = 0; j < V; j++) acc[q][j] = fmaf(xv[j], wv[s][j], acc[q][j]);
+                }
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < PX; q++) {
+            if (ow0 + q >= OW) break;
+            int64_t yo = (((int64_t)n * OH + oh) * OW + ow0 + q) * C + c0;
+            if (z) {
+                float zv[V];
+                vec_io<T, V>::load(z + yo, zv);
+                dw_epilogue<V>(acc[q], zv, p);
+            } else {
+                dw_epilogue<V>(acc[q], nullptr, p);
+            }
+            vec_io<T, V>::store(y + yo, acc[q]);
+        }
+    }
+}
+
 template <typename T, int KS>
 __global__ void __launch_bounds__(256) k_dw_nchw(const T *__restrict__ x, const float *__restrict__ w,
                                                  const float *__restrict__ bias, const T *__restrict__ z,
@@ -173,9 +240,24 @@ static void launch_nhwc(cudaStream_t s, const T *x, const float *w, const float 
     k_dw_nhwc<T, V, KS><<<grid_for(total, 256), 256, 0, s>>>(x, w, b, z, y, p, total);
 }
 
+template <typename T, int V, int KS, int SW>
+static void launch_px(cudaStream_t s, const T *x, const float *w, const float *b, const T *z, T *y,
+                      const pr_cu_dw &p) {
+    int total = (int)(p.N * p.OH * ((p.OW + 3) / 4) * (p.C / V));
+    k_dw_nhwc_px<T, V, KS, SW, 4><<<grid_for(total, 256), 256, 0, s>>>(x, w, b, z, y, p, total);
+}
+
 template <typename T, int V>
 static void nhwc_ks(cudaStream_t s, const T *x, const float *w, const float *b, const T *z, T *y,
                     const pr_cu_dw &p) {
+    if constexpr (V == 8) { /* four pixels a thread: fp16/bf16, 16-byte vectors only */
+        if (p.px == 4 && p.dw == 1 && p.kh == p.kw && (p.kh == 3 || p.kh == 5) &&
+            (p.sw == 1 || p.sw == 2)) {
+            if (p.kh == 3) (p.sw == 1 ? launch_px<T, V, 3, 1> : launch_px<T, V, 3, 2>)(s, x, w, b, z, y, p);
+            else (p.sw == 1 ? launch_px<T, V, 5, 1> : launch_px<T, V, 5, 2>)(s, x, w, b, z, y, p);
+            return;
+        }
+    }
     if (p.kh == 3 && p.kw == 3) launch_nhwc<T, V, 3>(s, x, w, b, z, y, p);
     else if (p.kh == 5 && p.kw == 5) launch_nhwc<T, V, 5>(s, x, w, b, z, y, p);
     else launch_nhwc<T, V, 0>(s, x, w, b, z, y, p);
@@ -201,6 +283,7 @@ static int dw_typed(cudaStream_t s, const void *xv, const float *w, const float 
         }
         constexpr int V2 = VMAX / 2, V4 = VMAX / 4 > 0 ? VMAX / 4 : 1;
         if (p.C % VMAX == 0) nhwc_ks<T, VMAX>(s, x, w, b, z, y, p);
+        else if (p.px == 4) return (int)cudaErrorInvalidValue; /* four pixels: C % 8 only */
         else if (p.C % V2 == 0) nhwc_ks<T, V2>(s, x, w, b, z, y, p);
         else if (p.C % V4 == 0) nhwc_ks<T, V4>(s, x, w, b, z, y, p);
         else nhwc_ks<T, 1>(s, x, w, b, z, y, p);

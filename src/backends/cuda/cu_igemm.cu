@@ -9,35 +9,15 @@
 //
 // Tiles: 64 bytes of k per stage; shared rows of 64 bytes, the four
 // 16-byte chunks swizzled by (row >> 1) & 3 so that ldmatrix reads 8 rows
-// of one chunk without bank conflicts.
+// of one chunk without bank conflicts (cu_mma.cuh, shared with cu_hconv.cu).
 #include "backends/cuda/cu_int8.cuh"
+#include "backends/cuda/cu_mma.cuh"
+
+using namespace prmma;
 
 namespace {
 
-constexpr int BK = 64;
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ int swz(int row, int chunk) {
-    return row * BK + ((chunk ^ ((row >> 1) & 3)) << 4);
-}
-
-__device__ __forceinline__ void cp16(uint32_t dst, const void *src, bool ok) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(ok ? 16 : 0));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-__device__ __forceinline__ void ldsm4(uint32_t *r, uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
+constexpr int BK = ROW_BYTES; // bytes of k a stage
 
 __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *b) {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "

@@ -37,6 +37,8 @@ typedef struct pr_cu_dw {
     int kh, kw, sh, sw, pt, pl, dh, dw;
     int nhwc;
     pr_cu_act a1, a2;
+    int px; /* 4: four output pixels a thread (fp16/bf16 NHWC with C % 8 == 0, 3x3 / 5x5,
+             * stride 1 or 2, no dilation along W; else one; C % 8 != 0: an error); other: one */
 } pr_cu_dw;
 int pr_cu_dwconv(void *stream, int dt, const void *x, const float *w, const float *bias,
                  const void *z, void *y, const pr_cu_dw *p);
@@ -269,6 +271,27 @@ typedef struct pr_cu_igemm {
 } pr_cu_igemm;
 int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                    const pr_cu_qepi *q);
+
+/* Implicit-GEMM fp16/bf16 convolution (cu_hconv.cu, mma.sync, float32
+ * accumulation, group 1): x NHWC [N, H, W, C] of type dt with C % 8 == 0,
+ * w dt [Nout][K] with k = (r, s, c) (K = kh * kw * C), Nout % 8 == 0; y NHWC
+ * [N, OH, OW, Nout] = a2(a1(conv + bias) + z); bias float32 [Nout] or NULL, z
+ * NULL or y's shape. ph / pw: the top / left pads. Every pointer 16-byte
+ * aligned. tile picks the block shape. */
+enum { PR_CU_HCONV_128x128, PR_CU_HCONV_128x64, PR_CU_HCONV_64x64, PR_CU_HCONV_128x32,
+       PR_CU_HCONV_32x32K4, /* 4 warps split k (small M, deep k: batch 1) */
+       PR_CU_HCONV_TILES, /* the GEMM tiles (C % 8 == 0) */
+       PR_CU_HCONV_DIRECT = PR_CU_HCONV_TILES /* any C: a thread a pixel, w32 in shared memory
+                                                 (K * Nout floats <= 48 KB) */ };
+typedef struct pr_cu_hc {
+    int64_t N, H, W, C, OH, OW, Nout, K;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+    int tile;
+    pr_cu_act a1, a2;
+    const float *w32; /* PR_CU_HCONV_DIRECT: float32 weights [K][Nout] (w unused) */
+} pr_cu_hc;
+int pr_cu_hconv(void *stream, int dt, const void *x, const void *w, const float *bias,
+                const void *z, void *y, const pr_cu_hc *p);
 
 /* quant: y = sat(round(x / scale)) into int8/uint8; else y = x * scale. */
 int pr_cu_quantize(void *stream, const void *x, int xdt, void *y, int ydt, int64_t n, float scale,

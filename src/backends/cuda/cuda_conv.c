@@ -12,13 +12,18 @@
  * also have our own kernel (cu_dwconv.cu: the epilogue in the same pass,
  * asymmetric pads without a padded copy); it is timed against cuDNN's choice
  * per shape and kept where it wins (PRECIS_CUDA_DWCONV=0: cuDNN only, 1: ours
- * wherever it applies). describe() names what runs. */
+ * wherever it applies). fp16/bf16 NHWC convs of group 1 with C % 8 == 0 and
+ * K % 8 == 0 also have our implicit-GEMM kernel (cu_hconv.cu: mma.sync, the
+ * epilogue fused; the 1x1 convs of MobileNet-style blocks are its case),
+ * timed per shape and tile against cuDNN's choice (PRECIS_CUDA_HCONV=0:
+ * cuDNN only, 1: ours wherever it applies). describe() names what runs. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_impls.h"
 #include "backends/cuda/cuda_tcache.h"
 #include "backends/ref/ref_conv.h"
@@ -34,7 +39,9 @@ typedef struct conv_shape {
     size_t ws;
     bool fused;
     bool dw;                       /* our depthwise kernel runs it */
-    float t_fused, t_split, t_dw; /* ms measured at planning (0: not timed) */
+    int dw_px;                     /* its output pixels a thread (pr_cu_dw.px: 1 or 4, timed) */
+    int hc;                        /* our implicit GEMM runs it: tile + 1 (0: not) */
+    float t_fused, t_split, t_dw, t_hc; /* ms measured at planning (0: not timed) */
 } conv_shape;
 
 typedef struct conv_state {
@@ -54,6 +61,8 @@ typedef struct conv_state {
     pr_cu_act a1, a2;
     int dw_mode;      /* 0 cuDNN only; 1 our depthwise kernel timed against it; 2 ours */
     float *dw_w, *dw_b; /* device float32 [kh * kw][C] and [C] (NULL: no bias) */
+    int hc_mode;        /* 0 no implicit GEMM of ours; 1 timed against cuDNN; 2 ours */
+    float *hc_w32;      /* its direct form (C % 8 != 0): float32 [kh * kw * C][K] */
     cudnnFilterDescriptor_t wd;
     cudnnTensorDescriptor_t bd;
     cudnnActivationDescriptor_t ad;
@@ -93,21 +102,8 @@ static bool conv_supports(const pr_graph *g, const pr_node *n) {
 
 static bool conv_packs(const pr_graph *g, const pr_node *n, int i) { return i == 1 || i == 2; }
 
-/* NHWC for the Tensor Core types (cuDNN's fp16/bf16 kernels are NHWC
- * natively) where the channels fill Tensor Core tiles: output channels and
- * input channels per group multiples of 8 (or depthwise), and the batch is
- * not tiny. Measured on an H200 (ResNet-50 fp16, CUDA graphs, GPU ms):
- * batch 256 NHWC 9.7 / NCHW 28.8, batch 32 3.3 / 4.7, batch 1 2.5 / 1.3 (the
- * legacy cuDNN API's NHWC kernels are slow on one image); a 3-channel stem
- * stays NCHW (batch 256: 3.3 ms NHWC, 2.1 ms NCHW). */
-#define NHWC_MIN_BATCH 8
 static bool conv_nhwc_ok(const pr_graph *g, const pr_node *n) {
-    pr_dtype dt = pr_cu_tdt(g, n->outputs[0]);
-    if (!conv_supports(g, n) || (dt != PRECIS_FLOAT16 && dt != PRECIS_BFLOAT16)) return false;
-    const pr_tensor *W = &g->tensors[n->inputs[1]], *X = &g->tensors[n->inputs[0]];
-    int64_t k = W->dims[0], cg = W->dims[1];
-    if (pr_dim_known(X->dims[0]) && X->dims[0] < NHWC_MIN_BATCH) return false;
-    return k % 8 == 0 && (cg % 8 == 0 || cg == 1);
+    return conv_supports(g, n) && pr_cu_conv_nhwc_ok(g, n);
 }
 
 /* The element index -> bias channel mapping of the epilogue kernel. */
@@ -131,6 +127,7 @@ static void conv_destroy(void *p) {
     if (s->dw_b) cudaFree(s->dw_b);
     if (s->bias) cudaFree(s->bias);
     if (s->bias32) cudaFree(s->bias32);
+    if (s->hc_w32) cudaFree(s->hc_w32);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -151,13 +148,26 @@ static void describe_into(conv_state *s, const conv_shape *c) {
         snprintf(ep + l, sizeof ep - l, " [timed: fused %.3f ms, split %.3f ms]", c->t_fused,
                  c->t_split);
     }
-    if (c && c->dw) {
+    if (c && c->hc) {
+        static const char *const tiles[] = {"128x128", "128x64", "64x64", "128x32", "32x32 split-k 4",
+                                            "direct"};
+        char tm[96] = "";
+        if (c->t_hc > 0)
+            snprintf(tm, sizeof tm, " [timed: ours %.3f ms, cudnn algo %d %.3f ms]", c->t_hc,
+                     (int)c->algo, c->dw ? c->t_dw : c->fused ? c->t_fused : c->t_split);
+        snprintf(s->what, sizeof s->what,
+                 "cu implicit-gemm conv %s nhwc tile %s, epilogue fused (%s%s%s%s%s)%s", tn,
+                 (unsigned)(c->hc - 1) < 6 ? tiles[c->hc - 1] : "?", s->has_bias ? "bias" : "",
+                 s->a1.kind ? "+" : "", s->a1.kind ? pr_act_names[s->a1.kind] : "",
+                 s->has_z ? "+residual" : "", s->a2.kind ? " then act2" : "", tm);
+    } else if (c && c->dw) {
         char tm[96] = "";
         if (c->t_dw > 0)
             snprintf(tm, sizeof tm, " [timed: ours %.3f ms, cudnn algo %d %.3f ms]", c->t_dw,
                      (int)c->algo, c->fused ? c->t_fused : c->t_split);
-        snprintf(s->what, sizeof s->what, "cu depthwise conv %s %s, epilogue fused (%s%s%s%s%s)%s",
-                 tn, s->nhwc ? "nhwc" : "nchw", s->has_bias ? "bias" : "", s->a1.kind ? "+" : "",
+        snprintf(s->what, sizeof s->what, "cu depthwise conv %s %s%s, epilogue fused (%s%s%s%s%s)%s",
+                 tn, s->nhwc ? "nhwc" : "nchw", c->dw_px == 4 ? " 4 pixels a thread" : "",
+                 s->has_bias ? "bias" : "", s->a1.kind ? "+" : "",
                  s->a1.kind ? pr_act_names[s->a1.kind] : "", s->has_z ? "+residual" : "",
                  s->a2.kind ? " then act2" : "", tm);
     } else if (c)
@@ -196,12 +206,60 @@ static pr_cu_dw dw_params(const conv_state *s, int64_t n, int64_t h, int64_t w, 
     return p;
 }
 
+/* Our implicit GEMM's geometry, as dw_params. */
+static pr_cu_hc hc_params(const conv_state *s, int64_t n, int64_t h, int64_t w, int64_t oh,
+                          int64_t ow, int tile) {
+    pr_cu_hc p;
+    memset(&p, 0, sizeof p);
+    p.N = n;
+    p.C = s->C;
+    p.H = h - s->pt - s->pb;
+    p.W = w - s->pl - s->pr;
+    p.OH = oh;
+    p.OW = ow;
+    p.Nout = s->K;
+    p.K = s->kh * s->kw * s->C;
+    p.kh = (int)s->kh;
+    p.kw = (int)s->kw;
+    p.sh = s->sh;
+    p.sw = s->sw;
+    p.ph = s->asym ? s->pt : s->ph;
+    p.pw = s->asym ? s->pl : s->pw;
+    p.dh = s->dh;
+    p.dw = s->dw;
+    p.tile = tile;
+    p.a1 = s->a1;
+    p.a2 = s->a2;
+    p.w32 = s->hc_w32;
+    return p;
+}
+
+/* Runs c with our depthwise kernel or implicit GEMM (pads as offsets, the
+ * epilogue fused) on the unpadded X; false when c is cuDNN's. */
+static bool run_ours(conv_state *s, const conv_shape *c, pr_cuda_exec *x, const pr_buf *X,
+                     const pr_buf *Z, pr_buf *Y, int64_t hp, int64_t wp, int *rc) {
+    if (c->dw) {
+        pr_cu_dw dp = dw_params(s, X->dims[0], hp, wp, Y->dims[2], Y->dims[3]);
+        dp.px = c->dw_px;
+        *rc = pr_cu_dwconv(x->stream, (int)s->dt, X->data, s->dw_w, s->dw_b, Z ? Z->data : NULL,
+                           Y->data, &dp);
+        return true;
+    }
+    if (c->hc) {
+        pr_cu_hc hp_ = hc_params(s, X->dims[0], hp, wp, Y->dims[2], Y->dims[3], c->hc - 1);
+        *rc = pr_cu_hconv(x->stream, (int)s->dt, X->data, s->w, s->has_bias ? s->bias32 : NULL,
+                          Z ? Z->data : NULL, Y->data, &hp_);
+        return true;
+    }
+    return false;
+}
+
 /* Milliseconds per run of the fused call, of convolution + epilogue kernel,
- * or (dwp) of our depthwise kernel (median of 5 after a warm-up); nonzero on
- * failure. */
+ * of our depthwise kernel (dwp) or of our implicit GEMM (hcp) (median of 5
+ * after a warm-up); nonzero on failure. */
 static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, bool fused,
-                        const pr_cu_dw *dwp, const void *xp, void *yp, const void *zp, int64_t hw,
-                        float *ms) {
+                        const pr_cu_dw *dwp, const pr_cu_hc *hcp, const void *xp, void *yp,
+                        const void *zp, int64_t hw, float *ms) {
     cudnnHandle_t dnn = (cudnnHandle_t)x->dnn;
     cudaStream_t st = (cudaStream_t)x->stream;
     cudaEvent_t a = NULL, b = NULL;
@@ -212,6 +270,9 @@ static int time_variant(conv_state *s, pr_cuda_exec *x, const conv_shape *c, boo
         bad |= cudaEventRecord(a, st) != cudaSuccess;
         if (dwp) {
             bad |= pr_cu_dwconv(st, (int)s->dt, xp, s->dw_w, s->dw_b, zp, yp, dwp) != 0;
+        } else if (hcp) {
+            bad |= pr_cu_hconv(st, (int)s->dt, xp, s->w, s->has_bias ? s->bias32 : NULL, zp, yp,
+                               hcp) != 0;
         } else if (fused) {
             bad |= cudnnConvolutionBiasActivationForward(
                        dnn, &one, c->xd, xp, s->wd, s->w, c->cd, c->algo, x->ws, x->ws_bytes, &a2,
@@ -259,7 +320,7 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
                                 int64_t oh, int64_t ow, const void *xp, void *yp, const void *zp,
                                 conv_shape *out, pr_err *e) {
     precis_status st = PRECIS_OK;
-    conv_shape c = {n, h, w, NULL, NULL, NULL, 0, 0, false, false, 0, 0, 0};
+    conv_shape c = {n, h, w, NULL, NULL, NULL, 0, 0, false, false, 1, 0, 0, 0, 0, 0};
     cudnnHandle_t dnn = (cudnnHandle_t)x->dnn;
     DNN_TRY(cudnnCreateTensorDescriptor(&c.xd));
     DNN_TRY(cudnnCreateTensorDescriptor(&c.yd));
@@ -281,17 +342,19 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     /* the timing cache: the choice made for this problem by an earlier build */
     char key[256];
     snprintf(key, sizeof key, "cudnn.conv dt=%d fmt=%d n=%lld c=%lld h=%lld w=%lld k=%lld "
-             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d dw=%d v=2",
+             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d dw=%d hc=%d v=4",
              (int)s->dt, (int)s->fmt, (long long)n, (long long)s->C, (long long)h, (long long)w,
              (long long)s->K, (long long)s->kh, (long long)s->kw, s->ph, s->pw, s->sh, s->sw,
              s->dh, s->dw, s->group, (int)s->fusable, (int)s->has_z, s->a1.kind, s->a2.kind,
-             s->dw_mode);
+             s->dw_mode, s->hc_mode);
     struct { int32_t algo, math, fused, pad; uint64_t ws; } cached;
     if (pr_cuda_tcache_get(s->tc, key, &cached, sizeof cached)) {
         c.algo = (cudnnConvolutionFwdAlgo_t)cached.algo;
         c.ws = (size_t)cached.ws;
         c.fused = cached.fused != 0;
-        c.dw = cached.pad != 0 && s->dw_mode;
+        c.dw = (cached.pad & 1) && s->dw_mode;
+        c.dw_px = cached.pad & 2 ? 4 : 1;
+        c.hc = s->hc_mode ? cached.pad >> 2 : 0;
         DNN_TRY(cudnnSetConvolutionMathType(c.cd, (cudnnMathType_t)cached.math));
         if (c.ws > x->ws_bytes && (st = pr_cuda_workspace(x, c.ws, e))) goto fail;
         *out = c;
@@ -336,8 +399,8 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
         c.fused = r == CUDNN_STATUS_SUCCESS;
         /* and is it faster than the convolution followed by our epilogue? */
         float tf, tu;
-        if (c.fused && !time_variant(s, x, &c, true, NULL, xp, yp, zp, oh * ow, &tf) &&
-            !time_variant(s, x, &c, false, NULL, xp, yp, zp, oh * ow, &tu)) {
+        if (c.fused && !time_variant(s, x, &c, true, NULL, NULL, xp, yp, zp, oh * ow, &tf) &&
+            !time_variant(s, x, &c, false, NULL, NULL, xp, yp, zp, oh * ow, &tu)) {
             c.fused = tf <= tu;
             c.t_fused = tf;
             c.t_split = tu;
@@ -346,15 +409,56 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     }
     if (s->dw_mode) { /* our depthwise kernel against cuDNN's choice */
         pr_cu_dw p = dw_params(s, n, h, w, oh, ow);
-        float td = 0, tc = c.fused ? c.t_fused : c.t_split;
+        float td = 0, tc = c.fused ? c.t_fused : c.t_split, t4 = 0;
+        /* one or four output pixels a thread (fp16/bf16 NHWC): timed, the faster kept */
+        const char *pv = getenv("PRECIS_CUDA_DW_PX"); /* tests: 1 or 4, forced */
+        p.px = 4;
+        if (pv && (!strcmp(pv, "1") || !strcmp(pv, "4"))) {
+            c.dw_px = p.px = atoi(pv);
+        } else if (s->nhwc && s->dt != PRECIS_FLOAT32 &&
+                   !time_variant(s, x, &c, false, &p, NULL, xp, yp, zp, oh * ow, &t4)) {
+            p.px = 1;
+            if (!time_variant(s, x, &c, false, &p, NULL, xp, yp, zp, oh * ow, &td))
+                c.dw_px = p.px = t4 < td ? 4 : 1;
+        } else {
+            p.px = 1;
+        }
+        cudaGetLastError();
         if (s->dw_mode == 2) {
             c.dw = true;
-        } else if (!time_variant(s, x, &c, false, &p, xp, yp, zp, oh * ow, &td) &&
-                   (tc > 0 || !time_variant(s, x, &c, c.fused, NULL, xp, yp, zp, oh * ow, &tc))) {
+        } else if (!time_variant(s, x, &c, false, &p, NULL, xp, yp, zp, oh * ow, &td) &&
+                   (tc > 0 || !time_variant(s, x, &c, c.fused, NULL, NULL, xp, yp, zp, oh * ow, &tc))) {
             c.dw = td < tc;
             c.t_dw = td;
             if (c.fused) c.t_fused = tc;
             else c.t_split = tc;
+        }
+        cudaGetLastError();
+    }
+    if (s->hc_mode) { /* our implicit GEMM, each tile, against the best so far */
+        float hbest = 0, tc = c.dw ? c.t_dw : c.fused ? c.t_fused : c.t_split;
+        int bt = -1, t0 = 0, t1 = PR_CU_HCONV_TILES;
+        const char *tv = getenv("PRECIS_CUDA_HCONV_TILE"); /* tests: one tile, forced */
+        if (s->C % 8)
+            t1 = (t0 = PR_CU_HCONV_DIRECT) + 1;
+        else if (s->hc_mode == 2 && tv && atoi(tv) >= 0 && atoi(tv) < PR_CU_HCONV_TILES)
+            t1 = (t0 = atoi(tv)) + 1;
+        for (int t = t0; t < t1; t++) {
+            pr_cu_hc hp = hc_params(s, n, h, w, oh, ow, t);
+            float tt;
+            if (!time_variant(s, x, &c, false, NULL, &hp, xp, yp, zp, oh * ow, &tt) &&
+                (bt < 0 || tt < hbest)) {
+                hbest = tt;
+                bt = t;
+            }
+        }
+        if (bt >= 0 && s->hc_mode == 1 && tc <= 0 &&
+            time_variant(s, x, &c, c.fused, NULL, NULL, xp, yp, zp, oh * ow, &tc))
+            tc = 0;
+        if (bt >= 0 && (s->hc_mode == 2 || tc <= 0 || hbest < tc)) {
+            c.hc = bt + 1;
+            c.t_hc = hbest;
+            if (!c.dw && !c.fused) c.t_split = tc;
         }
         cudaGetLastError();
     }
@@ -363,7 +467,7 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     cached.algo = (int32_t)c.algo;
     cached.math = (int32_t)perf[best].mathType;
     cached.fused = c.fused;
-    cached.pad = c.dw;
+    cached.pad = (int32_t)c.dw | (c.dw_px == 4) << 1 | c.hc << 2;
     cached.ws = c.ws;
     pr_cuda_tcache_put(s->tc, key, &cached, sizeof cached);
     *out = c;
@@ -479,6 +583,25 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
     if (s->dw_mode && s->has_bias &&
         (st = pr_cu_upload_as(bf, s->K, PRECIS_FLOAT32, (void **)&s->dw_b, stream, e)))
         goto fail;
+    int64_t kc = s->kh * s->kw * s->C; /* the GEMM's k */
+    if (s->nhwc && s->group == 1 && s->dt != PRECIS_FLOAT32 && s->K % 8 == 0 &&
+        (s->C % 8 == 0 || kc * s->K <= HC_DIRECT_MAX) &&
+        (!s->has_bias || s->bias32)) { /* our implicit GEMM takes a float32 bias */
+        const char *hv = getenv("PRECIS_CUDA_HCONV");
+        s->hc_mode = hv && !strcmp(hv, "0") ? 0 : hv && !strcmp(hv, "1") ? 2 : 1;
+    }
+    if (s->hc_mode && s->C % 8) { /* the direct form: [K][kh * kw * C] -> [kh * kw * C][K] */
+        float *t = malloc((size_t)(kc * s->K) * sizeof *t);
+        if (!t) {
+            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            goto fail;
+        }
+        for (int64_t k = 0; k < s->K; k++)
+            for (int64_t j = 0; j < kc; j++) t[j * s->K + k] = wf[k * kc + j];
+        st = pr_cu_upload_as(t, kc * s->K, PRECIS_FLOAT32, (void **)&s->hc_w32, stream, e);
+        free(t);
+        if (st) goto fail;
+    }
     DNN_TRY(cudnnCreateFilterDescriptor(&s->wd));
     DNN_TRY(cudnnSetFilter4dDescriptor(s->wd, s->ddt, s->fmt, (int)s->K, (int)W->dims[1],
                                        (int)s->kh, (int)s->kw));
@@ -554,10 +677,9 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
             found = true;
         }
     pthread_mutex_unlock(&s->mu);
-    if (found && c.dw) { /* our depthwise kernel: pads as offsets, epilogue fused */
-        pr_cu_dw dp = dw_params(s, X->dims[0], hp, wp, Y->dims[2], Y->dims[3]);
-        KL_TRY(pr_cu_dwconv(x->stream, (int)s->dt, X->data, s->dw_w, s->dw_b, Z ? Z->data : NULL,
-                            Y->data, &dp));
+    int rc = 0;
+    if (found && run_ours(s, &c, x, X, Z, Y, hp, wp, &rc)) {
+        KL_TRY(rc);
         return PRECIS_OK;
     }
     if (s->asym) { /* zero-padded copy of X in scratch */
@@ -614,10 +736,8 @@ static precis_status conv_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     }
     pthread_mutex_unlock(&s->mu);
     if (st) return pr_err_prefix(e, "node '%s'", k->node->name);
-    if (c.dw) {
-        pr_cu_dw dp = dw_params(s, X->dims[0], hp, wp, Y->dims[2], Y->dims[3]);
-        KL_TRY(pr_cu_dwconv(x->stream, (int)s->dt, X->data, s->dw_w, s->dw_b, Z ? Z->data : NULL,
-                            Y->data, &dp));
+    if (run_ours(s, &c, x, X, Z, Y, hp, wp, &rc)) {
+        KL_TRY(rc);
         return PRECIS_OK;
     }
     if (c.ws > x->ws_bytes && (st = pr_cuda_workspace(x, c.ws, e))) goto fail;

@@ -15,6 +15,7 @@ typedef struct ew_state {
     pr_cu_act act;
     float alpha, beta;
     int n_in; /* operands read: 1 (unary, Cast), 2 (binary), 3 (Where) */
+    int reorder; /* Cast: 0 same layout, 1 plain -> NHWC, 2 NHWC -> plain (pass_layout.c) */
 } ew_state;
 
 static int binary_op(pr_op op) {
@@ -127,9 +128,11 @@ static bool ew_supports(const pr_graph *g, const pr_node *n) {
         if (n->inputs[i] < 0 && !(n->op == PR_OP_Clip && i > 0)) return false;
     pr_dtype ad = pr_cu_tdt(g, n->inputs[0]);
     if (g->tensors[y].rank > PR_MAX_RANK) return false;
-    if (n->op == PR_OP_Cast)
+    if (n->op == PR_OP_Cast) /* a layout change too (a Reorder folded into it): rank 4 */
         return pr_cu_ldst(ad) && pr_cu_ldst(yd) && !pr_cu_shape_like(g, n->inputs[0]) &&
-               !pr_cu_shape_like(g, y);
+               !pr_cu_shape_like(g, y) &&
+               (g->tensors[n->inputs[0]].layout == g->tensors[y].layout ||
+                g->tensors[y].rank == 4);
     if (n->op == PR_OP_Where)
         return n->n_inputs == 3 && pr_cu_ldst(ad) && pr_cu_float(yd) &&
                pr_cu_float(pr_cu_tdt(g, n->inputs[1])) && pr_cu_float(pr_cu_tdt(g, n->inputs[2]));
@@ -188,6 +191,8 @@ static precis_status ew_prepare(const pr_graph *g, const pr_node *n, const pr_cu
     if (n->op == PR_OP_Cast) {
         s->op = PR_EW_COPY;
         s->n_in = 1;
+        int lx = g->tensors[n->inputs[0]].layout, ly = g->tensors[n->outputs[0]].layout;
+        s->reorder = lx != ly ? (ly == PR_LAYOUT_NHWC ? 1 : 2) : 0;
     } else if (n->op == PR_OP_Where) {
         s->op = PR_EW_WHERE;
         s->n_in = 3;
@@ -242,6 +247,22 @@ static precis_status ew_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     pr_cu_ew w;
     memset(&w, 0, sizeof w);
     pr_cu_ew_setup(&w, Y, s->n_in, k->in);
+    if (s->reorder) { /* walk Y in its memory order, read X through its layout's strides */
+        int64_t N = Y->dims[0], C = Y->dims[1], H = Y->dims[2], W = Y->dims[3];
+        int64_t d[4] = {N, H, W, C}, sx[4] = {C * H * W, W, 1, H * W};
+        if (s->reorder == 2) { /* N,H,W,C -> N,C,H,W */
+            int64_t d2[4] = {N, C, H, W}, s2[4] = {H * W * C, 1, W * C, C};
+            memcpy(d, d2, sizeof d);
+            memcpy(sx, s2, sizeof sx);
+        }
+        int64_t st4[4][PR_MAX_RANK];
+        memset(st4, 0, sizeof st4);
+        pr_strides(4, d, st4[0]);
+        memcpy(st4[1], sx, sizeof sx);
+        w.rank = pr_cu_collapse(4, d, 2, st4);
+        memcpy(w.dims, d, sizeof(int64_t) * (size_t)w.rank);
+        memcpy(w.st, st4, sizeof st4);
+    }
     w.op = s->op;
     w.act = s->act;
     w.alpha = s->alpha;
@@ -255,6 +276,7 @@ fail:
 
 static const char *ew_describe(void *p) {
     ew_state *s = p;
+    if (s->reorder) return s->reorder == 1 ? "cu.cast + reorder to nhwc" : "cu.cast + reorder to plain";
     return s->op == PR_EW_COPY ? "cu.cast" : s->n_in == 1 ? "cu.unary" : s->n_in == 2 ? "cu.binary broadcast" : "cu.where";
 }
 

@@ -53,9 +53,15 @@ static bool move_packs(const pr_graph *g, const pr_node *n, int i) {
     return i > 0 && n->op != PR_OP_Concat;
 }
 
+/* A layout change of a rank-4 tensor whose H * W or C is 1 (a pooled
+ * [N, C, 1, 1]) moves no byte. */
+static bool same_bytes(const int64_t *d) { return d[2] * d[3] == 1 || d[1] == 1; }
+
 static int move_inplace(const pr_graph *g, const pr_node *n) {
-    if (n->op == PR_OP_Reorder &&
-        g->tensors[n->inputs[0]].layout != g->tensors[n->outputs[0]].layout)
+    const pr_tensor *X = &g->tensors[n->inputs[0]], *Y = &g->tensors[n->outputs[0]];
+    if (n->op == PR_OP_Reorder && X->layout != Y->layout &&
+        !(X->rank == 4 && pr_dim_known(X->dims[1]) && pr_dim_known(X->dims[2]) &&
+          pr_dim_known(X->dims[3]) && same_bytes(X->dims)))
         return -1; /* a real transposition */
     return is_reshape(n->op) ? 0 : -1;
 }
@@ -108,7 +114,7 @@ static precis_status move_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     const pr_node *n = k->node;
     int64_t yst[PR_MAX_RANK], xst[PR_MAX_RANK], s[PR_MAX_RANK];
     int lx = k->g->tensors[n->inputs[0]].layout, ly = k->g->tensors[n->outputs[0]].layout;
-    if (n->op == PR_OP_Reorder && lx != ly && X->rank == 4) {
+    if (n->op == PR_OP_Reorder && lx != ly && X->rank == 4 && !same_bytes(X->dims)) {
         /* walk the output in its memory order, read the input through its strides */
         int64_t N = X->dims[0], C = X->dims[1], H = X->dims[2], W = X->dims[3];
         int64_t d[4], xs[4], ys[4];

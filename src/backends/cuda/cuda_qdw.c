@@ -137,7 +137,7 @@ static precis_status qdw_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
                      (int)s->kh, (int)s->kw, (int)gm.s[1], (int)gm.s[2], (int)gm.pb[1],
                      (int)gm.pb[2], (int)gm.d[1], (int)gm.d[2],
                      k->g->tensors[k->node->inputs[0]].layout == PR_LAYOUT_NHWC,
-                     {0, 0, 0}, {0, 0, 0}};
+                     {0, 0, 0}, {0, 0, 0}, 1};
     q.ynhwc = k->g->tensors[k->node->outputs[0]].layout == PR_LAYOUT_NHWC;
     q.x_u8 = X->dtype == PRECIS_UINT8;
     q.q.N = s->C;

@@ -1,0 +1,419 @@
+// Implicit-GEMM fp16 / bf16 convolution on the Tensor Cores (mma.sync
+// m16n8k16, float32 accumulation) for NHWC activations, with the conv's
+// epilogue in the same kernel: y = a2(a1(conv(x) + bias) + z). No im2col
+// copy: each block gathers its A tile (rows m = (b, oh, ow), k = (r, s, c),
+// 8 channels a 16-byte chunk) straight from x with cp.async (zero-filled
+// outside the image), B from the weights [Nout][K] (k in the same order),
+// through a multistage shared-memory pipeline (cu_mma.cuh). A 1x1 conv is
+// the GEMM [N*H*W, C] x [C, Nout]. The epilogue stages one warp row's float
+// sums in shared memory and writes y 8 channels (16 bytes) a thread, the
+// residual read the same way: coalesced, one pass over y. A direct form
+// (PR_CU_HCONV_DIRECT) takes convs with few input channels (a stem).
+#include "backends/cuda/cu_common.cuh"
+#include "backends/cuda/cu_mma.cuh"
+
+using namespace prmma;
+
+namespace {
+
+constexpr int BKH = 32; // k elements a stage: 64-byte shared rows
+
+template <typename T> __device__ __forceinline__ void mma16(float *c, const uint32_t *a,
+                                                            const uint32_t *b);
+template <> __device__ __forceinline__ void mma16<__half>(float *c, const uint32_t *a,
+                                                          const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <> __device__ __forceinline__ void mma16<__nv_bfloat16>(float *c, const uint32_t *a,
+                                                                 const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// 8 consecutive channels: bias, a1, residual, a2, stored as 16 bytes.
+template <typename T>
+__device__ __forceinline__ void epi8(float *v, const pr_cu_hc &p, const float *bias,
+                                     const T *z, T *y, int64_t yi, int n) {
+    if (bias) {
+        float4 b0 = *(const float4 *)(bias + n), b1 = *(const float4 *)(bias + n + 4);
+        v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w;
+        v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
+    }
+    if (p.a1.kind != ACT_NONE)
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = act_apply(p.a1, v[j]);
+    if (z) {
+        uint4 zz = *(const uint4 *)(z + yi);
+        const T *zt = (const T *)&zz;
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] += tof(zt[j]);
+    }
+    if (p.a2.kind != ACT_NONE)
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = act_apply(p.a2, v[j]);
+    uint4 o;
+    T *ot = (T *)&o;
+#pragma unroll
+    for (int j = 0; j < 8; j++) ot[j] = fromf<T>(v[j]);
+    *(uint4 *)(y + yi) = o;
+}
+
+// BM x BN output tile, WM x WN warps, ST pipeline stages.
+template <typename T, int BM, int BN, int WM, int WN, int ST>
+__global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
+    k_hconv(const T *__restrict__ x, const T *__restrict__ w, const float *__restrict__ bias,
+            const T *__restrict__ z, T *__restrict__ y, pr_cu_hc p) {
+    constexpr int NT = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
+    constexpr int AP = BM * 4 / NT, BP = BN * 4 / NT; // 16-byte chunks a thread loads a stage
+    static_assert(AP >= 1 && BP >= 1 && NJ % 2 == 0, "tile shape");
+    __shared__ __align__(128) unsigned char smem[ST * (BM + BN) * ROW_BYTES];
+    unsigned char *sa = smem, *sb = smem + ST * BM * ROW_BYTES;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const int64_t M = p.N * p.OH * p.OW;
+    const int64_t m0 = (int64_t)blockIdx.x * BM;
+    const int n0 = blockIdx.y * BN;
+    const int chunk = tid & 3;
+    const int KT = (int)((p.K + BKH - 1) / BKH);
+    const int Ki = (int)p.K, Ci = (int)p.C, Nout = (int)p.Nout;
+
+    int64_t abase[AP];
+    int aih[AP], aiw[AP];
+#pragma unroll
+    for (int i = 0; i < AP; i++) {
+        int64_t m = m0 + (tid >> 2) + i * (NT / 4);
+        if (m < M) {
+            int64_t ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
+            abase[i] = b * p.H * p.W * p.C;
+            aih[i] = (int)(oh * p.sh - p.ph);
+            aiw[i] = (int)(ow * p.sw - p.pw);
+        } else {
+            abase[i] = 0;
+            aih[i] = -(1 << 28);
+            aiw[i] = 0;
+        }
+    }
+
+    auto load = [&](int stage, int kt) {
+        int kk = kt * BKH + chunk * 8;
+        bool kok = kk < Ki;
+        int tap = kk / Ci, c = kk - tap * Ci;
+        int r = tap / p.kw, s = tap - r * p.kw;
+#pragma unroll
+        for (int i = 0; i < AP; i++) {
+            int row = (tid >> 2) + i * (NT / 4);
+            int ih = aih[i] + r * p.dh, iw = aiw[i] + s * p.dw;
+            bool ok = kok && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+            const T *src = ok ? x + abase[i] + ((int64_t)ih * p.W + iw) * p.C + c : x;
+            cp16(smem_u32(sa + stage * BM * ROW_BYTES + swz(row, chunk)), src, ok);
+        }
+#pragma unroll
+        for (int i = 0; i < BP; i++) {
+            int row = (tid >> 2) + i * (NT / 4);
+            int n = n0 + row;
+            bool ok = kok && n < Nout;
+            const T *src = ok ? w + (int64_t)n * Ki + kk : w;
+            cp16(smem_u32(sb + stage * BN * ROW_BYTES + swz(row, chunk)), src, ok);
+        }
+    };
+
+    float acc[MI][NJ][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int v = 0; v < 4; v++) acc[i][j][v] = 0.0f;
+
+    for (int s = 0; s < ST - 1; s++) {
+        if (s < KT) load(s, s);
+        cp_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_wait<ST - 2>();
+        __syncthreads();
+        int nk = kt + ST - 1;
+        if (nk < KT) load(nk % ST, nk);
+        cp_commit();
+        const unsigned char *A = sa + (kt % ST) * BM * ROW_BYTES;
+        const unsigned char *B = sb + (kt % ST) * BN * ROW_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < 2; ks++) {
+            uint32_t af[MI][4], bf[NJ][2];
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                int row = wm * TM + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                ldsm4(af[i], smem_u32(A + swz(row, ks * 2 + (lane >> 4))));
+            }
+#pragma unroll
+            for (int j = 0; j < NJ; j += 2) {
+                int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
+                uint32_t t[4];
+                ldsm4(t, smem_u32(B + swz(row, ks * 2 + ((lane >> 3) & 1))));
+                bf[j][0] = t[0];
+                bf[j][1] = t[1];
+                bf[j + 1][0] = t[2];
+                bf[j + 1][1] = t[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++) mma16<T>(acc[i][j], af[i], bf[j]);
+        }
+    }
+    cp_wait<0>();
+
+    // epilogue: c0, c1 at (row g, cols 2t, 2t+1), c2, c3 at row g + 8, staged
+    // as float one warp row (wm) at a time, then 8 channels a thread.
+    const int g = lane >> 2, t4 = lane & 3;
+    constexpr int SP = BN + 8; // padded stage row (floats): conflict-free float2 writes
+    static_assert(TM * SP * 4 <= ST * (BM + BN) * ROW_BYTES, "stage fits");
+    float *stage = (float *)smem;
+    __syncthreads(); // the pipeline's buffers are free
+    for (int ph = 0; ph < WM; ph++) {
+        if (wm == ph) {
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                int nl = wn * TN + j * 8 + t4 * 2;
+#pragma unroll
+                for (int i = 0; i < MI; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        *(float2 *)&stage[(i * 16 + g + h * 8) * SP + nl] =
+                            make_float2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);
+            }
+        }
+        __syncthreads();
+        for (int idx = tid; idx < TM * (BN / 8); idx += NT) {
+            int row = idx / (BN / 8), c8 = idx - row * (BN / 8);
+            int64_t m = m0 + ph * TM + row;
+            int n = n0 + c8 * 8;
+            if (m >= M || n >= Nout) continue;
+            float v[8];
+            float4 s0 = *(const float4 *)&stage[row * SP + c8 * 8];
+            float4 s1 = *(const float4 *)&stage[row * SP + c8 * 8 + 4];
+            v[0] = s0.x, v[1] = s0.y, v[2] = s0.z, v[3] = s0.w;
+            v[4] = s1.x, v[5] = s1.y, v[6] = s1.z, v[7] = s1.w;
+            epi8<T>(v, p, bias, z, y, m * Nout + n, n);
+        }
+        __syncthreads();
+    }
+}
+
+// Small-M form (batch 1 on 7x7 / 14x14 maps, deep k): a 32x32 tile whose 4
+// warps each take every 4th k-tile (a split-K inside the block), summed
+// through shared memory before the epilogue. One thread loads one row of A
+// and one of B (all 4 k-tiles of a stage).
+template <typename T, int ST>
+__global__ void __launch_bounds__(128)
+    k_hconv_sk(const T *__restrict__ x, const T *__restrict__ w, const float *__restrict__ bias,
+               const T *__restrict__ z, T *__restrict__ y, pr_cu_hc p) {
+    constexpr int BM = 32, BN = 32, KS = 4, MI = 2, NJ = 4; // 128 threads
+    __shared__ __align__(128) unsigned char smem[ST * KS * (BM + BN) * ROW_BYTES];
+    unsigned char *sa = smem, *sb = smem + ST * KS * BM * ROW_BYTES;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int64_t M = p.N * p.OH * p.OW, m0 = (int64_t)blockIdx.x * BM;
+    const int n0 = blockIdx.y * BN, row = tid >> 2, chunk = tid & 3;
+    const int Ki = (int)p.K, Ci = (int)p.C, Nout = (int)p.Nout;
+    const int KT = (Ki + BKH - 1) / BKH, KTS = (KT + KS - 1) / KS;
+    int64_t abase = 0;
+    int aih = -(1 << 28), aiw = 0;
+    if (m0 + row < M) {
+        int64_t m = m0 + row, ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
+        abase = b * p.H * p.W * p.C;
+        aih = (int)(oh * p.sh - p.ph);
+        aiw = (int)(ow * p.sw - p.pw);
+    }
+    const int n = n0 + row;
+    auto load = [&](int stage, int kts) {
+#pragma unroll
+        for (int sub = 0; sub < KS; sub++) {
+            int kk = (kts * KS + sub) * BKH + chunk * 8;
+            bool kok = kk < Ki;
+            int tap = kk / Ci, c = kk - tap * Ci;
+            int r = tap / p.kw, q = tap - r * p.kw;
+            int ih = aih + r * p.dh, iw = aiw + q * p.dw;
+            bool ok = kok && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+            const T *src = ok ? x + abase + ((int64_t)ih * p.W + iw) * p.C + c : x;
+            cp16(smem_u32(sa + (stage * KS + sub) * BM * ROW_BYTES + swz(row, chunk)), src, ok);
+            bool okb = kok && n < Nout;
+            const T *srcb = okb ? w + (int64_t)n * Ki + kk : w;
+            cp16(smem_u32(sb + (stage * KS + sub) * BN * ROW_BYTES + swz(row, chunk)), srcb, okb);
+        }
+    };
+    float acc[MI][NJ][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int v = 0; v < 4; v++) acc[i][j][v] = 0.0f;
+    for (int s = 0; s < ST - 1; s++) {
+        if (s < KTS) load(s, s);
+        cp_commit();
+    }
+    for (int kt = 0; kt < KTS; kt++) {
+        cp_wait<ST - 2>();
+        __syncthreads();
+        int nk = kt + ST - 1;
+        if (nk < KTS) load(nk % ST, nk);
+        cp_commit();
+        const unsigned char *A = sa + ((kt % ST) * KS + warp) * BM * ROW_BYTES;
+        const unsigned char *B = sb + ((kt % ST) * KS + warp) * BN * ROW_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < 2; ks++) {
+            uint32_t af[MI][4], bf[NJ][2];
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                int r = i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                ldsm4(af[i], smem_u32(A + swz(r, ks * 2 + (lane >> 4))));
+            }
+#pragma unroll
+            for (int j = 0; j < NJ; j += 2) {
+                int r = j * 8 + (lane & 7) + (lane >> 4) * 8;
+                uint32_t t[4];
+                ldsm4(t, smem_u32(B + swz(r, ks * 2 + ((lane >> 3) & 1))));
+                bf[j][0] = t[0];
+                bf[j][1] = t[1];
+                bf[j + 1][0] = t[2];
+                bf[j + 1][1] = t[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++) mma16<T>(acc[i][j], af[i], bf[j]);
+        }
+    }
+    cp_wait<0>();
+    constexpr int SP = BN + 8;
+    static_assert(KS * BM * SP * 4 <= ST * KS * (BM + BN) * ROW_BYTES, "partial sums fit");
+    float *red = (float *)smem;
+    __syncthreads(); // the pipeline's buffers are free
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int j = 0; j < NJ; j++)
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                *(float2 *)&red[(warp * BM + i * 16 + g + h * 8) * SP + j * 8 + t4 * 2] =
+                    make_float2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);
+    __syncthreads();
+    { // 128 threads, 32 rows x 4 groups of 8 channels: one each
+        int r = tid >> 2, c8 = tid & 3;
+        int64_t m = m0 + r;
+        int nn = n0 + c8 * 8;
+        if (m < M && nn < Nout) {
+            float v[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                v[j] = 0.0f;
+#pragma unroll
+                for (int q = 0; q < KS; q++) v[j] += red[(q * BM + r) * SP + c8 * 8 + j];
+            }
+            epi8<T>(v, p, bias, z, y, m * Nout + nn, nn);
+        }
+    }
+}
+
+// Direct form for few input channels (a stem: C = 3): one thread a pixel and
+// 8 output channels, the float32 weights [kh * kw * C][Nout] in shared memory.
+template <typename T>
+__global__ void __launch_bounds__(256)
+    k_hconv_direct(const T *__restrict__ x, const float *__restrict__ w,
+                   const float *__restrict__ bias, const T *__restrict__ z, T *__restrict__ y,
+                   pr_cu_hc p) {
+    extern __shared__ float sw[];
+    const int nw = (int)(p.K * p.Nout), G = (int)(p.Nout / 8), Nout = (int)p.Nout;
+    for (int i = threadIdx.x; i < nw; i += blockDim.x) sw[i] = w[i];
+    __syncthreads();
+    const int64_t M = p.N * p.OH * p.OW, total = M * G;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        int g = (int)(idx % G);
+        int64_t m = idx / G, ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
+        float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int r = 0; r < p.kh; r++) {
+            int64_t ih = oh * p.sh - p.ph + r * p.dh;
+            if (ih < 0 || ih >= p.H) continue;
+            for (int q = 0; q < p.kw; q++) {
+                int64_t iw = ow * p.sw - p.pw + q * p.dw;
+                if (iw < 0 || iw >= p.W) continue;
+                const T *xp = x + ((b * p.H + ih) * p.W + iw) * p.C;
+                const float *wp = sw + (int64_t)((r * p.kw + q) * p.C) * Nout + g * 8;
+                for (int c = 0; c < (int)p.C; c++, wp += Nout) {
+                    float xv = tof(xp[c]);
+                    float4 w0 = *(const float4 *)wp, w1 = *(const float4 *)(wp + 4);
+                    v[0] += xv * w0.x, v[1] += xv * w0.y, v[2] += xv * w0.z, v[3] += xv * w0.w;
+                    v[4] += xv * w1.x, v[5] += xv * w1.y, v[6] += xv * w1.z, v[7] += xv * w1.w;
+                }
+            }
+        }
+        epi8<T>(v, p, bias, z, y, m * Nout + g * 8, g * 8);
+    }
+}
+
+template <typename T>
+int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *z, void *y,
+                  const pr_cu_hc *p) {
+    size_t smem = (size_t)(p->K * p->Nout) * sizeof(float);
+    if (!p->w32 || smem > 48 * 1024 || ((uintptr_t)p->w32 & 15)) return (int)cudaErrorInvalidValue;
+    int64_t total = p->N * p->OH * p->OW * (p->Nout / 8), blocks = (total + 255) / 256;
+    if (blocks > 132 * 8) blocks = 132 * 8; // a grid-stride loop: each block loads w once
+    k_hconv_direct<T><<<(unsigned)blocks, 256, smem, s>>>((const T *)x, p->w32, bias,
+                                                          (const T *)z, (T *)y, *p);
+    return launch_result();
+}
+
+template <typename T, int BM, int BN, int WM, int WN, int ST>
+int launch(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
+           void *y, const pr_cu_hc *p) {
+    int64_t M = p->N * p->OH * p->OW;
+    int64_t gx = (M + BM - 1) / BM, gy = (p->Nout + BN - 1) / BN;
+    if (gx >= (1LL << 31) || gy > 65535) return (int)cudaErrorInvalidValue;
+    k_hconv<T, BM, BN, WM, WN, ST><<<dim3((unsigned)gx, (unsigned)gy), WM * WN * 32, 0, s>>>(
+        (const T *)x, (const T *)w, bias, (const T *)z, (T *)y, *p);
+    return launch_result();
+}
+
+template <typename T>
+int launch_tile(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
+                void *y, const pr_cu_hc *p) {
+    switch (p->tile) {
+    case PR_CU_HCONV_128x128: return launch<T, 128, 128, 2, 4, 3>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_128x64: return launch<T, 128, 64, 2, 2, 4>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_64x64: return launch<T, 64, 64, 2, 2, 4>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_128x32: return launch<T, 128, 32, 4, 1, 4>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_32x32K4: {
+        int64_t gx = (p->N * p->OH * p->OW + 31) / 32, gy = (p->Nout + 31) / 32;
+        if (gx >= (1LL << 31) || gy > 65535) return (int)cudaErrorInvalidValue;
+        k_hconv_sk<T, 3><<<dim3((unsigned)gx, (unsigned)gy), 128, 0, s>>>(
+            (const T *)x, (const T *)w, bias, (const T *)z, (T *)y, *p);
+        return launch_result();
+    }
+    case PR_CU_HCONV_DIRECT: return launch_direct<T>(s, x, bias, z, y, p);
+    default: return (int)cudaErrorInvalidValue;
+    }
+}
+
+} // namespace
+
+extern "C" int pr_cu_hconv(void *stream, int dt, const void *x, const void *w, const float *bias,
+                           const void *z, void *y, const pr_cu_hc *p) {
+    int64_t M = p->N * p->OH * p->OW;
+    if (M <= 0 || p->Nout <= 0) return 0;
+    if ((p->C % 8 && p->tile != PR_CU_HCONV_DIRECT) || p->Nout % 8 || p->K != (int64_t)p->kh * p->kw * p->C || p->K >> 30 ||
+        p->Nout >> 30 || p->C >> 30 || p->H >> 30 || p->W >> 30 ||
+        (((uintptr_t)x | (uintptr_t)w | (uintptr_t)bias | (uintptr_t)z | (uintptr_t)y) & 15))
+        return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (dt == DT_F16) return launch_tile<__half>(s, x, w, bias, z, y, p);
+    if (dt == DT_BF16) return launch_tile<__nv_bfloat16>(s, x, w, bias, z, y, p);
+    return (int)cudaErrorInvalidValue;
+}

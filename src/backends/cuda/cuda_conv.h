@@ -1,0 +1,17 @@
+/* Shared by the cuda Conv impl's files (cuda_conv.c, cuda_conv_nhwc.c). */
+#ifndef PR_BACKENDS_CUDA_CUDA_CONV_H
+#define PR_BACKENDS_CUDA_CUDA_CONV_H
+
+#include <stdbool.h>
+
+#include "ir/graph.h"
+
+/* Our direct conv for few input channels (C % 8 != 0) takes a stem whose
+ * weights are at most this many (EfficientNet's 3x3x3x32 = 864: FMA math,
+ * a thread a pixel; ResNet-50's 7x7x3x64 = 9408 stays on cuDNN NCHW). */
+#define HC_DIRECT_MAX 4096
+
+/* Does the Conv / FusedConv n (supported by the impl) run NHWC? */
+bool pr_cu_conv_nhwc_ok(const pr_graph *g, const pr_node *n);
+
+#endif
