@@ -252,7 +252,8 @@ static void test_qdwconv(void) {
         qc_free(in, 5);
     }
     /* 17..32 channels, int8 src, fused epilogues, column stride 1: all
-     * linear (qdw_lin_ok); uint8 src, float out, 16 channels or fewer, column
+     * linear (qdw_lin_ok); uint8 src (17 channels: not the direct path),
+     * float out, 16 channels or fewer, column
      * stride 2 stay on oneDNN */
     static const qconv_case sm[] = {
         {"dw 32 5x5 stride 2x1", 2, 32, 6, 20, 32, 5, 5, 32, 2, 1, 1, 1, {2, 2, 2, 2}, NULL},
@@ -273,7 +274,7 @@ static void test_qdwconv(void) {
                                        {1, 1, 1, 1}, NULL},
                                 s2 = {"dw 32 stride 2", 1, 32, 8, 8, 32, 3, 3, 32, 2, 2, 1, 1,
                                       {1, 1, 1, 1}, NULL};
-        const qconv_case *c = v == 2 ? &s16 : v == 3 ? &s2 : &sm[1];
+        const qconv_case *c = v == 2 ? &s16 : v == 3 ? &s2 : v == 0 ? &sm[2] : &sm[1];
         pr_dtype xd = v == 0 ? PRECIS_UINT8 : PRECIS_INT8;
         qconv_node(&q, c, xd, v == 1 ? PRECIS_FLOAT32 : PRECIS_INT8);
         qconv_inputs(c, xd, true, PRECIS_UNDEFINED, true, in);
@@ -304,6 +305,71 @@ static void test_qdwconv(void) {
         qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_qdwconv, 2, 1, false, "qdwconv zero w_scale");
         qc_free(in, 5);
     }
+}
+
+/* qdwconv's direct path (k_qdwdirect.c): uint8 src of 8, 16 or 32 channels,
+ * int8/uint8 out, fused acts; pixel pairs (8 channels, column stride 1) with
+ * an odd last pixel, 8-pixel blocks and their tails, strides, dilation,
+ * asymmetric pads, batch, rows split over 2 threads, the oneDNN fallback
+ * over QDW_DIRECT_MAX_PIX pixels, 24 channels at column stride 1 (declined
+ * at 2) and float out declined. */
+static void test_qdw_direct(void) {
+    static const qconv_case dc[] = {
+        {"direct 8 3x3 stride 2x1", 2, 8, 12, 37, 8, 3, 3, 8, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"direct 32 3x3", 1, 32, 6, 29, 32, 3, 3, 32, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"direct 16 5x5 stride 2", 3, 16, 9, 11, 16, 5, 5, 16, 2, 2, 1, 1, {2, 2, 2, 2}, NULL},
+        {"direct 8 stride 2 (no pairs)", 1, 8, 10, 13, 8, 3, 3, 8, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"direct 32 dilation 2 asym pads", 1, 32, 8, 9, 32, 3, 3, 32, 1, 1, 2, 2, {0, 1, 2, 0},
+         NULL},
+        {"direct 32 wide (2 threads split rows)", 1, 32, 24, 96, 32, 3, 3, 32, 2, 1, 1, 1,
+         {1, 1, 1, 1}, NULL},
+        {"direct 8 over 4096 px (oneDNN)", 1, 8, 70, 70, 8, 3, 3, 8, 1, 1, 1, 1, {1, 1, 1, 1},
+         NULL},
+        {"direct 24 3x3 stride 2x1", 2, 24, 12, 23, 24, 3, 3, 24, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"direct 24 5x5 dilation 2x1 asym pads", 1, 24, 9, 30, 24, 5, 5, 24, 1, 1, 2, 1,
+         {3, 0, 1, 2}, NULL},
+        {"direct 16 7x1 one column", 1, 16, 11, 1, 16, 7, 1, 16, 1, 1, 1, 1, {3, 0, 3, 0}, NULL},
+        {"direct 32 wide stride 1 batch 3", 3, 32, 5, 61, 32, 3, 3, 32, 1, 1, 1, 1, {1, 1, 1, 1},
+         NULL},
+    };
+    static const pr_dtype YT[2] = {PRECIS_UINT8, PRECIS_INT8};
+    static const qact relu6 = {"Clip", 0, 6}, hsw = {"HardSwish", 0, 0}, aff = {"Affine", 1.5f, -0.25f};
+    const qact *A1[4] = {&ACTS[0], NULL, &relu6, &hsw};
+    qnode q;
+    qc_in in[5];
+    qconv_node(&q, &dc[0], PRECIS_UINT8, PRECIS_UINT8);
+    qconv_inputs(&dc[0], PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+    bool ok = qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv);
+    qc_free(in, 5);
+    if (!ok) {
+        printf("qdwconv direct: declined (no AVX512-VNNI on %s): skipped\n", pr_cpu_isa_name());
+        return;
+    }
+    qconv_impl = &pr_cpu_impl_qdwconv;
+    int k = 0;
+    for (size_t i = 0; i < sizeof dc / sizeof dc[0]; i++)
+        for (int y = 0; y < 2; y++)
+            for (int a = 0; a < 4; a++)
+                for (int f = 0; f < 2; f++, k++)
+                    qconv_one(&dc[i], PRECIS_UINT8, YT[y], k % 5 != 4, PRECIS_UNDEFINED, true,
+                              A1[a], f ? &aff : NULL, 1 + (k / 2) % 2, dc[i].name);
+    qconv_impl = &pr_cpu_impl_dnnl_qconv;
+    static const qconv_case c24 = {"dw 24 stride 2", 1, 24, 6, 9, 24, 3, 3, 24, 2, 2, 1, 1,
+                                   {1, 1, 1, 1}, NULL};
+    for (int v = 0; v < 2; v++) {
+        const qconv_case *c = v ? &dc[1] : &c24;
+        qconv_node(&q, c, PRECIS_UINT8, v ? PRECIS_FLOAT32 : PRECIS_UINT8);
+        qconv_inputs(c, PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+        CHECK(!qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv));
+        qc_free(in, 5);
+    }
+    /* zero w_scale channels: act(bias) */
+    qconv_node(&q, &dc[1], PRECIS_UINT8, PRECIS_UINT8);
+    qconv_inputs(&dc[1], PRECIS_UINT8, true, PRECIS_UNDEFINED, true, in);
+    float *ws = in[2].data;
+    ws[0] = ws[17] = ws[31] = 0.0f;
+    qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_qdwconv, 1, 1, false, "qdwconv direct zero w_scale");
+    qc_free(in, 5);
 }
 
 #define SYM(i) pr_dim_from_sym(i)
@@ -1417,6 +1483,7 @@ int main(int argc, char **argv) {
         test_qconv_symbolic();
         test_qconv_inplace();
         test_qdwconv();
+        test_qdw_direct();
         test_qmatmul();
     }
     test_quant();

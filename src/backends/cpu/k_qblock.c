@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/cpu/qblock.h"
+#include "backends/cpu/k_qdwconv.h"
 #include "backends/cpu/k_qfc.h"
 
 struct pr_cpu_block {
@@ -44,6 +45,7 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
     const pr_node *d = nodes[i], *p = nodes[i + 1], *f1 = nodes[i + 2], *f2 = nodes[i + 3],
                   *m = nodes[i + 4];
     if (!own(impls[i], "qdwconv") || !is_op(d, PR_OP_QConv, NULL)) return 0;
+    if (!pr_qdw_block_ok(states[i])) return 0; /* its large images run oneDNN */
     if (i == 1 && !feeds(nodes[0], d, 0)) return 0;
     if (!own(impls[i + 1], "pool") || !is_op(p, PR_OP_QPool, "GlobalAveragePool") ||
         !feeds(d, p, 0))

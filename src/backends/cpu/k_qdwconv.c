@@ -578,6 +578,12 @@ static precis_status qdw_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
                           (long long)X->dims[0], (long long)s->C, (long long)geo.out[0],
                           (long long)geo.out[1]);
     if (Y->numel == 0) return PRECIS_OK;
+    if (s->direct) {
+        const int64_t dg[10] = {X->dims[2],    X->dims[3],    geo.out[0],    geo.out[1],
+                                geo.stride[0], geo.stride[1], geo.dil[0],    geo.dil[1],
+                                geo.pad_b[0],  geo.pad_b[1]};
+        return pr_qdw_direct_run(s, k, x, dg);
+    }
 #ifdef PR_CPU_X86
     qdw_geo g = {X->dims[2], X->dims[3], geo.out[0], geo.out[1], geo.stride[0], geo.stride[1],
                  geo.dil[0], geo.dil[1], geo.pad_b[0], geo.pad_b[1], 0};
@@ -594,7 +600,9 @@ static precis_status qdw_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
 }
 
 static const char *qdw_describe(void *state) {
-    (void)state;
+    const qdw_state *s = state;
+    if (s && s->direct)
+        return s->big ? "qdwconv.direct (dnnl.qconv over 4096 px)" : "qdwconv.direct";
     return "qdwconv.avx512_vnni";
 }
 

@@ -26,7 +26,16 @@ typedef struct qdw_state {
     int8_t *wimg[4][4];
     int32_t *iinit[4][4];
     int64_t img_oh[4], img_pt, img_sh;
+    /* the direct path (k_qdwdirect.c): uint8 src of 8, 16, 24 or 32 channels */
+    bool direct;
+    int64_t Cv;        /* lcm(C, 16): lanes of the weight patterns */
+    float *dwf;        /* [KH * KW][Cv] the weights as floats, lane l channel l % C */
+    float *dsc, *dbi;  /* [Cv] x_scale * w_scale, B, lane l channel l % C */
+    void *big;         /* dnnl.qconv's state for images over QDW_DIRECT_MAX_PIX */
 } qdw_state;
+
+/* The direct path's image limit (input pixels); larger run on s->big. */
+#define QDW_DIRECT_MAX_PIX 4096
 
 
 bool pr_qdw_supports(const pr_graph *g, const pr_node *n);
@@ -35,5 +44,18 @@ precis_status pr_qdw_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_c
 void pr_qdw_destroy(void *state);
 /* Whether the epilogue fuses (see qdw_ep in k_qdwconv.c). */
 bool pr_qdw_fused(const qdw_state *s);
+/* Whether node n goes to the direct path (src uint8, 8-32 channels, a
+ * fused epilogue); its weights and the fallback (k_qdwdirect.c). */
+bool pr_qdw_direct_ok(const pr_graph *g, const pr_node *n);
+precis_status pr_qdw_direct_prepare(qdw_state *s, const pr_graph *g, const pr_node *n,
+                                    const pr_cpu_cfg *cfg, const int8_t *w, const float *ws,
+                                    const float *bv, float xs);
+void pr_qdw_direct_free(qdw_state *s);
+/* Image batch X (N, IH, IW, C) -> Y with the geometry of qdw_run; scratch
+ * from x. */
+precis_status pr_qdw_direct_run(const qdw_state *s, pr_kernel *k, pr_cpu_exec *x,
+                                const int64_t geo[10]);
+/* Whether a block may run this state inside its region (no oneDNN in it). */
+bool pr_qdw_block_ok(const void *state);
 
 #endif

@@ -83,7 +83,8 @@ bool pr_qdw_supports(const pr_graph *g, const pr_node *n) {
         int ns = pr_attr_ints(n, "strides", &sv);
         small = ns < 2 || sv[1] == 1;
     }
-    if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40) && !small) return false;
+    if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40) && !small && !pr_qdw_direct_ok(g, n))
+        return false;
     if (W->dims[2] < 1 || W->dims[2] > QDW_MAXK || W->dims[3] < 1 || W->dims[3] > QDW_MAXK)
         return false;
     if (!is_init(S, PRECIS_FLOAT32) || S->rank != 1 || S->dims[0] != C) return false;
@@ -141,6 +142,7 @@ void pr_qdw_destroy(void *state) {
     free(s->qcomp);
     free(s->sc);
     free(s->bias);
+    pr_qdw_direct_free(s);
     for (int i = 0; i < 4; i++)
         for (int o = 0; o < 4; o++) {
             free(s->wimg[i][o]);
@@ -203,7 +205,6 @@ static bool qdw_img_tables(qdw_state *s, const pr_node *n, const int8_t *w, cons
 
 precis_status pr_qdw_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
                                  void **state, pr_err *e) {
-    (void)cfg;
     *state = NULL;
     if (!pr_qdw_supports(g, n))
         return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by qdwconv",
@@ -259,6 +260,10 @@ precis_status pr_qdw_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_c
         s->init[v] = s8 ? -128 * sum : 0;
         s->sc[v] = zero ? 1.0f : xs * ws[c];
         s->bias[v] = bv ? bv[c] : 0.0f;
+    }
+    if (pr_qdw_direct_ok(g, n) && pr_qdw_direct_prepare(s, g, n, cfg, w, ws, bv, xs)) {
+        pr_qdw_destroy(s);
+        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
     if (!qdw_img_off() && !qdw_img_tables(s, n, w, ws)) {
         pr_qdw_destroy(s);

@@ -307,6 +307,39 @@ static bool per_channel_of(const pr_buf *v, const pr_buf *o) {
     return d[2] == 1 && d[3] == 1 && d[1] == o->dims[1] && (d[0] == 1 || d[0] == o->dims[0]);
 }
 
+/* One tile task of qb_run_tiled: image q / segs, T values from (q % segs) * T. */
+typedef struct qb_tiles {
+    const pr_buf *f;
+    pr_buf *o;
+    const float *tile;
+    const qbparam *p;
+    pr_cpu_bin_row fn;
+    pr_dtype fd;
+    float fs;
+    int64_t E, T, nc, segs;
+    size_t ef, eo;
+    int jc;
+    bool fast;
+} qb_tiles;
+
+static void qb_tile(const qb_tiles *t, int64_t q) {
+    const int64_t n = q / t->segs, i0 = (q % t->segs) * t->T,
+                  len = t->E - i0 < t->T ? t->E - i0 : t->T;
+    const char *fp = (const char *)t->f->data + (size_t)(n * t->E + i0) * t->ef;
+    const float *tp = t->tile + (t->nc > 1 ? n * t->T : 0);
+    char *op = (char *)t->o->data + (size_t)(n * t->E + i0) * t->eo;
+#ifdef PR_CPU_X86
+    if (t->fast) {
+        qv_mul_tile(fp, t->fd, t->fs, tp, op, t->p->dout, len, t->p->inv);
+        return;
+    }
+#endif
+    if (t->jc)
+        t->fn(fp, 1, tp, 1, op, len, t->p);
+    else
+        t->fn(tp, 1, fp, 1, op, len, t->p);
+}
+
 /* NHWC output, one operand of its shape and layout, the other per channel
  * ([N|1, C, 1, 1]): the binary driver would make rows of C elements, one
  * call each. Instead the per-channel operand's real values are tiled to 16
@@ -359,23 +392,13 @@ static bool qb_run_tiled(const qbstate *s, const pr_buf *a, const pr_buf *b, pr_
     const size_t ef = pr_dtype_size(f->dtype), eo = pr_dtype_size(o->dtype);
     const int64_t segs = (E + T - 1) / T, tasks = N * segs;
     if (o->numel < PR_CPU_PAR_MIN) nt = 1;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t q = 0; q < tasks; q++) {
-        const int64_t n = q / segs, i0 = (q % segs) * T, len = E - i0 < T ? E - i0 : T;
-        const char *fp = (const char *)f->data + (size_t)(n * E + i0) * ef;
-        const float *tp = tile + (nc > 1 ? n * T : 0);
-        char *op = (char *)o->data + (size_t)(n * E + i0) * eo;
-#ifdef PR_CPU_X86
-        if (fast) {
-            qv_mul_tile(fp, fd, fs, tp, op, p.dout, len, p.inv);
-            continue;
-        }
-#endif
-        if (jc)
-            fn(fp, 1, tp, 1, op, len, &p);
-        else
-            fn(tp, 1, fp, 1, op, len, &p);
+    const qb_tiles t = {f, o, tile, &p, fn, fd, fs, E, T, nc, segs, ef, eo, jc, fast};
+    if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
+        for (int64_t q = 0; q < tasks; q++) qb_tile(&t, q);
+        return true;
     }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t q = 0; q < tasks; q++) qb_tile(&t, q);
     return true;
 }
 

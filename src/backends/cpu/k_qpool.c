@@ -122,6 +122,18 @@ KN_AVX512 static void kq_nhwc_row_512(const uint8_t *xn, uint8_t *yrow, uint8_t 
     }
 }
 
+/* Output row q % Ho of image q / Ho (NHWC max pooling). */
+static void kq_max_task(const uint8_t *xd, uint8_t *yd, uint8_t flip, const kp_geom *g, int64_t C,
+                        int64_t q, bool v512, uint8_t *acc) {
+    const int64_t n = q / g->Ho, oy = q % g->Ho;
+    const uint8_t *xn = xd + n * g->H * g->W * C;
+    uint8_t *yrow = yd + (n * g->Ho + oy) * g->Wo * C;
+    if (v512)
+        kq_nhwc_row_512(xn, yrow, flip, g, C, oy);
+    else
+        kq_nhwc_row_scalar(xn, yrow, flip, g, C, oy, acc);
+}
+
 precis_status pr_kq_maxpool(const kp_state *s, pr_kernel *k, pr_cpu_exec *x, const pr_buf *X,
                                 pr_buf *Y, kp_geom *g) {
     const int64_t N = X->dims[0], C = X->dims[1];
@@ -137,17 +149,14 @@ precis_status pr_kq_maxpool(const kp_state *s, pr_kernel *k, pr_cpu_exec *x, con
         uint8_t *acc = NULL;
         if (!v512 && !(acc = pr_cpu_scratch(x, (size_t)nt * per)))
             return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t q = 0; q < tasks; q++) {
-            const int64_t n = q / g->Ho, oy = q % g->Ho;
-            const uint8_t *xn = xd + n * g->H * g->W * C;
-            uint8_t *yrow = yd + (n * g->Ho + oy) * g->Wo * C;
-            if (v512)
-                kq_nhwc_row_512(xn, yrow, flip, g, C, oy);
-            else
-                kq_nhwc_row_scalar(xn, yrow, flip, g, C, oy,
-                                   acc + (size_t)omp_get_thread_num() * per);
+        if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
+            for (int64_t q = 0; q < tasks; q++) kq_max_task(xd, yd, flip, g, C, q, v512, acc);
+            return PRECIS_OK;
         }
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t q = 0; q < tasks; q++)
+            kq_max_task(xd, yd, flip, g, C, q, v512,
+                        acc ? acc + (size_t)omp_get_thread_num() * per : NULL);
         return PRECIS_OK;
     }
     int64_t L = g->pl + g->W + g->pr, need = (g->Wo - 1) * g->sw + (g->kw - 1) * g->dw + 1;

@@ -280,60 +280,88 @@ static int threads_for(int64_t n, int threads) {
     return chunks < threads ? (int)chunks : threads;
 }
 
+static void quant_chunk(const void *x, pr_dtype xdt, float sc, void *y, bool u8, int64_t n,
+                        int64_t c, bool v512) {
+    int64_t i0 = c * QCHUNK, i1 = i0 + QCHUNK < n ? i0 + QCHUNK : n;
+#ifdef PR_CPU_X86
+    if (v512) {
+        quant_512(x, xdt, sc, y, u8, i0, i1);
+        return;
+    }
+#endif
+    (void)v512;
+    quant_scalar(x, xdt, sc, y, u8, i0, i1);
+}
+
+/* Drivers: no region at one thread (even a serial one costs ~0.3 us,
+ * NOTES.md session 11). */
 static void quant_run(const void *x, pr_dtype xdt, float sc, void *y, bool u8, int64_t n, int nt,
                       bool v512) {
     int64_t chunks = (n + QCHUNK - 1) / QCHUNK;
     nt = threads_for(n, nt);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i0 = c * QCHUNK, i1 = i0 + QCHUNK < n ? i0 + QCHUNK : n;
-#ifdef PR_CPU_X86
-        if (v512) {
-            quant_512(x, xdt, sc, y, u8, i0, i1);
-            continue;
-        }
-#endif
-        quant_scalar(x, xdt, sc, y, u8, i0, i1);
+    if (nt < 2) {
+        for (int64_t c = 0; c < chunks; c++) quant_chunk(x, xdt, sc, y, u8, n, c, v512);
+        return;
     }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < chunks; c++) quant_chunk(x, xdt, sc, y, u8, n, c, v512);
 }
 
 /* Rows of C channels, each channel with its scale. */
+static void quant_rows_chunk(const void *x, pr_dtype xdt, const float *sc, int64_t C, void *y,
+                             bool u8, int64_t rows, int64_t per, int64_t ch, bool v512) {
+    int64_t r1 = (ch + 1) * per < rows ? (ch + 1) * per : rows;
+    for (int64_t r = ch * per; r < r1; r++) {
+        int64_t i0 = r * C;
+#ifdef PR_CPU_X86
+        if (v512) {
+            quant_row_512(x, xdt, sc, y, u8, i0, C);
+            continue;
+        }
+#endif
+        (void)v512;
+        for (int64_t c = 0; c < C; c++) quant_scalar(x, xdt, sc[c], y, u8, i0 + c, i0 + c + 1);
+    }
+}
+
 static void quant_rows(const void *x, pr_dtype xdt, const float *sc, int64_t C, void *y, bool u8,
                        int64_t n, int nt, bool v512) {
     int64_t rows = n / C, per = QCHUNK / C > 0 ? QCHUNK / C : 1;
     int64_t chunks = (rows + per - 1) / per;
     nt = threads_for(n, nt);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t ch = 0; ch < chunks; ch++) {
-        int64_t r1 = (ch + 1) * per < rows ? (ch + 1) * per : rows;
-        for (int64_t r = ch * per; r < r1; r++) {
-            int64_t i0 = r * C;
-#ifdef PR_CPU_X86
-            if (v512) {
-                quant_row_512(x, xdt, sc, y, u8, i0, C);
-                continue;
-            }
-#endif
-            for (int64_t c = 0; c < C; c++) quant_scalar(x, xdt, sc[c], y, u8, i0 + c, i0 + c + 1);
-        }
+    if (nt < 2) {
+        for (int64_t ch = 0; ch < chunks; ch++)
+            quant_rows_chunk(x, xdt, sc, C, y, u8, rows, per, ch, v512);
+        return;
     }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t ch = 0; ch < chunks; ch++)
+        quant_rows_chunk(x, xdt, sc, C, y, u8, rows, per, ch, v512);
+}
+
+static void dequant_chunk(const void *q, bool u8, float sc, void *y, pr_dtype ydt, int64_t n,
+                          int64_t c, bool v512) {
+    int64_t i0 = c * QCHUNK, i1 = i0 + QCHUNK < n ? i0 + QCHUNK : n;
+#ifdef PR_CPU_X86
+    if (v512) {
+        dequant_512(q, u8, sc, y, ydt, i0, i1);
+        return;
+    }
+#endif
+    (void)v512;
+    dequant_scalar(q, u8, sc, y, ydt, i0, i1);
 }
 
 static void dequant_run(const void *q, bool u8, float sc, void *y, pr_dtype ydt, int64_t n, int nt,
                         bool v512) {
     int64_t chunks = (n + QCHUNK - 1) / QCHUNK;
     nt = threads_for(n, nt);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i0 = c * QCHUNK, i1 = i0 + QCHUNK < n ? i0 + QCHUNK : n;
-#ifdef PR_CPU_X86
-        if (v512) {
-            dequant_512(q, u8, sc, y, ydt, i0, i1);
-            continue;
-        }
-#endif
-        dequant_scalar(q, u8, sc, y, ydt, i0, i1);
+    if (nt < 2) {
+        for (int64_t c = 0; c < chunks; c++) dequant_chunk(q, u8, sc, y, ydt, n, c, v512);
+        return;
     }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < chunks; c++) dequant_chunk(q, u8, sc, y, ydt, n, c, v512);
 }
 
 #define QPIX 1024 /* pixels per piece of the NHWC quantize */
