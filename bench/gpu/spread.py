@@ -3,9 +3,9 @@
 
     spread.py --precis PATH/TO/precis --out DIR [--runs 5] SPEC...   SPEC: MODEL=BATCH:PRECISION
 
-For each SPEC (MODEL: bert / minilm exported by bench.py into --work, or a path to an .onnx
-with --shapes-of), `precis bench` runs --runs times, each in a new process, in two
-variants interleaved:
+For each SPEC (MODEL: bert or minilm, exported by bench.py into --work when missing; their
+three inputs at sequence 128), `precis bench` runs --runs times, each in a new process, in
+four variants interleaved:
   timed   the default: every process times its own algorithm choices (cuBLASLt
           candidates, the flash-attention form) while it prepares;
   cached  the choices read from one timing cache made by a first process
