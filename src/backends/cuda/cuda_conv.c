@@ -477,6 +477,20 @@ fail:
     return st;
 }
 
+/* src [rows][cols] uploaded as float32 [cols][rows] (the depthwise kernel's
+ * and the direct implicit GEMM's weight orders). */
+static precis_status upload_transposed(const float *src, int64_t rows, int64_t cols, float **out,
+                                       cudaStream_t stream, pr_err *e) {
+    int64_t n = rows * cols;
+    float *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
+    if (!t) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) t[c * rows + r] = src[r * cols + c];
+    precis_status st = pr_cu_upload_as(t, n, PRECIS_FLOAT32, (void **)out, stream, e);
+    free(t);
+    return st;
+}
+
 static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                   void **out, pr_err *e) {
     precis_status st = PRECIS_OK;
@@ -536,19 +550,9 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
         const char *dv = getenv("PRECIS_CUDA_DWCONV");
         s->dw_mode = dv && !strcmp(dv, "0") ? 0 : dv && !strcmp(dv, "1") ? 2 : 1;
     }
-    if (s->dw_mode) { /* K, 1, kh, kw -> [kh * kw][C] */
-        int64_t taps = s->kh * s->kw;
-        float *t = malloc((size_t)(taps * s->C) * sizeof *t);
-        if (!t) {
-            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-            goto fail;
-        }
-        for (int64_t c = 0; c < s->C; c++)
-            for (int64_t r = 0; r < taps; r++) t[r * s->C + c] = wf[c * taps + r];
-        st = pr_cu_upload_as(t, taps * s->C, PRECIS_FLOAT32, (void **)&s->dw_w, stream, e);
-        free(t);
-        if (st) goto fail;
-    }
+    /* K, 1, kh, kw -> [kh * kw][C] */
+    if (s->dw_mode && (st = upload_transposed(wf, s->C, s->kh * s->kw, &s->dw_w, stream, e)))
+        goto fail;
     s->nhwc = X->layout == PR_LAYOUT_NHWC;
     s->fmt = s->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     if (s->nhwc) { /* K, C/g, kh, kw -> K, kh, kw, C/g */
@@ -590,18 +594,9 @@ static precis_status conv_prepare(const pr_graph *g, const pr_node *n, const pr_
         const char *hv = getenv("PRECIS_CUDA_HCONV");
         s->hc_mode = hv && !strcmp(hv, "0") ? 0 : hv && !strcmp(hv, "1") ? 2 : 1;
     }
-    if (s->hc_mode && s->C % 8) { /* the direct form: [K][kh * kw * C] -> [kh * kw * C][K] */
-        float *t = malloc((size_t)(kc * s->K) * sizeof *t);
-        if (!t) {
-            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-            goto fail;
-        }
-        for (int64_t k = 0; k < s->K; k++)
-            for (int64_t j = 0; j < kc; j++) t[j * s->K + k] = wf[k * kc + j];
-        st = pr_cu_upload_as(t, kc * s->K, PRECIS_FLOAT32, (void **)&s->hc_w32, stream, e);
-        free(t);
-        if (st) goto fail;
-    }
+    /* the direct form: [K][kh * kw * C] -> [kh * kw * C][K] */
+    if (s->hc_mode && s->C % 8 && (st = upload_transposed(wf, s->K, kc, &s->hc_w32, stream, e)))
+        goto fail;
     DNN_TRY(cudnnCreateFilterDescriptor(&s->wd));
     DNN_TRY(cudnnSetFilter4dDescriptor(s->wd, s->ddt, s->fmt, (int)s->K, (int)W->dims[1],
                                        (int)s->kh, (int)s->kw));
