@@ -16,6 +16,8 @@ import tempfile
 
 import numpy as np
 
+from checks import Checks
+
 CACHE = os.environ.get("PRECIS_CACHE") or os.path.expanduser("~/.cache/precis")
 M = os.path.join(CACHE, "models")
 
@@ -41,14 +43,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--precis", required=True)
     a = ap.parse_args()
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        if not ok:
-            print("FAIL", what)
+    check = Checks()
 
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as d:
@@ -100,8 +95,7 @@ def main():
                 check(said, f"{name} {label}: bench does not report the split: {r.stdout[-300:]}{r.stderr[-300:]}")
                 print(f"  {name:13s} {label:13s} max rel diff split vs whole {worst:.2e}"
                       f"{'' if said else ' (not split)'}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.finish()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import time
 
 import numpy as np
 
+from checks import Checks
+
 CACHE = os.environ.get("PRECIS_CACHE") or os.path.expanduser("~/.cache/precis")
 MODEL = os.path.join(CACHE, "models/minilm/all-MiniLM-L6-v2.onnx")
 WEIGHTS = os.path.join(CACHE, "models/minilm/model.safetensors")
@@ -105,19 +107,7 @@ def numpy_forward(w, ids, mask, tt, layers=6, heads=12, eps=1e-12):
     return x, mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
 
 
-# ---------------------------------------------------------------- checks
-class Checks:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, what):
-        print(f"  {'PASS' if ok else 'FAIL'}  {what}")
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-
-
+# ---------------------------------------------------------------- running precis
 def run_precis(precis, feeds, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     cmd = [precis, "run", MODEL]
@@ -157,7 +147,7 @@ def main():
     import onnxruntime as ort
     sess = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"])
     w = read_safetensors(WEIGHTS)
-    c = Checks()
+    c = Checks(verbose=True)
 
     data = {s: load_split(s) for s in SPLITS}
     ort_out = {s: dict(zip(OUTPUTS, sess.run(list(OUTPUTS), data[s][0]))) for s in SPLITS}
@@ -165,7 +155,7 @@ def main():
                                                        data["calib"][0]["attention_mask"])}
     ids_e = {tuple(r[m.astype(bool)]) for r, m in zip(data["eval"][0]["input_ids"],
                                                       data["eval"][0]["attention_mask"])}
-    c.check(not (ids_c & ids_e) and len(ids_c) == len(data["calib"][1])
+    c(not (ids_c & ids_e) and len(ids_c) == len(data["calib"][1])
             and len(ids_e) == len(data["eval"][1]),
             f"data: calibration ({len(ids_c)}) and evaluation ({len(ids_e)}) sentences are "
             "distinct and never overlap")
@@ -179,7 +169,7 @@ def main():
         ce = min(cosine(a, b) for a, b in zip(ort_out[s]["sentence_embedding"], e))
         dh = float(np.abs(masked(ort_out[s]["last_hidden_state"], mask) - masked(h, mask)).max())
         de = float(np.abs(ort_out[s]["sentence_embedding"] - e).max())
-        c.check(ch > 0.99999 and ce > 0.99999,
+        c(ch > 0.99999 and ce > 0.99999,
                 f"{s}: last_hidden_state cosine {ch:.8f} (max abs {dh:.2e}), "
                 f"sentence_embedding min per-sentence cosine {ce:.8f} (max abs {de:.2e})")
 
@@ -198,12 +188,12 @@ def main():
                     ("different topics", cross)):
         print(f"       {name:<24} n={len(v):<4} min {min(v):.3f}  mean {np.mean(v):.3f}  "
               f"max {max(v):.3f}")
-    c.check(min(para) > 0.7, f"every paraphrase pair > 0.7 (min {min(para):.3f})")
-    c.check(max(cross) < 0.3, f"every different-topic pair < 0.3 (max {max(cross):.3f})")
+    c(min(para) > 0.7, f"every paraphrase pair > 0.7 (min {min(para):.3f})")
+    c(max(cross) < 0.3, f"every different-topic pair < 0.3 (max {max(cross):.3f})")
     nn = nearest(emb)
     hits = sum(labels[i]["topic"] == labels[j]["topic"] and labels[i]["pair"] == labels[j]["pair"]
                for i, j in enumerate(nn))
-    c.check(hits == n, f"nearest neighbour is the paraphrase for {hits}/{n} sentences")
+    c(hits == n, f"nearest neighbour is the paraphrase for {hits}/{n} sentences")
 
     print("(c) precis (ref backend) vs ONNX Runtime, evaluation set")
     out_dir = args.out or tempfile.mkdtemp(prefix="precis-minilm-")
@@ -212,28 +202,27 @@ def main():
         got, log = run_precis(args.precis, f, out_dir)
     except RuntimeError as e:
         print(f"  precis failed: {e}")
-        c.check(False, "precis run")
+        c(False, "precis run")
     else:
         print("       " + log.replace("\n", "\n       "))
         for name in OUTPUTS:
             a, b = got[name], ort_out["eval"][name]
             if a.shape != b.shape:
-                c.check(False, f"{name}: shape {a.shape} vs ORT {b.shape}")
+                c(False, f"{name}: shape {a.shape} vs ORT {b.shape}")
                 continue
             if name == "last_hidden_state":
                 a, b = masked(a, f["attention_mask"]), masked(b, f["attention_mask"])
             cs, d = cosine(a, b), float(np.abs(a.astype(np.float64) - b).max())
-            c.check(cs >= args.min_cosine,
+            c(cs >= args.min_cosine,
                     f"{name}: cosine {cs:.8f}, max abs diff {d:.2e} (need >= {args.min_cosine})")
         e_p, e_o = got["sentence_embedding"].astype(np.float64), ort_out["eval"]["sentence_embedding"]
         worst = min(cosine(x, y) for x, y in zip(e_p, e_o))
         agree = int((nearest(e_p) == nearest(e_o.astype(np.float64))).sum())
-        c.check(agree == len(e_p) and worst >= args.min_cosine,
+        c(agree == len(e_p) and worst >= args.min_cosine,
                 f"nearest neighbours agree for {agree}/{len(e_p)} sentences; "
                 f"min per-sentence cosine {worst:.8f}")
     print(f"({time.perf_counter() - t0:.1f} s)")
-    print(f"{c.passed} passed, {c.failed} failed")
-    return 1 if c.failed else 0
+    return c.finish()
 
 
 if __name__ == "__main__":

@@ -28,19 +28,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "zoo"))
 import zoo  # noqa: E402
 from int8 import dump_calib  # noqa: E402
+from checks import Checks  # noqa: E402
 
 MODELS = ["ppocr_v2_cls", "ppocr_v4_rec"]
-failed = 0
-passed = 0
-
-
-def check(name, ok, detail=""):
-    global failed, passed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}"[:600], flush=True)
+check = Checks("test_qblock")
 
 
 def run(precis, plan, inputs, threads, out, env_extra):
@@ -66,7 +57,7 @@ def main():
             plan = os.path.join(tmp, m.name + ".plan")
             r = subprocess.run([a.precis, "build", m.path, "-o", plan, "--precision", "int8",
                                 "--calib-data", cal], capture_output=True, text=True)
-            check(f"{m.name}: build", r.returncode == 0, r.stderr.strip()[-300:])
+            check(r.returncode == 0, f"{m.name}: build", r.stderr.strip()[-300:])
             if r.returncode:
                 continue
             r = subprocess.run([a.precis, "inspect", plan, "--json"], capture_output=True,
@@ -84,9 +75,9 @@ def main():
                             bad.append(f"step {k + i}")
             seproj = sum("seproj" in s["kernel"] for s in steps)
             print(f"{m.name}: {blocks} blocks, {seproj} fused SE-tail steps", flush=True)
-            check(f"{m.name}: blocks in inspect", blocks > 0 and not bad, "; ".join(bad[:4]))
+            check(blocks > 0 and not bad, f"{m.name}: blocks in inspect", "; ".join(bad[:4]))
             if m.name == "ppocr_v2_cls":
-                check(f"{m.name}: 8 SE blocks with the tail fused", blocks == 8 and seproj == 16,
+                check(blocks == 8 and seproj == 16, f"{m.name}: 8 SE blocks with the tail fused",
                       f"{blocks} blocks, {seproj} seproj steps")
             # batches of the evaluation samples (batch 1 and 3, same shapes)
             samples = m.eval[:3]
@@ -106,24 +97,23 @@ def main():
                                      ("fused", {})):
                         d = os.path.join(tmp, f"{m.name}_{batch}_{threads}_{key}")
                         outs[key], err = run(a.precis, plan, inputs, threads, d, env)
-                        check(f"{tag} {key}: run", outs[key] is not None, err)
+                        check(outs[key] is not None, f"{tag} {key}: run", err)
                     if any(v is None for v in outs.values()):
                         continue
                     same = all(np.array_equal(outs["off"][f], outs["composed"][f])
                                for f in outs["off"])
-                    check(f"{tag}: composed block bit-exact", same)
+                    check(same, f"{tag}: composed block bit-exact")
                     diff = max(float(np.max(np.abs(outs["off"][f].astype(np.float64) -
                                                    outs["fused"][f].astype(np.float64))))
                                for f in outs["off"])
-                    check(f"{tag}: fused SE tail within 0.05", diff <= 0.05, f"max diff {diff}")
+                    check(diff <= 0.05, f"{tag}: fused SE tail within 0.05", f"max diff {diff}")
                     if m.name == "ppocr_v2_cls":
                         f = next(iter(outs["off"]))
-                        check(f"{tag}: same class", np.array_equal(
-                            outs["off"][f].argmax(-1), outs["fused"][f].argmax(-1)))
+                        check(np.array_equal(outs["off"][f].argmax(-1), outs["fused"][f].argmax(-1)),
+                              f"{tag}: same class")
                     print(f"{tag}: composed bit-exact {same}, fused max diff {diff:.3g}",
                           flush=True)
-    print(f"test_qblock: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.finish()
 
 
 if __name__ == "__main__":

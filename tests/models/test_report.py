@@ -31,34 +31,25 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "zoo"))
 import zoo  # noqa: E402
 from int8 import dump_calib  # noqa: E402
+from checks import Checks  # noqa: E402
 
 SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int8": "int8",
          "uint8": "uint8", "int32": "int32", "int64": "int64", "bool": "bool"}
 Q_OPS = ("QConv", "QMatMul", "QBinary", "QPool")
-failed = 0
-passed = 0
-
-
-def check(name, ok, detail=""):
-    global failed, passed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}"[:600], flush=True)
+check = Checks("test_report")
 
 
 def check_report(tag, js, names):
     nodes, steps = js["nodes"], js["steps"]
     # unnamed ONNX nodes get precis names (OP@k): compare the named ones
     got = [n["name"] for n in nodes]
-    check(f"{tag}: one row per original node, in order", len(got) == len(names) and all(
-        not w or g == w for g, w in zip(got, names)) and len(set(got)) == len(got),
+    in_order = len(got) == len(names) and all(not w or g == w for g, w in zip(got, names))
+    check(in_order and len(set(got)) == len(got), f"{tag}: one row per original node, in order",
           f"{len(nodes)} rows for {len(names)} nodes")
     covered = {}
     for s in steps:
         for o in s["origins"]:
-            check(f"{tag}: '{o}' covered once", o not in covered, f"steps {covered.get(o)} and {s['step']}")
+            check(o not in covered, f"{tag}: '{o}' covered once", f"steps {covered.get(o)} and {s['step']}")
             covered[o] = s["step"]
     bad = []
     for n in nodes:
@@ -93,7 +84,7 @@ def check_report(tag, js, names):
                 bad.append(f"{n['name']}: {s['op']} without weight scales {sc}")
         elif sc:
             bad.append(f"{n['name']}: float row with scales {sc}")
-    check(f"{tag}: rows agree with the steps", not bad, "; ".join(bad[:4]) + f" ({len(bad)} rows)")
+    check(not bad, f"{tag}: rows agree with the steps", "; ".join(bad[:4]) + f" ({len(bad)} rows)")
 
 
 def main():
@@ -115,17 +106,16 @@ def main():
                 if prec == "int8":
                     cmd += ["--calib-data", cal]
                 r = subprocess.run(cmd, capture_output=True, text=True)
-                check(f"{tag}: build", r.returncode == 0, r.stderr.strip()[-300:])
+                check(r.returncode == 0, f"{tag}: build", r.stderr.strip()[-300:])
                 if r.returncode:
                     continue
                 r = subprocess.run([a.precis, "inspect", plan, "--json"], capture_output=True,
                                    text=True)
-                check(f"{tag}: inspect", r.returncode == 0, r.stderr.strip()[-300:])
+                check(r.returncode == 0, f"{tag}: inspect", r.stderr.strip()[-300:])
                 if r.returncode == 0:
                     check_report(tag, json.loads(r.stdout), names)
                 print(f"{tag}: checked", flush=True)
-    print(f"test_report: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.finish()
 
 
 if __name__ == "__main__":

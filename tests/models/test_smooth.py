@@ -19,6 +19,8 @@ import tempfile
 
 import numpy as np
 
+from checks import Checks
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "zoo"))
 
@@ -50,12 +52,7 @@ def main():
     so = ort.SessionOptions()
     so.log_severity_level = 3
     ref = ort.InferenceSession(m.path, so, providers=["CPUExecutionProvider"])
-    fails = 0
-
-    def check(ok, what):
-        nonlocal fails
-        print(("ok   " if ok else "FAIL ") + what)
-        fails += not ok
+    check = Checks("test_smooth", verbose=True)
 
     with tempfile.TemporaryDirectory(prefix="precis-smooth-") as tmp:
         calib = os.path.join(tmp, "calib")
@@ -86,8 +83,7 @@ def main():
                             "--calibrator", "percentile"], capture_output=True, text=True)
         print(r.stdout.strip())
         check(r.returncode == 0, "export-qdq with smoothing: ORT agrees with the plan")
-    print(f"test_smooth: {'FAILED' if fails else 'passed'}")
-    return 1 if fails else 0
+    return check.finish()
 
 
 if __name__ == "__main__":
