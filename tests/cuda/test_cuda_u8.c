@@ -4,7 +4,8 @@
  * int8 plan, padding cases included. The GEMMs read a uint8 X as the int8
  * X - 128 (IMMA is signed only) and add 128 * sum_k W back (cuda_qgemm.c):
  * the im2col copy (generic, 16-channel and stem kernels), the implicit GEMM
- * (each tile, its vector and general epilogues), a matmul's A copy, the
+ * (each tile, its vector and general epilogues; the stem on a space-to-depth
+ * copy), a matmul's A copy, the
  * cuBLASLt fused epilogue (its float bias takes the correction); the
  * depthwise conv reads uint8 as it is. Requantized outputs may land one unit
  * off (int32 sums vs ref's float32 sums, as for int8); moves (max pooling,
@@ -160,8 +161,43 @@ static void test_gemm_u8(bool b) {
     n_str(&t, "act", "Relu");
     cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
                io(B_X | B_Y, "u8 qconv7x7 s2 pad3 stem -> u8 nhwc"));
-    /* the implicit GEMM, each tile (K 432: not a multiple of the 64-byte stage) */
+    /* the same stem on the implicit GEMM over a space-to-depth copy (cuda_qgemm.c),
+     * each tile: odd H and W put taps past the image inside the copy */
     static const char *const tiles[4] = {"t0", "t1", "t2", "t3"};
+    for (int i = 0; i < 4; i++) {
+        setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
+        qconv_node(&t, 7, 2, 3, 2, 0.1f);
+        n_str(&t, "act", "Relu");
+        snprintf(label, sizeof label, "u8 s2d %s qconv7x7 s2 pad3 stem -> u8 nhwc", tiles[i]);
+        cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+                   io(B_X | B_Y, label));
+    }
+    /* NHWC x over 4 / 2 channels, 3x3 pad 1 / 5x5 pad 2 / 3x3 pad 0, int8 x, float out */
+    setenv("PRECIS_CUDA_IGEMM", "t1", 1);
+    cc_input sn[4] = {st[0], st[1], st[2], st[3]};
+    sn[0].dims[1] = sn[1].dims[1] = 4;
+    sn[0].nhwc = true;
+    sn[1].dims[2] = sn[1].dims[3] = 3;
+    qconv_node(&t, 3, 2, 1, 3, 0.1f);
+    cu_run_lay(&t, 4, sn, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               io(B_X, "u8 s2d t1 nhwc c4 qconv3x3 s2 pad1 -> int8"));
+    qconv_node(&t, 3, 2, 0, 2, 0.1f);
+    n_str(&t, "act", "Relu");
+    cu_run_lay(&t, 4, sn, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               io(B_X | B_Y, "u8 s2d t1 nhwc c4 qconv3x3 s2 pad0 relu -> u8"));
+    sn[0].dims[1] = sn[1].dims[1] = 2;
+    sn[1].dims[2] = sn[1].dims[3] = 5;
+    qconv_node(&t, 5, 2, 2, 0, 0);
+    cu_run_tol(&t, 4, sn, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
+               io(B_X, "u8 s2d t1 nhwc c2 qconv5x5 s2 pad2 -> float nchw"));
+    static signed char xs[2 * 3 * 21 * 19];
+    cc_input s8[4] = {st[0], st[1], st[2], st[3]};
+    s8[0].dtype = I8;
+    s8[0].raw = rand_bytes(xs, 2 * 3 * 21 * 19, -128, 127);
+    qconv_node(&t, 7, 2, 3, 3, 0.1f);
+    cu_run_lay(&t, 4, s8, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               io(0, "int8 s2d t1 qconv7x7 s2 pad3 stem -> int8 nhwc"));
+    /* the implicit GEMM, each tile (K 432: not a multiple of the 64-byte stage) */
     for (int i = 0; i < 4; i++) {
         setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
         qconv_node(&t, 3, 1, 1, 2, 0.08f);

@@ -11,6 +11,15 @@
 
 // ------------------------------------------------------------------ im2col
 
+__device__ __forceinline__ uint4 pack16(const unsigned char *v) {
+    uint4 o;
+    o.x = v[0] | v[1] << 8 | v[2] << 16 | (unsigned)v[3] << 24;
+    o.y = v[4] | v[5] << 8 | v[6] << 16 | (unsigned)v[7] << 24;
+    o.z = v[8] | v[9] << 8 | v[10] << 16 | (unsigned)v[11] << 24;
+    o.w = v[12] | v[13] << 8 | v[14] << 16 | (unsigned)v[15] << 24;
+    return o;
+}
+
 // col[m, k] for m = (b, oh, ow), k = (r, s, c) (channel fastest), zeros for
 // taps in the padding and for k in [K, Kp).
 __global__ void k_im2col(const signed char *__restrict__ x, signed char *__restrict__ col,
@@ -89,11 +98,7 @@ __global__ void k_im2col_c16(const signed char *__restrict__ x, uint4 *__restric
                 }
             }
         }
-        uint4 o;
-        o.x = v[0] | v[1] << 8 | v[2] << 16 | (unsigned)v[3] << 24;
-        o.y = v[4] | v[5] << 8 | v[6] << 16 | (unsigned)v[7] << 24;
-        o.z = v[8] | v[9] << 8 | v[10] << 16 | (unsigned)v[11] << 24;
-        o.w = v[12] | v[13] << 8 | v[14] << 16 | (unsigned)v[15] << 24;
+        uint4 o = pack16(v);
         col[i] = o;
     }
 }
@@ -115,6 +120,40 @@ extern "C" int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_
         k_im2col<<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, (signed char *)col, *p,
                                                     n);
     }
+    return launch_result();
+}
+
+// --------------------------------------------------------- space-to-depth
+
+// One output pixel (16 bytes) a thread.
+__global__ void k_s2d(const signed char *__restrict__ x, uint4 *__restrict__ y, pr_cu_s2d p,
+                      int64_t Hs, int64_t Ws, int64_t n) {
+    const int C = (int)p.C;
+    const unsigned char zero = p.x_u8 == PR_CU_X_U8B ? 0x80 : 0; // the real zero as stored
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t S = i % Ws, t = i / Ws, R = t % Hs, b = t / Hs;
+        unsigned char v[16];
+#pragma unroll
+        for (int e = 0; e < 16; e++) v[e] = zero;
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            int64_t h = 2 * R + (d >> 1), w = 2 * S + (d & 1);
+            if (h >= p.H || w >= p.W) continue;
+            const signed char *px = x + b * p.sN + h * p.sH + w * p.sW;
+            for (int c = 0; c < C; c++) v[d * C + c] = (unsigned char)px[c * p.sC];
+        }
+        uint4 o = pack16(v);
+        y[i] = o;
+    }
+}
+
+extern "C" int pr_cu_s2d_s8(void *stream, const void *x, void *y, const pr_cu_s2d *p) {
+    if (p->C < 1 || p->C > 4 || ((uintptr_t)y & 15)) return (int)cudaErrorInvalidValue;
+    int64_t Hs = (p->H + 1) / 2, Ws = (p->W + 1) / 2, n = p->N * Hs * Ws;
+    if (n <= 0) return 0;
+    k_s2d<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((const signed char *)x, (uint4 *)y,
+                                                               *p, Hs, Ws, n);
     return launch_result();
 }
 

@@ -209,6 +209,19 @@ typedef struct pr_cu_im2col {
     int x_u8;
 } pr_cu_im2col;
 int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_cu_im2col *p);
+/* Space-to-depth of an int8 activation for a stride-2 conv over C <= 4
+ * channels (the stem), so the implicit GEMM runs it as a stride-1 conv over
+ * 16 channels: y NHWC [N, ceil(H/2), ceil(W/2), 16] bytes with
+ * y[b][R][S][(dy * 2 + dx) * C + c] = x[b][c][2R + dy][2S + dx] (element
+ * strides sN, sC, sH, sW: NCHW or NHWC); taps past the image (odd H or W)
+ * the real zero of x's storage (0; -128 for x_u8 == PR_CU_X_U8B), channels
+ * [4C, 16) likewise (their weights are zero). Bytes are copied as stored
+ * (the GEMM reading y applies x_u8). y 16-byte aligned. */
+typedef struct pr_cu_s2d {
+    int64_t N, C, H, W, sN, sC, sH, sW;
+    int x_u8;
+} pr_cu_s2d;
+int pr_cu_s2d_s8(void *stream, const void *x, void *y, const pr_cu_s2d *p);
 /* y[i] = x[i] ^ 0x80 (n bytes; y == x allowed): a uint8 tensor as int8
  * x - 128 (the A operand of an int8 GEMM whose activation is on the u8
  * grid), or back. */

@@ -28,7 +28,17 @@
  * A QConv on NHWC with C % 16 == 0 may instead run our implicit-GEMM kernel
  * (cu_igemm.cu: no im2col copy, requantization in its epilogue): at a
  * shape's first run the cuBLASLt route and each of the kernel's tiles are
- * timed and the fastest kept (and recorded in the timing cache). */
+ * timed and the fastest kept (and recorded in the timing cache).
+ *
+ * A stride-2 QConv over C <= 4 channels (the stem: 7x7 s2 over RGB) has no
+ * 16-channel rows for that kernel; its candidates are instead the implicit
+ * GEMM on a space-to-depth copy of X (pr_cu_s2d_s8: each 2x2 block of pixels
+ * one pixel of 16 channels, (dy, dx, c), zero-padded): a stride-1 conv with
+ * ceil((kh + 2 * ceil(ph / 2) - ph) / 2) taps a side and pads ceil(ph / 2),
+ * whose weights are W rearranged (zero where a tap falls outside kh x kw).
+ * The same sums in another order: exact in int32. It replaces a kh*kw*C-byte
+ * im2col row per output pixel (ResNet-50 b256: 514 MB) by 16 bytes per 2x2
+ * input pixels. PRECIS_CUDA_S2D=0 keeps such convs on the im2col route. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -62,6 +72,11 @@ typedef struct qgemm_state {
     float *bias_q;      /* device [N]: bias / y_scale, when fused */
     void *tc;           /* the timing cache or NULL */
     bool ig_ok;         /* the implicit-GEMM kernel runs it (NHWC int8 x, C % 16 == 0) */
+    bool s2d;           /* ... on a space-to-depth copy of x (stride 2, C <= 4; see the top) */
+    void *w2;           /* device int8 [N][K2]: W for the space-to-depth form */
+    int64_t K2;
+    int s2_kh, s2_kw, s2_ph, s2_pw; /* its taps a side and top / left pads */
+    int64_t pad_h, pad_w; /* the pads W was rearranged for */
     pthread_mutex_t mu; /* guards routes */
     bool mu_ok;
     struct {
@@ -119,6 +134,7 @@ static void qgemm_destroy(void *p) {
     pr_lt_i8_fini(&s->lt);
     if (s->mu_ok) pthread_mutex_destroy(&s->mu);
     if (s->w) cudaFree(s->w);
+    if (s->w2) cudaFree(s->w2);
     if (s->w_scale) cudaFree(s->w_scale);
     if (s->bias) cudaFree(s->bias);
     if (s->alpha) cudaFree(s->alpha);
@@ -151,6 +167,33 @@ static signed char *pack_weights(const pr_graph *g, const pr_node *n, qgemm_stat
     bool tb = pr_attr_int(n, "transB", 0) != 0;
     for (int64_t o = 0; o < s->N; o++)
         for (int64_t k = 0; k < s->K; k++) p[o * s->Kp + k] = tb ? w[o * s->K + k] : w[k * s->N + o];
+    return p;
+}
+
+/* W rearranged for the space-to-depth form (see the top): int8 [N][K2], k =
+ * (t, u, (dy * 2 + dx) * C + c) for the original tap (2t + dy - 2 * PT + ph,
+ * 2u + dx - 2 * PU + pw), zero where that is outside kh x kw or c >= C. */
+static signed char *pack_s2d(const pr_graph *g, const pr_node *n, qgemm_state *s) {
+    const signed char *w = g->tensors[n->inputs[1]].data;
+    int ph = (int)s->pad_h, pw = (int)s->pad_w;
+    s->s2_ph = (ph + 1) / 2;
+    s->s2_pw = (pw + 1) / 2;
+    s->s2_kh = (int)(s->kh + 2 * s->s2_ph - ph + 1) / 2;
+    s->s2_kw = (int)(s->kw + 2 * s->s2_pw - pw + 1) / 2;
+    s->K2 = (int64_t)s->s2_kh * s->s2_kw * 16;
+    signed char *p = w ? calloc((size_t)(s->N * s->K2), 1) : NULL;
+    if (!p) return NULL;
+    for (int64_t o = 0; o < s->N; o++)
+        for (int t = 0; t < s->s2_kh; t++)
+            for (int u = 0; u < s->s2_kw; u++)
+                for (int d = 0; d < 4; d++) {
+                    int64_t ky = 2 * t + (d >> 1) - 2 * s->s2_ph + ph;
+                    int64_t kx = 2 * u + (d & 1) - 2 * s->s2_pw + pw;
+                    if (ky < 0 || ky >= s->kh || kx < 0 || kx >= s->kw) continue;
+                    for (int64_t c = 0; c < s->C; c++)
+                        p[o * s->K2 + (t * s->s2_kw + u) * 16 + d * s->C + c] =
+                            w[((o * s->C + c) * s->kh + ky) * s->kw + kx];
+                }
     return p;
 }
 
@@ -207,7 +250,7 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
                                    void **out, pr_err *e) {
     precis_status st = PRECIS_OK;
     qgemm_state *s = calloc(1, sizeof *s);
-    signed char *wp = NULL;
+    signed char *wp = NULL, *w2 = NULL;
     float *bf = NULL, *sf = NULL;
     int *off = NULL;
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
@@ -232,10 +275,17 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         s->K = s->C * s->kh * s->kw;
         const int64_t *v;
         int ns = pr_attr_ints(n, "strides", &v);
-        bool s1 = true, p0 = true, d1 = true;
-        for (int i = 0; i < ns; i++) s1 &= v[i] == 1;
+        bool s1 = true, s2 = ns == 2, p0 = true, d1 = true;
+        for (int i = 0; i < ns; i++) {
+            s1 &= v[i] == 1;
+            s2 &= v[i] == 2;
+        }
         int np = pr_attr_ints(n, "pads", &v);
         for (int i = 0; i < np; i++) p0 &= v[i] == 0;
+        if (np == 4) {
+            s->pad_h = v[0];
+            s->pad_w = v[1];
+        }
         int nd = pr_attr_ints(n, "dilations", &v);
         for (int i = 0; i < nd; i++) d1 &= v[i] == 1;
         const char *ap = pr_attr_str(n, "auto_pad", "NOTSET");
@@ -245,7 +295,12 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         s->Kp = s->direct ? s->K : up(s->K, 16);
         s->a_scale = pr_attr_float(n, "x_scale", 1.0f);
         const char *ig = getenv("PRECIS_CUDA_IGEMM");
-        s->ig_ok = X->layout == PR_LAYOUT_NHWC && s->C % 16 == 0 && !(ig && !strcmp(ig, "0"));
+        const char *sd = getenv("PRECIS_CUDA_S2D");
+        s->s2d = s2 && d1 && s->C <= 4 && strcmp(ap, "NOTSET") == 0 && (np == 0 || np == 4) &&
+                 s->pad_h >= 0 && s->pad_w >= 0 && s->pad_h < s->kh && s->pad_w < s->kw &&
+                 !(ig && !strcmp(ig, "0")) && !(sd && !strcmp(sd, "0"));
+        s->ig_ok = (X->layout == PR_LAYOUT_NHWC && s->C % 16 == 0 && !(ig && !strcmp(ig, "0"))) ||
+                   s->s2d;
     } else {
         bool tb = pr_attr_int(n, "transB", 0) != 0;
         s->K = tb ? W->dims[1] : W->dims[0];
@@ -258,6 +313,13 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         goto fail;
     }
     if ((st = pr_cu_upload(wp, (size_t)(s->N * s->Kp), &s->w, stream, e))) goto fail;
+    if (s->s2d) {
+        if (!(w2 = pack_s2d(g, n, s))) {
+            st = pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+            goto fail;
+        }
+        if ((st = pr_cu_upload(w2, (size_t)(s->N * s->K2), &s->w2, stream, e))) goto fail;
+    }
     if (s->x_u8) { /* 128 * sum_k W[n][k]: |.| <= 128 * 127 * K, K < 2^16 checked */
         if (s->K >= (1 << 16)) {
             st = pr_errf(e, PRECIS_ERR_UNSUPPORTED, "uint8 x with K %lld >= 65536",
@@ -311,12 +373,14 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
                  *a2 ? "+" : "", a2, s->y_b ? "uint8 stored biased" : pr_dtype_name(yd));
     }
     if (s->ig_ok)
-        snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync%s (epilogue: "
+        snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync%s%s (epilogue: "
                  "scale+bias%s%s%s) or %.110s, the faster per shape",
+                 s->s2d ? " on a space-to-depth copy" : "",
                  s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
                  s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
                  s->post.kind ? "+act2" : "", s->what);
     free(wp);
+    free(w2);
     free(sf);
     free(bf);
     free(off);
@@ -324,6 +388,7 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     return PRECIS_OK;
 fail:
     free(wp);
+    free(w2);
     free(sf);
     free(bf);
     free(off);
@@ -341,7 +406,8 @@ static const char *qgemm_describe(void *p) {
 typedef struct qgemm_geo {
     int64_t M;
     pr_cu_im2col ic;
-    pr_cu_igemm ig;
+    pr_cu_igemm ig; /* with s->s2d: the stride-1 conv over the space-to-depth copy */
+    pr_cu_s2d s2;
     pr_cu_qepi q;
 } qgemm_geo;
 
@@ -383,7 +449,15 @@ static precis_status run_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qg
     precis_status st = PRECIS_OK;
     if (route == ROUTE_LT) return run_lt(s, k, x, o);
     o->ig.tile = route;
-    KL_TRY(pr_cu_igemm_s8(x->stream, k->in[0]->data, s->w, &o->ig, &o->q));
+    const void *xa = k->in[0]->data, *w = s->w;
+    if (s->s2d) {
+        char *scr = pr_cuda_scratch(x, (size_t)(o->ig.N * o->ig.H * o->ig.W * 16), e);
+        if (!scr) return e->status;
+        KL_TRY(pr_cu_s2d_s8(x->stream, xa, scr, &o->s2));
+        xa = scr;
+        w = s->w2;
+    }
+    KL_TRY(pr_cu_igemm_s8(x->stream, xa, w, &o->ig, &o->q));
     return PRECIS_OK;
 fail:
     return st;
@@ -430,10 +504,10 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     char key[200];
     const pr_cu_igemm *g = &o->ig;
     snprintf(key, sizeof key, "qconv.route x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d p=%dx%d "
-             "d=%dx%d y=%d z=%d%s%s", (long long)g->N, (long long)g->H, (long long)g->W,
+             "d=%dx%d y=%d z=%d%s%s%s", (long long)g->N, (long long)g->H, (long long)g->W,
              (long long)g->C, (long long)g->Nout, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh,
              g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0, s->fused ? " fused" : "",
-             s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "");
+             s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "", s->s2d ? " s2d" : "");
     int32_t r = 0;
     char times[160] = "";
     if (env && env[0] == 't' && env[1] >= '0' && env[1] < '0' + PR_CU_IGEMM_TILES) {
@@ -470,8 +544,9 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
                     (long long)o->M, *route == ROUTE_LT ? "cublasLt" : tile_names[*route],
                     *times ? ", timed ms:" : "", times);
         if (*route != ROUTE_LT)
-            snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync %s tile%s "
+            snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync %s tile%s%s "
                      "(epilogue: scale+bias%s%s%s -> %s)", tile_names[*route],
+                     s->s2d ? " on a space-to-depth copy" : "",
                      s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
                      s->pre.kind ? "+act" : "",
                      s->z_input >= 0 ? (s->z_b ? "+residual biased" : "+residual") : "",
@@ -512,6 +587,16 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
         o.ig = (pr_cu_igemm){Nb, H, W, C, o.ic.OH, o.ic.OW, s->N, s->K, o.ic.kh, o.ic.kw,
                              o.ic.sh, o.ic.sw, o.ic.ph, o.ic.pw, o.ic.dh, o.ic.dw, 0, xm};
         o.M = Nb * o.ic.OH * o.ic.OW;
+        if (s->s2d) {
+            if (gm.pb[1] != s->pad_h || gm.pb[2] != s->pad_w || gm.s[1] != 2 || gm.s[2] != 2)
+                return pr_kernelf(k, PRECIS_ERR_INTERNAL, "space-to-depth weights for pads "
+                                  "%lldx%lld stride 2, geometry pads %lldx%lld stride %lldx%lld",
+                                  (long long)s->pad_h, (long long)s->pad_w, (long long)gm.pb[1],
+                                  (long long)gm.pb[2], (long long)gm.s[1], (long long)gm.s[2]);
+            o.s2 = (pr_cu_s2d){Nb, C, H, W, o.ic.sN, o.ic.sC, o.ic.sH, o.ic.sW, xm};
+            o.ig = (pr_cu_igemm){Nb, (H + 1) / 2, (W + 1) / 2, 16, o.ic.OH, o.ic.OW, s->N, s->K2,
+                                 s->s2_kh, s->s2_kw, 1, 1, s->s2_ph, s->s2_pw, 1, 1, 0, xm};
+        }
     } else {
         if (X->dims[X->rank - 1] != s->K)
             return pr_kernelf(k, PRECIS_ERR_SHAPE, "K %lld, weights for %lld",
