@@ -65,8 +65,8 @@ static bool try_nhwc(pr_graph *g, const pr_node *n, bool cuda) {
     return ok;
 }
 
-/* A QuantizeLinear (CPU) or a Cast (cuda: a plan's float32 input cast to
- * fp16 for the first conv) of a plain tensor whose only reader is an inserted
+/* A QuantizeLinear (CPU and cuda) or a Cast (cuda: a plan's float32 input
+ * cast to fp16 for the first conv) of a plain tensor whose only reader is an inserted
  * Reorder to NHWC writes NHWC itself when the backend's kernel takes that:
  * the Reorder goes (one pass over the data instead of two). */
 static precis_status conv_into_nhwc(pr_graph *g, bool cuda, pr_err *e) {
@@ -77,7 +77,8 @@ static precis_status conv_into_nhwc(pr_graph *g, bool cuda, pr_err *e) {
             r->n_outputs != 1)
             continue;
         int t = r->inputs[0], u = r->outputs[0], q = pr_producer(g, t), one;
-        if (q < 0 || g->nodes[q].op != (cuda ? PR_OP_Cast : PR_OP_QuantizeLinear) ||
+        if (q < 0 ||
+            (g->nodes[q].op != PR_OP_QuantizeLinear && !(cuda && g->nodes[q].op == PR_OP_Cast)) ||
             g->nodes[q].n_outputs != 1 ||
             g->tensors[t].layout != PR_LAYOUT_PLAIN || g->tensors[u].layout != PR_LAYOUT_NHWC ||
             pr_is_graph_output(g, t) || pr_consumers(g, t, &one, 1) != 1)

@@ -362,6 +362,14 @@ static void test_elem_u8(void) {
                      {.name = "zp", .rank = 0, .init = true, .dtype = U8, .raw = zp}};
     n_init(&t, PR_OP_QuantizeLinear, "QuantizeLinear", 13);
     cu_run_tol(&t, 3, q, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, EXACT, "quantize fp32 -> u8 (saturating)");
+    static const bool Q1[1] = {true}; /* the Reorder to NHWC folded into it (pass_layout.c) */
+    cu_run_lay(&t, 3, q, 1, Q1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, EXACT,
+               "quantize fp32 plain -> u8 nhwc");
+    static const int8_t zp8[1] = {0};
+    cc_input q8[3] = {{.name = "x", .rank = 4, .dims = {3, 3, 9, 7}, .lo = -4, .hi = 4}, q[1],
+                      {.name = "zp", .rank = 0, .init = true, .dtype = I8, .raw = zp8}};
+    cu_run_lay(&t, 3, q8, 1, Q1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, EXACT,
+               "quantize fp32 plain [3, 3, 9, 7] -> int8 nhwc");
     cc_input dq[3] = {{.name = "x", .rank = 4, .dims = {2, 8, 5, 7}, .dtype = U8,
                        .raw = rand_bytes(xb, 560, 0, 255)}, q[1], q[2]};
     n_init(&t, PR_OP_DequantizeLinear, "DequantizeLinear", 13);

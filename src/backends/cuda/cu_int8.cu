@@ -246,6 +246,30 @@ extern "C" int pr_cu_quantize(void *stream, const void *x, int xdt, void *y, int
     return launch_result();
 }
 
+// QuantizeLinear of a plain [N, C, HW] x into NHWC y: one pixel a thread
+// (the C reads of a warp's pixels coalesce along HW).
+__global__ void k_quant_nhwc(const void *x, int xdt, void *y, int ydt, int64_t C, int64_t HW,
+                             int64_t n, float scale) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / HW, p = i - b * HW;
+        for (int64_t c = 0; c < C; c++) {
+            float q = sat_q(ldf(x, xdt, (b * C + c) * HW + p) / scale, ydt);
+            if (ydt == DT_I8) ((signed char *)y)[i * C + c] = (signed char)q;
+            else ((unsigned char *)y)[i * C + c] = (unsigned char)q;
+        }
+    }
+}
+
+extern "C" int pr_cu_quantize_nhwc(void *stream, const void *x, int xdt, void *y, int ydt,
+                                   int64_t N, int64_t C, int64_t HW, float scale) {
+    int64_t n = N * HW;
+    if (n <= 0 || C <= 0) return 0;
+    k_quant_nhwc<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, C, HW, n,
+                                                                      scale);
+    return launch_result();
+}
+
 // ----------------------------------------------------------------- QBinary
 
 __device__ __forceinline__ float qld(const pr_cu_ew &w, int o, int64_t i, float s) {

@@ -309,6 +309,10 @@ int pr_cu_hconv(void *stream, int dt, const void *x, const void *w, const float 
 /* quant: y = sat(round(x / scale)) into int8/uint8; else y = x * scale. */
 int pr_cu_quantize(void *stream, const void *x, int xdt, void *y, int ydt, int64_t n, float scale,
                    int quant);
+/* The same quantization of a plain [N, C, HW] x written NHWC (a Reorder
+ * folded into the plan input's QuantizeLinear: pass_layout.c). */
+int pr_cu_quantize_nhwc(void *stream, const void *x, int xdt, void *y, int ydt, int64_t N,
+                        int64_t C, int64_t HW, float scale);
 /* FP8 (cu_fp8.cu): y (float8e4m3fn) = e4m3(x / scale) for float32/16/bf16 x
  * (round to nearest even, saturated: ref's QuantizeLinear), or x (e4m3) *
  * scale into a float y (quant 0). */

@@ -2,7 +2,9 @@
  * QuantizeLinear / DequantizeLinear with one scale and a zero (or absent)
  * zero point (also to and from float8e4m3fn: cu_fp8.cu), QBinary (Add, Sub, Mul with
  * broadcast) and QPool (global average, or a 2-D average window; either layout). Outputs
- * are requantized as ref does (sat(round_half_even)). */
+ * are requantized as ref does (sat(round_half_even)). A QuantizeLinear to int8 / uint8
+ * may read a plain rank-4 x and write NHWC (the Reorder after a plan input's quantize
+ * folded into it: pass_layout.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,8 @@
 typedef struct qel_state {
     float scale, a_scale, b_scale, y_inv;
     int ew_op;
-    bool avg; /* QPool kind AveragePool (else GlobalAveragePool) */
+    bool avg;   /* QPool kind AveragePool (else GlobalAveragePool) */
+    bool nhwc;  /* QuantizeLinear: plain x -> NHWC y */
     pr_cu_act act;
     char what[96];
 } qel_state;
@@ -36,6 +39,10 @@ static bool qel_supports(const pr_graph *g, const pr_node *n) {
     float s;
     switch (n->op) {
     case PR_OP_QuantizeLinear:
+        if (g->tensors[x].layout != g->tensors[y].layout &&
+            (g->tensors[x].layout != PR_LAYOUT_PLAIN || g->tensors[y].layout != PR_LAYOUT_NHWC ||
+             g->tensors[y].rank != 4 || !qint(yd)))
+            return false;
         return pr_cu_float(xd) && (qint(yd) || qf8(yd)) && qdq_params(g, n, &s);
     case PR_OP_DequantizeLinear:
         return (qint(xd) || qf8(xd)) && pr_cu_float(yd) && qdq_params(g, n, &s);
@@ -93,8 +100,10 @@ static precis_status qel_prepare(const pr_graph *g, const pr_node *n, const pr_c
     switch (n->op) {
     case PR_OP_QuantizeLinear: case PR_OP_DequantizeLinear:
         qdq_params(g, n, &s->scale);
-        snprintf(s->what, sizeof s->what, "cu %s (-> %s)",
-                 n->op == PR_OP_QuantizeLinear ? "quantize" : "dequantize", yt);
+        s->nhwc = g->tensors[n->inputs[0]].layout != g->tensors[n->outputs[0]].layout;
+        snprintf(s->what, sizeof s->what, "cu %s%s (-> %s)",
+                 n->op == PR_OP_QuantizeLinear ? "quantize" : "dequantize",
+                 s->nhwc ? " + reorder to nhwc" : "", yt);
         break;
     case PR_OP_QBinary: {
         const char *k = pr_attr_str(n, "kind", "");
@@ -127,7 +136,11 @@ static precis_status qel_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     if (Y->numel == 0) return PRECIS_OK;
     switch (n->op) {
     case PR_OP_QuantizeLinear: case PR_OP_DequantizeLinear:
-        if (X->dtype == PRECIS_FLOAT8E4M3FN || Y->dtype == PRECIS_FLOAT8E4M3FN)
+        if (s->nhwc)
+            KL_TRY(pr_cu_quantize_nhwc(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype,
+                                       Y->dims[0], Y->dims[1], Y->dims[2] * Y->dims[3],
+                                       s->scale));
+        else if (X->dtype == PRECIS_FLOAT8E4M3FN || Y->dtype == PRECIS_FLOAT8E4M3FN)
             KL_TRY(pr_cu_quant_fp8(x->stream, X->data, (int)X->dtype, Y->data, (int)Y->dtype,
                                    Y->numel, s->scale, n->op == PR_OP_QuantizeLinear));
         else
