@@ -64,13 +64,13 @@ __device__ __forceinline__ uint32_t ld32(const T *p, bool ok) {
 
 // The (batch, head) offsets of block row blockIdx.x in each operand.
 __device__ __forceinline__ void batch_offsets(const pr_cu_flash &p, int64_t off[5]) {
-    int64_t bb = blockIdx.x;
+    unsigned bb = blockIdx.x; // nb < 2^31: 32-bit divisions
 #pragma unroll
     for (int o = 0; o < 5; o++) off[o] = 0;
 #pragma unroll
     for (int d = PR_CU_FLASH_NB - 1; d >= 0; d--) { // static indices: no local copy of p
-        int64_t i = bb % p.bdims[d];
-        bb /= p.bdims[d];
+        const unsigned bd = (unsigned)p.bdims[d], i = bb % bd;
+        bb /= bd;
 #pragma unroll
         for (int o = 0; o < 5; o++) off[o] += i * p.bst[o][d];
     }
@@ -125,24 +125,39 @@ __device__ __forceinline__ void mask_regs(const pr_cu_flash &p, bool on, bool mp
 }
 
 // A thread's mask values of a key tile: in registers (mask_regs) ...
+// (pair (n, h): the two columns n * 8 + t * 2 .. + 1 of row r0 (h 0) / r1 (h 1))
+// (kLim: the columns past sk are NOT -inf in it, attend masks them)
 struct MaskRegs {
+    static constexpr bool kLim = true;
     const float (*v)[4];
-    __device__ __forceinline__ float operator()(int n, int e) const { return v[n][e]; }
-};
-// ... or in shared memory as stored (esz bytes an element; dt 0: no mask): a
-// thread's rows r0 / r1 at row0 / row0 + 8 rows, its columns from t * 2.
-struct MaskSmem {
-    const unsigned char *row0;
-    int rows8, esz, dt; // rows8: bytes of 8 rows
-    __device__ __forceinline__ float operator()(int n, int e) const {
-        if (!dt) return 0.0f;
-        const unsigned char *q = row0 + (e >> 1) * rows8 + (n * 8 + (e & 1)) * esz;
-        if (dt == DT_F32) return *reinterpret_cast<const float *>(q);
-        const unsigned short h = *reinterpret_cast<const unsigned short *>(q);
-        return dt == DT_F16 ? __half2float(__ushort_as_half(h))
-                            : __bfloat162float(__ushort_as_bfloat16(h));
+    __device__ __forceinline__ float2 operator()(int n, int h) const {
+        return make_float2(v[n][2 * h], v[n][2 * h + 1]);
     }
 };
+// ... or in shared memory as stored (M: its type): a thread's rows r0 / r1
+// at row0 / row0 + rows8 bytes, its columns from t * 2 ...
+template <typename M> struct MaskSmem {
+    static constexpr bool kLim = false; // -inf stored past sk (partial tiles)
+    const unsigned char *row0;
+    int rows8;
+    __device__ __forceinline__ float2 operator()(int n, int h) const {
+        const unsigned char *q = row0 + h * rows8 + n * 8 * (int)sizeof(M);
+        if constexpr (sizeof(M) == 4) return *reinterpret_cast<const float2 *>(q);
+        else return unpack2(*reinterpret_cast<const uint32_t *>(q), (const M *)nullptr);
+    }
+};
+// ... or none.
+struct MaskNone {
+    static constexpr bool kLim = true;
+    __device__ __forceinline__ float2 operator()(int, int) const { return make_float2(0.0f, 0.0f); }
+};
+
+// 2^x (ex2.approx: 2 ulp; -inf -> 0)
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 
 // One key tile (K / V rows k0.. in shared memory, rows LD apart) for a warp's 16
 // query rows: S = Q K' (+ mask), the online softmax update, O += P V.
@@ -166,22 +181,30 @@ __device__ __forceinline__ void attend(const uint32_t qa[D / 16][4], const T *Ks
                 }
             }
             float mx0 = m0, mx1 = m1;
+            const int lim = sk - k0 < BK ? (int)(sk - k0) : BK; // columns of this tile
     #pragma unroll
             for (int n = 0; n < BK / 8; n++)
     #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int64_t col = k0 + n * 8 + t * 2 + (e & 1);
-                    float v = col < sk ? fmaf(s[n][e], scale, mk(n, e)) * LOG2E : -INFINITY;
-                    s[n][e] = v;
-                    if (e < 2) mx0 = fmaxf(mx0, v);
-                    else mx1 = fmaxf(mx1, v);
+                for (int h = 0; h < 2; h++) {
+                    const float2 mv = mk(n, h);
+    #pragma unroll
+                    for (int u = 0; u < 2; u++) {
+                        const int e = 2 * h + u;
+                        float v = fmaf(s[n][e], scale, u ? mv.y : mv.x);
+                        if (MK::kLim && n * 8 + t * 2 + u >= lim) v = -INFINITY;
+                        s[n][e] = v;
+                        if (h == 0) mx0 = fmaxf(mx0, v);
+                        else mx1 = fmaxf(mx1, v);
+                    }
                 }
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
             const float b0 = mx0 == -INFINITY ? 0.0f : mx0, b1 = mx1 == -INFINITY ? 0.0f : mx1;
-            const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+            // scores and maxima in natural units; exponents base 2 (one FFMA each)
+            const float c0 = ex2((m0 - b0) * LOG2E), c1 = ex2((m1 - b1) * LOG2E);
+            const float bl0 = -b0 * LOG2E, bl1 = -b1 * LOG2E;
             m0 = mx0;
             m1 = mx1;
             l0 *= c0;
@@ -195,10 +218,12 @@ __device__ __forceinline__ void attend(const uint32_t qa[D / 16][4], const T *Ks
             }
     #pragma unroll
             for (int n = 0; n < BK / 8; n++) {
-                s[n][0] = exp2f(s[n][0] - b0);
-                s[n][1] = exp2f(s[n][1] - b0);
-                s[n][2] = exp2f(s[n][2] - b1);
-                s[n][3] = exp2f(s[n][3] - b1);
+                s[n][0] = ex2(fmaf(s[n][0], LOG2E, bl0));
+                s[n][1] = ex2(fmaf(s[n][1], LOG2E, bl0));
+                s[n][2] = ex2(fmaf(s[n][2], LOG2E, bl1));
+                s[n][3] = ex2(fmaf(s[n][3], LOG2E, bl1));
+                l0 += s[n][0] + s[n][1]; // float32 row sums (P rounds to T in the product)
+                l1 += s[n][2] + s[n][3];
             }
     #pragma unroll
             for (int kk = 0; kk < BK / 16; kk++) {
@@ -206,12 +231,6 @@ __device__ __forceinline__ void attend(const uint32_t qa[D / 16][4], const T *Ks
                                  pack2(s[2 * kk][2], s[2 * kk][3], tag),
                                  pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], tag),
                                  pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], tag)};
-                // the row sums from the rounded P that the product uses
-                float2 f;
-                f = unpack2(a[0], tag), l0 += f.x + f.y;
-                f = unpack2(a[2], tag), l0 += f.x + f.y;
-                f = unpack2(a[1], tag), l1 += f.x + f.y;
-                f = unpack2(a[3], tag), l1 += f.x + f.y;
                 const int mt = lane >> 3;
                 const T *vr = &Vs[(kk * 16 + (mt & 1) * 8 + (lane & 7)) * LD + (mt >> 1) * 8];
     #pragma unroll
@@ -327,11 +346,17 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW)) void k_flash(pr_cu_flas
         } else {
             for (int c = threadIdx.x; c < BQ * BK; c += NT) {
                 const int r = c / BK, cc = c % BK;
-                const bool ok = qb + r < sq && k0 + cc < sk;
+                // zeros past sq, -inf past sk (attend does not check the columns)
+                const bool ok = qb + r < sq && k0 + cc < sk, out = k0 + cc >= sk;
                 const unsigned char *src = mbase + ((qb + r) * rsm + (k0 + cc) * p.mcs) * mesz;
                 unsigned char *dst = ms + r * mrow + cc * mesz;
-                if (mesz == 4) *reinterpret_cast<float *>(dst) = ok ? *reinterpret_cast<const float *>(src) : 0.0f;
-                else *reinterpret_cast<unsigned short *>(dst) = ok ? *reinterpret_cast<const unsigned short *>(src) : 0;
+                if (mesz == 4)
+                    *reinterpret_cast<float *>(dst) =
+                        ok ? *reinterpret_cast<const float *>(src) : out ? -INFINITY : 0.0f;
+                else // -inf: 0xfc00 in fp16, 0xff80 in bf16
+                    *reinterpret_cast<unsigned short *>(dst) =
+                        ok ? *reinterpret_cast<const unsigned short *>(src)
+                           : out ? (mdt == DT_F16 ? 0xfc00 : 0xff80) : 0;
             }
         }
     };
@@ -352,10 +377,19 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW)) void k_flash(pr_cu_flas
         asm volatile("cp.async.wait_group 1;" ::: "memory");
         __syncthreads();
         const int b = (int)(i & 1);
-        const MaskSmem mk{Ms + ((size_t)b * BQ + warp * 16 + g) * mrow + t * 2 * mesz, 8 * mrow,
-                          mesz, mdt};
-        attend<T, D>(qa, Ks + b * BK * LD, Vs + b * BK * LD, LD, mk, i * BK, sk, scale, lane, m0,
-                     m1, l0, l1, o);
+        const T *ks = Ks + b * BK * LD, *vs = Vs + b * BK * LD;
+        const unsigned char *mr = Ms + ((size_t)b * BQ + warp * 16 + g) * mrow + t * 2 * mesz;
+        if (mdt == DT_F32)
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<float>{mr, 8 * mrow}, i * BK, sk, scale, lane,
+                         m0, m1, l0, l1, o);
+        else if (mdt == DT_F16)
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<__half>{mr, 8 * mrow}, i * BK, sk, scale, lane,
+                         m0, m1, l0, l1, o);
+        else if (mdt == DT_BF16)
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<__nv_bfloat16>{mr, 8 * mrow}, i * BK, sk, scale,
+                         lane, m0, m1, l0, l1, o);
+        else
+            attend<T, D>(qa, ks, vs, LD, MaskNone{}, i * BK, sk, scale, lane, m0, m1, l0, l1, o);
         __syncthreads(); // stage b is read before tile i + 2 lands there
     }
     quad_sum(l0, l1);
@@ -422,7 +456,7 @@ __global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
     for (int w = 0; w < NW; w++) M0 = fmaxf(M0, Mx[w][g]), M1 = fmaxf(M1, Mx[w][g + 8]);
     if (M0 == -INFINITY) M0 = 0.0f;
     if (M1 == -INFINITY) M1 = 0.0f;
-    const float c0 = exp2f(m0 - M0), c1 = exp2f(m1 - M1);
+    const float c0 = exp2f((m0 - M0) * LOG2E), c1 = exp2f((m1 - M1) * LOG2E);
     if (warp > 0) {
 #pragma unroll
         for (int j = 0; j < D / 8; j++) {
@@ -437,8 +471,8 @@ __global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
     float L0 = 0.0f, L1 = 0.0f;
 #pragma unroll
     for (int w = 0; w < NW; w++) {
-        L0 += Lx[w][g] * exp2f(Mx[w][g] - M0);
-        L1 += Lx[w][g + 8] * exp2f(Mx[w][g + 8] - M1);
+        L0 += Lx[w][g] * exp2f((Mx[w][g] - M0) * LOG2E);
+        L1 += Lx[w][g + 8] * exp2f((Mx[w][g + 8] - M1) * LOG2E);
     }
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
