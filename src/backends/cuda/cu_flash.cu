@@ -526,6 +526,8 @@ int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
 template <typename T>
 int launch(cudaStream_t s, const pr_cu_flash &p) {
     if (p.split) return launch_split<T, 2>(s, p);
+    if (p.nw == 2 || p.nw == 4 || p.nw == 8)
+        return p.nw == 2 ? launch_nw<T, 2>(s, p) : p.nw == 4 ? launch_nw<T, 4>(s, p) : launch_nw<T, 8>(s, p);
     if (p.nb * ((p.sq + 63) / 64) < 264 && p.d <= 64) return launch_nw<T, 2>(s, p);
     return p.d == 32 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
 }
