@@ -942,6 +942,15 @@ int main(void) {
     setenv("PRECIS_CUDA_FLASH_SPLIT", "0", 1);
     printf("(flash: rows form)\n");
     test_attention();
+    /* the rows form's 4 and 8 warps a block: the test shapes' small grids take 2 (large
+     * grids: BERT / MiniLM at batch 64 take 4 / 8) */
+    static const char *nws[2] = {"4", "8"};
+    for (int i = 0; i < 2; i++) {
+        setenv("PRECIS_CUDA_FLASH_NW", nws[i], 1);
+        printf("(flash: rows form, %s warps)\n", nws[i]);
+        test_attention();
+    }
+    unsetenv("PRECIS_CUDA_FLASH_NW");
     unsetenv("PRECIS_CUDA_FLASH_SPLIT");
     test_conv();
     test_nhwc();
