@@ -304,6 +304,11 @@ static void test_eltwise(void) {
     cc_input a8[2] = {{.name = "a", .rank = 3, .dims = {4, 6, 24}}, {.name = "b", .rank = 2, .dims = {6, 24}}};
     ALL_DT((snprintf(label, sizeof label, "add rows of 24, batch broadcast %s", dtn(D)),
             cu_run(&t, 2, a8, 1, D, &pr_cuda_impl_eltwise, label)));
+    /* a float32 initializer beside fp16 / bf16 rows (the position embeddings' Add): 8 elements
+     * a thread, converted */
+    cc_input a8i[2] = {{.name = "a", .rank = 3, .dims = {4, 6, 24}}, {.name = "b", .rank = 2, .dims = {6, 24}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "add float32 initializer rows of 24 %s", dtn(D)),
+            cu_run(&t, 2, a8i, 1, D, &pr_cuda_impl_eltwise, label)));
     n_init(&t, PR_OP_Mul, "Mul", 14);
     cc_input m8[2] = {{.name = "a", .rank = 2, .dims = {5, 16}}, {.name = "b", .rank = 2, .dims = {5, 16}}};
     ALL_DT((snprintf(label, sizeof label, "mul flat %s", dtn(D)),
@@ -395,6 +400,11 @@ static void test_move(void) {
                      {.name = "i", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = gi}};
     ALL_DT((snprintf(label, sizeof label, "gather embedding %s", dtn(D)),
             cu_run(&t, 2, g, 1, D, &pr_cuda_impl_gather, label)));
+    /* rows of 24: a float32 table into fp16 / bf16 rows 8 elements a thread (k_gather8) */
+    cc_input g24[2] = {{.name = "tab", .rank = 2, .dims = {100, 24}, .init = true},
+                       {.name = "i", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = gi}};
+    ALL_DT((snprintf(label, sizeof label, "gather rows of 24 %s", dtn(D)),
+            cu_run(&t, 2, g24, 1, D, &pr_cuda_impl_gather, label)));
     /* rows of 5 elements: not whole 16-byte chunks (the element loop) */
     cc_input g5[2] = {{.name = "tab", .rank = 2, .dims = {100, 5}, .init = true},
                       {.name = "i", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = gi}};
@@ -932,6 +942,15 @@ int main(void) {
     setenv("PRECIS_CUDA_FLASH_SPLIT", "0", 1);
     printf("(flash: rows form)\n");
     test_attention();
+    /* the rows form's 4 and 8 warps a block: the test shapes' small grids take 2 (large
+     * grids: BERT / MiniLM at batch 64 take 4 / 8) */
+    static const char *nws[2] = {"4", "8"};
+    for (int i = 0; i < 2; i++) {
+        setenv("PRECIS_CUDA_FLASH_NW", nws[i], 1);
+        printf("(flash: rows form, %s warps)\n", nws[i]);
+        test_attention();
+    }
+    unsetenv("PRECIS_CUDA_FLASH_NW");
     unsetenv("PRECIS_CUDA_FLASH_SPLIT");
     test_conv();
     test_nhwc();

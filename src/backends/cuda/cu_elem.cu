@@ -239,6 +239,57 @@ template <typename T> __global__ void k_binary8(pr_cu_ew w, int n) {
     }
 }
 
+// Eight elements of a float type (float32, fp16, bf16) at element 8 * i8 of p
+// (16-byte aligned) as float32, and back.
+__device__ __forceinline__ void ld8f(const void *p, int dt, int64_t i8, float v[8]) {
+    if (dt == DT_F32) {
+        const float4 a = ((const float4 *)p)[2 * i8], b = ((const float4 *)p)[2 * i8 + 1];
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        return;
+    }
+    const uint4 w = ((const uint4 *)p)[i8];
+    const unsigned short *h = (const unsigned short *)&w;
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        v[e] = dt == DT_F16 ? __half2float(__ushort_as_half(h[e]))
+                            : __bfloat162float(__ushort_as_bfloat16(h[e]));
+}
+__device__ __forceinline__ void st8f(void *p, int dt, int64_t i8, const float v[8]) {
+    if (dt == DT_F32) {
+        ((float4 *)p)[2 * i8] = make_float4(v[0], v[1], v[2], v[3]);
+        ((float4 *)p)[2 * i8 + 1] = make_float4(v[4], v[5], v[6], v[7]);
+        return;
+    }
+    uint4 w;
+    unsigned short *h = (unsigned short *)&w;
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        h[e] = dt == DT_F16 ? __half_as_ushort(__float2half_rn(v[e]))
+                            : __bfloat16_as_ushort(__float2bfloat16_rn(v[e]));
+    ((uint4 *)p)[i8] = w;
+}
+
+// k_binary8 for float operands of mixed types (an fp16 activation plus a
+// float32 initializer: MiniLM's position-embedding Add), 8 elements a thread.
+__global__ void k_binary8m(pr_cu_ew w, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        int o0 = (int)w.off[0], o1 = (int)w.off[1], o2 = (int)w.off[2], r = i;
+        for (int d = w.rank - 1; d >= 0; d--) {
+            int dim = (int)w.dims[d], c = r % dim;
+            r /= dim;
+            o0 += c * (int)w.st[0][d];
+            o1 += c * (int)w.st[1][d];
+            o2 += c * (int)w.st[2][d];
+        }
+        float a[8], b[8];
+        ld8f(w.p[1], w.dt[1], o1, a);
+        ld8f(w.p[2], w.dt[2], o2, b);
+#pragma unroll
+        for (int e = 0; e < 8; e++) a[e] = ew_binary(w.op, a[e], b[e]);
+        st8f(w.p[0], w.dt[0], o0, a);
+    }
+}
+
 static int elem_size(int dt) {
     switch (dt) {
     case DT_F32: case DT_I32: return 4;
@@ -311,8 +362,9 @@ extern "C" int pr_cu_elementwise(void *stream, const pr_cu_ew *w) {
             return launch_result();
         }
     }
-    if (w->op > PR_EW_COPY && w->op < PR_EW_EQ && (w->dt[0] == DT_F16 || w->dt[0] == DT_BF16) &&
-        w->dt[1] == w->dt[0] && w->dt[2] == w->dt[0] && small) {
+    bool fl = true; // float operands (float32 / fp16 / bf16)
+    for (int o = 0; o < 3; o++) fl = fl && (w->dt[o] == DT_F32 || w->dt[o] == DT_F16 || w->dt[o] == DT_BF16);
+    if (w->op > PR_EW_COPY && w->op < PR_EW_EQ && fl && small) {
         int r = w->rank;
         bool ok = w->dims[r - 1] % 8 == 0;
         for (int o = 0; o < 3 && ok; o++) {
@@ -327,8 +379,10 @@ extern "C" int pr_cu_elementwise(void *stream, const pr_cu_ew *w) {
                 for (int d = 0; d < r - 1; d++) v.st[o][d] /= 8;
             }
             int nv = (int)(n / 8);
-            if (w->dt[0] == DT_F16) k_binary8<__half><<<grid_for(nv, 256), 256, 0, s>>>(v, nv);
-            else k_binary8<__nv_bfloat16><<<grid_for(nv, 256), 256, 0, s>>>(v, nv);
+            const bool same = w->dt[1] == w->dt[0] && w->dt[2] == w->dt[0];
+            if (same && w->dt[0] == DT_F16) k_binary8<__half><<<grid_for(nv, 256), 256, 0, s>>>(v, nv);
+            else if (same && w->dt[0] == DT_BF16) k_binary8<__nv_bfloat16><<<grid_for(nv, 256), 256, 0, s>>>(v, nv);
+            else k_binary8m<<<grid_for(nv, 256), 256, 0, s>>>(v, nv);
             return launch_result();
         }
     }
@@ -388,6 +442,22 @@ __global__ void k_gather16(const uint4 *data, const void *idx, int idt, uint4 *o
     }
 }
 
+// Float rows of 8k elements between float types (a float32 embedding table
+// into an fp16 activation): 8 elements a thread, converted.
+__global__ void k_gather8(const void *data, int ddt, const void *idx, int idt, void *out, int odt,
+                          int64_t outer, int64_t axis_dim, int64_t nidx, int64_t cpr) {
+    int64_t n = outer * nidx * cpr;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = i % cpr, t = i / cpr, j = t % nidx, o = t / nidx;
+        int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
+        if (x < 0) x += axis_dim;
+        float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (x >= 0 && x < axis_dim) ld8f(data, ddt, (o * axis_dim + x) * cpr + c, v);
+        st8f(out, odt, i, v);
+    }
+}
+
 extern "C" int pr_cu_gather(void *stream, const void *data, int ddt, const void *idx, int idt,
                             void *out, int odt, int64_t outer, int64_t axis_dim, int64_t nidx,
                             int64_t inner) {
@@ -400,6 +470,14 @@ extern "C" int pr_cu_gather(void *stream, const void *data, int ddt, const void 
         int64_t cpr = rb / 16, nc = outer * nidx * cpr;
         k_gather16<<<grid_for(nc, 256), 256, 0, (cudaStream_t)stream>>>(
             (const uint4 *)data, idx, idt, (uint4 *)out, outer, axis_dim, nidx, cpr);
+        return launch_result();
+    }
+    const bool fl = (ddt == DT_F32 || ddt == DT_F16 || ddt == DT_BF16) &&
+                    (odt == DT_F32 || odt == DT_F16 || odt == DT_BF16);
+    if (fl && inner % 8 == 0 && ((uintptr_t)data & 15) == 0 && ((uintptr_t)out & 15) == 0) {
+        int64_t cpr = inner / 8, nc = outer * nidx * cpr;
+        k_gather8<<<grid_for(nc, 256), 256, 0, (cudaStream_t)stream>>>(
+            data, ddt, idx, idt, out, odt, outer, axis_dim, nidx, cpr);
         return launch_result();
     }
     k_gather<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(data, ddt, idx, idt, out, odt,

@@ -1,6 +1,7 @@
 // Fused attention for fp16 / bf16 (flash style): one block of 4 warps takes
 // 64 query rows of one (batch, head); it walks the keys 64 at a time, the
-// K and V tiles staged in shared memory, S = Q K' and O += P V on Tensor
+// K and V tiles double-buffered in shared memory through cp.async (K read by
+// ldmatrix, V by ldmatrix.trans), S = Q K' and O += P V on Tensor
 // Cores (mma.sync m16n8k16, float32 accumulators), the softmax online in
 // float32 (running max and sum per row, exp2 of log2e-scaled scores). The
 // scores never reach memory. Operands are read through their row and batch
@@ -43,6 +44,12 @@ __device__ __forceinline__ float2 unpack2(uint32_t v, const __nv_bfloat16 *) {
     return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&v));
 }
 
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
 __device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
     uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -57,13 +64,13 @@ __device__ __forceinline__ uint32_t ld32(const T *p, bool ok) {
 
 // The (batch, head) offsets of block row blockIdx.x in each operand.
 __device__ __forceinline__ void batch_offsets(const pr_cu_flash &p, int64_t off[5]) {
-    int64_t bb = blockIdx.x;
+    unsigned bb = blockIdx.x; // nb < 2^31: 32-bit divisions
 #pragma unroll
     for (int o = 0; o < 5; o++) off[o] = 0;
 #pragma unroll
     for (int d = PR_CU_FLASH_NB - 1; d >= 0; d--) { // static indices: no local copy of p
-        int64_t i = bb % p.bdims[d];
-        bb /= p.bdims[d];
+        const unsigned bd = (unsigned)p.bdims[d], i = bb % bd;
+        bb /= bd;
 #pragma unroll
         for (int o = 0; o < 5; o++) off[o] += i * p.bst[o][d];
     }
@@ -117,43 +124,87 @@ __device__ __forceinline__ void mask_regs(const pr_cu_flash &p, bool on, bool mp
                 }
 }
 
+// A thread's mask values of a key tile: in registers (mask_regs) ...
+// (pair (n, h): the two columns n * 8 + t * 2 .. + 1 of row r0 (h 0) / r1 (h 1))
+// (kLim: the columns past sk are NOT -inf in it, attend masks them)
+struct MaskRegs {
+    static constexpr bool kLim = true;
+    const float (*v)[4];
+    __device__ __forceinline__ float2 operator()(int n, int h) const {
+        return make_float2(v[n][2 * h], v[n][2 * h + 1]);
+    }
+};
+// ... or in shared memory as stored (M: its type): a thread's rows r0 / r1
+// at row0 / row0 + rows8 bytes, its columns from t * 2 ...
+template <typename M> struct MaskSmem {
+    static constexpr bool kLim = false; // -inf stored past sk (partial tiles)
+    const unsigned char *row0;
+    int rows8;
+    __device__ __forceinline__ float2 operator()(int n, int h) const {
+        const unsigned char *q = row0 + h * rows8 + n * 8 * (int)sizeof(M);
+        if constexpr (sizeof(M) == 4) return *reinterpret_cast<const float2 *>(q);
+        else return unpack2(*reinterpret_cast<const uint32_t *>(q), (const M *)nullptr);
+    }
+};
+// ... or none.
+struct MaskNone {
+    static constexpr bool kLim = true;
+    __device__ __forceinline__ float2 operator()(int, int) const { return make_float2(0.0f, 0.0f); }
+};
+
+// 2^x (ex2.approx: 2 ulp; -inf -> 0)
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // One key tile (K / V rows k0.. in shared memory, rows LD apart) for a warp's 16
 // query rows: S = Q K' (+ mask), the online softmax update, O += P V.
-template <typename T, int D>
+template <typename T, int D, typename MK>
 __device__ __forceinline__ void attend(const uint32_t qa[D / 16][4], const T *Ks, const T *Vs,
-                                       int LD, const float mk[BK / 8][4], int64_t k0, int64_t sk,
+                                       int LD, const MK &mk, int64_t k0, int64_t sk,
                                        float scale, int lane, float &m0, float &m1, float &l0,
                                        float &l1, float o[D / 8][4]) {
     const T *tag = nullptr;
-    const int g = lane >> 2, t = lane & 3;
+    const int t = lane & 3;
             float s[BK / 8][4];
     #pragma unroll
             for (int n = 0; n < BK / 8; n++) {
                 s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
     #pragma unroll
-                for (int kk = 0; kk < D / 16; kk++) {
-                    const T *kr = &Ks[(n * 8 + g) * LD + kk * 16 + t * 2];
-                    mma(s[n], qa[kk], *reinterpret_cast<const uint32_t *>(kr),
-                        *reinterpret_cast<const uint32_t *>(kr + 8), tag);
+                for (int kk = 0; kk < D / 16; kk += 2) { // K rows n*8.. : b0 b1 of kk, kk+1
+                    uint32_t b[4];
+                    ldsm_x4(b, &Ks[(n * 8 + (lane & 7)) * LD + kk * 16 + (lane >> 3) * 8]);
+                    mma(s[n], qa[kk], b[0], b[1], tag);
+                    mma(s[n], qa[kk + 1], b[2], b[3], tag);
                 }
             }
             float mx0 = m0, mx1 = m1;
+            const int lim = sk - k0 < BK ? (int)(sk - k0) : BK; // columns of this tile
     #pragma unroll
             for (int n = 0; n < BK / 8; n++)
     #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int64_t col = k0 + n * 8 + t * 2 + (e & 1);
-                    float v = col < sk ? fmaf(s[n][e], scale, mk[n][e]) * LOG2E : -INFINITY;
-                    s[n][e] = v;
-                    if (e < 2) mx0 = fmaxf(mx0, v);
-                    else mx1 = fmaxf(mx1, v);
+                for (int h = 0; h < 2; h++) {
+                    const float2 mv = mk(n, h);
+    #pragma unroll
+                    for (int u = 0; u < 2; u++) {
+                        const int e = 2 * h + u;
+                        float v = fmaf(s[n][e], scale, u ? mv.y : mv.x);
+                        if (MK::kLim && n * 8 + t * 2 + u >= lim) v = -INFINITY;
+                        s[n][e] = v;
+                        if (h == 0) mx0 = fmaxf(mx0, v);
+                        else mx1 = fmaxf(mx1, v);
+                    }
                 }
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
             const float b0 = mx0 == -INFINITY ? 0.0f : mx0, b1 = mx1 == -INFINITY ? 0.0f : mx1;
-            const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+            // scores and maxima in natural units; exponents base 2 (one FFMA each)
+            const float c0 = ex2((m0 - b0) * LOG2E), c1 = ex2((m1 - b1) * LOG2E);
+            const float bl0 = -b0 * LOG2E, bl1 = -b1 * LOG2E;
             m0 = mx0;
             m1 = mx1;
             l0 *= c0;
@@ -167,10 +218,12 @@ __device__ __forceinline__ void attend(const uint32_t qa[D / 16][4], const T *Ks
             }
     #pragma unroll
             for (int n = 0; n < BK / 8; n++) {
-                s[n][0] = exp2f(s[n][0] - b0);
-                s[n][1] = exp2f(s[n][1] - b0);
-                s[n][2] = exp2f(s[n][2] - b1);
-                s[n][3] = exp2f(s[n][3] - b1);
+                s[n][0] = ex2(fmaf(s[n][0], LOG2E, bl0));
+                s[n][1] = ex2(fmaf(s[n][1], LOG2E, bl0));
+                s[n][2] = ex2(fmaf(s[n][2], LOG2E, bl1));
+                s[n][3] = ex2(fmaf(s[n][3], LOG2E, bl1));
+                l0 += s[n][0] + s[n][1]; // float32 row sums (P rounds to T in the product)
+                l1 += s[n][2] + s[n][3];
             }
     #pragma unroll
             for (int kk = 0; kk < BK / 16; kk++) {
@@ -178,12 +231,6 @@ __device__ __forceinline__ void attend(const uint32_t qa[D / 16][4], const T *Ks
                                  pack2(s[2 * kk][2], s[2 * kk][3], tag),
                                  pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], tag),
                                  pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], tag)};
-                // the row sums from the rounded P that the product uses
-                float2 f;
-                f = unpack2(a[0], tag), l0 += f.x + f.y;
-                f = unpack2(a[2], tag), l0 += f.x + f.y;
-                f = unpack2(a[1], tag), l1 += f.x + f.y;
-                f = unpack2(a[3], tag), l1 += f.x + f.y;
                 const int mt = lane >> 3;
                 const T *vr = &Vs[(kk * 16 + (mt & 1) * 8 + (lane & 7)) * LD + (mt >> 1) * 8];
     #pragma unroll
@@ -218,19 +265,53 @@ __device__ __forceinline__ void store_rows(T *Y, int64_t rs, int64_t r0, int64_t
     }
 }
 
-// NW warps of 16 query rows each (BQ = 16 NW rows a block).
+// 16 B global -> shared without registers; zero-filled where !ok.
+__device__ __forceinline__ void cp16(void *dst, const void *src, bool ok) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src),
+                 "r"(ok ? 16 : 0));
+}
+
+// K and V rows k0 .. k0 + BK of one key tile into shared memory (rows LD
+// apart), NT threads, zero rows past sk.
+template <typename T, int D, int NT>
+__device__ __forceinline__ void load_kv(T *ks, T *vs, const T *K, const T *V, int64_t rsk,
+                                        int64_t rsv, int64_t k0, int64_t sk) {
+    constexpr int CPR = D / 8, LD = D + 8; // 16-byte chunks a row
+    static_assert(BK * CPR % NT == 0, "chunks a thread");
+#pragma unroll
+    for (int i = 0; i < BK * CPR / NT; i++) {
+        const int c = threadIdx.x + i * NT, r = c / CPR, cc = (c % CPR) * 8;
+        const bool ok = k0 + r < sk;
+        const int64_t kr = ok ? k0 + r : 0;
+        cp16(&ks[r * LD + cc], K + kr * rsk + cc, ok);
+        cp16(&vs[r * LD + cc], V + kr * rsv + cc, ok);
+    }
+}
+
+// Bytes of dynamic shared memory of k_flash: two stages of K and V tiles and,
+// with a mask, two stages of BQ mask rows of BK columns as stored.
+static inline size_t flash_smem(int d, int nw, int esz, const pr_cu_flash &p) {
+    size_t b = (size_t)4 * BK * (d + 8) * esz;
+    if (p.m) b += (size_t)2 * nw * 16 * (BK * (p.mdt == DT_F32 ? 4 : 2) + 16);
+    return b;
+}
+
+// NW warps of 16 query rows each (BQ = 16 NW rows a block). Key tiles go
+// through two stages of shared memory by cp.async: tile i + 1 (K, V and, when
+// its rows are 16-byte vectors, the mask tile) loads while tile i is computed,
+// with no staging registers.
+// Blocks an SM is meant to hold (registers): D 64 with a float32 mask tile
+// fits 3 blocks of 4 warps or 2 of 8 in shared memory.
+constexpr int flash_minb(int d, int nw) { return d > 64 ? 1 : nw >= 8 ? 2 : nw == 4 ? 3 : 6; }
+
 template <typename T, int D, int NW>
-__global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
+__global__ __launch_bounds__(NW * 32, flash_minb(D, NW)) void k_flash(pr_cu_flash p) {
     constexpr int NT = NW * 32, BQ = NW * 16;
-    constexpr int LD = D + 8; // padded rows: conflict-free fragment loads and ldmatrix
-    __shared__ __align__(16) T Ks[BK * LD];
-    __shared__ __align__(16) T Vs[BK * LD];
-    // the mask tile as float32 (staged: p.mvec) for D 64 (b64 BERT fp16 mask
-    // 88 -> 65 us); D 32 measured faster without (registers, shared memory),
-    // D 128 would pass 48 KB of static shared memory
-    constexpr bool MST = D == 64 && NW <= 4;
-    constexpr int MLD = BK + 4;
-    __shared__ __align__(16) float Ms[MST ? BQ * MLD : 4];
+    constexpr int LD = D + 8; // padded rows: conflict-free ldmatrix
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + 2 * BK * LD;
+    unsigned char *Ms = reinterpret_cast<unsigned char *>(Vs + 2 * BK * LD);
     int64_t off[5];
     batch_offsets(p, off);
     const T *Q = (const T *)p.q + off[0], *K = (const T *)p.k + off[1];
@@ -238,8 +319,49 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
     T *Y = (T *)p.y + off[4];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t sq = p.sq, sk = p.sk;
-    const int64_t r0 = (int64_t)blockIdx.y * BQ + warp * 16 + g, r1 = r0 + 8;
+    const int64_t qb = (int64_t)blockIdx.y * BQ, r0 = qb + warp * 16 + g, r1 = r0 + 8;
     const bool ok0 = r0 < sq, ok1 = r1 < sq;
+    const int64_t rsk = p.rs[1], rsv = p.rs[2], rsm = p.rs[3];
+    const int mdt = p.m ? p.mdt : 0;
+    const int mesz = mdt == DT_F32 ? 4 : 2, mrow = BK * mesz + 16, mcpr = BK * mesz / 16;
+    const unsigned char *mbase = (const unsigned char *)p.m + off[3] * mesz;
+    const int64_t nt = (sk + BK - 1) / BK;
+
+    // issue tile i's loads into stage i & 1: K, V and the mask tile by
+    // cp.async (16-byte mask chunks where mvec and the tile is full), else the
+    // mask element by element (zeros past sq / sk)
+    auto issue = [&](int64_t i) {
+        const int b = (int)(i & 1);
+        const int64_t k0 = i * BK;
+        load_kv<T, D, NT>(Ks + b * BK * LD, Vs + b * BK * LD, K, V, rsk, rsv, k0, sk);
+        unsigned char *ms = Ms + (size_t)b * BQ * mrow;
+        if (!mdt) return;
+        if (p.mvec && k0 + BK <= sk) {
+            for (int c = threadIdx.x; c < BQ * mcpr; c += NT) {
+                const int r = c / mcpr, cc = c % mcpr;
+                const bool ok = qb + r < sq;
+                cp16(ms + r * mrow + cc * 16,
+                     mbase + ((ok ? qb + r : 0) * rsm + k0) * mesz + cc * 16, ok);
+            }
+        } else {
+            for (int c = threadIdx.x; c < BQ * BK; c += NT) {
+                const int r = c / BK, cc = c % BK;
+                // zeros past sq, -inf past sk (attend does not check the columns)
+                const bool ok = qb + r < sq && k0 + cc < sk, out = k0 + cc >= sk;
+                const unsigned char *src = mbase + ((qb + r) * rsm + (k0 + cc) * p.mcs) * mesz;
+                unsigned char *dst = ms + r * mrow + cc * mesz;
+                if (mesz == 4)
+                    *reinterpret_cast<float *>(dst) =
+                        ok ? *reinterpret_cast<const float *>(src) : out ? -INFINITY : 0.0f;
+                else // -inf: 0xfc00 in fp16, 0xff80 in bf16
+                    *reinterpret_cast<unsigned short *>(dst) =
+                        ok ? *reinterpret_cast<const unsigned short *>(src)
+                           : out ? (mdt == DT_F16 ? 0xfc00 : 0xff80) : 0;
+            }
+        }
+    };
+    issue(0);
+    asm volatile("cp.async.commit_group;");
 
     uint32_t qa[D / 16][4];
     load_q<T, D>(Q, p.rs[0], r0, r1, ok0, ok1, t, qa);
@@ -247,98 +369,31 @@ __global__ __launch_bounds__(NW * 32) void k_flash(pr_cu_flash p) {
 #pragma unroll
     for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
-    // mask rows r0 / r1 (column pairs load as one 8- or 4-byte word when contiguous)
-    const int64_t mcs = p.mcs, mo0 = off[3] + r0 * p.rs[3], mo1 = off[3] + r1 * p.rs[3];
-    const int mdt = p.m ? p.mdt : 0;
-    const bool mpair = mcs == 1 && (mo0 & 1) == 0 && (mo1 & 1) == 0;
     const float scale = p.scale;
-    const int64_t rsk = p.rs[1], rsv = p.rs[2];
-    const int64_t qb = (int64_t)blockIdx.y * BQ;
 
-    for (int64_t k0 = 0; k0 < sk; k0 += BK) {
-        constexpr int NC = BK * D / 8 / NT; // 16-byte chunks a thread, all loads in flight
-        uint4 kv[NC], vv[NC];
-#pragma unroll
-        for (int i = 0; i < NC; i++) {
-            int c = threadIdx.x + i * NT, r = c / (D / 8), cc = (c % (D / 8)) * 8;
-            kv[i] = vv[i] = make_uint4(0, 0, 0, 0);
-            if (k0 + r < sk) {
-                kv[i] = *reinterpret_cast<const uint4 *>(K + (k0 + r) * rsk + cc);
-                vv[i] = *reinterpret_cast<const uint4 *>(V + (k0 + r) * rsv + cc);
-            }
-        }
-        // a whole mask tile with 16-byte rows: coalesced loads now, staged
-        // through shared memory as float32 after the barrier
-        const bool mtile = MST && mdt && p.mvec && k0 + BK <= sk;
-        constexpr int MC = BQ * BK / 4 / NT; // float32: 4 a chunk; 16-bit: 8 (MC / 2 chunks)
-        uint4 mw[MC];
-        if (mtile) {
-            const bool f32 = mdt == DT_F32;
-            const int cpr = f32 ? BK / 4 : BK / 8, per = f32 ? 4 : 8;
-#pragma unroll
-            for (int i = 0; i < MC; i++) {
-                int c = threadIdx.x + i * NT, r = c / cpr, cc = (c % cpr) * per;
-                mw[i] = make_uint4(0, 0, 0, 0);
-                if ((f32 || i < MC / 2) && qb + r < sq) {
-                    int64_t mo = off[3] + (qb + r) * p.rs[3] + k0 + cc;
-                    mw[i] = f32 ? *reinterpret_cast<const uint4 *>((const float *)p.m + mo)
-                                : *reinterpret_cast<const uint4 *>((const T *)p.m + mo);
-                }
-            }
-        }
-        // else the mask values of this tile a thread (loads overlap K / V's)
-        float mk[BK / 8][4];
-        mask_regs<T>(p, mdt && !mtile, mpair, mcs, mo0, mo1, ok0, ok1, k0, sk, t, mk);
+    for (int64_t i = 0; i < nt; i++) {
+        if (i + 1 < nt) issue(i + 1); // its stage was last read before the previous barrier
+        asm volatile("cp.async.commit_group;");
+        asm volatile("cp.async.wait_group 1;" ::: "memory");
         __syncthreads();
-#pragma unroll
-        for (int i = 0; i < NC; i++) {
-            int c = threadIdx.x + i * NT, r = c / (D / 8), cc = (c % (D / 8)) * 8;
-            *reinterpret_cast<uint4 *>(&Ks[r * LD + cc]) = kv[i];
-            *reinterpret_cast<uint4 *>(&Vs[r * LD + cc]) = vv[i];
-        }
-        if (mtile) {
-            const bool f32 = mdt == DT_F32;
-            const int cpr = f32 ? BK / 4 : BK / 8;
-#pragma unroll
-            for (int i = 0; i < MC; i++) {
-                int c = threadIdx.x + i * NT, r = c / cpr;
-                if (f32) {
-                    *reinterpret_cast<uint4 *>(&Ms[r * MLD + (c % cpr) * 4]) = mw[i];
-                } else if (i < MC / 2) {
-                    const uint32_t *w = reinterpret_cast<const uint32_t *>(&mw[i]);
-                    float *d = &Ms[r * MLD + (c % cpr) * 8];
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        float2 f = mdt == DT_F16 ? unpack2(w[j], (const __half *)nullptr)
-                                                 : unpack2(w[j], (const __nv_bfloat16 *)nullptr);
-                        d[2 * j] = f.x;
-                        d[2 * j + 1] = f.y;
-                    }
-                }
-            }
-        }
-        __syncthreads();
-        if (mtile)
-#pragma unroll
-            for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    float2 f = *reinterpret_cast<const float2 *>(
-                        &Ms[(warp * 16 + g + 8 * h) * MLD + n * 8 + t * 2]);
-                    mk[n][2 * h] = f.x;
-                    mk[n][2 * h + 1] = f.y;
-                }
-        attend<T, D>(qa, Ks, Vs, LD, mk, k0, sk, scale, lane, m0, m1, l0, l1, o);
+        const int b = (int)(i & 1);
+        const T *ks = Ks + b * BK * LD, *vs = Vs + b * BK * LD;
+        const unsigned char *mr = Ms + ((size_t)b * BQ + warp * 16 + g) * mrow + t * 2 * mesz;
+        if (mdt == DT_F32)
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<float>{mr, 8 * mrow}, i * BK, sk, scale, lane,
+                         m0, m1, l0, l1, o);
+        else if (mdt == DT_F16)
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<__half>{mr, 8 * mrow}, i * BK, sk, scale, lane,
+                         m0, m1, l0, l1, o);
+        else if (mdt == DT_BF16)
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<__nv_bfloat16>{mr, 8 * mrow}, i * BK, sk, scale,
+                         lane, m0, m1, l0, l1, o);
+        else
+            attend<T, D>(qa, ks, vs, LD, MaskNone{}, i * BK, sk, scale, lane, m0, m1, l0, l1, o);
+        __syncthreads(); // stage b is read before tile i + 2 lands there
     }
     quad_sum(l0, l1);
     store_rows<T, D>(Y, p.rs[4], r0, r1, ok0, ok1, t, o, l0, l1);
-}
-
-// 16 B global -> shared without registers; zero-filled where !ok.
-__device__ __forceinline__ void cp16(void *dst, const void *src, bool ok) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src),
-                 "r"(ok ? 16 : 0));
 }
 
 // Small grids (batch 1): one block a (batch, head) and 16 query rows, its NW
@@ -387,7 +442,7 @@ __global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
         mask_regs<T>(p, p.m != nullptr && p.mdt, mpair, mcs, mo0, mo1, ok0, ok1, k0, sk, t, mk);
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         __syncwarp();
-        attend<T, D>(qa, ks, vs, LD, mk, k0, sk, p.scale, lane, m0, m1, l0, l1, o);
+        attend<T, D>(qa, ks, vs, LD, MaskRegs{mk}, k0, sk, p.scale, lane, m0, m1, l0, l1, o);
         __syncwarp(); // the tile is read before the next one lands
     }
     quad_sum(l0, l1);
@@ -401,7 +456,7 @@ __global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
     for (int w = 0; w < NW; w++) M0 = fmaxf(M0, Mx[w][g]), M1 = fmaxf(M1, Mx[w][g + 8]);
     if (M0 == -INFINITY) M0 = 0.0f;
     if (M1 == -INFINITY) M1 = 0.0f;
-    const float c0 = exp2f(m0 - M0), c1 = exp2f(m1 - M1);
+    const float c0 = exp2f((m0 - M0) * LOG2E), c1 = exp2f((m1 - M1) * LOG2E);
     if (warp > 0) {
 #pragma unroll
         for (int j = 0; j < D / 8; j++) {
@@ -416,8 +471,8 @@ __global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
     float L0 = 0.0f, L1 = 0.0f;
 #pragma unroll
     for (int w = 0; w < NW; w++) {
-        L0 += Lx[w][g] * exp2f(Mx[w][g] - M0);
-        L1 += Lx[w][g + 8] * exp2f(Mx[w][g + 8] - M1);
+        L0 += Lx[w][g] * exp2f((Mx[w][g] - M0) * LOG2E);
+        L1 += Lx[w][g + 8] * exp2f((Mx[w][g + 8] - M1) * LOG2E);
     }
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
@@ -441,16 +496,28 @@ int launch_split(cudaStream_t s, const pr_cu_flash &p) {
     return launch_result();
 }
 
+template <typename T, int D, int NW>
+int launch_d(cudaStream_t s, const pr_cu_flash &p) {
+    const size_t bytes = flash_smem(D, NW, (int)sizeof(T), p);
+    if (bytes > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(k_flash<T, D, NW>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)bytes);
+        if (e != cudaSuccess) return (int)e;
+    }
+    dim3 grid((unsigned)p.nb, (unsigned)((p.sq + NW * 16 - 1) / (NW * 16)));
+    k_flash<T, D, NW><<<grid, NW * 32, bytes, s>>>(p);
+    return launch_result();
+}
+
 template <typename T, int NW>
 int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
-    dim3 grid((unsigned)p.nb, (unsigned)((p.sq + NW * 16 - 1) / (NW * 16)));
     switch (p.d) {
-    case 32: k_flash<T, 32, NW><<<grid, NW * 32, 0, s>>>(p); break;
-    case 64: k_flash<T, 64, NW><<<grid, NW * 32, 0, s>>>(p); break;
-    case 128: k_flash<T, 128, NW><<<grid, NW * 32, 0, s>>>(p); break;
+    case 32: return launch_d<T, 32, NW>(s, p);
+    case 64: return launch_d<T, 64, NW>(s, p);
+    case 128: return launch_d<T, 128, NW>(s, p);
     default: return (int)cudaErrorInvalidValue;
     }
-    return launch_result();
 }
 
 // 4 warps (64 query rows a block); 8 for D 32 (K and V read once a head at
@@ -459,6 +526,8 @@ int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
 template <typename T>
 int launch(cudaStream_t s, const pr_cu_flash &p) {
     if (p.split) return launch_split<T, 2>(s, p);
+    if (p.nw == 2 || p.nw == 4 || p.nw == 8)
+        return p.nw == 2 ? launch_nw<T, 2>(s, p) : p.nw == 4 ? launch_nw<T, 4>(s, p) : launch_nw<T, 8>(s, p);
     if (p.nb * ((p.sq + 63) / 64) < 264 && p.d <= 64) return launch_nw<T, 2>(s, p);
     return p.d == 32 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
 }

@@ -130,6 +130,7 @@ typedef struct pr_cu_flash {
     int dt, d, mdt;
     int mvec; /* mask rows 16-byte aligned with contiguous columns: staged in tiles */
     int split; /* D <= 64: 16 query rows a block, two warps splitting the keys (small grids) */
+    int nw;    /* rows form: warps a block (2, 4, 8; 0: by the grid) */
     int64_t bdims[PR_CU_FLASH_NB], nb, sq, sk;
     float scale;
     const void *q, *k, *v, *m;

@@ -145,6 +145,8 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
     const pr_buf *M = pr_kin(k, 3);
     f.dt = (int)dt;
     f.split = split;
+    const char *nw = getenv("PRECIS_CUDA_FLASH_NW"); /* an experiment's override: 2, 4, 8 */
+    f.nw = nw ? atoi(nw) : 0;
     f.d = (int)a->D;
     f.nb = a->nb;
     f.sq = a->Sq;

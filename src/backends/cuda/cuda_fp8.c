@@ -157,8 +157,11 @@ static precis_status make_desc(f8_state *s, cublasLtEpilogue_t epi, pr_err *e) {
         LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
                                               sizeof bt));
     }
-    const char *fa = getenv("PRECIS_CUDA_FP8_FAST_ACCUM"); /* off by default: accuracy */
-    int8_t fast = fa && !strcmp(fa, "1");
+    /* fast accumulation on by default (PRECIS_CUDA_FP8_FAST_ACCUM=0: off): BERT-base b64 fp8
+     * 3.30 -> 3.06 ms, cosine vs torch fp32 0.99735 / 0.99669 (last_hidden_state / pooler;
+     * 0.99735 / 0.99621 without it in phase 5), MiniLM 0.99971 / 0.99896 (phase 11t) */
+    const char *fa = getenv("PRECIS_CUDA_FP8_FAST_ACCUM");
+    int8_t fast = !(fa && !strcmp(fa, "0"));
     LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
     return PRECIS_OK;
 fail:
