@@ -6,8 +6,8 @@
 #   bench; ops: test_cuda_ops and cli.fp8 only)
 #
 # Environment:
-#   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops (test_cuda_u8 runs
-#                 too when there),
+#   PRECIS_BUILD  a build folder holding precis, tests/cuda/test_cuda_ops (test_cuda_int8,
+#                 test_cuda_u8 and test_cuda_cnn run too when there),
 #                 tests/cuda/bench_imma and tests/cli/cuda_plan_stub (default: build-gpu; built here with
 #                 cmake + ninja when missing)
 #   PRECIS_LIBS   extra shared libraries (a folder) the carried binaries need
@@ -64,7 +64,7 @@ export LD_LIBRARY_PATH="${libdirs#:}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 if [ ! -x "$BUILD/precis" ]; then
   echo "== building in $BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPRECIS_WITH_DNNL=OFF \
-    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops test_cuda_u8 test_cuda_cnn cuda_plan_stub bench_imma || exit 1
+    && cmake --build "$BUILD" -j"$(nproc)" --target precis_cli test_cuda_ops test_cuda_int8 test_cuda_u8 test_cuda_cnn cuda_plan_stub bench_imma || exit 1
 fi
 PRECIS=$BUILD/precis
 echo "== machine"
@@ -80,6 +80,11 @@ for ph in "${phases[@]}"; do
     echo "== cuda.ops: every CUDA impl vs ref"
     timeout 300 "$BUILD/tests/cuda/test_cuda_ops" 2>&1 | tee "$OUT/test_cuda_ops.log" | tail -n 200
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    if [ -x "$BUILD/tests/cuda/test_cuda_int8" ]; then
+      echo "== cuda.int8: the INT8 / FP8 impls vs ref"
+      timeout 300 "$BUILD/tests/cuda/test_cuda_int8" 2>&1 | tee "$OUT/test_cuda_int8.log" | tail -n 80
+      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    fi
     if [ -x "$BUILD/tests/cuda/test_cuda_cnn" ]; then
       echo "== cuda.cnn: the CNN conv kernels vs ref"
       timeout 300 "$BUILD/tests/cuda/test_cuda_cnn" 2>&1 | tee "$OUT/test_cuda_cnn.log" | tail -n 60
@@ -109,6 +114,11 @@ for ph in "${phases[@]}"; do
     timeout 300 "$BUILD/tests/cuda/test_cuda_ops" > "$OUT/test_cuda_ops.log" 2>&1 || rc=1
     tail -n 1 "$OUT/test_cuda_ops.log"
     grep -B1 "CHECK failed" "$OUT/test_cuda_ops.log" | head -n 20
+    if [ -x "$BUILD/tests/cuda/test_cuda_int8" ]; then
+      timeout 300 "$BUILD/tests/cuda/test_cuda_int8" > "$OUT/test_cuda_int8.log" 2>&1 || rc=1
+      tail -n 1 "$OUT/test_cuda_int8.log"
+      grep -B1 "CHECK failed" "$OUT/test_cuda_int8.log" | head -n 20
+    fi
     if [ -x "$BUILD/tests/cuda/test_cuda_cnn" ]; then
       timeout 300 "$BUILD/tests/cuda/test_cuda_cnn" > "$OUT/test_cuda_cnn.log" 2>&1 || rc=1
       tail -n 1 "$OUT/test_cuda_cnn.log"

@@ -228,4 +228,22 @@ static inline float cu_run(const tnode *t, int n_in, const cc_input *ins, int n_
     return cu_run_tol(t, n_in, ins, n_out, act_dt, impl, cc_tol(act_dt), label);
 }
 
+/* A node of precis's fused domain (QConv, QMatMul, QBinary, ...). */
+static inline void cu_fused_node(tnode *t, pr_op op, const char *name) {
+    n_init(t, op, name, 1);
+    t->node.domain = PR_FUSED_DOMAIN;
+}
+
+static inline const char *cu_dtn(pr_dtype d) {
+    return d == PRECIS_FLOAT16 ? "fp16" : d == PRECIS_BFLOAT16 ? "bf16" : "fp32";
+}
+
+/* Convolutions: cuDNN's fused path rounds twice in 16-bit types (our kernels
+ * once, within the same bound). */
+static inline cc_tolerance cu_conv_tol(pr_dtype d) {
+    return d == PRECIS_FLOAT16    ? (cc_tolerance){4e-3f, 8e-3f}
+           : d == PRECIS_BFLOAT16 ? (cc_tolerance){3.2e-2f, 6e-2f}
+                                  : cc_tol(d);
+}
+
 #endif

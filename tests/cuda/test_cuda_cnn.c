@@ -17,11 +17,6 @@
 
 static const bool Y1[1] = {true};
 
-/* cuDNN's path rounds twice (the tolerance of test_cuda_ops); ours once. */
-static cc_tolerance conv_tol(pr_dtype d) {
-    return d == PRECIS_FLOAT16 ? (cc_tolerance){4e-3f, 8e-3f} : (cc_tolerance){3.2e-2f, 6e-2f};
-}
-
 typedef struct hc_case {
     int C, K, k, stride, dil, asym, bias, resid;
     const char *act, *act2;
@@ -78,7 +73,7 @@ static void run_case(const hc_case *c, const char *mode) {
         snprintf(label, sizeof label, "hconv %s C%d K%d %dx%d s%d d%d%s%s%s %s", mode, c->C, c->K,
                  c->k, c->k, c->stride, c->dil, c->asym ? " asym" : "", c->bias ? " bias" : "",
                  c->resid ? " residual" : "", di ? "bf16" : "fp16");
-        cu_run_lay(&t, c->resid ? 4 : 3, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+        cu_run_lay(&t, c->resid ? 4 : 3, a, 1, Y1, D, &pr_cuda_impl_conv, cu_conv_tol(D), label);
     }
 }
 
@@ -123,7 +118,7 @@ static void test_dw_px(void) {
                 char label[128];
                 snprintf(label, sizeof label, "dwconv 4px C%d %dx%d s%d%s %s", C, k, k, st,
                          v == 1 ? " residual+relu" : " relu6", di ? "bf16" : "fp16");
-                cu_run_lay(&t, nin, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
+                cu_run_lay(&t, nin, a, 1, Y1, D, &pr_cuda_impl_conv, cu_conv_tol(D), label);
             }
         }
     unsetenv("PRECIS_CUDA_DW_PX");

@@ -27,11 +27,6 @@
 static const pr_dtype U8 = PRECIS_UINT8, I8 = PRECIS_INT8;
 static const cc_tolerance EXACT = {0.0f, 0.0f}, Q_TOL = {1.0f, 0.0f}, QF_TOL = {2e-3f, 1e-4f};
 
-static void fused_node(tnode *t, pr_op op, const char *name) {
-    n_init(t, op, name, 1);
-    t->node.domain = PR_FUSED_DOMAIN;
-}
-
 /* n random bytes in [lo, hi] (int8 or uint8 by the range). */
 static void *rand_bytes(void *buf, int64_t n, int lo, int hi) {
     unsigned char *b = buf;
@@ -42,7 +37,7 @@ static void *rand_bytes(void *buf, int64_t n, int lo, int hi) {
 
 /* QConv with a uint8 x (x_scale 0.01), y_type yt (0: float). */
 static void qconv_node(tnode *t, int k, int stride, int pad, int yt, float ys) {
-    fused_node(t, PR_OP_QConv, "QConv");
+    cu_fused_node(t, PR_OP_QConv, "QConv");
     n_ints(t, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
     n_ints(t, "strides", (int64_t[]){stride, stride}, 2);
     n_ints(t, "kernel_shape", (int64_t[]){k, k}, 2);
@@ -233,20 +228,20 @@ static void test_gemm_u8(bool b) {
                       .raw = rand_bytes(wb, 64 * 48, -127, 127)},
                      {.name = "bs", .rank = 1, .dims = {48}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
                      {.name = "bias", .rank = 1, .dims = {48}, .init = true}};
-    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
     n_float(&t, "a_scale", 0.01f);
     n_int(&t, "y_type", 2);
     n_float(&t, "y_scale", 0.04f);
     n_str(&t, "act", "Relu");
     cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
                io(B_X | B_Y, "u8 qmatmul bias+relu -> u8"));
-    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
     n_float(&t, "a_scale", 0.01f);
     n_int(&t, "y_type", 3);
     n_float(&t, "y_scale", 0.04f);
     cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
                io(B_X, "u8 qmatmul bias -> int8"));
-    fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
     n_float(&t, "a_scale", 0.01f);
     n_int(&t, "transB", 1);
     cc_input mt[4] = {m[0], m[1], m[2], m[3]};
@@ -327,7 +322,7 @@ static void test_elem_u8(void) {
     cu_bias_io = 0;
     biased = false;
     unsetenv("PRECIS_CUDA_U8_BIAS");
-    fused_node(&t, PR_OP_QBinary, "QBinary");
+    cu_fused_node(&t, PR_OP_QBinary, "QBinary");
     n_str(&t, "kind", "Add");
     n_str(&t, "act", "Relu");
     n_float(&t, "a_scale", 0.02f);
@@ -335,14 +330,14 @@ static void test_elem_u8(void) {
     n_int(&t, "y_type", 2);
     n_float(&t, "y_scale", 0.04f);
     cu_run_lay(&t, 2, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL, "u8 qbinary add+relu -> u8");
-    fused_node(&t, PR_OP_QPool, "QPool");
+    cu_fused_node(&t, PR_OP_QPool, "QPool");
     n_str(&t, "kind", "GlobalAveragePool");
     n_float(&t, "x_scale", 0.02f);
     n_int(&t, "y_type", 2);
     n_float(&t, "y_scale", 0.01f);
     cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL, "u8 qpool global -> u8");
     for (int lay = 0; lay < 2; lay++) {
-        fused_node(&t, PR_OP_QPool, "QPool");
+        cu_fused_node(&t, PR_OP_QPool, "QPool");
         n_str(&t, "kind", "AveragePool");
         n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
         n_ints(&t, "strides", (int64_t[]){2, 2}, 2);

@@ -1,0 +1,462 @@
+/* The CUDA backend's INT8 and FP8 impls against the ref backend on random
+ * inputs (split from test_cuda_ops.c): QConv / QMatMul on cuBLASLt IMMA and
+ * the implicit GEMM (each tile), their epilogues, the int8 depthwise conv,
+ * Quantize / Dequantize, QBinary, QPool, whole small CNN blocks, and the FP8
+ * GEMMs and quantize steps. Requantized outputs may land one unit off (int32
+ * sums vs ref's float32 sums). Exits 77 (ctest skip) without a GPU. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+
+#include "cuda_check.h"
+
+#include "backends/cuda/cuda_impls.h"
+#include "passes/pass.h"
+
+static const pr_dtype DTS[3] = {PRECIS_FLOAT32, PRECIS_FLOAT16, PRECIS_BFLOAT16};
+
+/* ------------------------------------------------------------------ INT8 */
+
+/* n random int8 values in [lo, hi] (static storage, one pool per call site). */
+static int8_t *rand_i8(int8_t *buf, int64_t n, int lo, int hi) {
+    for (int64_t i = 0; i < n; i++) buf[i] = (int8_t)(lo + (int)cc_rand(0.0f, (float)(hi - lo + 1)));
+    return buf;
+}
+
+/* Requantized outputs may land one unit off (int32 sums vs ref's float32
+ * sums of dequantized products); float outputs agree to float rounding. */
+static const cc_tolerance Q_TOL = {1.0f, 0.0f}, QF_TOL = {2e-3f, 1e-4f};
+
+static void qconv_node(tnode *t, int k, int stride, int pad, float ys) {
+    cu_fused_node(t, PR_OP_QConv, "QConv");
+    n_ints(t, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+    n_ints(t, "strides", (int64_t[]){stride, stride}, 2);
+    n_ints(t, "kernel_shape", (int64_t[]){k, k}, 2);
+    n_float(t, "x_scale", 0.02f);
+    if (ys > 0) {
+        n_int(t, "y_type", 3);
+        n_float(t, "y_scale", ys);
+    }
+}
+
+static void test_int8(void) {
+    printf("int8\n");
+    static int8_t xb[8 * 32 * 13 * 11], wb[64 * 32 * 7 * 7], zb[8 * 64 * 13 * 11], b2[8 * 64 * 13 * 11];
+    tnode t;
+    static const bool Y1[1] = {true};
+    const pr_dtype I8 = PRECIS_INT8;
+    /* QConv 3x3 NCHW: im2col, int8 out with relu */
+    cc_input a[5] = {{.name = "x", .rank = 4, .dims = {2, 16, 13, 11}, .dtype = I8,
+                      .raw = rand_i8(xb, 2 * 16 * 13 * 11, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {32, 16, 3, 3}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, 32 * 16 * 9, -127, 127)},
+                     {.name = "ws", .rank = 1, .dims = {32}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                     {.name = "b", .rank = 1, .dims = {32}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {2, 32, 13, 11}, .dtype = I8,
+                      .raw = rand_i8(zb, 2 * 32 * 13 * 11, -128, 127)}};
+    qconv_node(&t, 3, 1, 1, 0.05f);
+    n_str(&t, "act", "Relu");
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, "qconv3x3 relu -> int8");
+    qconv_node(&t, 3, 2, 1, 0);
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, "qconv3x3 s2 -> float");
+    qconv_node(&t, 3, 1, 1, 0.05f);
+    n_float(&t, "z_scale", 0.03f);
+    n_str(&t, "act2", "Relu");
+    cu_run_tol(&t, 5, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "qconv3x3 +int8 residual+relu -> int8");
+    /* NHWC: the 16-channel im2col and the direct 1x1 */
+    cc_input h[5] = {a[0], a[1], a[2], a[3], a[4]};
+    h[0].nhwc = h[4].nhwc = true;
+    h[0].dims[0] = h[4].dims[0] = 8;
+    h[0].raw = rand_i8(xb, 8 * 16 * 13 * 11, -128, 127);
+    h[4].raw = rand_i8(zb, 8 * 32 * 13 * 11, -128, 127);
+    qconv_node(&t, 3, 1, 1, 0.05f);
+    n_float(&t, "z_scale", 0.03f);
+    n_str(&t, "act2", "Relu");
+    cu_run_lay(&t, 5, h, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "nhwc qconv3x3 +residual+relu -> int8");
+    cc_input p1[4] = {h[0], a[1], a[2], a[3]};
+    p1[1].dims[1] = 16;
+    p1[1].dims[2] = p1[1].dims[3] = 1;
+    p1[1].dims[0] = 64;
+    p1[2].dims[0] = p1[3].dims[0] = 64;
+    qconv_node(&t, 1, 1, 0, 0.04f);
+    cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "nhwc qconv1x1 direct -> int8");
+    /* the stem: 7x7 s2 over 3 channels (K = 147 padded to 160) */
+    cc_input st[4] = {{.name = "x", .rank = 4, .dims = {2, 3, 21, 19}, .dtype = I8,
+                       .raw = rand_i8(xb, 2 * 3 * 21 * 19, -128, 127)},
+                      {.name = "w", .rank = 4, .dims = {16, 3, 7, 7}, .init = true, .dtype = I8,
+                       .raw = rand_i8(wb, 16 * 3 * 49, -127, 127)},
+                      {.name = "ws", .rank = 1, .dims = {16}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                      {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+    qconv_node(&t, 7, 2, 3, 0.05f);
+    n_str(&t, "act", "Relu");
+    cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "qconv7x7 s2 stem nchw -> nhwc int8");
+    /* QMatMul */
+    cc_input m[4] = {{.name = "a", .rank = 3, .dims = {4, 8, 64}, .dtype = I8,
+                      .raw = rand_i8(xb, 4 * 8 * 64, -128, 127)},
+                     {.name = "b", .rank = 2, .dims = {64, 48}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, 64 * 48, -127, 127)},
+                     {.name = "bs", .rank = 1, .dims = {48}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                     {.name = "bias", .rank = 1, .dims = {48}, .init = true}};
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.03f);
+    n_int(&t, "y_type", 3);
+    n_float(&t, "y_scale", 0.04f);
+    n_str(&t, "act", "Relu");
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, "qmatmul bias+relu -> int8");
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.03f);
+    n_int(&t, "transB", 1);
+    cc_input mt[4] = {m[0], m[1], m[2], m[3]};
+    mt[1].dims[0] = 48;
+    mt[1].dims[1] = 64;
+    cu_run_tol(&t, 4, mt, 1, PRECIS_FLOAT16, &pr_cuda_impl_qgemm, (cc_tolerance){4e-3f, 4e-3f},
+               "qmatmul transB -> fp16");
+    /* Quantize / Dequantize, QBinary, QPool, int8 MaxPool */
+    static const float qs[1] = {0.02f};
+    static const int8_t zp[1] = {0};
+    cc_input q[3] = {{.name = "x", .rank = 4, .dims = {2, 8, 5, 7}, .lo = -3, .hi = 3},
+                     {.name = "s", .rank = 0, .init = true, .data = qs},
+                     {.name = "zp", .rank = 0, .init = true, .dtype = I8, .raw = zp}};
+    n_init(&t, PR_OP_QuantizeLinear, "QuantizeLinear", 13);
+    cu_run_tol(&t, 3, q, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+               "quantize fp32 -> int8");
+    cc_input dq[3] = {{.name = "x", .rank = 4, .dims = {2, 8, 5, 7}, .dtype = I8,
+                       .raw = rand_i8(xb, 560, -128, 127)}, q[1], q[2]};
+    n_init(&t, PR_OP_DequantizeLinear, "DequantizeLinear", 13);
+    cu_run_tol(&t, 3, dq, 1, PRECIS_FLOAT16, &pr_cuda_impl_qelem, cc_tol(PRECIS_FLOAT16),
+               "dequantize int8 -> fp16");
+    cc_input bi[2] = {{.name = "a", .rank = 4, .dims = {8, 64, 13, 11}, .dtype = I8, .nhwc = true,
+                       .raw = rand_i8(zb, 8 * 64 * 13 * 11, -128, 127)},
+                      {.name = "b", .rank = 4, .dims = {8, 64, 13, 11}, .dtype = I8, .nhwc = true,
+                       .raw = rand_i8(b2, 8 * 64 * 13 * 11, -128, 127)}};
+    cu_fused_node(&t, PR_OP_QBinary, "QBinary");
+    n_str(&t, "kind", "Add");
+    n_str(&t, "act", "Relu");
+    n_float(&t, "a_scale", 0.02f);
+    n_float(&t, "b_scale", 0.03f);
+    n_int(&t, "y_type", 3);
+    n_float(&t, "y_scale", 0.04f);
+    cu_run_lay(&t, 2, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+               "nhwc qbinary add+relu -> int8");
+    cc_input bb[2] = {dq[0], {.name = "b", .rank = 4, .dims = {1, 8, 1, 1}, .lo = -1, .hi = 1}};
+    cu_fused_node(&t, PR_OP_QBinary, "QBinary");
+    n_str(&t, "kind", "Mul");
+    n_float(&t, "a_scale", 0.02f);
+    cu_run_tol(&t, 2, bb, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, QF_TOL,
+               "qbinary mul int8 x float broadcast -> float");
+    cu_fused_node(&t, PR_OP_QPool, "QPool");
+    n_str(&t, "kind", "GlobalAveragePool");
+    n_float(&t, "x_scale", 0.02f);
+    n_int(&t, "y_type", 3);
+    n_float(&t, "y_scale", 0.01f);
+    cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+               "nhwc qpool global average -> int8");
+    n_init(&t, PR_OP_MaxPool, "MaxPool", 12);
+    n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+    n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+    n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    cu_run_lay(&t, 1, bi, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_pool, (cc_tolerance){0, 0},
+               "nhwc maxpool int8");
+}
+
+/* The implicit-GEMM int8 conv (cu_igemm.cu) on NHWC int8, each tile forced
+ * through PRECIS_CUDA_IGEMM (t0..t3), then the timed choice: K not a
+ * multiple of the 64-byte stage, M and Nout not multiples of a tile,
+ * stride 2, dilation 2, 1x1, residual, float output. */
+static void test_igemm(void) {
+    printf("int8 implicit gemm\n");
+    static int8_t xb[8 * 48 * 13 * 11], wb[40 * 48 * 9], zb[8 * 40 * 13 * 11];
+    static const bool Y1[1] = {true};
+    const pr_dtype I8 = PRECIS_INT8;
+    tnode t;
+    cc_input a[5] = {{.name = "x", .rank = 4, .dims = {8, 48, 13, 11}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(xb, 8 * 48 * 13 * 11, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {40, 48, 3, 3}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, 40 * 48 * 9, -127, 127)},
+                     {.name = "ws", .rank = 1, .dims = {40}, .init = true, .lo = 1e-3f, .hi = 4e-3f},
+                     {.name = "b", .rank = 1, .dims = {40}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {8, 40, 13, 11}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(zb, 8 * 40 * 13 * 11, -128, 127)}};
+    static const char *const tiles[4] = {"t0", "t1", "t2", "t3"};
+    char label[96];
+    for (int i = 0; i < 4; i++) {
+        setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
+        qconv_node(&t, 3, 1, 1, 0.08f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "igemm %s 3x3 +residual+relu -> int8", tiles[i]);
+        cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+    }
+    setenv("PRECIS_CUDA_IGEMM", "t0", 1);
+    qconv_node(&t, 3, 2, 1, 0);
+    cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
+               "igemm t0 3x3 s2 -> float");
+    cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
+               "igemm t0 3x3 s2 -> float nchw");
+    setenv("PRECIS_CUDA_IGEMM", "t2", 1);
+    qconv_node(&t, 3, 1, 2, 0.08f);
+    n_ints(&t, "dilations", (int64_t[]){2, 2}, 2);
+    n_str(&t, "act", "Relu");
+    cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "igemm t2 3x3 dilation 2 relu -> int8");
+    cc_input p1[4] = {a[0], a[1], a[2], a[3]};
+    p1[1].dims[2] = p1[1].dims[3] = 1;
+    setenv("PRECIS_CUDA_IGEMM", "t3", 1);
+    qconv_node(&t, 1, 2, 0, 0.05f);
+    cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "igemm t3 1x1 s2 -> int8");
+    setenv("PRECIS_CUDA_IGEMM", "1", 1);
+    qconv_node(&t, 1, 1, 0, 0);
+    cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT16, &pr_cuda_impl_qgemm, (cc_tolerance){4e-3f, 4e-3f},
+               "igemm timed 1x1 -> fp16");
+    unsetenv("PRECIS_CUDA_IGEMM");
+    qconv_node(&t, 3, 1, 1, 0.08f);
+    n_float(&t, "z_scale", 0.03f);
+    n_str(&t, "act", "Relu");
+    cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+               "igemm or cublasLt (timed) 3x3 relu+residual -> int8");
+}
+
+/* The CNN kernels of phase 6: our depthwise conv (forced: PRECIS_CUDA_DWCONV=1)
+ * in both layouts over every vector width (C 24, 12, 6, 5), 5x5 and 3x3,
+ * strides 1 and 2, asymmetric pads, ReLU6, residual + act2, no bias; global
+ * pools on large maps (split into segments), int8 average pools (global and
+ * windowed, both layouts), int8 nearest Resize. */
+static void test_cnn(void) {
+    printf("cnn\n");
+    static int8_t xb[8 * 32 * 13 * 11 > 2 * 24 * 40 * 40 ? 8 * 32 * 13 * 11 : 2 * 24 * 40 * 40];
+    static const bool Y1[1] = {true};
+    setenv("PRECIS_CUDA_DWCONV", "1", 1);
+    static const int chans[4] = {24, 12, 6, 5};
+    for (int ci = 0; ci < 4; ci++)
+        for (int lay = 0; lay < 2; lay++)
+            for (int v = 0; v < 3; v++) {
+                int C = chans[ci], k = v == 1 ? 3 : 5, st = v == 2 ? 2 : 1;
+                if (lay && C % 8) continue; /* NHWC convs need C % 8 == 0 (conv_nhwc_ok) */
+                tnode t;
+                cu_fused_node(&t, PR_OP_FusedConv, "FusedConv");
+                int64_t p = k / 2, pads[4] = {p, p, p, p};
+                if (v == 2) {
+                    pads[0] = 1;
+                    pads[1] = 2;
+                    pads[2] = 2;
+                    pads[3] = 1;
+                }
+                n_ints(&t, "pads", pads, 4);
+                n_ints(&t, "strides", (int64_t[]){st, st}, 2);
+                n_ints(&t, "kernel_shape", (int64_t[]){k, k}, 2);
+                n_int(&t, "group", C);
+                n_str(&t, "act", "Clip");
+                n_float(&t, "act_alpha", 0.0f);
+                n_float(&t, "act_beta", 6.0f);
+                int64_t nb = lay ? 8 : 1, oh = (13 + 2 * p - k) / st + 1, ow = (11 + 2 * p - k) / st + 1;
+                if (v == 2) {
+                    oh = (13 + 3 - k) / 2 + 1;
+                    ow = (11 + 3 - k) / 2 + 1;
+                }
+                cc_input a[4] = {{.name = "x", .rank = 4, .dims = {nb, C, 13, 11}, .nhwc = lay, .lo = -3, .hi = 3},
+                                 {.name = "w", .rank = 4, .dims = {C, 1, k, k}, .init = true},
+                                 {.name = "b", .rank = 1, .dims = {C}, .init = true},
+                                 {.name = "z", .rank = 4, .dims = {nb, C, oh, ow}, .nhwc = lay}};
+                int nin = 3;
+                if (v == 1) { /* residual then act2, no bias */
+                    n_str(&t, "act2", "Relu");
+                    a[2].name = NULL;
+                    nin = 4;
+                }
+                for (int di = 0; di < 3; di++) {
+                    pr_dtype D = DTS[di];
+                    if (lay && D == PRECIS_FLOAT32) continue; /* NHWC: the 16-bit types */
+                    char label[128];
+                    snprintf(label, sizeof label, "dwconv ours %s C%d %dx%d s%d%s%s %s",
+                             lay ? "nhwc" : "nchw", C, k, k, st, v == 2 ? " asym" : "",
+                             v == 1 ? " residual+relu" : " relu6", cu_dtn(D));
+                    cu_run_lay(&t, nin, a, 1, lay ? Y1 : NULL, D, &pr_cuda_impl_conv, cu_conv_tol(D), label);
+                }
+            }
+    unsetenv("PRECIS_CUDA_DWCONV");
+    static const int qch[4] = {32, 24, 12, 5};
+    static int8_t wq[32 * 25], zq[8 * 32 * 13 * 11];
+    for (int ci = 0; ci < 4; ci++) /* int8 depthwise QConv (cuda_qdw.c) */
+        for (int v = 0; v < 3; v++) {
+            int C = qch[ci], lay = v != 2, k = v == 1 ? 3 : 5, st = v == 1 ? 2 : 1;
+            int64_t nb = lay ? 8 : 1, p = k / 2, oh = (13 + 2 * p - k) / st + 1,
+                    ow = (11 + 2 * p - k) / st + 1;
+            cc_input a[5] = {{.name = "x", .rank = 4, .dims = {nb, C, 13, 11}, .nhwc = lay,
+                              .dtype = PRECIS_INT8, .raw = rand_i8(xb, nb * C * 143, -128, 127)},
+                             {.name = "w", .rank = 4, .dims = {C, 1, k, k}, .init = true,
+                              .dtype = PRECIS_INT8, .raw = rand_i8(wq, C * k * k, -127, 127)},
+                             {.name = "ws", .rank = 1, .dims = {C}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                             {.name = "b", .rank = 1, .dims = {C}, .init = true},
+                             {.name = "z", .rank = 4, .dims = {nb, C, oh, ow}, .nhwc = lay,
+                              .dtype = PRECIS_INT8, .raw = rand_i8(zq, nb * C * oh * ow, -128, 127)}};
+            tnode t;
+            qconv_node(&t, k, st, (int)p, v == 2 ? 0.0f : 0.04f);
+            n_int(&t, "group", C);
+            n_str(&t, "act", "Clip");
+            n_float(&t, "act_alpha", 0.0f);
+            n_float(&t, "act_beta", 6.0f);
+            if (v == 1) n_float(&t, "z_scale", 0.03f);
+            char label[128];
+            snprintf(label, sizeof label, "qconv depthwise %s C%d %dx%d s%d relu6%s -> %s",
+                     lay ? "nhwc" : "nchw", C, k, k, st, v == 1 ? "+residual" : "",
+                     v == 2 ? "fp16" : "int8");
+            cu_run_lay(&t, v == 1 ? 5 : 4, a, 1, lay ? Y1 : NULL, v == 2 ? PRECIS_FLOAT16 : PRECIS_FLOAT32,
+                       &pr_cuda_impl_qdwconv, v == 2 ? (cc_tolerance){4e-3f, 4e-3f} : Q_TOL, label);
+        }
+    for (int lay = 0; lay < 2; lay++) { /* 1x1 + ReLU6 (cuDNN, then our epilogue kernel) */
+        tnode t;
+        cu_fused_node(&t, PR_OP_FusedConv, "FusedConv");
+        n_ints(&t, "kernel_shape", (int64_t[]){1, 1}, 2);
+        n_str(&t, "act", "Clip");
+        n_float(&t, "act_alpha", 0.0f);
+        n_float(&t, "act_beta", 6.0f);
+        cc_input a[3] = {{.name = "x", .rank = 4, .dims = {lay ? 8 : 1, 32, 9, 7}, .nhwc = lay, .lo = -2, .hi = 2},
+                         {.name = "w", .rank = 4, .dims = {48, 32, 1, 1}, .init = true},
+                         {.name = "b", .rank = 1, .dims = {48}, .init = true}};
+        for (int di = lay; di < 3; di++) {
+            char label[128];
+            snprintf(label, sizeof label, "conv1x1 relu6 %s %s", lay ? "nhwc" : "nchw", cu_dtn(DTS[di]));
+            cu_run_lay(&t, 3, a, 1, lay ? Y1 : NULL, DTS[di], &pr_cuda_impl_conv, cu_conv_tol(DTS[di]), label);
+        }
+    }
+    for (int lay = 0; lay < 2; lay++) {
+        cc_input g[1] = {{.name = "x", .rank = 4, .dims = {2, 24, 40, 40}, .nhwc = lay}};
+        for (int mx = 0; mx < 2; mx++) {
+            tnode t;
+            if (mx) n_init(&t, PR_OP_GlobalMaxPool, "GlobalMaxPool", 1);
+            else n_init(&t, PR_OP_GlobalAveragePool, "GlobalAveragePool", 1);
+            for (int di = lay; di < 3; di++) {
+                char label[128];
+                snprintf(label, sizeof label, "global %s pool 40x40 %s %s", mx ? "max" : "average",
+                         lay ? "nhwc" : "nchw", cu_dtn(DTS[di]));
+                cu_run_lay(&t, 1, g, 1, lay ? Y1 : NULL, DTS[di], &pr_cuda_impl_pool, cc_tol(DTS[di]),
+                           label);
+            }
+        }
+        cc_input q[1] = {{.name = "x", .rank = 4, .dims = {2, 24, 40, 40}, .nhwc = lay,
+                          .dtype = PRECIS_INT8, .raw = rand_i8(xb, 2 * 24 * 1600, -128, 127)}};
+        tnode t;
+        cu_fused_node(&t, PR_OP_QPool, "QPool");
+        n_str(&t, "kind", "GlobalAveragePool");
+        n_float(&t, "x_scale", 0.02f);
+        n_int(&t, "y_type", 3);
+        n_float(&t, "y_scale", 0.002f);
+        cu_run_lay(&t, 1, q, 1, lay ? Y1 : NULL, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+                   lay ? "qpool global 40x40 nhwc -> int8" : "qpool global 40x40 nchw -> int8");
+        cu_fused_node(&t, PR_OP_QPool, "QPool");
+        n_str(&t, "kind", "AveragePool");
+        n_ints(&t, "kernel_shape", (int64_t[]){3, 2}, 2);
+        n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+        n_ints(&t, "pads", (int64_t[]){1, 0, 1, 1}, 4);
+        n_int(&t, "count_include_pad", lay);
+        n_float(&t, "x_scale", 0.02f);
+        n_int(&t, "y_type", 3);
+        n_float(&t, "y_scale", 0.01f);
+        cu_run_lay(&t, 1, q, 1, lay ? Y1 : NULL, PRECIS_FLOAT32, &pr_cuda_impl_qelem, Q_TOL,
+                   lay ? "qpool average 3x2 s2 nhwc count_include_pad -> int8"
+                       : "qpool average 3x2 s2 nchw -> int8");
+        cu_fused_node(&t, PR_OP_QPool, "QPool");
+        n_str(&t, "kind", "AveragePool");
+        n_ints(&t, "kernel_shape", (int64_t[]){2, 2}, 2);
+        n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+        n_float(&t, "x_scale", 0.02f);
+        cu_run_lay(&t, 1, q, 1, lay ? Y1 : NULL, PRECIS_FLOAT32, &pr_cuda_impl_qelem, QF_TOL,
+                   lay ? "qpool average 2x2 nhwc -> float" : "qpool average 2x2 nchw -> float");
+    }
+    static const float sc[4] = {1, 1, 2, 2};
+    cc_input r[3] = {{.name = "x", .rank = 4, .dims = {2, 24, 7, 6}, .dtype = PRECIS_INT8,
+                      .raw = rand_i8(xb, 2 * 24 * 42, -128, 127)},
+                     {.name = "roi", .rank = 1, .dims = {0}, .init = true},
+                     {.name = "s", .rank = 1, .dims = {4}, .init = true, .data = sc}};
+    tnode t;
+    n_init(&t, PR_OP_Resize, "Resize", 13);
+    n_str(&t, "mode", "nearest");
+    cu_run_tol(&t, 3, r, 1, PRECIS_FLOAT32, &pr_cuda_impl_pool, (cc_tolerance){0, 0},
+               "resize nearest int8");
+}
+
+/* ------------------------------------------------------------------- FP8 */
+
+/* n random e4m3 codes of values in [-r, r) (one pool per call site). */
+static uint8_t *rand_f8(uint8_t *buf, int64_t n, float r) {
+    for (int64_t i = 0; i < n; i++) buf[i] = pr_f32_to_e4m3(cc_rand(-r, r));
+    return buf;
+}
+
+/* The fp8 QMatMul (cuBLASLt, e4m3 x e4m3, float32 accumulation) against
+ * ref's float32 sums of the dequantized products: fp16 outputs to fp16
+ * rounding, fp8 outputs within one e4m3 step (1/8 relative) plus what the
+ * bias costs near zero: cuBLASLt's FP8 epilogue takes a 16-bit bias (fp16
+ * here: up to 2.4e-4 off for |b| < 1, i.e. 5e-3 in units of y_scale 0.05);
+ * Q / DQ to and from e4m3 exactly. */
+static void test_fp8(void) {
+    printf("fp8\n");
+    static uint8_t ab[4 * 32 * 128], wb[128 * 96];
+    static const float ws[1] = {0.125f}, qs[1] = {0.05f};
+    static const uint8_t zp8[1] = {0};
+    const pr_dtype F8 = PRECIS_FLOAT8E4M3FN;
+    const cc_tolerance H_TOL = {4e-3f, 4e-3f}, F8_TOL = {5e-3f, 0.126f};
+    cc_input m[5] = {{.name = "a", .rank = 3, .dims = {4, 32, 128}, .dtype = F8,
+                      .raw = rand_f8(ab, 4 * 32 * 128, 4.0f)},
+                     {.name = "w", .rank = 2, .dims = {128, 96}, .init = true, .dtype = F8,
+                      .raw = rand_f8(wb, 128 * 96, 2.0f)},
+                     {.name = "ws", .rank = 1, .dims = {1}, .init = true, .data = ws},
+                     {.name = "bias", .rank = 1, .dims = {96}, .init = true},
+                     {.name = "z", .rank = 3, .dims = {4, 32, 96}}};
+    tnode t;
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.0625f);
+    n_str(&t, "act", "Gelu");
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT16, &pr_cuda_impl_fp8, H_TOL, "fp8 qmatmul bias+gelu -> fp16");
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.0625f);
+    cu_run_tol(&t, 5, m, 1, PRECIS_BFLOAT16, &pr_cuda_impl_fp8, cc_tol(PRECIS_BFLOAT16),
+               "fp8 qmatmul bias+residual -> bf16");
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.0625f);
+    n_str(&t, "act", "Relu");
+    n_int(&t, "y_type", F8);
+    n_float(&t, "y_scale", 0.05f);
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT16, &pr_cuda_impl_fp8, F8_TOL, "fp8 qmatmul bias+relu -> fp8");
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul"); /* float32 out: a bf16 bias (5e-3 off at 1) */
+    n_float(&t, "a_scale", 0.0625f);
+    cu_run_tol(&t, 4, m, 1, PRECIS_FLOAT32, &pr_cuda_impl_fp8, (cc_tolerance){8e-3f, 4e-3f},
+               "fp8 qmatmul bias -> fp32");
+    cc_input mt[3] = {m[0], m[1], m[2]};
+    mt[1].dims[0] = 96;
+    mt[1].dims[1] = 128;
+    cu_fused_node(&t, PR_OP_QMatMul, "QMatMul");
+    n_float(&t, "a_scale", 0.0625f);
+    n_int(&t, "transB", 1);
+    cu_run_tol(&t, 3, mt, 1, PRECIS_FLOAT16, &pr_cuda_impl_fp8, H_TOL, "fp8 qmatmul transB -> fp16");
+    /* Quantize (saturating: inputs reach 2x the range) / Dequantize, exact */
+    cc_input q[3] = {{.name = "x", .rank = 2, .dims = {37, 64}, .lo = -45, .hi = 45},
+                     {.name = "s", .rank = 0, .init = true, .data = qs},
+                     {.name = "zp", .rank = 0, .init = true, .dtype = F8, .raw = zp8}};
+    n_init(&t, PR_OP_QuantizeLinear, "QuantizeLinear", 19);
+    cu_run_tol(&t, 3, q, 1, PRECIS_FLOAT16, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+               "quantize fp16 -> fp8 (vector)");
+    q[0].dims[1] = 63;
+    cu_run_tol(&t, 3, q, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+               "quantize fp32 -> fp8");
+    cc_input dq[3] = {{.name = "x", .rank = 2, .dims = {37, 64}, .dtype = F8,
+                       .raw = rand_f8(ab, 37 * 64, 400.0f)}, q[1], q[2]};
+    n_init(&t, PR_OP_DequantizeLinear, "DequantizeLinear", 19);
+    cu_run_tol(&t, 3, dq, 1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+               "dequantize fp8 -> fp32");
+}
+
+int main(void) {
+    int rc = cu_setup();
+    if (rc) return rc;
+    test_int8();
+    test_igemm();
+    test_cnn();
+    test_fp8();
+    cu_teardown();
+    return check_report("test_cuda_int8");
+}
