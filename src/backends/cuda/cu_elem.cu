@@ -214,6 +214,23 @@ template <typename T> __global__ void k_copy(const T *__restrict__ x, T *__restr
     }
 }
 
+// The three operands' offsets of flat index i of w's (collapsed) shape, in
+// 32-bit arithmetic (the 8-element kernels' callers check the sizes).
+__device__ __forceinline__ void ew_offsets3(const pr_cu_ew &w, int i, int *o0, int *o1,
+                                            int *o2) {
+    int a = (int)w.off[0], b = (int)w.off[1], c2 = (int)w.off[2], r = i;
+    for (int d = w.rank - 1; d >= 0; d--) {
+        int dim = (int)w.dims[d], c = r % dim;
+        r /= dim;
+        a += c * (int)w.st[0][d];
+        b += c * (int)w.st[1][d];
+        c2 += c * (int)w.st[2][d];
+    }
+    *o0 = a;
+    *o1 = b;
+    *o2 = c2;
+}
+
 // A binary op on fp16 / bf16 operands whose rows are contiguous: 8 elements
 // (16 bytes) of each a thread, computed in float32 and rounded once, as the
 // scalar path does (the strided walk in units of 8; the ONNX embeddings' Adds at
@@ -222,14 +239,8 @@ template <typename T> __global__ void k_binary8(pr_cu_ew w, int n) {
     const uint4 *a = (const uint4 *)w.p[1], *b = (const uint4 *)w.p[2];
     uint4 *y = (uint4 *)w.p[0];
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        int o0 = (int)w.off[0], o1 = (int)w.off[1], o2 = (int)w.off[2], r = i;
-        for (int d = w.rank - 1; d >= 0; d--) {
-            int dim = (int)w.dims[d], c = r % dim;
-            r /= dim;
-            o0 += c * (int)w.st[0][d];
-            o1 += c * (int)w.st[1][d];
-            o2 += c * (int)w.st[2][d];
-        }
+        int o0, o1, o2;
+        ew_offsets3(w, i, &o0, &o1, &o2);
         uint4 va = a[o1], vb = b[o2], vy;
         const T *ha = (const T *)&va, *hb = (const T *)&vb;
         T *hy = (T *)&vy;
@@ -273,14 +284,8 @@ __device__ __forceinline__ void st8f(void *p, int dt, int64_t i8, const float v[
 // float32 initializer: MiniLM's position-embedding Add), 8 elements a thread.
 __global__ void k_binary8m(pr_cu_ew w, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        int o0 = (int)w.off[0], o1 = (int)w.off[1], o2 = (int)w.off[2], r = i;
-        for (int d = w.rank - 1; d >= 0; d--) {
-            int dim = (int)w.dims[d], c = r % dim;
-            r /= dim;
-            o0 += c * (int)w.st[0][d];
-            o1 += c * (int)w.st[1][d];
-            o2 += c * (int)w.st[2][d];
-        }
+        int o0, o1, o2;
+        ew_offsets3(w, i, &o0, &o1, &o2);
         float a[8], b[8];
         ld8f(w.p[1], w.dt[1], o1, a);
         ld8f(w.p[2], w.dt[2], o2, b);
