@@ -214,6 +214,9 @@ static void test_qdwconv(void) {
         /* wide enough for 2 threads to split the columns */
         {"dw img wide 3 rows", 1, 200, 3, 70, 200, 5, 5, 200, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
         {"dw img wide stride 2x1", 2, 168, 4, 41, 168, 3, 3, 168, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        /* 128..159 channels at stride 1 (uint8 src: u8_mid_ok) */
+        {"dw 144 3x3", 1, 144, 9, 10, 144, 3, 3, 144, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 128 5x5 batch 2", 2, 128, 7, 6, 128, 5, 5, 128, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
     };
     static const pr_dtype YT[3] = {PRECIS_INT8, PRECIS_UINT8, PRECIS_FLOAT32};
     static const pr_dtype XT[2] = {PRECIS_UINT8, PRECIS_INT8};
@@ -237,14 +240,20 @@ static void test_qdwconv(void) {
                 qconv_one(&dws[i], XT[x], YT[y], k % 4 != 3, PRECIS_UNDEFINED, true, A1[k % 5],
                           k % 3 == 1 ? &aff : NULL, 1 + k % 2, dws[i].name);
     qconv_impl = &pr_cpu_impl_dnnl_qconv;
-    /* few channels (uint8 src below 160, int8 below 40) stay on oneDNN */
-    static const qconv_case few = {"dw 48", 1, 48, 9, 9, 48, 3, 3, 48, 1, 1, 1, 1, {1, 1, 1, 1}, NULL};
-    for (int x = 0; x < 2; x++) {
-        qconv_node(&q, &few, XT[x], PRECIS_INT8);
-        qconv_inputs(&few, XT[x], true, PRECIS_UNDEFINED, true, in);
-        CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv) == (XT[x] == PRECIS_INT8));
-        qc_free(in, 5);
-    }
+    /* few channels (uint8 src below 160, 128 at stride 1; int8 below 40)
+     * stay on oneDNN */
+    static const qconv_case few[] = {
+        {"dw 48", 1, 48, 9, 9, 48, 3, 3, 48, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 144 stride 2", 1, 144, 9, 9, 144, 3, 3, 144, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 127", 1, 127, 9, 9, 127, 3, 3, 127, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+    };
+    for (size_t i = 0; i < sizeof few / sizeof few[0]; i++)
+        for (int x = 0; x < 2; x++) {
+            qconv_node(&q, &few[i], XT[x], PRECIS_INT8);
+            qconv_inputs(&few[i], XT[x], true, PRECIS_UNDEFINED, true, in);
+            CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_qdwconv) == (XT[x] == PRECIS_INT8));
+            qc_free(in, 5);
+        }
     /* 17..32 channels, int8 src, fused epilogues, column stride 1: all
      * linear (qdw_lin_ok); uint8 src (17 channels: not the direct path),
      * float out, 16 channels or fewer, column
@@ -304,8 +313,8 @@ static void test_qdwconv(void) {
 /* qdwconv's direct path (k_qdwdirect.c): uint8 src of 8, 16 or 32 channels,
  * int8/uint8 out, fused acts; pixel pairs (8 channels, column stride 1) with
  * an odd last pixel, 8-pixel blocks and their tails, strides, dilation,
- * asymmetric pads, batch, rows split over 2 threads, the oneDNN fallback
- * over QDW_DIRECT_MAX_PIX pixels, 24 channels at column stride 1 (declined
+ * asymmetric pads, batch, rows split over 2 threads, images over
+ * QDW_DIRECT_MAX_PIX pixels in bands of rows, 24 channels at column stride 1 (declined
  * at 2) and float out declined. */
 static void test_qdw_direct(void) {
     static const qconv_case dc[] = {
@@ -317,8 +326,14 @@ static void test_qdw_direct(void) {
          NULL},
         {"direct 32 wide (2 threads split rows)", 1, 32, 24, 96, 32, 3, 3, 32, 2, 1, 1, 1,
          {1, 1, 1, 1}, NULL},
-        {"direct 8 over 4096 px (oneDNN)", 1, 8, 70, 70, 8, 3, 3, 8, 1, 1, 1, 1, {1, 1, 1, 1},
+        {"direct 8 over 4096 px (one band)", 1, 8, 70, 70, 8, 3, 3, 8, 1, 1, 1, 1, {1, 1, 1, 1},
          NULL},
+        /* over 4096 px in bands of output rows (DD_BAND_BYTES: 4, 2 and 2
+         * rows here; with 2 threads each takes half the rows, then bands) */
+        {"direct 32 banded", 1, 32, 14, 300, 32, 3, 3, 32, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"direct 8 banded stride 2 dilation 2 batch 2", 2, 8, 19, 1000, 8, 3, 3, 8, 2, 2, 2, 2,
+         {2, 1, 0, 2}, NULL},
+        {"direct 24 5x5 banded", 1, 24, 12, 400, 24, 5, 5, 24, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
         {"direct 24 3x3 stride 2x1", 2, 24, 12, 23, 24, 3, 3, 24, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
         {"direct 24 5x5 dilation 2x1 asym pads", 1, 24, 9, 30, 24, 5, 5, 24, 1, 1, 2, 1,
          {3, 0, 1, 2}, NULL},
