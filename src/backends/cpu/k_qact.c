@@ -17,7 +17,6 @@
  * blocks of rows. */
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vec.h"
@@ -101,41 +100,6 @@ PR_VINLINE void qa_row_t(const float *x, const pr_act A, const pr_act A2, const 
     }
 }
 
-/* Swish / Sigmoid, no residual, no act2: the 1 / y_scale folded into the
- * division, one multiplication less per vector: x / (ys + ys e) (ys =
- * 1 / inv_y) and inv_y / (1 + e), e = 2^(-x log2 e). Not the bytes of
- * qa_row_t: another rounding of the same real value (within one unit, as
- * every path here; YOLOv8n: see NOTES.md session 12). */
-PR_VINLINE void qa_row_fold(const float *x, bool swish, void *y, bool yu8, float inv_y, int64_t i0,
-                            int64_t n) {
-    const __m512 lo = PV_C(yu8 ? 0.0f : -128.0f), hi = PV_C(yu8 ? 255.0f : 127.0f);
-    const __m512 num = PV_C(inv_y), ys = PV_C(1.0f / inv_y), l2e = PV_C(-1.44269504088896341f);
-    int64_t c = 0;
-    for (; c + 16 <= n; c += 16) {
-        __m512 v = _mm512_loadu_ps(x + c), e = qa_exp2(_mm512_mul_ps(v, l2e));
-        v = swish ? _mm512_div_ps(v, _mm512_fmadd_ps(e, ys, ys))
-                  : _mm512_div_ps(num, _mm512_add_ps(PV_C(1.0f), e));
-        pv_q8_store(y, i0 + c, pv_q8_round_lo8(v, lo, hi));
-    }
-    if (c < n) {
-        __mmask16 m = pv_tail(n - c);
-        __m512 v = _mm512_maskz_loadu_ps(m, x + c), e = qa_exp2(_mm512_mul_ps(v, l2e));
-        v = swish ? _mm512_div_ps(v, _mm512_fmadd_ps(e, ys, ys))
-                  : _mm512_div_ps(num, _mm512_add_ps(PV_C(1.0f), e));
-        pv_q8_store_m(y, i0 + c, pv_q8_round_lo8(v, lo, hi), m);
-    }
-}
-
-/* PRECIS_QA_FOLD=0: qa_row_t for every case (A/B). */
-static bool qa_fold_on(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *env = getenv("PRECIS_QA_FOLD");
-        on = !(env && env[0] == '0');
-    }
-    return on;
-}
-
 static PR_AVX512 void qa_row_512(const qa_args *a, int64_t r, int64_t c0, int64_t c1) {
     const float *x = a->x + r * a->xs + c0;
     const void *z = a->z;
@@ -148,10 +112,7 @@ static PR_AVX512 void qa_row_512(const qa_args *a, int64_t r, int64_t c0, int64_
         bool s = A.kind == PR_ACT_SWISH;
 #define QA_CASE(act, zz, zu, yu)                                                                   \
     qa_row_t(x, act, none, zz, zu, a->z_scale, a->y, yu, a->inv_y, i0, n)
-        if (!z && qa_fold_on() && isfinite(1.0f / a->inv_y)) {
-            if (yu8) qa_row_fold(x, s, a->y, true, a->inv_y, i0, n);
-            else qa_row_fold(x, s, a->y, false, a->inv_y, i0, n);
-        } else if (!z && !yu8) s ? QA_CASE(sw, NULL, false, false) : QA_CASE(sg, NULL, false, false);
+        if (!z && !yu8) s ? QA_CASE(sw, NULL, false, false) : QA_CASE(sg, NULL, false, false);
         else if (!z) s ? QA_CASE(sw, NULL, false, true) : QA_CASE(sg, NULL, false, true);
         else if (!zu8 && !yu8) s ? QA_CASE(sw, z, false, false) : QA_CASE(sg, z, false, false);
         else qa_row_t(x, A, none, z, zu8, a->z_scale, a->y, yu8, a->inv_y, i0, n);
