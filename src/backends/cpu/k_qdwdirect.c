@@ -132,9 +132,9 @@ typedef struct dd_ep {
     bool aff;
 } dd_ep;
 
-/* RL: Relu (clip [0, inf)) into uint8, no act2: max(f, 0) * inv, then only
- * the upper clamp can bite (the same operations and bytes as the general
- * form, whose other steps change nothing here). */
+/* RL: Relu or Clip [0, b] into uint8, no act2: max(f, 0) * inv, then only
+ * the upper clamp can bite (e->hi: min(hi, b * inv), dd_rows; the same
+ * bytes as the general form, whose other steps change nothing here). */
 static inline __attribute__((always_inline)) PR_DD __m512i dd_q(__m512 acc, __m512 sc, __m512 bi,
                                                                const dd_ep *e, bool RL) {
     __m512 f = _mm512_fmadd_ps(acc, sc, bi);
@@ -316,7 +316,7 @@ static PR_DD void dd_row(const qdw_state *s, const int64_t *g, const dd_ep *e, c
     }
 }
 
-#define DD_FLAT_V(RL, K3, NP) dd_flat(s, g, e, prow, yr, ncol, RL, K3, NP)
+#define DD_FLAT_V(RL, K3, NP) dd_flat(s, g, (RL) ? &er : e, prow, yr, ncol, RL, K3, NP)
 
 /* Output rows [oh0, oh1) of one image: x (IH, IW, C) bytes, y its output,
  * P scratch for the rows they read. */
@@ -332,9 +332,14 @@ static PR_DD void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e, 
                 : C > 16 * j     ? (__mmask16)((1u << (C - 16 * j)) - 1u)
                                  : (__mmask16)0;
     dd_convert(s, g, x, r0, r1, ncol, P);
+    /* Relu, or Clip [0, b] (ReLU6: EfficientNet-Lite0) with hi min(hi, b inv):
+     * rounding is monotonic, so fl(min(f, b) inv) = min(fl(f inv), fl(b inv)),
+     * the same bytes */
+    dd_ep er = *e;
     const bool rl = e->ak == 1 && !e->aff && s->ydt == PRECIS_UINT8 && s->lo == 0.0f &&
                     _mm512_cmp_ps_mask(e->alo, _mm512_setzero_ps(), _CMP_EQ_OQ) == 0xffff &&
-                    _mm512_cmp_ps_mask(e->ahi, PV_C(INFINITY), _CMP_EQ_OQ) == 0xffff;
+                    _mm512_cmp_ps_mask(e->ahi, _mm512_setzero_ps(), _CMP_GT_OQ) == 0xffff;
+    if (rl) er.hi = _mm512_min_ps(e->hi, _mm512_mul_ps(e->ahi, e->a2a));
     const bool k3 = KW == 3 && dw == 1;
     const int np = (int)(s->Cv / 16);
     for (int64_t oh = oh0; oh < oh1; oh++) {
