@@ -89,14 +89,14 @@ PR_VINLINE void qa_row_t(const float *x, const pr_act A, const pr_act A2, const 
         __m512 v = qa_act(&A, _mm512_loadu_ps(x + c));
         if (z) v = _mm512_fmadd_ps(pv_q8_load(z, i0 + c, zu8), zs, v);
         v = qa_act(&A2, v);
-        pv_q8_store(y, i0 + c, pv_q8_round(_mm512_mul_ps(v, inv), lo, hi));
+        pv_q8_store(y, i0 + c, pv_q8_round_lo8(_mm512_mul_ps(v, inv), lo, hi));
     }
     if (c < n) {
         __mmask16 m = pv_tail(n - c);
         __m512 v = qa_act(&A, _mm512_maskz_loadu_ps(m, x + c));
         if (z) v = _mm512_fmadd_ps(pv_q8_load_m(z, i0 + c, zu8, m), zs, v);
         v = qa_act(&A2, v);
-        pv_q8_store_m(y, i0 + c, pv_q8_round(_mm512_mul_ps(v, inv), lo, hi), m);
+        pv_q8_store_m(y, i0 + c, pv_q8_round_lo8(_mm512_mul_ps(v, inv), lo, hi), m);
     }
 }
 

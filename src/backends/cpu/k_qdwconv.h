@@ -31,10 +31,12 @@ typedef struct qdw_state {
     int64_t Cv;        /* lcm(C, 16): lanes of the weight patterns */
     float *dwf;        /* [KH * KW][Cv] the weights as floats, lane l channel l % C */
     float *dsc, *dbi;  /* [Cv] x_scale * w_scale, B, lane l channel l % C */
-    void *big;         /* dnnl.qconv's state for images over QDW_DIRECT_MAX_PIX */
+    void *big;         /* dnnl.qconv's state for images over QDW_DIRECT_MAX_PIX
+                          (PRECIS_QDW_DIRECT_BIG=0 only) */
 } qdw_state;
 
-/* The direct path's image limit (input pixels); larger run on s->big. */
+/* The direct path's image limit (input pixels) for one band of all rows;
+ * larger images run in bands of output rows (or on s->big, see above). */
 #define QDW_DIRECT_MAX_PIX 4096
 
 
@@ -47,6 +49,7 @@ bool pr_qdw_fused(const qdw_state *s);
 /* Whether node n goes to the direct path (src uint8, 8-32 channels, a
  * fused epilogue); its weights and the fallback (k_qdwdirect.c). */
 bool pr_qdw_direct_ok(const pr_graph *g, const pr_node *n);
+bool pr_qdw_direct_big(void);
 precis_status pr_qdw_direct_prepare(qdw_state *s, const pr_graph *g, const pr_node *n,
                                     const pr_cpu_cfg *cfg, const int8_t *w, const float *ws,
                                     const float *bv, float xs);

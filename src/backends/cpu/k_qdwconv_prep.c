@@ -61,6 +61,19 @@ static bool small_ok(const pr_node *n, pr_dtype ydt) {
            pr_cpu_features_get()->avx512_vbmi;
 }
 
+/* uint8 src of 128..159 channels at stride 1x1: brdgmm_dw runs these at
+ * ~1x FP32 (1 thread, b1: EfficientNet-Lite0's 144-channel 3x3 at 56x56
+ * 94.5 -> 69.4 us here, CenterFace's at 80x80 184 -> 146; FP32 97 / 190);
+ * at stride 2 it keeps them (144 channels: 51.7 -> 51.9, 51.1 -> 55.3).
+ * PRECIS_QDW_U8MID=0 leaves them to oneDNN (A/B timing). */
+static bool u8_mid_ok(const pr_node *n, int64_t C) {
+    const char *env = getenv("PRECIS_QDW_U8MID");
+    if ((env && !strcmp(env, "0")) || C < 128) return false;
+    const int64_t *sv;
+    int ns = pr_attr_ints(n, "strides", &sv);
+    return ns < 2 || (sv[0] == 1 && sv[1] == 1);
+}
+
 bool pr_qdw_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4 || !have_vnni()) return false;
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
@@ -74,8 +87,9 @@ bool pr_qdw_supports(const pr_graph *g, const pr_node *n) {
     int64_t C = W->dims[0], G = pr_attr_int(n, "group", 1);
     if (G != C || C < 1 || (pr_dim_known(X->dims[1]) && X->dims[1] != C)) return false;
     /* Few channels waste lanes of the 64-channel blocks: there oneDNN is as
-     * fast (uint8 src: brdgmm_dw, up to ~144 channels at 112x112..56x56 in
-     * EfficientNet-Lite0 / CenterFace, stride 2 worst) or faster (int8 src,
+     * fast (uint8 src: brdgmm_dw, up to ~96 channels at 112x112..56x56 in
+     * EfficientNet-Lite0 / CenterFace, stride 2 worst; 128+ at stride 1:
+     * u8_mid_ok) or faster (int8 src,
      * jit_int8, below ~48 channels in PP-OCRv4 rec); measured per layer. */
     bool small = X->dtype == PRECIS_INT8 && C > 16 && C <= 32 && small_ok(n, ydt);
     if (small) { /* column stride 1 only: stride 2 builds twice the columns */
@@ -83,7 +97,8 @@ bool pr_qdw_supports(const pr_graph *g, const pr_node *n) {
         int ns = pr_attr_ints(n, "strides", &sv);
         small = ns < 2 || sv[1] == 1;
     }
-    if (C < (X->dtype == PRECIS_UINT8 ? 160 : 40) && !small && !pr_qdw_direct_ok(g, n))
+    if (C < (X->dtype == PRECIS_UINT8 ? (u8_mid_ok(n, C) ? 128 : 160) : 40) && !small &&
+        !pr_qdw_direct_ok(g, n))
         return false;
     if (W->dims[2] < 1 || W->dims[2] > QDW_MAXK || W->dims[3] < 1 || W->dims[3] > QDW_MAXK)
         return false;

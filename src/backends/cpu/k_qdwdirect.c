@@ -38,6 +38,17 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vec.h"
 
+/* PRECIS_QDW_DIRECT_BIG=0: images over QDW_DIRECT_MAX_PIX on dnnl.qconv (the
+ * state keeps it), as before session 12 (A/B timing). */
+bool pr_qdw_direct_big(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *env = getenv("PRECIS_QDW_DIRECT_BIG");
+        on = !(env && !strcmp(env, "0"));
+    }
+    return on;
+}
+
 bool pr_qdw_direct_ok(const pr_graph *g, const pr_node *n) {
     const char *env = getenv("PRECIS_QDW_DIRECT");
     if (env && !strcmp(env, "0")) return false;
@@ -97,14 +108,18 @@ precis_status pr_qdw_direct_prepare(qdw_state *s, const pr_graph *g, const pr_no
         if (!real || zero) continue;
         for (int64_t t = 0; t < KK; t++) s->dwf[t * ws_ + l] = (float)w[c * KK + t];
     }
-    /* larger images go to oneDNN; without it (or if it declines) this path
-     * runs them too */
-    if (pr_cpu_impl_dnnl_qconv.supports(g, n)) {
+    /* larger images run here in bands of output rows (dd_band_rows); with
+     * PRECIS_QDW_DIRECT_BIG=0 on oneDNN (if it takes the node) */
+    if (!pr_qdw_direct_big() && pr_cpu_impl_dnnl_qconv.supports(g, n)) {
         pr_err e2 = {0};
         if (pr_cpu_impl_dnnl_qconv.prepare(g, n, cfg, &s->big, &e2)) s->big = NULL;
     }
     return PRECIS_OK;
 }
+
+/* Float bytes of the rows a band of output rows reads, for images over
+ * QDW_DIRECT_MAX_PIX (a quarter of Zen 5's 1 MB L2 per core). */
+#define DD_BAND_BYTES ((int64_t)256 * 1024)
 
 #ifdef PR_CPU_X86
 #define PR_DD __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
@@ -117,9 +132,9 @@ typedef struct dd_ep {
     bool aff;
 } dd_ep;
 
-/* RL: Relu (clip [0, inf)) into uint8, no act2: max(f, 0) * inv, then only
- * the upper clamp can bite (the same operations and bytes as the general
- * form, whose other steps change nothing here). */
+/* RL: Relu or Clip [0, b] into uint8, no act2: max(f, 0) * inv, then only
+ * the upper clamp can bite (e->hi: min(hi, b * inv), dd_rows; the same
+ * bytes as the general form, whose other steps change nothing here). */
 static inline __attribute__((always_inline)) PR_DD __m512i dd_q(__m512 acc, __m512 sc, __m512 bi,
                                                                const dd_ep *e, bool RL) {
     __m512 f = _mm512_fmadd_ps(acc, sc, bi);
@@ -301,7 +316,7 @@ static PR_DD void dd_row(const qdw_state *s, const int64_t *g, const dd_ep *e, c
     }
 }
 
-#define DD_FLAT_V(RL, K3, NP) dd_flat(s, g, e, prow, yr, ncol, RL, K3, NP)
+#define DD_FLAT_V(RL, K3, NP) dd_flat(s, g, (RL) ? &er : e, prow, yr, ncol, RL, K3, NP)
 
 /* Output rows [oh0, oh1) of one image: x (IH, IW, C) bytes, y its output,
  * P scratch for the rows they read. */
@@ -317,9 +332,14 @@ static PR_DD void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e, 
                 : C > 16 * j     ? (__mmask16)((1u << (C - 16 * j)) - 1u)
                                  : (__mmask16)0;
     dd_convert(s, g, x, r0, r1, ncol, P);
+    /* Relu, or Clip [0, b] (ReLU6: EfficientNet-Lite0) with hi min(hi, b inv):
+     * rounding is monotonic, so fl(min(f, b) inv) = min(fl(f inv), fl(b inv)),
+     * the same bytes */
+    dd_ep er = *e;
     const bool rl = e->ak == 1 && !e->aff && s->ydt == PRECIS_UINT8 && s->lo == 0.0f &&
                     _mm512_cmp_ps_mask(e->alo, _mm512_setzero_ps(), _CMP_EQ_OQ) == 0xffff &&
-                    _mm512_cmp_ps_mask(e->ahi, PV_C(INFINITY), _CMP_EQ_OQ) == 0xffff;
+                    _mm512_cmp_ps_mask(e->ahi, _mm512_setzero_ps(), _CMP_GT_OQ) == 0xffff;
+    if (rl) er.hi = _mm512_min_ps(e->hi, _mm512_mul_ps(e->ahi, e->a2a));
     const bool k3 = KW == 3 && dw == 1;
     const int np = (int)(s->Cv / 16);
     for (int64_t oh = oh0; oh < oh1; oh++) {
@@ -370,7 +390,17 @@ precis_status pr_qdw_direct_run(const qdw_state *s, pr_kernel *k, pr_cpu_exec *x
     const int64_t parts = N >= nt ? 1 : (nt + N - 1) / N < OH ? (nt + N - 1) / N : OH;
     const int64_t items = N * parts;
     if (items < nt) nt = (int)items;
-    const size_t per = (size_t)(rows * ncol * s->C + 32); /* + slack read by tail lanes */
+    /* output rows per band: the float rows a band reads within DD_BAND_BYTES
+     * (all rows up to QDW_DIRECT_MAX_PIX pixels, as before) */
+    int64_t br = OH;
+    if (g[G_IH] * g[G_IW] > QDW_DIRECT_MAX_PIX) {
+        const int64_t fit = DD_BAND_BYTES / (int64_t)(ncol * s->C * (int64_t)sizeof(float));
+        const int64_t ext = (s->KH - 1) * g[G_DH] + 1;
+        br = fit > ext ? (fit - ext) / g[G_SH] + 1 : 1;
+        if (br > OH) br = OH;
+    }
+    const int64_t brows = (br - 1) * g[G_SH] + (s->KH - 1) * g[G_DH] + 1;
+    const size_t per = (size_t)((brows < rows ? brows : rows) * ncol * s->C + 32); /* + slack read by tail lanes */
     float *scr = pr_cpu_scratch(x, per * sizeof(float) * (size_t)nt);
     if (!scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     for (int t = 0; t < nt; t++) memset(scr + (size_t)t * per + (per - 32), 0, 32 * sizeof(float));
@@ -378,15 +408,17 @@ precis_status pr_qdw_direct_run(const qdw_state *s, pr_kernel *k, pr_cpu_exec *x
     uint8_t *yd = Y->data;
     const size_t xin = (size_t)(g[G_IH] * g[G_IW] * s->C), yout = (size_t)(OH * OW * s->C);
     if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
-        for (int64_t n = 0; n < N; n++) dd_band(s, g, xd + n * xin, yd + n * yout, 0, OH, scr);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t b = 0; b < OH; b += br)
+                dd_band(s, g, xd + n * xin, yd + n * yout, b, b + br < OH ? b + br : OH, scr);
         return PRECIS_OK;
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t it = 0; it < items; it++) {
         const int64_t n = it / parts, pt = it % parts;
         const int64_t o0 = OH * pt / parts, o1 = OH * (pt + 1) / parts;
-        if (o1 > o0)
-            dd_band(s, g, xd + n * xin, yd + n * yout, o0, o1,
+        for (int64_t b = o0; b < o1; b += br)
+            dd_band(s, g, xd + n * xin, yd + n * yout, b, b + br < o1 ? b + br : o1,
                     scr + (size_t)omp_get_thread_num() * per);
     }
     return PRECIS_OK;

@@ -188,7 +188,7 @@ static void dequant_scalar(const void *q, bool u8, float sc, void *y, pr_dtype y
 
 #ifdef PR_CPU_X86
 PR_VINLINE __m512i quant16(__m512 v, __m512 sc, __m512 lo, __m512 hi) {
-    return pv_q8_round(_mm512_div_ps(v, sc), lo, hi);
+    return pv_q8_round_lo8(_mm512_div_ps(v, sc), lo, hi);
 }
 
 static PR_AVX512 void quant_512(const void *x, pr_dtype xdt, float scale, void *y, bool u8,

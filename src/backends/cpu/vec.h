@@ -191,6 +191,15 @@ PR_VINLINE __m512i pv_q8_round(__m512 v, __m512 lo, __m512 hi) {
     v = _mm512_min_ps(_mm512_max_ps(v, lo), hi); /* NaN lanes: lo, zeroed next */
     return _mm512_maskz_cvt_roundps_epi32(ord, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+/* pv_q8_round for a truncating byte store (pv_q8_store, pv_q8_store_m) only:
+ * one op less. The operand order lets a NaN lane through both clamps (vmaxps
+ * / vminps return the second operand on NaN) into the conversion, whose
+ * 0x80000000 ("integer indefinite") has the low byte 0: the same bytes as
+ * pv_q8_round's zeroed NaN lanes. */
+PR_VINLINE __m512i pv_q8_round_lo8(__m512 v, __m512 lo, __m512 hi) {
+    v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+    return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
 /* Stores 16 int32 lanes (already in the byte type's range) as bytes. */
 PR_VINLINE void pv_q8_store(void *p, int64_t i, __m512i v) {
     _mm_storeu_si128((__m128i *)((uint8_t *)p + i), _mm512_cvtepi32_epi8(v));
