@@ -82,12 +82,14 @@ static void run_case(const hc_case *c, const char *mode) {
     }
 }
 
-/* Our depthwise conv with four output pixels a thread (PRECIS_CUDA_DW_PX=4,
- * NHWC fp16/bf16): 3x3 / 5x5, strides 1 and 2, asymmetric pads, widths that
- * leave a partial group of four, ReLU6, residual + act2, no bias. */
-static void test_dw_px(void) {
+/* Our depthwise conv's forms (NHWC fp16/bf16) forced by PRECIS_CUDA_DW_PX:
+ * four output pixels a thread (4) and the shared-memory tiles (16..19):
+ * 3x3 / 5x5, strides 1 and 2, asymmetric pads, widths that leave a partial
+ * group of four / a partial tile, C % 16 == 8 (half a channel group of the
+ * tiles), ReLU6, residual + act2, no bias. */
+static void test_dw_px(const char *px) {
     setenv("PRECIS_CUDA_DWCONV", "1", 1);
-    setenv("PRECIS_CUDA_DW_PX", "4", 1);
+    setenv("PRECIS_CUDA_DW_PX", px, 1);
     static const int chans[3] = {16, 24, 144};
     for (int ci = 0; ci < 3; ci++)
         for (int v = 0; v < 4; v++) {
@@ -121,7 +123,7 @@ static void test_dw_px(void) {
             for (int di = 0; di < 2; di++) {
                 pr_dtype D = di ? PRECIS_BFLOAT16 : PRECIS_FLOAT16;
                 char label[128];
-                snprintf(label, sizeof label, "dwconv 4px C%d %dx%d s%d%s %s", C, k, k, st,
+                snprintf(label, sizeof label, "dwconv px=%s C%d %dx%d s%d%s %s", px, C, k, k, st,
                          v == 1 ? " residual+relu" : " relu6", di ? "bf16" : "fp16");
                 cu_run_lay(&t, nin, a, 1, Y1, D, &pr_cuda_impl_conv, conv_tol(D), label);
             }
@@ -170,8 +172,11 @@ int main(void) {
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], "timed");
     printf("moves\n");
     test_moves();
-    printf("depthwise, four pixels a thread\n");
-    test_dw_px();
+    static const char *const forms[] = {"4", "16", "17", "18", "19"};
+    for (int i = 0; i < 5; i++) {
+        printf("depthwise, form %s\n", forms[i]);
+        test_dw_px(forms[i]);
+    }
     cu_teardown();
     return check_report("test_cuda_cnn");
 }

@@ -197,6 +197,138 @@ __global__ void __launch_bounds__(256) k_dw_nhwc_px(const T *__restrict__ x, con
     }
 }
 
+// A block computes an output tile (TW columns x RG * TH rows x 16 channels)
+// from a shared-memory copy of its input tile with the halo (each input read
+// once from global memory, 16-byte loads, zero padding), fp16/bf16 NHWC,
+// C % 8 == 0, KS x KS window, stride S in both directions, no dilation
+// (p.px == PR_CU_DW_TILE + cfg asks for it). A thread takes 2 channels and a
+// column of TH outputs: its KS * KS * 2 float32 weights in registers, each
+// input row of its strip read once from shared memory (KS words) and used
+// for every output row it touches. Stride 2: even and odd input columns are
+// stored apart so that a warp's reads (consecutive output columns) hit
+// consecutive words.
+template <int S> __device__ __forceinline__ int dwt_col(int ix, int half_w) {
+    return S == 1 ? ix : (ix & 1) * half_w + (ix >> 1);
+}
+__device__ __forceinline__ float2 dwt_f2(unsigned u, const __half *) {
+    return __half22float2(*reinterpret_cast<const __half2 *>(&u));
+}
+__device__ __forceinline__ float2 dwt_f2(unsigned u, const __nv_bfloat16 *) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u));
+}
+__device__ __forceinline__ void dwt_st2(__half *p, float a, float b) {
+    *reinterpret_cast<__half2 *>(p) = __floats2half2_rn(a, b);
+}
+__device__ __forceinline__ void dwt_st2(__nv_bfloat16 *p, float a, float b) {
+    *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(a, b);
+}
+
+template <typename T, int KS, int S, int TW, int TH, int RG>
+__global__ void __launch_bounds__(8 * TW * RG) k_dw_tile(const T *__restrict__ x, const float *__restrict__ w,
+                                                        const float *__restrict__ bias, const T *__restrict__ z,
+                                                        T *__restrict__ y, pr_cu_dw p, int tiles_w) {
+    constexpr int NT = 8 * TW * RG, OTH = RG * TH, IH = (OTH - 1) * S + KS, IW = (TW - 1) * S + KS,
+                  IWH = (IW + 1) / 2, SR = (TH - 1) * S + KS; // SR: input rows of a strip
+    __shared__ uint4 sm[IH * IW * 2];                            // 32 bytes (16 channels) a pixel
+    const int C = (int)p.C, H = (int)p.H, W = (int)p.W, OH = (int)p.OH, OW = (int)p.OW;
+    const int tx = blockIdx.x % tiles_w, ty = blockIdx.x / tiles_w, n = blockIdx.z;
+    const int ow0 = tx * TW, oh0 = ty * OTH, c0 = blockIdx.y * 16;
+    const int h0 = oh0 * S - p.pt, w0 = ow0 * S - p.pl;
+    const T *xn = x + (int64_t)n * H * W * C;
+    for (int i = threadIdx.x; i < IH * IW * 2; i += NT) {
+        int hf = i & 1, pix = i >> 1, iy = pix / IW, ix = pix - iy * IW;
+        int h = h0 + iy, ww = w0 + ix, c = c0 + hf * 8;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (h >= 0 && h < H && ww >= 0 && ww < W && c < C)
+            v = *reinterpret_cast<const uint4 *>(xn + ((int64_t)h * W + ww) * C + c);
+        sm[(iy * IW + dwt_col<S>(ix, IWH)) * 2 + hf] = v;
+    }
+    const int cp = threadIdx.x & 7, rest = threadIdx.x >> 3, ox = rest % TW, rg = rest / TW;
+    const int c = c0 + cp * 2;
+    const bool cok = c < C;
+    float wr[KS * KS][2], acc[TH][2];
+#pragma unroll
+    for (int t = 0; t < KS * KS; t++) {
+        float2 q = cok ? __ldg(reinterpret_cast<const float2 *>(w + t * C + c)) : make_float2(0.f, 0.f);
+        wr[t][0] = q.x;
+        wr[t][1] = q.y;
+    }
+    float2 b = bias && cok ? __ldg(reinterpret_cast<const float2 *>(bias + c)) : make_float2(0.f, 0.f);
+#pragma unroll
+    for (int t = 0; t < TH; t++) {
+        acc[t][0] = b.x;
+        acc[t][1] = b.y;
+    }
+    __syncthreads();
+    const unsigned *smw = reinterpret_cast<const unsigned *>(sm);
+    const int iy0 = rg * TH * S;
+#pragma unroll
+    for (int j = 0; j < SR; j++) {
+        float2 xv[KS];
+#pragma unroll
+        for (int s = 0; s < KS; s++)
+            xv[s] = dwt_f2(smw[((iy0 + j) * IW + dwt_col<S>(ox * S + s, IWH)) * 8 + cp], x);
+#pragma unroll
+        for (int t = 0; t < TH; t++) {
+            const int r = j - t * S;
+            if (r >= 0 && r < KS)
+#pragma unroll
+                for (int s = 0; s < KS; s++) {
+                    acc[t][0] = fmaf(xv[s].x, wr[r * KS + s][0], acc[t][0]);
+                    acc[t][1] = fmaf(xv[s].y, wr[r * KS + s][1], acc[t][1]);
+                }
+        }
+    }
+    const int ow = ow0 + ox;
+    if (!cok || ow >= OW) return;
+#pragma unroll
+    for (int t = 0; t < TH; t++) {
+        const int oh = oh0 + rg * TH + t;
+        if (oh >= OH) break;
+        int64_t yo = (((int64_t)n * OH + oh) * OW + ow) * C + c;
+        if (z) {
+            float2 zz = dwt_f2(*reinterpret_cast<const unsigned *>(z + yo), x);
+            float zv[2] = {zz.x, zz.y};
+            dw_epilogue<2>(acc[t], zv, p);
+        } else {
+            dw_epilogue<2>(acc[t], nullptr, p);
+        }
+        dwt_st2(y + yo, acc[t][0], acc[t][1]);
+    }
+}
+
+template <typename T, int KS, int S, int TW, int TH, int RG>
+static void launch_tile(cudaStream_t st, const T *x, const float *w, const float *b, const T *z,
+                        T *y, const pr_cu_dw &p) {
+    int tw = (int)((p.OW + TW - 1) / TW), th = (int)((p.OH + RG * TH - 1) / (RG * TH));
+    dim3 grid((unsigned)(tw * th), (unsigned)((p.C + 15) / 16), (unsigned)p.N);
+    k_dw_tile<T, KS, S, TW, TH, RG><<<grid, 8 * TW * RG, 0, st>>>(x, w, b, z, y, p, tw);
+}
+
+template <typename T, int TW, int TH, int RG>
+static void tile_ks(cudaStream_t st, const T *x, const float *w, const float *b, const T *z, T *y,
+                    const pr_cu_dw &p) {
+    if (p.kh == 3) (p.sh == 1 ? launch_tile<T, 3, 1, TW, TH, RG> : launch_tile<T, 3, 2, TW, TH, RG>)(st, x, w, b, z, y, p);
+    else (p.sh == 1 ? launch_tile<T, 5, 1, TW, TH, RG> : launch_tile<T, 5, 2, TW, TH, RG>)(st, x, w, b, z, y, p);
+}
+
+// The tile form's shapes (p.px - PR_CU_DW_TILE): output columns, rows a thread, row groups.
+template <typename T>
+static int dw_tile(cudaStream_t st, const T *x, const float *w, const float *b, const T *z, T *y,
+                   const pr_cu_dw &p) {
+    if (!p.nhwc || p.C % 8 || p.kh != p.kw || (p.kh != 3 && p.kh != 5) || p.sh != p.sw ||
+        (p.sh != 1 && p.sh != 2) || p.dh != 1 || p.dw != 1 || p.N > 65535)
+        return (int)cudaErrorInvalidValue;
+    switch (p.px - PR_CU_DW_TILE) {
+    case 0: tile_ks<T, 8, 4, 2>(st, x, w, b, z, y, p); break;  /* 8 x 8 outputs, 128 threads */
+    case 1: tile_ks<T, 16, 4, 2>(st, x, w, b, z, y, p); break; /* 16 x 8, 256 */
+    case 2: tile_ks<T, 4, 2, 2>(st, x, w, b, z, y, p); break;  /* 4 x 4, 64 */
+    case 3: tile_ks<T, 8, 8, 2>(st, x, w, b, z, y, p); break;  /* 8 x 16, 128 */
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return launch_result();
+}
+
 template <typename T, int KS>
 __global__ void __launch_bounds__(256) k_dw_nchw(const T *__restrict__ x, const float *__restrict__ w,
                                                  const float *__restrict__ bias, const T *__restrict__ z,
@@ -267,12 +399,20 @@ static void nhwc_ks(cudaStream_t s, const T *x, const float *w, const float *b, 
 template <typename T, int VMAX>
 static int dw_typed(cudaStream_t s, const void *xv, const float *w, const float *b, const void *zv,
                     void *yv, const pr_cu_dw &p0) {
-    const int64_t chunk = dw_batch_chunk(p0), xs = p0.C * p0.H * p0.W, ys = p0.C * p0.OH * p0.OW;
+    const int64_t chunk = dw_batch_chunk(p0) < 65535 ? dw_batch_chunk(p0) : 65535, xs = p0.C * p0.H * p0.W, ys = p0.C * p0.OH * p0.OW;
     for (int64_t n0 = 0; n0 < p0.N; n0 += chunk) {
         pr_cu_dw p = p0;
         p.N = p0.N - n0 < chunk ? p0.N - n0 : chunk;
         const T *x = (const T *)xv + n0 * xs, *z = zv ? (const T *)zv + n0 * ys : nullptr;
         T *y = (T *)yv + n0 * ys;
+        if (p.px >= PR_CU_DW_TILE) {
+            if constexpr (VMAX != 8) return (int)cudaErrorInvalidValue; /* fp16/bf16 only */
+            else {
+                int rc = dw_tile<T>(s, x, w, b, z, y, p);
+                if (rc) return rc;
+                continue;
+            }
+        }
         if (!p.nhwc) {
             int total = (int)(p.N * p.C * p.OH * p.OW);
             unsigned g = grid_for(total, 256);
