@@ -86,7 +86,8 @@ static void run_case(const hc_case *c, const char *mode) {
  * four output pixels a thread (4) and the shared-memory tiles (16..19):
  * 3x3 / 5x5, strides 1 and 2, asymmetric pads, widths that leave a partial
  * group of four / a partial tile, C % 16 == 8 (half a channel group of the
- * tiles), ReLU6, residual + act2, no bias. */
+ * tiles), batch 32 (several images a block), ReLU6, residual + act2, no
+ * bias. */
 static void test_dw_px(const char *px) {
     setenv("PRECIS_CUDA_DWCONV", "1", 1);
     setenv("PRECIS_CUDA_DW_PX", px, 1);
@@ -94,7 +95,8 @@ static void test_dw_px(const char *px) {
     for (int ci = 0; ci < 3; ci++)
         for (int v = 0; v < 4; v++) {
             int C = chans[ci], k = v & 1 ? 5 : 3, st = v >= 2 ? 2 : 1;
-            int64_t H = 15, W = 13, p = k / 2, pads[4] = {p, p, p, p};
+            /* C 144: batch 32, so that the tiles' blocks take several images each */
+            int64_t H = 15, W = 13, p = k / 2, pads[4] = {p, p, p, p}, nb = C == 144 ? 32 : 8;
             if (st == 2) { /* TF "same" for stride 2: nothing at the top / left */
                 pads[0] = pads[1] = 0;
                 pads[2] = pads[3] = k - 1;
@@ -110,10 +112,10 @@ static void test_dw_px(const char *px) {
             n_str(&t, "act", "Clip");
             n_float(&t, "act_alpha", 0.0f);
             n_float(&t, "act_beta", 6.0f);
-            cc_input a[4] = {{.name = "x", .rank = 4, .dims = {8, C, H, W}, .nhwc = true, .lo = -3, .hi = 3},
+            cc_input a[4] = {{.name = "x", .rank = 4, .dims = {nb, C, H, W}, .nhwc = true, .lo = -3, .hi = 3},
                              {.name = "w", .rank = 4, .dims = {C, 1, k, k}, .init = true},
                              {.name = "b", .rank = 1, .dims = {C}, .init = true},
-                             {.name = "z", .rank = 4, .dims = {8, C, oh, ow}, .nhwc = true}};
+                             {.name = "z", .rank = 4, .dims = {nb, C, oh, ow}, .nhwc = true}};
             int nin = 3;
             if (v == 1) { /* residual then act2, no bias */
                 n_str(&t, "act2", "Relu");

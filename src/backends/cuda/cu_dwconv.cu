@@ -12,6 +12,7 @@
 // float32 [C] (or NULL); z (the residual) has y's type and layout (or NULL).
 // Pads may differ at the two ends: taps outside the input are skipped.
 #include "backends/cuda/cu_int8.cuh"
+#include "backends/cuda/cu_mma.cuh"
 
 template <int BYTES> struct raw_of;
 template <> struct raw_of<16> { typedef uint4 t; };
@@ -226,83 +227,128 @@ __device__ __forceinline__ void dwt_st2(__nv_bfloat16 *p, float a, float b) {
 template <typename T, int KS, int S, int TW, int TH, int RG>
 __global__ void __launch_bounds__(8 * TW * RG) k_dw_tile(const T *__restrict__ x, const float *__restrict__ w,
                                                         const float *__restrict__ bias, const T *__restrict__ z,
-                                                        T *__restrict__ y, pr_cu_dw p, int tiles_w) {
+                                                        T *__restrict__ y, pr_cu_dw p, int tiles_w, int nb) {
     constexpr int NT = 8 * TW * RG, OTH = RG * TH, IH = (OTH - 1) * S + KS, IW = (TW - 1) * S + KS,
                   IWH = (IW + 1) / 2, SR = (TH - 1) * S + KS; // SR: input rows of a strip
-    __shared__ uint4 sm[IH * IW * 2];                            // 32 bytes (16 channels) a pixel
+    __shared__ __align__(16) uint4 sm[2][IH * IW * 2];          // 32 bytes (16 channels) a pixel
     const int C = (int)p.C, H = (int)p.H, W = (int)p.W, OH = (int)p.OH, OW = (int)p.OW;
-    const int tx = blockIdx.x % tiles_w, ty = blockIdx.x / tiles_w, n = blockIdx.z;
+    const int tx = blockIdx.x % tiles_w, ty = blockIdx.x / tiles_w;
     const int ow0 = tx * TW, oh0 = ty * OTH, c0 = blockIdx.y * 16;
     const int h0 = oh0 * S - p.pt, w0 = ow0 * S - p.pl;
-    const T *xn = x + (int64_t)n * H * W * C;
-    for (int i = threadIdx.x; i < IH * IW * 2; i += NT) {
-        int hf = i & 1, pix = i >> 1, iy = pix / IW, ix = pix - iy * IW;
-        int h = h0 + iy, ww = w0 + ix, c = c0 + hf * 8;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (h >= 0 && h < H && ww >= 0 && ww < W && c < C)
-            v = *reinterpret_cast<const uint4 *>(xn + ((int64_t)h * W + ww) * C + c);
-        sm[(iy * IW + dwt_col<S>(ix, IWH)) * 2 + hf] = v;
-    }
+    const int n0 = blockIdx.z * nb, n1 = n0 + nb < (int)p.N ? n0 + nb : (int)p.N;
+    // image n's input tile into buffer b (cp.async, zero-filled outside the image)
+    auto issue = [&](int n, int b) {
+        const T *xn = x + (int64_t)n * H * W * C;
+        for (int i = threadIdx.x; i < IH * IW * 2; i += NT) {
+            int hf = i & 1, pix = i >> 1, iy = pix / IW, ix = pix - iy * IW;
+            int h = h0 + iy, ww = w0 + ix, c = c0 + hf * 8;
+            bool ok = h >= 0 && h < H && ww >= 0 && ww < W && c < C;
+            prmma::cp16(prmma::smem_u32(&sm[b][(iy * IW + dwt_col<S>(ix, IWH)) * 2 + hf]),
+                        ok ? xn + ((int64_t)h * W + ww) * C + c : x, ok);
+        }
+        prmma::cp_commit();
+    };
+    if (n0 >= n1) return;
+    issue(n0, 0);
     const int cp = threadIdx.x & 7, rest = threadIdx.x >> 3, ox = rest % TW, rg = rest / TW;
     const int c = c0 + cp * 2;
     const bool cok = c < C;
-    float wr[KS * KS][2], acc[TH][2];
+    float wr[KS * KS][2];
 #pragma unroll
     for (int t = 0; t < KS * KS; t++) {
         float2 q = cok ? __ldg(reinterpret_cast<const float2 *>(w + t * C + c)) : make_float2(0.f, 0.f);
         wr[t][0] = q.x;
         wr[t][1] = q.y;
     }
-    float2 b = bias && cok ? __ldg(reinterpret_cast<const float2 *>(bias + c)) : make_float2(0.f, 0.f);
-#pragma unroll
-    for (int t = 0; t < TH; t++) {
-        acc[t][0] = b.x;
-        acc[t][1] = b.y;
-    }
-    __syncthreads();
-    const unsigned *smw = reinterpret_cast<const unsigned *>(sm);
-    const int iy0 = rg * TH * S;
-#pragma unroll
-    for (int j = 0; j < SR; j++) {
-        float2 xv[KS];
-#pragma unroll
-        for (int s = 0; s < KS; s++)
-            xv[s] = dwt_f2(smw[((iy0 + j) * IW + dwt_col<S>(ox * S + s, IWH)) * 8 + cp], x);
+    const float2 b = bias && cok ? __ldg(reinterpret_cast<const float2 *>(bias + c)) : make_float2(0.f, 0.f);
+    const int iy0 = rg * TH * S, ow = ow0 + ox;
+    for (int n = n0, k = 0; n < n1; n++, k++) {
+        if (n + 1 < n1) { // the next image's tile loads while this one computes
+            issue(n + 1, (k + 1) & 1);
+            prmma::cp_wait<1>();
+        } else {
+            prmma::cp_wait<0>();
+        }
+        __syncthreads();
+        const unsigned *smw = reinterpret_cast<const unsigned *>(sm[k & 1]);
+        float acc[TH][2];
 #pragma unroll
         for (int t = 0; t < TH; t++) {
-            const int r = j - t * S;
-            if (r >= 0 && r < KS)
+            acc[t][0] = b.x;
+            acc[t][1] = b.y;
+        }
 #pragma unroll
-                for (int s = 0; s < KS; s++) {
-                    acc[t][0] = fmaf(xv[s].x, wr[r * KS + s][0], acc[t][0]);
-                    acc[t][1] = fmaf(xv[s].y, wr[r * KS + s][1], acc[t][1]);
+        for (int j = 0; j < SR; j++) {
+            float2 xv[KS];
+#pragma unroll
+            for (int s = 0; s < KS; s++)
+                xv[s] = dwt_f2(smw[((iy0 + j) * IW + dwt_col<S>(ox * S + s, IWH)) * 8 + cp], x);
+#pragma unroll
+            for (int t = 0; t < TH; t++) {
+                const int r = j - t * S;
+                if (r >= 0 && r < KS)
+#pragma unroll
+                    for (int s = 0; s < KS; s++) {
+                        acc[t][0] = fmaf(xv[s].x, wr[r * KS + s][0], acc[t][0]);
+                        acc[t][1] = fmaf(xv[s].y, wr[r * KS + s][1], acc[t][1]);
+                    }
+            }
+        }
+        if (cok && ow < OW)
+#pragma unroll
+            for (int t = 0; t < TH; t++) {
+                const int oh = oh0 + rg * TH + t;
+                if (oh >= OH) break;
+                int64_t yo = (((int64_t)n * OH + oh) * OW + ow) * C + c;
+                if (z) {
+                    float2 zz = dwt_f2(*reinterpret_cast<const unsigned *>(z + yo), x);
+                    float zv[2] = {zz.x, zz.y};
+                    dw_epilogue<2>(acc[t], zv, p);
+                } else {
+                    dw_epilogue<2>(acc[t], nullptr, p);
                 }
+                dwt_st2(y + yo, acc[t][0], acc[t][1]);
+            }
+        __syncthreads(); // the buffer is refilled by the next iteration's issue
+    }
+}
+
+// Blocks of `kernel` resident at once on the device (occupancy API; 0: unknown).
+template <typename K> static int tile_slots(K kernel, int threads) {
+    int occ = 0, dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0) || occ < 1)
+        return 0;
+    return occ * sms;
+}
+
+// Images a block (nb) for per_img blocks an image: the fewest waves x (nb + 1)
+// (one image's tile load is not hidden behind another's compute).
+static int tile_nb(int slots, int per_img, int N) {
+    if (slots <= 0) return 1;
+    int best = 1;
+    int64_t bc = -1;
+    for (int nb = 1; nb <= N; nb++) {
+        int64_t zb = (N + nb - 1) / nb, waves = ((int64_t)per_img * zb + slots - 1) / slots;
+        int64_t cost = waves * (nb + 1);
+        if (bc < 0 || cost < bc) {
+            bc = cost;
+            best = nb;
         }
     }
-    const int ow = ow0 + ox;
-    if (!cok || ow >= OW) return;
-#pragma unroll
-    for (int t = 0; t < TH; t++) {
-        const int oh = oh0 + rg * TH + t;
-        if (oh >= OH) break;
-        int64_t yo = (((int64_t)n * OH + oh) * OW + ow) * C + c;
-        if (z) {
-            float2 zz = dwt_f2(*reinterpret_cast<const unsigned *>(z + yo), x);
-            float zv[2] = {zz.x, zz.y};
-            dw_epilogue<2>(acc[t], zv, p);
-        } else {
-            dw_epilogue<2>(acc[t], nullptr, p);
-        }
-        dwt_st2(y + yo, acc[t][0], acc[t][1]);
-    }
+    return best;
 }
 
 template <typename T, int KS, int S, int TW, int TH, int RG>
 static void launch_tile(cudaStream_t st, const T *x, const float *w, const float *b, const T *z,
                         T *y, const pr_cu_dw &p) {
-    int tw = (int)((p.OW + TW - 1) / TW), th = (int)((p.OH + RG * TH - 1) / (RG * TH));
-    dim3 grid((unsigned)(tw * th), (unsigned)((p.C + 15) / 16), (unsigned)p.N);
-    k_dw_tile<T, KS, S, TW, TH, RG><<<grid, 8 * TW * RG, 0, st>>>(x, w, b, z, y, p, tw);
+    static int slots = -1; // this instantiation's resident blocks (a benign race: same value)
+    if (slots < 0) slots = tile_slots(k_dw_tile<T, KS, S, TW, TH, RG>, 8 * TW * RG);
+    int tw = (int)((p.OW + TW - 1) / TW), th = (int)((p.OH + RG * TH - 1) / (RG * TH)),
+        cg = (int)((p.C + 15) / 16);
+    int nb = tile_nb(slots, tw * th * cg, (int)p.N);
+    dim3 grid((unsigned)(tw * th), (unsigned)cg, (unsigned)((p.N + nb - 1) / nb));
+    k_dw_tile<T, KS, S, TW, TH, RG><<<grid, 8 * TW * RG, 0, st>>>(x, w, b, z, y, p, tw, nb);
 }
 
 template <typename T, int TW, int TH, int RG>

@@ -81,6 +81,10 @@ typedef struct pr_cu_ew {
 } pr_cu_ew;
 
 int pr_cu_elementwise(void *stream, const pr_cu_ew *w);
+/* float32 x N,C,H,W -> fp16/bf16 (ydt) y N,H,W,C for C 1, 3 or 4 (else an
+ * error): the plan input's Cast with its Reorder (cu_elem.cu). */
+int pr_cu_cast_nhwc(void *stream, const float *x, void *y, int ydt, int64_t n, int64_t c,
+                    int64_t hw);
 
 /* Softmax (log: LogSoftmax) over L elements of stride inner, for each of
  * outer * inner rows. */
