@@ -83,7 +83,7 @@ static void run_case(const hc_case *c, const char *mode) {
 }
 
 /* Our depthwise conv's forms (NHWC fp16/bf16) forced by PRECIS_CUDA_DW_PX:
- * four output pixels a thread (4) and the shared-memory tiles (16..19):
+ * four output pixels a thread (4) and the shared-memory tiles (16..21):
  * 3x3 / 5x5, strides 1 and 2, asymmetric pads, widths that leave a partial
  * group of four / a partial tile, C % 16 == 8 (half a channel group of the
  * tiles), batch 32 (several images a block), ReLU6, residual + act2, no
@@ -174,8 +174,8 @@ int main(void) {
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], "timed");
     printf("moves\n");
     test_moves();
-    static const char *const forms[] = {"4", "16", "17", "18", "19"};
-    for (int i = 0; i < 5; i++) {
+    static const char *const forms[] = {"4", "16", "17", "18", "19", "20", "21"};
+    for (int i = 0; i < 7; i++) {
         printf("depthwise, form %s\n", forms[i]);
         test_dw_px(forms[i]);
     }

@@ -199,99 +199,101 @@ __global__ void __launch_bounds__(256) k_dw_nhwc_px(const T *__restrict__ x, con
 }
 
 // A block computes an output tile (TW columns x RG * TH rows x 16 channels)
-// from a shared-memory copy of its input tile with the halo (each input read
-// once from global memory, 16-byte loads, zero padding), fp16/bf16 NHWC,
-// C % 8 == 0, KS x KS window, stride S in both directions, no dilation
-// (p.px == PR_CU_DW_TILE + cfg asks for it). A thread takes 2 channels and a
-// column of TH outputs: its KS * KS * 2 float32 weights in registers, each
-// input row of its strip read once from shared memory (KS words) and used
-// for every output row it touches. Stride 2: even and odd input columns are
-// stored apart so that a warp's reads (consecutive output columns) hit
-// consecutive words.
+// of NB images in turn from shared-memory copies of their input tiles with
+// the halo (each input read once from global memory: 16-byte cp.async, zero
+// padding; the next image's tile loads while this one computes), fp16/bf16
+// NHWC, C % 8 == 0, KS x KS window, stride S in both directions, no
+// dilation (p.px == PR_CU_DW_TILE + cfg asks for it). A thread takes CPT
+// channels and a column of TH outputs: its KS * KS * CPT float32 weights in
+// registers (loaded once a block), each input row of its strip read once
+// from shared memory (KS vectors of CPT channels) and used for every output
+// row it touches. Stride 2: even and odd input columns are stored apart so
+// that a warp's reads (consecutive output columns) hit consecutive words.
 template <int S> __device__ __forceinline__ int dwt_col(int ix, int half_w) {
     return S == 1 ? ix : (ix & 1) * half_w + (ix >> 1);
 }
-__device__ __forceinline__ float2 dwt_f2(unsigned u, const __half *) {
-    return __half22float2(*reinterpret_cast<const __half2 *>(&u));
-}
-__device__ __forceinline__ float2 dwt_f2(unsigned u, const __nv_bfloat16 *) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u));
-}
-__device__ __forceinline__ void dwt_st2(__half *p, float a, float b) {
-    *reinterpret_cast<__half2 *>(p) = __floats2half2_rn(a, b);
-}
-__device__ __forceinline__ void dwt_st2(__nv_bfloat16 *p, float a, float b) {
-    *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(a, b);
+
+// image n's IH x IW input tile (16 channels from c0) into shared buffer dst
+template <typename T, int S, int IH, int IW, int NT>
+__device__ __forceinline__ void dwt_issue(uint4 *dst, const T *__restrict__ x, int n, int h0, int w0,
+                                          int c0, int H, int W, int C) {
+    constexpr int IWH = (IW + 1) / 2;
+    const T *xn = x + (int64_t)n * H * W * C;
+    for (int i = threadIdx.x; i < IH * IW * 2; i += NT) {
+        int hf = i & 1, pix = i >> 1, iy = pix / IW, ix = pix - iy * IW;
+        int h = h0 + iy, ww = w0 + ix, c = c0 + hf * 8;
+        bool ok = h >= 0 && h < H && ww >= 0 && ww < W && c < C;
+        prmma::cp16(prmma::smem_u32(&dst[(iy * IW + dwt_col<S>(ix, IWH)) * 2 + hf]),
+                    ok ? xn + ((int64_t)h * W + ww) * C + c : x, ok);
+    }
+    prmma::cp_commit();
 }
 
-template <typename T, int KS, int S, int TW, int TH, int RG>
-__global__ void __launch_bounds__(8 * TW * RG) k_dw_tile(const T *__restrict__ x, const float *__restrict__ w,
-                                                        const float *__restrict__ bias, const T *__restrict__ z,
-                                                        T *__restrict__ y, pr_cu_dw p, int tiles_w, int nb) {
-    constexpr int NT = 8 * TW * RG, OTH = RG * TH, IH = (OTH - 1) * S + KS, IW = (TW - 1) * S + KS,
-                  IWH = (IW + 1) / 2, SR = (TH - 1) * S + KS; // SR: input rows of a strip
-    __shared__ __align__(16) uint4 sm[2][IH * IW * 2];          // 32 bytes (16 channels) a pixel
+template <typename T, int KS, int S, int TW, int TH, int RG, int CPT>
+__global__ void __launch_bounds__(16 / CPT * TW * RG)
+    k_dw_tile(const T *__restrict__ x, const float *__restrict__ w, const float *__restrict__ bias,
+              const T *__restrict__ z, T *__restrict__ y, pr_cu_dw p, int tiles_w, int nb) {
+    constexpr int TPC = 16 / CPT, NT = TPC * TW * RG, OTH = RG * TH, IH = (OTH - 1) * S + KS,
+                  IW = (TW - 1) * S + KS, IWH = (IW + 1) / 2, SR = (TH - 1) * S + KS;
+    typedef typename raw_of<CPT * 2>::t R; // CPT 16-bit channels
+    __shared__ __align__(16) uint4 sm[2][IH * IW * 2]; // 32 bytes (16 channels) a pixel
     const int C = (int)p.C, H = (int)p.H, W = (int)p.W, OH = (int)p.OH, OW = (int)p.OW;
     const int tx = blockIdx.x % tiles_w, ty = blockIdx.x / tiles_w;
     const int ow0 = tx * TW, oh0 = ty * OTH, c0 = blockIdx.y * 16;
     const int h0 = oh0 * S - p.pt, w0 = ow0 * S - p.pl;
     const int n0 = blockIdx.z * nb, n1 = n0 + nb < (int)p.N ? n0 + nb : (int)p.N;
-    // image n's input tile into buffer b (cp.async, zero-filled outside the image)
-    auto issue = [&](int n, int b) {
-        const T *xn = x + (int64_t)n * H * W * C;
-        for (int i = threadIdx.x; i < IH * IW * 2; i += NT) {
-            int hf = i & 1, pix = i >> 1, iy = pix / IW, ix = pix - iy * IW;
-            int h = h0 + iy, ww = w0 + ix, c = c0 + hf * 8;
-            bool ok = h >= 0 && h < H && ww >= 0 && ww < W && c < C;
-            prmma::cp16(prmma::smem_u32(&sm[b][(iy * IW + dwt_col<S>(ix, IWH)) * 2 + hf]),
-                        ok ? xn + ((int64_t)h * W + ww) * C + c : x, ok);
-        }
-        prmma::cp_commit();
-    };
     if (n0 >= n1) return;
-    issue(n0, 0);
-    const int cp = threadIdx.x & 7, rest = threadIdx.x >> 3, ox = rest % TW, rg = rest / TW;
-    const int c = c0 + cp * 2;
-    const bool cok = c < C;
-    float wr[KS * KS][2];
+    dwt_issue<T, S, IH, IW, NT>(sm[0], x, n0, h0, w0, c0, H, W, C);
+    const int cp = threadIdx.x % TPC, rest = threadIdx.x / TPC, ox = rest % TW, rg = rest / TW;
+    const int c = c0 + cp * CPT;
+    const bool cok = c < C; // C % 8 == 0: all CPT channels or none
+    float wr[KS * KS][CPT], b[CPT];
 #pragma unroll
     for (int t = 0; t < KS * KS; t++) {
-        float2 q = cok ? __ldg(reinterpret_cast<const float2 *>(w + t * C + c)) : make_float2(0.f, 0.f);
-        wr[t][0] = q.x;
-        wr[t][1] = q.y;
+        if (cok) wload<CPT>::get(w + t * C + c, wr[t]);
+        else
+#pragma unroll
+            for (int j = 0; j < CPT; j++) wr[t][j] = 0.0f;
     }
-    const float2 b = bias && cok ? __ldg(reinterpret_cast<const float2 *>(bias + c)) : make_float2(0.f, 0.f);
+    if (bias && cok) wload<CPT>::get(bias + c, b);
+    else
+#pragma unroll
+        for (int j = 0; j < CPT; j++) b[j] = 0.0f;
     const int iy0 = rg * TH * S, ow = ow0 + ox;
     for (int n = n0, k = 0; n < n1; n++, k++) {
         if (n + 1 < n1) { // the next image's tile loads while this one computes
-            issue(n + 1, (k + 1) & 1);
+            dwt_issue<T, S, IH, IW, NT>(sm[(k + 1) & 1], x, n + 1, h0, w0, c0, H, W, C);
             prmma::cp_wait<1>();
         } else {
             prmma::cp_wait<0>();
         }
         __syncthreads();
-        const unsigned *smw = reinterpret_cast<const unsigned *>(sm[k & 1]);
-        float acc[TH][2];
+        const T *smt = reinterpret_cast<const T *>(sm[k & 1]);
+        float acc[TH][CPT];
 #pragma unroll
-        for (int t = 0; t < TH; t++) {
-            acc[t][0] = b.x;
-            acc[t][1] = b.y;
-        }
+        for (int t = 0; t < TH; t++)
+#pragma unroll
+            for (int j = 0; j < CPT; j++) acc[t][j] = b[j];
 #pragma unroll
         for (int j = 0; j < SR; j++) {
-            float2 xv[KS];
+            float xv[KS][CPT];
 #pragma unroll
-            for (int s = 0; s < KS; s++)
-                xv[s] = dwt_f2(smw[((iy0 + j) * IW + dwt_col<S>(ox * S + s, IWH)) * 8 + cp], x);
+            for (int s = 0; s < KS; s++) {
+                R r = *reinterpret_cast<const R *>(
+                    smt + ((iy0 + j) * IW + dwt_col<S>(ox * S + s, IWH)) * 16 + cp * CPT);
+                const T *e = reinterpret_cast<const T *>(&r);
+#pragma unroll
+                for (int q = 0; q < CPT; q++) xv[s][q] = tof(e[q]);
+            }
 #pragma unroll
             for (int t = 0; t < TH; t++) {
                 const int r = j - t * S;
                 if (r >= 0 && r < KS)
 #pragma unroll
-                    for (int s = 0; s < KS; s++) {
-                        acc[t][0] = fmaf(xv[s].x, wr[r * KS + s][0], acc[t][0]);
-                        acc[t][1] = fmaf(xv[s].y, wr[r * KS + s][1], acc[t][1]);
-                    }
+                    for (int s = 0; s < KS; s++)
+#pragma unroll
+                        for (int q = 0; q < CPT; q++)
+                            acc[t][q] = fmaf(xv[s][q], wr[r * KS + s][q], acc[t][q]);
             }
         }
         if (cok && ow < OW)
@@ -301,13 +303,13 @@ __global__ void __launch_bounds__(8 * TW * RG) k_dw_tile(const T *__restrict__ x
                 if (oh >= OH) break;
                 int64_t yo = (((int64_t)n * OH + oh) * OW + ow) * C + c;
                 if (z) {
-                    float2 zz = dwt_f2(*reinterpret_cast<const unsigned *>(z + yo), x);
-                    float zv[2] = {zz.x, zz.y};
-                    dw_epilogue<2>(acc[t], zv, p);
+                    float zv[CPT];
+                    vec_io<T, CPT>::load(z + yo, zv);
+                    dw_epilogue<CPT>(acc[t], zv, p);
                 } else {
-                    dw_epilogue<2>(acc[t], nullptr, p);
+                    dw_epilogue<CPT>(acc[t], nullptr, p);
                 }
-                dwt_st2(y + yo, acc[t][0], acc[t][1]);
+                vec_io<T, CPT>::store(y + yo, acc[t]);
             }
         __syncthreads(); // the buffer is refilled by the next iteration's issue
     }
@@ -339,26 +341,33 @@ static int tile_nb(int slots, int per_img, int N) {
     return best;
 }
 
-template <typename T, int KS, int S, int TW, int TH, int RG>
+template <typename T, int KS, int S, int TW, int TH, int RG, int CPT>
 static void launch_tile(cudaStream_t st, const T *x, const float *w, const float *b, const T *z,
                         T *y, const pr_cu_dw &p) {
+    constexpr int NT = 16 / CPT * TW * RG;
     static int slots = -1; // this instantiation's resident blocks (a benign race: same value)
-    if (slots < 0) slots = tile_slots(k_dw_tile<T, KS, S, TW, TH, RG>, 8 * TW * RG);
+    if (slots < 0) slots = tile_slots(k_dw_tile<T, KS, S, TW, TH, RG, CPT>, NT);
     int tw = (int)((p.OW + TW - 1) / TW), th = (int)((p.OH + RG * TH - 1) / (RG * TH)),
         cg = (int)((p.C + 15) / 16);
     int nb = tile_nb(slots, tw * th * cg, (int)p.N);
     dim3 grid((unsigned)(tw * th), (unsigned)cg, (unsigned)((p.N + nb - 1) / nb));
-    k_dw_tile<T, KS, S, TW, TH, RG><<<grid, 8 * TW * RG, 0, st>>>(x, w, b, z, y, p, tw, nb);
+    k_dw_tile<T, KS, S, TW, TH, RG, CPT><<<grid, NT, 0, st>>>(x, w, b, z, y, p, tw, nb);
 }
 
-template <typename T, int TW, int TH, int RG>
+// CPT 0: the wide form, 8 channels a thread for 3x3 windows, 4 for 5x5 (the
+// weights in registers: 72 / 100 floats).
+template <typename T, int TW, int TH, int RG, int CPT>
 static void tile_ks(cudaStream_t st, const T *x, const float *w, const float *b, const T *z, T *y,
                     const pr_cu_dw &p) {
-    if (p.kh == 3) (p.sh == 1 ? launch_tile<T, 3, 1, TW, TH, RG> : launch_tile<T, 3, 2, TW, TH, RG>)(st, x, w, b, z, y, p);
-    else (p.sh == 1 ? launch_tile<T, 5, 1, TW, TH, RG> : launch_tile<T, 5, 2, TW, TH, RG>)(st, x, w, b, z, y, p);
+    constexpr int C3 = CPT ? CPT : 8, C5 = CPT ? CPT : 4;
+    if (p.kh == 3)
+        (p.sh == 1 ? launch_tile<T, 3, 1, TW, TH, RG, C3> : launch_tile<T, 3, 2, TW, TH, RG, C3>)(st, x, w, b, z, y, p);
+    else
+        (p.sh == 1 ? launch_tile<T, 5, 1, TW, TH, RG, C5> : launch_tile<T, 5, 2, TW, TH, RG, C5>)(st, x, w, b, z, y, p);
 }
 
-// The tile form's shapes (p.px - PR_CU_DW_TILE): output columns, rows a thread, row groups.
+// The tile form's shapes (p.px - PR_CU_DW_TILE): output columns, rows a thread, row groups,
+// channels a thread (0: wide).
 template <typename T>
 static int dw_tile(cudaStream_t st, const T *x, const float *w, const float *b, const T *z, T *y,
                    const pr_cu_dw &p) {
@@ -366,10 +375,12 @@ static int dw_tile(cudaStream_t st, const T *x, const float *w, const float *b, 
         (p.sh != 1 && p.sh != 2) || p.dh != 1 || p.dw != 1 || p.N > 65535)
         return (int)cudaErrorInvalidValue;
     switch (p.px - PR_CU_DW_TILE) {
-    case 0: tile_ks<T, 8, 4, 2>(st, x, w, b, z, y, p); break;  /* 8 x 8 outputs, 128 threads */
-    case 1: tile_ks<T, 16, 4, 2>(st, x, w, b, z, y, p); break; /* 16 x 8, 256 */
-    case 2: tile_ks<T, 4, 2, 2>(st, x, w, b, z, y, p); break;  /* 4 x 4, 64 */
-    case 3: tile_ks<T, 8, 8, 2>(st, x, w, b, z, y, p); break;  /* 8 x 16, 128 */
+    case 0: tile_ks<T, 8, 4, 2, 2>(st, x, w, b, z, y, p); break;  /* 8 x 8 outputs, 128 threads */
+    case 1: tile_ks<T, 16, 4, 2, 2>(st, x, w, b, z, y, p); break; /* 16 x 8, 256 */
+    case 2: tile_ks<T, 4, 2, 2, 2>(st, x, w, b, z, y, p); break;  /* 4 x 4, 64 */
+    case 3: tile_ks<T, 16, 4, 2, 0>(st, x, w, b, z, y, p); break; /* 16 x 8 wide, 64 / 128 */
+    case 4: tile_ks<T, 8, 4, 4, 0>(st, x, w, b, z, y, p); break;  /* 8 x 16 wide, 64 / 128 */
+    case 5: tile_ks<T, 8, 2, 2, 0>(st, x, w, b, z, y, p); break;  /* 8 x 4 wide, 32 / 64 */
     default: return (int)cudaErrorInvalidValue;
     }
     return launch_result();

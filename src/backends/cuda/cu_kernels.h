@@ -39,11 +39,11 @@ typedef struct pr_cu_dw {
     pr_cu_act a1, a2;
     int px; /* 4: four output pixels a thread (fp16/bf16 NHWC with C % 8 == 0, 3x3 / 5x5,
              * stride 1 or 2, no dilation along W; else one; C % 8 != 0: an error);
-             * PR_CU_DW_TILE + 0..3: a block an output tile from a shared-memory input tile
+             * PR_CU_DW_TILE + 0..5: a block an output tile from a shared-memory input tile
              * (fp16/bf16 NHWC, C % 8 == 0, 3x3 / 5x5, equal strides 1 or 2, no dilation,
              * N <= 65535; else an error); other: one */
 } pr_cu_dw;
-enum { PR_CU_DW_TILE = 16, PR_CU_DW_TILES = 4 };
+enum { PR_CU_DW_TILE = 16, PR_CU_DW_TILES = 6 };
 int pr_cu_dwconv(void *stream, int dt, const void *x, const float *w, const float *bias,
                  const void *z, void *y, const pr_cu_dw *p);
 

@@ -1,13 +1,14 @@
 /* The forms of our depthwise kernel (cu_dwconv.cu, pr_cu_dw.px) for the cuda
  * Conv impl: one output pixel a thread (1), four along a row (4), a block an
- * output tile from a shared-memory input tile (PR_CU_DW_TILE + 0..3); which
+ * output tile from a shared-memory input tile (PR_CU_DW_TILE + 0..5); which
  * shapes each takes, and the timed choice among them. */
 #include "backends/cuda/cuda_conv.h"
 #include "backends/cuda/cuda_impls.h"
 
 const char *pr_cu_dw_form_name(int px) {
     static const char *const tiles[PR_CU_DW_TILES] = {" tile 8x8", " tile 16x8", " tile 4x4",
-                                                      " tile 8x16"};
+                                                      " tile 16x8 wide", " tile 8x16 wide",
+                                                      " tile 8x4 wide"};
     return px == 4                                          ? " 4 pixels a thread"
            : (unsigned)(px - PR_CU_DW_TILE) < PR_CU_DW_TILES ? tiles[px - PR_CU_DW_TILE]
                                                              : "";
@@ -29,7 +30,7 @@ bool pr_cu_dw_form_ok(const pr_cu_dw *p, int dt, int px) {
 int pr_cu_dw_fastest(void *stream, int dt, pr_cu_dw *p, const void *x, const float *w,
                      const float *bias, const void *z, void *y) {
     static const int forms[] = {1, 4, PR_CU_DW_TILE, PR_CU_DW_TILE + 1, PR_CU_DW_TILE + 2,
-                                PR_CU_DW_TILE + 3};
+                                PR_CU_DW_TILE + 3, PR_CU_DW_TILE + 4, PR_CU_DW_TILE + 5};
     enum { NF = sizeof forms / sizeof forms[0] };
     float best[NF];
     cudaStream_t st = (cudaStream_t)stream;
