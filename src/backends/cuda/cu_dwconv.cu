@@ -14,6 +14,8 @@
 #include "backends/cuda/cu_int8.cuh"
 #include "backends/cuda/cu_mma.cuh"
 
+#include <atomic>
+
 template <int BYTES> struct raw_of;
 template <> struct raw_of<16> { typedef uint4 t; };
 template <> struct raw_of<8> { typedef uint2 t; };
@@ -345,8 +347,12 @@ template <typename T, int KS, int S, int TW, int TH, int RG, int CPT>
 static void launch_tile(cudaStream_t st, const T *x, const float *w, const float *b, const T *z,
                         T *y, const pr_cu_dw &p) {
     constexpr int NT = 16 / CPT * TW * RG;
-    static int slots = -1; // this instantiation's resident blocks (a benign race: same value)
-    if (slots < 0) slots = tile_slots(k_dw_tile<T, KS, S, TW, TH, RG, CPT>, NT);
+    static std::atomic<int> slots_once{-1}; // this instantiation's resident blocks (any thread
+    int slots = slots_once.load(std::memory_order_relaxed); // computes the same value)
+    if (slots < 0) {
+        slots = tile_slots(k_dw_tile<T, KS, S, TW, TH, RG, CPT>, NT);
+        slots_once.store(slots, std::memory_order_relaxed);
+    }
     int tw = (int)((p.OW + TW - 1) / TW), th = (int)((p.OH + RG * TH - 1) / (RG * TH)),
         cg = (int)((p.C + 15) / 16);
     int nb = tile_nb(slots, tw * th * cg, (int)p.N);
