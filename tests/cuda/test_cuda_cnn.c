@@ -77,17 +77,21 @@ static void run_case(const hc_case *c, const char *mode) {
     }
 }
 
-/* Our depthwise conv with four output pixels a thread (PRECIS_CUDA_DW_PX=4,
- * NHWC fp16/bf16): 3x3 / 5x5, strides 1 and 2, asymmetric pads, widths that
- * leave a partial group of four, ReLU6, residual + act2, no bias. */
-static void test_dw_px(void) {
+/* Our depthwise conv's forms (NHWC fp16/bf16) forced by PRECIS_CUDA_DW_PX:
+ * four output pixels a thread (4) and the shared-memory tiles (16..21):
+ * 3x3 / 5x5, strides 1 and 2, asymmetric pads, widths that leave a partial
+ * group of four / a partial tile, C % 16 == 8 (half a channel group of the
+ * tiles), batch 32 (several images a block), ReLU6, residual + act2, no
+ * bias. */
+static void test_dw_px(const char *px) {
     setenv("PRECIS_CUDA_DWCONV", "1", 1);
-    setenv("PRECIS_CUDA_DW_PX", "4", 1);
+    setenv("PRECIS_CUDA_DW_PX", px, 1);
     static const int chans[3] = {16, 24, 144};
     for (int ci = 0; ci < 3; ci++)
         for (int v = 0; v < 4; v++) {
             int C = chans[ci], k = v & 1 ? 5 : 3, st = v >= 2 ? 2 : 1;
-            int64_t H = 15, W = 13, p = k / 2, pads[4] = {p, p, p, p};
+            /* C 144: batch 32, so that the tiles' blocks take several images each */
+            int64_t H = 15, W = 13, p = k / 2, pads[4] = {p, p, p, p}, nb = C == 144 ? 32 : 8;
             if (st == 2) { /* TF "same" for stride 2: nothing at the top / left */
                 pads[0] = pads[1] = 0;
                 pads[2] = pads[3] = k - 1;
@@ -103,10 +107,10 @@ static void test_dw_px(void) {
             n_str(&t, "act", "Clip");
             n_float(&t, "act_alpha", 0.0f);
             n_float(&t, "act_beta", 6.0f);
-            cc_input a[4] = {{.name = "x", .rank = 4, .dims = {8, C, H, W}, .nhwc = true, .lo = -3, .hi = 3},
+            cc_input a[4] = {{.name = "x", .rank = 4, .dims = {nb, C, H, W}, .nhwc = true, .lo = -3, .hi = 3},
                              {.name = "w", .rank = 4, .dims = {C, 1, k, k}, .init = true},
                              {.name = "b", .rank = 1, .dims = {C}, .init = true},
-                             {.name = "z", .rank = 4, .dims = {8, C, oh, ow}, .nhwc = true}};
+                             {.name = "z", .rank = 4, .dims = {nb, C, oh, ow}, .nhwc = true}};
             int nin = 3;
             if (v == 1) { /* residual then act2, no bias */
                 n_str(&t, "act2", "Relu");
@@ -116,7 +120,7 @@ static void test_dw_px(void) {
             for (int di = 0; di < 2; di++) {
                 pr_dtype D = di ? PRECIS_BFLOAT16 : PRECIS_FLOAT16;
                 char label[128];
-                snprintf(label, sizeof label, "dwconv 4px C%d %dx%d s%d%s %s", C, k, k, st,
+                snprintf(label, sizeof label, "dwconv px=%s C%d %dx%d s%d%s %s", px, C, k, k, st,
                          v == 1 ? " residual+relu" : " relu6", di ? "bf16" : "fp16");
                 cu_run_lay(&t, nin, a, 1, Y1, D, &pr_cuda_impl_conv, cu_conv_tol(D), label);
             }
@@ -165,8 +169,11 @@ int main(void) {
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], "timed");
     printf("moves\n");
     test_moves();
-    printf("depthwise, four pixels a thread\n");
-    test_dw_px();
+    static const char *const forms[] = {"4", "16", "17", "18", "19", "20", "21"};
+    for (int i = 0; i < 7; i++) {
+        printf("depthwise, form %s\n", forms[i]);
+        test_dw_px(forms[i]);
+    }
     cu_teardown();
     return check_report("test_cuda_cnn");
 }

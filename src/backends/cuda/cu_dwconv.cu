@@ -12,6 +12,9 @@
 // float32 [C] (or NULL); z (the residual) has y's type and layout (or NULL).
 // Pads may differ at the two ends: taps outside the input are skipped.
 #include "backends/cuda/cu_int8.cuh"
+#include "backends/cuda/cu_mma.cuh"
+
+#include <atomic>
 
 template <int BYTES> struct raw_of;
 template <> struct raw_of<16> { typedef uint4 t; };
@@ -197,6 +200,198 @@ __global__ void __launch_bounds__(256) k_dw_nhwc_px(const T *__restrict__ x, con
     }
 }
 
+// A block computes an output tile (TW columns x RG * TH rows x 16 channels)
+// of NB images in turn from shared-memory copies of their input tiles with
+// the halo (each input read once from global memory: 16-byte cp.async, zero
+// padding; the next image's tile loads while this one computes), fp16/bf16
+// NHWC, C % 8 == 0, KS x KS window, stride S in both directions, no
+// dilation (p.px == PR_CU_DW_TILE + cfg asks for it). A thread takes CPT
+// channels and a column of TH outputs: its KS * KS * CPT float32 weights in
+// registers (loaded once a block), each input row of its strip read once
+// from shared memory (KS vectors of CPT channels) and used for every output
+// row it touches. Stride 2: even and odd input columns are stored apart so
+// that a warp's reads (consecutive output columns) hit consecutive words.
+template <int S> __device__ __forceinline__ int dwt_col(int ix, int half_w) {
+    return S == 1 ? ix : (ix & 1) * half_w + (ix >> 1);
+}
+
+// image n's IH x IW input tile (16 channels from c0) into shared buffer dst
+template <typename T, int S, int IH, int IW, int NT>
+__device__ __forceinline__ void dwt_issue(uint4 *dst, const T *__restrict__ x, int n, int h0, int w0,
+                                          int c0, int H, int W, int C) {
+    constexpr int IWH = (IW + 1) / 2;
+    const T *xn = x + (int64_t)n * H * W * C;
+    for (int i = threadIdx.x; i < IH * IW * 2; i += NT) {
+        int hf = i & 1, pix = i >> 1, iy = pix / IW, ix = pix - iy * IW;
+        int h = h0 + iy, ww = w0 + ix, c = c0 + hf * 8;
+        bool ok = h >= 0 && h < H && ww >= 0 && ww < W && c < C;
+        prmma::cp16(prmma::smem_u32(&dst[(iy * IW + dwt_col<S>(ix, IWH)) * 2 + hf]),
+                    ok ? xn + ((int64_t)h * W + ww) * C + c : x, ok);
+    }
+    prmma::cp_commit();
+}
+
+template <typename T, int KS, int S, int TW, int TH, int RG, int CPT>
+__global__ void __launch_bounds__(16 / CPT * TW * RG)
+    k_dw_tile(const T *__restrict__ x, const float *__restrict__ w, const float *__restrict__ bias,
+              const T *__restrict__ z, T *__restrict__ y, pr_cu_dw p, int tiles_w, int nb) {
+    constexpr int TPC = 16 / CPT, NT = TPC * TW * RG, OTH = RG * TH, IH = (OTH - 1) * S + KS,
+                  IW = (TW - 1) * S + KS, IWH = (IW + 1) / 2, SR = (TH - 1) * S + KS;
+    typedef typename raw_of<CPT * 2>::t R; // CPT 16-bit channels
+    __shared__ __align__(16) uint4 sm[2][IH * IW * 2]; // 32 bytes (16 channels) a pixel
+    const int C = (int)p.C, H = (int)p.H, W = (int)p.W, OH = (int)p.OH, OW = (int)p.OW;
+    const int tx = blockIdx.x % tiles_w, ty = blockIdx.x / tiles_w;
+    const int ow0 = tx * TW, oh0 = ty * OTH, c0 = blockIdx.y * 16;
+    const int h0 = oh0 * S - p.pt, w0 = ow0 * S - p.pl;
+    const int n0 = blockIdx.z * nb, n1 = n0 + nb < (int)p.N ? n0 + nb : (int)p.N;
+    if (n0 >= n1) return;
+    dwt_issue<T, S, IH, IW, NT>(sm[0], x, n0, h0, w0, c0, H, W, C);
+    const int cp = threadIdx.x % TPC, rest = threadIdx.x / TPC, ox = rest % TW, rg = rest / TW;
+    const int c = c0 + cp * CPT;
+    const bool cok = c < C; // C % 8 == 0: all CPT channels or none
+    float wr[KS * KS][CPT], b[CPT];
+#pragma unroll
+    for (int t = 0; t < KS * KS; t++) {
+        if (cok) wload<CPT>::get(w + t * C + c, wr[t]);
+        else
+#pragma unroll
+            for (int j = 0; j < CPT; j++) wr[t][j] = 0.0f;
+    }
+    if (bias && cok) wload<CPT>::get(bias + c, b);
+    else
+#pragma unroll
+        for (int j = 0; j < CPT; j++) b[j] = 0.0f;
+    const int iy0 = rg * TH * S, ow = ow0 + ox;
+    for (int n = n0, k = 0; n < n1; n++, k++) {
+        if (n + 1 < n1) { // the next image's tile loads while this one computes
+            dwt_issue<T, S, IH, IW, NT>(sm[(k + 1) & 1], x, n + 1, h0, w0, c0, H, W, C);
+            prmma::cp_wait<1>();
+        } else {
+            prmma::cp_wait<0>();
+        }
+        __syncthreads();
+        const T *smt = reinterpret_cast<const T *>(sm[k & 1]);
+        float acc[TH][CPT];
+#pragma unroll
+        for (int t = 0; t < TH; t++)
+#pragma unroll
+            for (int j = 0; j < CPT; j++) acc[t][j] = b[j];
+#pragma unroll
+        for (int j = 0; j < SR; j++) {
+            float xv[KS][CPT];
+#pragma unroll
+            for (int s = 0; s < KS; s++) {
+                R r = *reinterpret_cast<const R *>(
+                    smt + ((iy0 + j) * IW + dwt_col<S>(ox * S + s, IWH)) * 16 + cp * CPT);
+                const T *e = reinterpret_cast<const T *>(&r);
+#pragma unroll
+                for (int q = 0; q < CPT; q++) xv[s][q] = tof(e[q]);
+            }
+#pragma unroll
+            for (int t = 0; t < TH; t++) {
+                const int r = j - t * S;
+                if (r >= 0 && r < KS)
+#pragma unroll
+                    for (int s = 0; s < KS; s++)
+#pragma unroll
+                        for (int q = 0; q < CPT; q++)
+                            acc[t][q] = fmaf(xv[s][q], wr[r * KS + s][q], acc[t][q]);
+            }
+        }
+        if (cok && ow < OW)
+#pragma unroll
+            for (int t = 0; t < TH; t++) {
+                const int oh = oh0 + rg * TH + t;
+                if (oh >= OH) break;
+                int64_t yo = (((int64_t)n * OH + oh) * OW + ow) * C + c;
+                if (z) {
+                    float zv[CPT];
+                    vec_io<T, CPT>::load(z + yo, zv);
+                    dw_epilogue<CPT>(acc[t], zv, p);
+                } else {
+                    dw_epilogue<CPT>(acc[t], nullptr, p);
+                }
+                vec_io<T, CPT>::store(y + yo, acc[t]);
+            }
+        __syncthreads(); // the buffer is refilled by the next iteration's issue
+    }
+}
+
+// Blocks of `kernel` resident at once on the device (occupancy API; 0: unknown).
+template <typename K> static int tile_slots(K kernel, int threads) {
+    int occ = 0, dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0) || occ < 1)
+        return 0;
+    return occ * sms;
+}
+
+// Images a block (nb) for per_img blocks an image: the fewest waves x (nb + 1)
+// (one image's tile load is not hidden behind another's compute).
+static int tile_nb(int slots, int per_img, int N) {
+    if (slots <= 0) return 1;
+    int best = 1;
+    int64_t bc = -1;
+    for (int nb = 1; nb <= N; nb++) {
+        int64_t zb = (N + nb - 1) / nb, waves = ((int64_t)per_img * zb + slots - 1) / slots;
+        int64_t cost = waves * (nb + 1);
+        if (bc < 0 || cost < bc) {
+            bc = cost;
+            best = nb;
+        }
+    }
+    return best;
+}
+
+template <typename T, int KS, int S, int TW, int TH, int RG, int CPT>
+static void launch_tile(cudaStream_t st, const T *x, const float *w, const float *b, const T *z,
+                        T *y, const pr_cu_dw &p) {
+    constexpr int NT = 16 / CPT * TW * RG;
+    static std::atomic<int> slots_once{-1}; // this instantiation's resident blocks (any thread
+    int slots = slots_once.load(std::memory_order_relaxed); // computes the same value)
+    if (slots < 0) {
+        slots = tile_slots(k_dw_tile<T, KS, S, TW, TH, RG, CPT>, NT);
+        slots_once.store(slots, std::memory_order_relaxed);
+    }
+    int tw = (int)((p.OW + TW - 1) / TW), th = (int)((p.OH + RG * TH - 1) / (RG * TH)),
+        cg = (int)((p.C + 15) / 16);
+    int nb = tile_nb(slots, tw * th * cg, (int)p.N);
+    dim3 grid((unsigned)(tw * th), (unsigned)cg, (unsigned)((p.N + nb - 1) / nb));
+    k_dw_tile<T, KS, S, TW, TH, RG, CPT><<<grid, NT, 0, st>>>(x, w, b, z, y, p, tw, nb);
+}
+
+// CPT 0: the wide form, 8 channels a thread for 3x3 windows, 4 for 5x5 (the
+// weights in registers: 72 / 100 floats).
+template <typename T, int TW, int TH, int RG, int CPT>
+static void tile_ks(cudaStream_t st, const T *x, const float *w, const float *b, const T *z, T *y,
+                    const pr_cu_dw &p) {
+    constexpr int C3 = CPT ? CPT : 8, C5 = CPT ? CPT : 4;
+    if (p.kh == 3)
+        (p.sh == 1 ? launch_tile<T, 3, 1, TW, TH, RG, C3> : launch_tile<T, 3, 2, TW, TH, RG, C3>)(st, x, w, b, z, y, p);
+    else
+        (p.sh == 1 ? launch_tile<T, 5, 1, TW, TH, RG, C5> : launch_tile<T, 5, 2, TW, TH, RG, C5>)(st, x, w, b, z, y, p);
+}
+
+// The tile form's shapes (p.px - PR_CU_DW_TILE): output columns, rows a thread, row groups,
+// channels a thread (0: wide).
+template <typename T>
+static int dw_tile(cudaStream_t st, const T *x, const float *w, const float *b, const T *z, T *y,
+                   const pr_cu_dw &p) {
+    if (!p.nhwc || p.C % 8 || p.kh != p.kw || (p.kh != 3 && p.kh != 5) || p.sh != p.sw ||
+        (p.sh != 1 && p.sh != 2) || p.dh != 1 || p.dw != 1 || p.N > 65535)
+        return (int)cudaErrorInvalidValue;
+    switch (p.px - PR_CU_DW_TILE) {
+    case 0: tile_ks<T, 8, 4, 2, 2>(st, x, w, b, z, y, p); break;  /* 8 x 8 outputs, 128 threads */
+    case 1: tile_ks<T, 16, 4, 2, 2>(st, x, w, b, z, y, p); break; /* 16 x 8, 256 */
+    case 2: tile_ks<T, 4, 2, 2, 2>(st, x, w, b, z, y, p); break;  /* 4 x 4, 64 */
+    case 3: tile_ks<T, 16, 4, 2, 0>(st, x, w, b, z, y, p); break; /* 16 x 8 wide, 64 / 128 */
+    case 4: tile_ks<T, 8, 4, 4, 0>(st, x, w, b, z, y, p); break;  /* 8 x 16 wide, 64 / 128 */
+    case 5: tile_ks<T, 8, 2, 2, 0>(st, x, w, b, z, y, p); break;  /* 8 x 4 wide, 32 / 64 */
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return launch_result();
+}
+
 template <typename T, int KS>
 __global__ void __launch_bounds__(256) k_dw_nchw(const T *__restrict__ x, const float *__restrict__ w,
                                                  const float *__restrict__ bias, const T *__restrict__ z,
@@ -267,12 +462,20 @@ static void nhwc_ks(cudaStream_t s, const T *x, const float *w, const float *b, 
 template <typename T, int VMAX>
 static int dw_typed(cudaStream_t s, const void *xv, const float *w, const float *b, const void *zv,
                     void *yv, const pr_cu_dw &p0) {
-    const int64_t chunk = dw_batch_chunk(p0), xs = p0.C * p0.H * p0.W, ys = p0.C * p0.OH * p0.OW;
+    const int64_t chunk = dw_batch_chunk(p0) < 65535 ? dw_batch_chunk(p0) : 65535, xs = p0.C * p0.H * p0.W, ys = p0.C * p0.OH * p0.OW;
     for (int64_t n0 = 0; n0 < p0.N; n0 += chunk) {
         pr_cu_dw p = p0;
         p.N = p0.N - n0 < chunk ? p0.N - n0 : chunk;
         const T *x = (const T *)xv + n0 * xs, *z = zv ? (const T *)zv + n0 * ys : nullptr;
         T *y = (T *)yv + n0 * ys;
+        if (p.px >= PR_CU_DW_TILE) {
+            if constexpr (VMAX != 8) return (int)cudaErrorInvalidValue; /* fp16/bf16 only */
+            else {
+                int rc = dw_tile<T>(s, x, w, b, z, y, p);
+                if (rc) return rc;
+                continue;
+            }
+        }
         if (!p.nhwc) {
             int total = (int)(p.N * p.C * p.OH * p.OW);
             unsigned g = grid_for(total, 256);

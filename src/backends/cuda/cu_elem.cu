@@ -400,6 +400,43 @@ extern "C" int pr_cu_elementwise(void *stream, const pr_cu_ew *w) {
     return launch_result();
 }
 
+// float32 N,C,H,W -> fp16/bf16 N,H,W,C for few channels (a network's input:
+// the plan's input Cast with the Reorder folded in): a thread a pixel, each
+// plane read coalesced across the warp, the pixel's C values stored together.
+template <typename T, int C>
+__global__ void k_cast_nhwc(const float *__restrict__ x, T *__restrict__ y, int hw, int total) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int n = i / hw, q = i - n * hw;
+        const float *xp = x + (int64_t)n * C * hw + q;
+        T *yp = y + (int64_t)i * C;
+#pragma unroll
+        for (int c = 0; c < C; c++) yp[c] = fromf<T>(__ldg(xp + (int64_t)c * hw));
+    }
+}
+
+template <typename T>
+static int cast_nhwc_t(cudaStream_t s, const float *x, T *y, int c, int hw, int total) {
+    unsigned g = grid_for(total, 256);
+    switch (c) {
+    case 1: k_cast_nhwc<T, 1><<<g, 256, 0, s>>>(x, y, hw, total); break;
+    case 3: k_cast_nhwc<T, 3><<<g, 256, 0, s>>>(x, y, hw, total); break;
+    case 4: k_cast_nhwc<T, 4><<<g, 256, 0, s>>>(x, y, hw, total); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return launch_result();
+}
+
+extern "C" int pr_cu_cast_nhwc(void *stream, const float *x, void *y, int ydt, int64_t n,
+                               int64_t c, int64_t hw) {
+    if (n * hw >= ((int64_t)1 << 31) / 4 || n * hw <= 0) return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    int total = (int)(n * hw);
+    if (ydt == DT_F16) return cast_nhwc_t<__half>(s, x, (__half *)y, (int)c, (int)hw, total);
+    if (ydt == DT_BF16)
+        return cast_nhwc_t<__nv_bfloat16>(s, x, (__nv_bfloat16 *)y, (int)c, (int)hw, total);
+    return (int)cudaErrorInvalidValue;
+}
+
 // ------------------------------------------------------------------ gather
 
 __global__ void k_gather(const void *data, int ddt, const void *idx, int idt, void *out, int odt,

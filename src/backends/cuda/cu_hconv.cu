@@ -359,6 +359,45 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+// The direct form with the window and the channels known at compile time
+// (KS x KS, CC channels: EfficientNet's 3x3 stem on 3 channels) and 32-bit
+// indices (total < 2^31): the tap loops unrolled, no 64-bit divisions.
+template <typename T, int KS, int CC>
+__global__ void __launch_bounds__(256)
+    k_hconv_direct_k(const T *__restrict__ x, const float *__restrict__ w,
+                     const float *__restrict__ bias, const T *__restrict__ z, T *__restrict__ y,
+                     pr_cu_hc p, int total) {
+    extern __shared__ float sw[];
+    const int G = (int)(p.Nout / 8), Nout = (int)p.Nout, nw = KS * KS * CC * Nout;
+    const int OW = (int)p.OW, OH = (int)p.OH, H = (int)p.H, W = (int)p.W;
+    for (int i = threadIdx.x; i < nw; i += blockDim.x) sw[i] = w[i];
+    __syncthreads();
+    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += gridDim.x * blockDim.x) {
+        int g = idx % G, m = idx / G, ow = m % OW, t = m / OW, oh = t % OH, b = t / OH;
+        float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+        for (int r = 0; r < KS; r++) {
+            int ih = oh * p.sh - p.ph + r * p.dh;
+            if (ih < 0 || ih >= H) continue;
+#pragma unroll
+            for (int q = 0; q < KS; q++) {
+                int iw = ow * p.sw - p.pw + q * p.dw;
+                if (iw < 0 || iw >= W) continue;
+                const T *xp = x + ((b * H + ih) * W + iw) * CC;
+#pragma unroll
+                for (int c = 0; c < CC; c++) {
+                    float xv = tof(xp[c]);
+                    const float *wp = sw + ((r * KS + q) * CC + c) * Nout + g * 8;
+                    float4 w0 = *(const float4 *)wp, w1 = *(const float4 *)(wp + 4);
+                    v[0] += xv * w0.x, v[1] += xv * w0.y, v[2] += xv * w0.z, v[3] += xv * w0.w;
+                    v[4] += xv * w1.x, v[5] += xv * w1.y, v[6] += xv * w1.z, v[7] += xv * w1.w;
+                }
+            }
+        }
+        epi8<T>(v, p, bias, z, y, (int64_t)m * Nout + g * 8, g * 8);
+    }
+}
+
 template <typename T>
 int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *z, void *y,
                   const pr_cu_hc *p) {
@@ -366,6 +405,12 @@ int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *
     if (!p->w32 || smem > 48 * 1024 || ((uintptr_t)p->w32 & 15)) return (int)cudaErrorInvalidValue;
     int64_t total = p->N * p->OH * p->OW * (p->Nout / 8), blocks = (total + 255) / 256;
     if (blocks > 132 * 8) blocks = 132 * 8; // a grid-stride loop: each block loads w once
+    if (p->kh == 3 && p->kw == 3 && p->C == 3 && total < ((int64_t)1 << 31) &&
+        p->N * p->H * p->W * 3 < ((int64_t)1 << 31)) {
+        k_hconv_direct_k<T, 3, 3><<<(unsigned)blocks, 256, smem, s>>>(
+            (const T *)x, p->w32, bias, (const T *)z, (T *)y, *p, (int)total);
+        return launch_result();
+    }
     k_hconv_direct<T><<<(unsigned)blocks, 256, smem, s>>>((const T *)x, p->w32, bias,
                                                           (const T *)z, (T *)y, *p);
     return launch_result();

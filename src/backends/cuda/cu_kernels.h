@@ -38,8 +38,12 @@ typedef struct pr_cu_dw {
     int nhwc;
     pr_cu_act a1, a2;
     int px; /* 4: four output pixels a thread (fp16/bf16 NHWC with C % 8 == 0, 3x3 / 5x5,
-             * stride 1 or 2, no dilation along W; else one; C % 8 != 0: an error); other: one */
+             * stride 1 or 2, no dilation along W; else one; C % 8 != 0: an error);
+             * PR_CU_DW_TILE + 0..5: a block an output tile from a shared-memory input tile
+             * (fp16/bf16 NHWC, C % 8 == 0, 3x3 / 5x5, equal strides 1 or 2, no dilation,
+             * N <= 65535; else an error); other: one */
 } pr_cu_dw;
+enum { PR_CU_DW_TILE = 16, PR_CU_DW_TILES = 6 };
 int pr_cu_dwconv(void *stream, int dt, const void *x, const float *w, const float *bias,
                  const void *z, void *y, const pr_cu_dw *p);
 
@@ -77,6 +81,10 @@ typedef struct pr_cu_ew {
 } pr_cu_ew;
 
 int pr_cu_elementwise(void *stream, const pr_cu_ew *w);
+/* float32 x N,C,H,W -> fp16/bf16 (ydt) y N,H,W,C for C 1, 3 or 4 (else an
+ * error): the plan input's Cast with its Reorder (cu_elem.cu). */
+int pr_cu_cast_nhwc(void *stream, const float *x, void *y, int ydt, int64_t n, int64_t c,
+                    int64_t hw);
 
 /* Softmax (log: LogSoftmax) over L elements of stride inner, for each of
  * outer * inner rows. */

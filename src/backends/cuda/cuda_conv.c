@@ -39,7 +39,7 @@ typedef struct conv_shape {
     size_t ws;
     bool fused;
     bool dw;                       /* our depthwise kernel runs it */
-    int dw_px;                     /* its output pixels a thread (pr_cu_dw.px: 1 or 4, timed) */
+    int dw_px;                     /* its form (pr_cu_dw.px: 1, 4 or a tile, timed) */
     int hc;                        /* our implicit GEMM runs it: tile + 1 (0: not) */
     float t_fused, t_split, t_dw, t_hc; /* ms measured at planning (0: not timed) */
 } conv_shape;
@@ -166,7 +166,7 @@ static void describe_into(conv_state *s, const conv_shape *c) {
             snprintf(tm, sizeof tm, " [timed: ours %.3f ms, cudnn algo %d %.3f ms]", c->t_dw,
                      (int)c->algo, c->fused ? c->t_fused : c->t_split);
         snprintf(s->what, sizeof s->what, "cu depthwise conv %s %s%s, epilogue fused (%s%s%s%s%s)%s",
-                 tn, s->nhwc ? "nhwc" : "nchw", c->dw_px == 4 ? " 4 pixels a thread" : "",
+                 tn, s->nhwc ? "nhwc" : "nchw", pr_cu_dw_form_name(c->dw_px),
                  s->has_bias ? "bias" : "", s->a1.kind ? "+" : "",
                  s->a1.kind ? pr_act_names[s->a1.kind] : "", s->has_z ? "+residual" : "",
                  s->a2.kind ? " then act2" : "", tm);
@@ -342,7 +342,7 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     /* the timing cache: the choice made for this problem by an earlier build */
     char key[256];
     snprintf(key, sizeof key, "cudnn.conv dt=%d fmt=%d n=%lld c=%lld h=%lld w=%lld k=%lld "
-             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d dw=%d hc=%d v=4",
+             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d dw=%d hc=%d v=5",
              (int)s->dt, (int)s->fmt, (long long)n, (long long)s->C, (long long)h, (long long)w,
              (long long)s->K, (long long)s->kh, (long long)s->kw, s->ph, s->pw, s->sh, s->sw,
              s->dh, s->dw, s->group, (int)s->fusable, (int)s->has_z, s->a1.kind, s->a2.kind,
@@ -353,8 +353,8 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
         c.ws = (size_t)cached.ws;
         c.fused = cached.fused != 0;
         c.dw = (cached.pad & 1) && s->dw_mode;
-        c.dw_px = cached.pad & 2 ? 4 : 1;
-        c.hc = s->hc_mode ? cached.pad >> 2 : 0;
+        c.dw_px = cached.pad >> 8 ? cached.pad >> 8 : 1;
+        c.hc = s->hc_mode ? (cached.pad >> 2) & 63 : 0;
         DNN_TRY(cudnnSetConvolutionMathType(c.cd, (cudnnMathType_t)cached.math));
         if (c.ws > x->ws_bytes && (st = pr_cuda_workspace(x, c.ws, e))) goto fail;
         *out = c;
@@ -409,20 +409,13 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     }
     if (s->dw_mode) { /* our depthwise kernel against cuDNN's choice */
         pr_cu_dw p = dw_params(s, n, h, w, oh, ow);
-        float td = 0, tc = c.fused ? c.t_fused : c.t_split, t4 = 0;
-        /* one or four output pixels a thread (fp16/bf16 NHWC): timed, the faster kept */
-        const char *pv = getenv("PRECIS_CUDA_DW_PX"); /* tests: 1 or 4, forced */
-        p.px = 4;
-        if (pv && (!strcmp(pv, "1") || !strcmp(pv, "4"))) {
-            c.dw_px = p.px = atoi(pv);
-        } else if (s->nhwc && s->dt != PRECIS_FLOAT32 &&
-                   !time_variant(s, x, &c, false, &p, NULL, xp, yp, zp, oh * ow, &t4)) {
-            p.px = 1;
-            if (!time_variant(s, x, &c, false, &p, NULL, xp, yp, zp, oh * ow, &td))
-                c.dw_px = p.px = t4 < td ? 4 : 1;
-        } else {
-            p.px = 1;
-        }
+        float td = 0, tc = c.fused ? c.t_fused : c.t_split;
+        /* its forms (fp16/bf16 NHWC): timed, the fastest kept */
+        const char *pv = getenv("PRECIS_CUDA_DW_PX"); /* tests: 1, 4 or 16.. (a tile), forced */
+        c.dw_px = p.px = 1;
+        if (pv && pr_cu_dw_form_ok(&p, (int)s->dt, atoi(pv))) c.dw_px = p.px = atoi(pv);
+        else if (s->nhwc && s->dt != PRECIS_FLOAT32)
+            c.dw_px = p.px = pr_cu_dw_fastest(x->stream, (int)s->dt, &p, xp, s->dw_w, s->dw_b, zp, yp);
         cudaGetLastError();
         if (s->dw_mode == 2) {
             c.dw = true;
@@ -467,7 +460,7 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     cached.algo = (int32_t)c.algo;
     cached.math = (int32_t)perf[best].mathType;
     cached.fused = c.fused;
-    cached.pad = (int32_t)c.dw | (c.dw_px == 4) << 1 | c.hc << 2;
+    cached.pad = (int32_t)c.dw | c.hc << 2 | c.dw_px << 8;
     cached.ws = c.ws;
     pr_cuda_tcache_put(s->tc, key, &cached, sizeof cached);
     *out = c;

@@ -247,6 +247,14 @@ static precis_status ew_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     pr_cu_ew w;
     memset(&w, 0, sizeof w);
     pr_cu_ew_setup(&w, Y, s->n_in, k->in);
+    if (s->reorder == 1 && k->in[0]->dtype == PRECIS_FLOAT32 &&
+        (Y->dtype == PRECIS_FLOAT16 || Y->dtype == PRECIS_BFLOAT16) &&
+        (Y->dims[1] == 1 || Y->dims[1] == 3 || Y->dims[1] == 4) &&
+        Y->numel < ((int64_t)1 << 31) / 4) { /* a network's input: a thread a pixel */
+        KL_TRY(pr_cu_cast_nhwc(x->stream, k->in[0]->data, Y->data, (int)Y->dtype, Y->dims[0],
+                               Y->dims[1], Y->dims[2] * Y->dims[3]));
+        return PRECIS_OK;
+    }
     if (s->reorder) { /* walk Y in its memory order, read X through its layout's strides */
         int64_t N = Y->dims[0], C = Y->dims[1], H = Y->dims[2], W = Y->dims[3];
         int64_t d[4] = {N, H, W, C}, sx[4] = {C * H * W, W, 1, H * W};
