@@ -482,7 +482,7 @@ static int run_split(precis_ctx *ctx, precis_context *c, precis_tensor **outputs
     const precis_engine *e = c->e;
     const pr_graph *g = e->g;
     int T = c->threads;
-    int mode = split_mode();
+    int mode = e->untimed ? 0 : split_mode();
     if (!mode || c->cuda || T < 1 || g->n_inputs > MAX_IO || g->n_outputs > MAX_IO) return -1;
     if (!same_signature(c, g, &c->split_sig, &c->split_sig_len) || !c->split_state) {
         const pr_buf *in[MAX_IO];

@@ -238,7 +238,7 @@ static precis_status engine_init(precis_engine *e, pr_err *err) {
     bool cpu = strcmp(e->backend, "cpu") == 0, cuda = strcmp(e->backend, "cuda") == 0;
     if (!e->tactics && !(e->tactics = pr_tactics_create()))
         return pr_errf(err, PRECIS_ERR_OOM, "out of memory");
-    pr_cpu_cfg cfg = {e->num_threads, e->tactics};
+    pr_cpu_cfg cfg = {e->num_threads, e->tactics, e->untimed};
 #ifdef PRECIS_HAVE_CUDA
     pr_cuda_cfg ccfg = {cuda ? pr_cuda_dev_exec(e->cuda) : NULL,
                         cuda ? pr_cuda_dev_tcache(e->cuda) : NULL};
@@ -472,6 +472,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
         pr_rules_free(&rules);
         return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     }
+    e->untimed = calibration;
     if (o->timing_cache && !cuda) {
         st = pr_errf(err, PRECIS_ERR_INVALID_ARG, "--timing-cache is for the cuda backend");
         goto fail;

@@ -41,6 +41,9 @@ struct precis_engine {
     int n_nodes;
     pr_cuda_dev *cuda;         /* backend "cuda": the device and the uploaded weights */
     struct pr_tactics *tactics; /* timed choices, saved in the plan (tactics.h) */
+    bool untimed; /* int8 calibration's FP32 engine: no timed choice (direct convolutions,
+                   * batches run whole), so its statistics -- and the scales -- do not
+                   * depend on timings: the same data gives the same plan on every build */
 };
 
 /* Called by a context after every step for each output it computed (and

@@ -52,6 +52,7 @@ const char *pr_cpu_isa_name(void);
 typedef struct pr_cpu_cfg {
     int num_threads;            /* threads a run will use (>= 1) */
     struct pr_tactics *tactics; /* the engine's timed choices (runtime/tactics.h), or NULL */
+    bool untimed;               /* choose without timing (the calibration engine: engine.h) */
 } pr_cpu_cfg;
 
 /* Per execution context (one thread): reused across runs. */

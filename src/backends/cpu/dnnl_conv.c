@@ -37,6 +37,7 @@ typedef struct conv_state {
     pr_dnnl_cache cache;
     char desc[96];
     pr_tactics *tac;    /* the engine's timed choices (Winograd or direct per shape) */
+    bool untimed;       /* direct only (pr_cpu_cfg.untimed) */
     const char *yname;  /* the output tensor's name: the choices' key */
 } conv_state;
 
@@ -220,7 +221,7 @@ static precis_status conv_create(void *vctx, const int64_t *key, int nkey, pr_dn
                              s->deconv ? "deconvolution" : "convolution")
              : e->status;
     if (!st && !c->representative && wino_shape(s, &geo) && (s->w.user || s->w.data) &&
-        pr_dnnl_wino_mode() != 0) {
+        pr_dnnl_wino_mode() != 0 && !s->untimed) {
         dnnl_dims_t wd = {s->OC, s->IC, s->KH, s->KW};
         dnnl_memory_desc_t uw;
         bool won = false;
@@ -310,6 +311,7 @@ static precis_status prepare_common(const pr_graph *g, const pr_node *n, const p
     s->KW = W->dims[3];
     s->w.user = W->data;
     s->tac = cfg ? cfg->tactics : NULL;
+    s->untimed = cfg && cfg->untimed;
     s->yname = Y->name;
     if ((st = pr_dnnl_check(user_wei_md(s, &s->w.user_md), e, "weights desc"))) goto fail;
     if (n->op == PR_OP_FusedConv) {
