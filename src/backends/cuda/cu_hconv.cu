@@ -425,8 +425,10 @@ int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *
 // Here the weights [NJ * 8][K] sit in shared memory once a block; each warp
 // walks 16-row M tiles on its own (persistent over the grid, __syncwarp only):
 // a 3-deep cp.async ring of its A tiles, KC / 2 k16 steps x NJ mma, then the
-// epilogue 8 rows at a time through its own float stage, 16-byte stores.
-template <typename T, int NJ, int KC>
+// epilogue 8 rows at a time through its own float stage, 16-byte stores
+// (DE false), or straight from the accumulators (DE: each thread its two
+// channels of a fragment, 4-byte stores; no stage, no index division).
+template <typename T, int NJ, int KC, bool DE>
 __global__ void __launch_bounds__(128)
     k_hconv_k32(const T *__restrict__ x, const T *__restrict__ w, const float *__restrict__ bias,
                 const T *__restrict__ z, T *__restrict__ y, pr_cu_hc p, int64_t tiles) {
@@ -434,7 +436,7 @@ __global__ void __launch_bounds__(128)
     static_assert(NJ % 2 == 0 && (KC == 2 || KC == 4), "k32 shape");
     __shared__ __align__(128) unsigned char sb[NJ * 8 * ROW_BYTES];
     __shared__ __align__(128) unsigned char sa[NW][ST][16 * ROW_BYTES];
-    __shared__ __align__(16) float sst[NW][8 * SP];
+    __shared__ __align__(16) float sst[NW][DE ? 4 : 8 * SP];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int Ki = (int)p.K, Ci = (int)p.C, Nout = (int)p.Nout, n8 = Nout / 8;
     const int64_t M = p.N * p.OH * p.OW, stride = (int64_t)gridDim.x * NW;
@@ -488,31 +490,62 @@ __global__ void __launch_bounds__(128)
                 mma16<T>(acc[j + 1], af, b4 + 2);
             }
         }
+        if constexpr (DE) {
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-#pragma unroll
-            for (int j = 0; j < NJ; j++)
-                *(float2 *)&stg[g * SP + j * 8 + t4 * 2] =
-                    make_float2(acc[j][h * 2], acc[j][h * 2 + 1]);
-            __syncwarp();
-            for (int idx = lane; idx < 8 * n8; idx += 32) {
-                int r = idx / n8, c8 = idx - r * n8;
-                int64_t m = t * 16 + h * 8 + r;
+            for (int h = 0; h < 2; h++) {
+                int64_t m = t * 16 + h * 8 + g;
                 if (m >= M) continue;
-                float v[8];
-                float4 s0 = *(const float4 *)&stg[r * SP + c8 * 8];
-                float4 s1 = *(const float4 *)&stg[r * SP + c8 * 8 + 4];
-                v[0] = s0.x, v[1] = s0.y, v[2] = s0.z, v[3] = s0.w;
-                v[4] = s1.x, v[5] = s1.y, v[6] = s1.z, v[7] = s1.w;
-                epi8<T>(v, p, bias, z, y, m * Nout + c8 * 8, c8 * 8);
+                T *yr = y + m * Nout;
+                const T *zr = z ? z + m * Nout : nullptr;
+#pragma unroll
+                for (int j = 0; j < NJ; j++) {
+                    int n = j * 8 + t4 * 2;
+                    if (j * 8 >= Nout) break;
+                    float v0 = acc[j][h * 2], v1 = acc[j][h * 2 + 1];
+                    if (bias) {
+                        float2 b = __ldg((const float2 *)(bias + n));
+                        v0 += b.x, v1 += b.y;
+                    }
+                    if (p.a1.kind != ACT_NONE) v0 = act_apply(p.a1, v0), v1 = act_apply(p.a1, v1);
+                    if (zr) {
+                        uint32_t zz = *(const uint32_t *)(zr + n);
+                        const T *zt = (const T *)&zz;
+                        v0 += tof(zt[0]), v1 += tof(zt[1]);
+                    }
+                    if (p.a2.kind != ACT_NONE) v0 = act_apply(p.a2, v0), v1 = act_apply(p.a2, v1);
+                    uint32_t o;
+                    T *ot = (T *)&o;
+                    ot[0] = fromf<T>(v0), ot[1] = fromf<T>(v1);
+                    *(uint32_t *)(yr + n) = o;
+                }
             }
-            __syncwarp(); // the stage is rewritten next
+        } else {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+                    *(float2 *)&stg[g * SP + j * 8 + t4 * 2] =
+                        make_float2(acc[j][h * 2], acc[j][h * 2 + 1]);
+                __syncwarp();
+                for (int idx = lane; idx < 8 * n8; idx += 32) {
+                    int r = idx / n8, c8 = idx - r * n8;
+                    int64_t m = t * 16 + h * 8 + r;
+                    if (m >= M) continue;
+                    float v[8];
+                    float4 s0 = *(const float4 *)&stg[r * SP + c8 * 8];
+                    float4 s1 = *(const float4 *)&stg[r * SP + c8 * 8 + 4];
+                    v[0] = s0.x, v[1] = s0.y, v[2] = s0.z, v[3] = s0.w;
+                    v[4] = s1.x, v[5] = s1.y, v[6] = s1.z, v[7] = s1.w;
+                    epi8<T>(v, p, bias, z, y, m * Nout + c8 * 8, c8 * 8);
+                }
+                __syncwarp(); // the stage is rewritten next
+            }
         }
     }
     cp_wait<0>();
 }
 
-template <typename T, int NJ, int KC>
+template <typename T, int NJ, int KC, bool DE>
 int launch_k32_n(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
                  void *y, const pr_cu_hc *p) {
     static std::atomic<int> slots_once{-1}; // resident blocks (any thread computes the same)
@@ -521,7 +554,7 @@ int launch_k32_n(cudaStream_t s, const void *x, const void *w, const float *bias
         int occ = 0, dev = 0, sms = 0;
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k_hconv_k32<T, NJ, KC>, 128, 0) !=
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k_hconv_k32<T, NJ, KC, DE>, 128, 0) !=
                 cudaSuccess ||
             occ < 1)
             return (int)cudaErrorInvalidValue;
@@ -530,29 +563,29 @@ int launch_k32_n(cudaStream_t s, const void *x, const void *w, const float *bias
     }
     int64_t tiles = (p->N * p->OH * p->OW + 15) / 16, blocks = (tiles + 3) / 4;
     if (blocks > slots) blocks = slots;
-    k_hconv_k32<T, NJ, KC><<<(unsigned)blocks, 128, 0, s>>>((const T *)x, (const T *)w, bias,
+    k_hconv_k32<T, NJ, KC, DE><<<(unsigned)blocks, 128, 0, s>>>((const T *)x, (const T *)w, bias,
                                                             (const T *)z, (T *)y, *p, tiles);
     return launch_result();
 }
 
-template <typename T, int KC>
+template <typename T, int KC, bool DE>
 int launch_k32_k(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
                  void *y, const pr_cu_hc *p) {
     int64_t nj = p->Nout / 8;
-    if (nj <= 2) return launch_k32_n<T, 2, KC>(s, x, w, bias, z, y, p);
-    if (nj <= 6) return launch_k32_n<T, 6, KC>(s, x, w, bias, z, y, p);
-    if (nj <= 12) return launch_k32_n<T, 12, KC>(s, x, w, bias, z, y, p);
-    return launch_k32_n<T, 18, KC>(s, x, w, bias, z, y, p);
+    if (nj <= 2) return launch_k32_n<T, 2, KC, DE>(s, x, w, bias, z, y, p);
+    if (nj <= 6) return launch_k32_n<T, 6, KC, DE>(s, x, w, bias, z, y, p);
+    if (nj <= 12) return launch_k32_n<T, 12, KC, DE>(s, x, w, bias, z, y, p);
+    return launch_k32_n<T, 18, KC, DE>(s, x, w, bias, z, y, p);
 }
 
-template <typename T>
+template <typename T, bool DE>
 int launch_k32(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
                void *y, const pr_cu_hc *p) {
     if (p->kh != 1 || p->kw != 1 || p->sh != 1 || p->sw != 1 || p->ph || p->pw ||
         p->OH != p->H || p->OW != p->W || p->K > 32 || p->Nout > 144)
         return (int)cudaErrorInvalidValue; // not this tile's shape (the timing skips it)
-    if (p->K <= 16) return launch_k32_k<T, 2>(s, x, w, bias, z, y, p);
-    return launch_k32_k<T, 4>(s, x, w, bias, z, y, p);
+    if (p->K <= 16) return launch_k32_k<T, 2, DE>(s, x, w, bias, z, y, p);
+    return launch_k32_k<T, 4, DE>(s, x, w, bias, z, y, p);
 }
 
 template <typename T, int BM, int BN, int WM, int WN, int ST>
@@ -581,7 +614,8 @@ int launch_tile(cudaStream_t s, const void *x, const void *w, const float *bias,
             (const T *)x, (const T *)w, bias, (const T *)z, (T *)y, *p);
         return launch_result();
     }
-    case PR_CU_HCONV_K32: return launch_k32<T>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_K32: return launch_k32<T, false>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_K32D: return launch_k32<T, true>(s, x, w, bias, z, y, p);
     case PR_CU_HCONV_DIRECT: return launch_direct<T>(s, x, bias, z, y, p);
     default: return (int)cudaErrorInvalidValue;
     }

@@ -150,14 +150,15 @@ static void describe_into(conv_state *s, const conv_shape *c) {
     }
     if (c && c->hc) {
         static const char *const tiles[] = {"128x128", "128x64", "64x64", "128x32", "32x32 split-k 4",
-                                            "k32 1x1", "direct"};
+                                            "k32 1x1", "k32 1x1 direct epilogue",
+                                            "direct"};
         char tm[96] = "";
         if (c->t_hc > 0)
             snprintf(tm, sizeof tm, " [timed: ours %.3f ms, cudnn algo %d %.3f ms]", c->t_hc,
                      (int)c->algo, c->dw ? c->t_dw : c->fused ? c->t_fused : c->t_split);
         snprintf(s->what, sizeof s->what,
                  "cu implicit-gemm conv %s nhwc tile %s, epilogue fused (%s%s%s%s%s)%s", tn,
-                 (unsigned)(c->hc - 1) < 7 ? tiles[c->hc - 1] : "?", s->has_bias ? "bias" : "",
+                 (unsigned)(c->hc - 1) < 8 ? tiles[c->hc - 1] : "?", s->has_bias ? "bias" : "",
                  s->a1.kind ? "+" : "", s->a1.kind ? pr_act_names[s->a1.kind] : "",
                  s->has_z ? "+residual" : "", s->a2.kind ? " then act2" : "", tm);
     } else if (c && c->dw) {
@@ -436,10 +437,10 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
             t1 = (t0 = PR_CU_HCONV_DIRECT) + 1;
         else if (s->hc_mode == 2 && tv && atoi(tv) >= 0 && atoi(tv) < PR_CU_HCONV_TILES)
             t1 = (t0 = atoi(tv)) + 1;
-        const char *kv = getenv("PRECIS_CUDA_HCONV_K32"); /* 0: the k32 tile not timed (A/B) */
+        const char *kv = getenv("PRECIS_CUDA_HCONV_K32"); /* 0: the k32 tiles not timed (A/B) */
         bool k32_off = kv && !strcmp(kv, "0") && t1 - t0 > 1;
         for (int t = t0; t < t1; t++) {
-            if (t == PR_CU_HCONV_K32 && k32_off) continue;
+            if ((t == PR_CU_HCONV_K32 || t == PR_CU_HCONV_K32D) && k32_off) continue;
             pr_cu_hc hp = hc_params(s, n, h, w, oh, ow, t);
             float tt;
             if (!time_variant(s, x, &c, false, NULL, &hp, xp, yp, zp, oh * ow, &tt) &&
