@@ -4,6 +4,7 @@
  * MobileNet-style blocks: ReLU6, residual, no bias; C not a multiple of the
  * 32-element k step, M not a multiple of the tile), 3x3 with stride 2 and
  * asymmetric pads, dilation, and its direct form for C % 8 != 0 (a stem);
+ * the small-k 1x1 tiles (k32, k32d: K 8 / 16 / 24 / 32, Nout 16..144);
  * then the timed choice. Exits 77 (ctest skip)
  * without a GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -30,6 +31,9 @@ static const hc_case CASES[] = {
     {8, 16, 3, 1, 2, 0, 1, 0, "Clip", NULL},    /* dilation 2 */
     {3, 32, 3, 2, 1, 1, 1, 0, "Clip", NULL},    /* a stem: the direct form (C % 8 != 0) */
     {4, 16, 1, 1, 1, 0, 0, 1, "Relu", NULL},    /* direct, no bias, residual */
+    {24, 144, 1, 1, 1, 0, 1, 0, "Clip", NULL},  /* k32: K 24 (padded to 32), Nout 144 */
+    {32, 16, 1, 1, 1, 0, 0, 1, NULL, "Relu"},   /* k32: K 32, Nout 16, residual then ReLU */
+    {8, 40, 1, 1, 1, 0, 1, 1, "Relu", NULL},    /* k32: K 8, Nout 40 (of 48 rows), residual */
 };
 
 static void run_case(const hc_case *c, const char *mode) {
@@ -158,9 +162,10 @@ int main(void) {
     if (rc) return rc;
     printf("hconv\n");
     setenv("PRECIS_CUDA_HCONV", "1", 1);
-    static const char *const tiles[] = {"0", "1", "2", "3", "4"};
-    static const char *const names[] = {"128x128", "128x64", "64x64", "128x32", "32x32k4"};
-    for (int ti = 0; ti < 5; ti++) {
+    static const char *const tiles[] = {"0", "1", "2", "3", "4", "5", "6"};
+    static const char *const names[] = {"128x128", "128x64", "64x64", "128x32", "32x32k4", "k32",
+                                        "k32d"};
+    for (int ti = 0; ti < 7; ti++) { /* k32 takes the 1x1 K <= 32 cases; cuDNN the rest */
         setenv("PRECIS_CUDA_HCONV_TILE", tiles[ti], 1);
         for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], names[ti]);
     }

@@ -8,9 +8,12 @@
 // the GEMM [N*H*W, C] x [C, Nout]. The epilogue stages one warp row's float
 // sums in shared memory and writes y 8 channels (16 bytes) a thread, the
 // residual read the same way: coalesced, one pass over y. A direct form
-// (PR_CU_HCONV_DIRECT) takes convs with few input channels (a stem).
+// (PR_CU_HCONV_DIRECT) takes convs with few input channels (a stem); a
+// small-k form (PR_CU_HCONV_K32) the 1x1 expand convs with K <= 32.
 #include "backends/cuda/cu_common.cuh"
 #include "backends/cuda/cu_mma.cuh"
+
+#include <atomic>
 
 using namespace prmma;
 
@@ -416,6 +419,175 @@ int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *
     return launch_result();
 }
 
+// Small-k 1x1 form (PR_CU_HCONV_K32: expand convs, K = C <= 32, Nout <= NJ * 8
+// <= 144, stride 1, no pad). The whole k fits one 64-byte shared row, so the
+// deep-k tiles' stages are mostly padding and their blocks end after one step.
+// Here the weights [NJ * 8][K] sit in shared memory once a block; each warp
+// walks 16-row M tiles on its own (persistent over the grid, __syncwarp only):
+// a 3-deep cp.async ring of its A tiles, KC / 2 k16 steps x NJ mma, then the
+// epilogue 8 rows at a time through its own float stage, 16-byte stores
+// (DE false), or straight from the accumulators (DE: each thread its two
+// channels of a fragment, 4-byte stores; no stage, no index division).
+template <typename T, int NJ, int KC, bool DE>
+__global__ void __launch_bounds__(128)
+    k_hconv_k32(const T *__restrict__ x, const T *__restrict__ w, const float *__restrict__ bias,
+                const T *__restrict__ z, T *__restrict__ y, pr_cu_hc p, int64_t tiles) {
+    constexpr int NW = 4, ST = 3, SP = NJ * 8 + 8, KS = KC / 2;
+    static_assert(NJ % 2 == 0 && (KC == 2 || KC == 4), "k32 shape");
+    __shared__ __align__(128) unsigned char sb[NJ * 8 * ROW_BYTES];
+    __shared__ __align__(128) unsigned char sa[NW][ST][16 * ROW_BYTES];
+    __shared__ __align__(16) float sst[NW][DE ? 4 : 8 * SP];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int Ki = (int)p.K, Ci = (int)p.C, Nout = (int)p.Nout, n8 = Nout / 8;
+    const int64_t M = p.N * p.OH * p.OW, stride = (int64_t)gridDim.x * NW;
+    for (int i = tid; i < NJ * 8 * KC; i += NW * 32) {
+        int row = i / KC, ch = i - row * KC, kk = ch * 8;
+        bool ok = row < Nout && kk < Ki;
+        cp16(smem_u32(sb + swz(row, ch)), ok ? w + (int64_t)row * Ki + kk : w, ok);
+    }
+    cp_commit();
+    cp_wait<0>();
+    __syncthreads();
+    auto load = [&](int buf, int64_t tt) {
+        if (tt >= tiles) return;
+#pragma unroll
+        for (int i = lane; i < 16 * KC; i += 32) {
+            int row = i / KC, ch = i - row * KC, kk = ch * 8;
+            int64_t m = tt * 16 + row;
+            bool ok = m < M && kk < Ki;
+            cp16(smem_u32(&sa[warp][buf][0] + swz(row, ch)), ok ? x + m * Ci + kk : x, ok);
+        }
+    };
+    int64_t t = (int64_t)blockIdx.x * NW + warp;
+#pragma unroll
+    for (int s = 0; s < ST - 1; s++) {
+        load(s, t + s * stride);
+        cp_commit();
+    }
+    const int g = lane >> 2, t4 = lane & 3;
+    float *stg = sst[warp];
+    for (int it = 0; t < tiles; t += stride, it++) {
+        cp_wait<ST - 2>();
+        __syncwarp(); // tile it landed for every lane; buffer (it - 1) % ST is free
+        load((it + ST - 1) % ST, t + (ST - 1) * stride);
+        cp_commit();
+        const unsigned char *A = &sa[warp][it % ST][0];
+        float acc[NJ][4];
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int v = 0; v < 4; v++) acc[j][v] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            uint32_t af[4];
+            ldsm4(af, smem_u32(A + swz((lane & 7) + ((lane >> 3) & 1) * 8, ks * 2 + (lane >> 4))));
+#pragma unroll
+            for (int j = 0; j < NJ; j += 2) {
+                uint32_t b4[4];
+                ldsm4(b4, smem_u32(sb + swz(j * 8 + (lane & 7) + (lane >> 4) * 8,
+                                            ks * 2 + ((lane >> 3) & 1))));
+                mma16<T>(acc[j], af, b4);
+                mma16<T>(acc[j + 1], af, b4 + 2);
+            }
+        }
+        if constexpr (DE) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int64_t m = t * 16 + h * 8 + g;
+                if (m >= M) continue;
+                T *yr = y + m * Nout;
+                const T *zr = z ? z + m * Nout : nullptr;
+#pragma unroll
+                for (int j = 0; j < NJ; j++) {
+                    int n = j * 8 + t4 * 2;
+                    if (j * 8 >= Nout) break;
+                    float v0 = acc[j][h * 2], v1 = acc[j][h * 2 + 1];
+                    if (bias) {
+                        float2 b = __ldg((const float2 *)(bias + n));
+                        v0 += b.x, v1 += b.y;
+                    }
+                    if (p.a1.kind != ACT_NONE) v0 = act_apply(p.a1, v0), v1 = act_apply(p.a1, v1);
+                    if (zr) {
+                        uint32_t zz = *(const uint32_t *)(zr + n);
+                        const T *zt = (const T *)&zz;
+                        v0 += tof(zt[0]), v1 += tof(zt[1]);
+                    }
+                    if (p.a2.kind != ACT_NONE) v0 = act_apply(p.a2, v0), v1 = act_apply(p.a2, v1);
+                    uint32_t o;
+                    T *ot = (T *)&o;
+                    ot[0] = fromf<T>(v0), ot[1] = fromf<T>(v1);
+                    *(uint32_t *)(yr + n) = o;
+                }
+            }
+        } else {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+                    *(float2 *)&stg[g * SP + j * 8 + t4 * 2] =
+                        make_float2(acc[j][h * 2], acc[j][h * 2 + 1]);
+                __syncwarp();
+                for (int idx = lane; idx < 8 * n8; idx += 32) {
+                    int r = idx / n8, c8 = idx - r * n8;
+                    int64_t m = t * 16 + h * 8 + r;
+                    if (m >= M) continue;
+                    float v[8];
+                    float4 s0 = *(const float4 *)&stg[r * SP + c8 * 8];
+                    float4 s1 = *(const float4 *)&stg[r * SP + c8 * 8 + 4];
+                    v[0] = s0.x, v[1] = s0.y, v[2] = s0.z, v[3] = s0.w;
+                    v[4] = s1.x, v[5] = s1.y, v[6] = s1.z, v[7] = s1.w;
+                    epi8<T>(v, p, bias, z, y, m * Nout + c8 * 8, c8 * 8);
+                }
+                __syncwarp(); // the stage is rewritten next
+            }
+        }
+    }
+    cp_wait<0>();
+}
+
+template <typename T, int NJ, int KC, bool DE>
+int launch_k32_n(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
+                 void *y, const pr_cu_hc *p) {
+    static std::atomic<int> slots_once{-1}; // resident blocks (any thread computes the same)
+    int slots = slots_once.load(std::memory_order_relaxed);
+    if (slots < 0) {
+        int occ = 0, dev = 0, sms = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k_hconv_k32<T, NJ, KC, DE>, 128, 0) !=
+                cudaSuccess ||
+            occ < 1)
+            return (int)cudaErrorInvalidValue;
+        slots = occ * sms;
+        slots_once.store(slots, std::memory_order_relaxed);
+    }
+    int64_t tiles = (p->N * p->OH * p->OW + 15) / 16, blocks = (tiles + 3) / 4;
+    if (blocks > slots) blocks = slots;
+    k_hconv_k32<T, NJ, KC, DE><<<(unsigned)blocks, 128, 0, s>>>((const T *)x, (const T *)w, bias,
+                                                            (const T *)z, (T *)y, *p, tiles);
+    return launch_result();
+}
+
+template <typename T, int KC, bool DE>
+int launch_k32_k(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
+                 void *y, const pr_cu_hc *p) {
+    int64_t nj = p->Nout / 8;
+    if (nj <= 2) return launch_k32_n<T, 2, KC, DE>(s, x, w, bias, z, y, p);
+    if (nj <= 6) return launch_k32_n<T, 6, KC, DE>(s, x, w, bias, z, y, p);
+    if (nj <= 12) return launch_k32_n<T, 12, KC, DE>(s, x, w, bias, z, y, p);
+    return launch_k32_n<T, 18, KC, DE>(s, x, w, bias, z, y, p);
+}
+
+template <typename T, bool DE>
+int launch_k32(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
+               void *y, const pr_cu_hc *p) {
+    if (p->kh != 1 || p->kw != 1 || p->sh != 1 || p->sw != 1 || p->ph || p->pw ||
+        p->OH != p->H || p->OW != p->W || p->K > 32 || p->Nout > 144)
+        return (int)cudaErrorInvalidValue; // not this tile's shape (the timing skips it)
+    if (p->K <= 16) return launch_k32_k<T, 2, DE>(s, x, w, bias, z, y, p);
+    return launch_k32_k<T, 4, DE>(s, x, w, bias, z, y, p);
+}
+
 template <typename T, int BM, int BN, int WM, int WN, int ST>
 int launch(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
            void *y, const pr_cu_hc *p) {
@@ -442,6 +614,8 @@ int launch_tile(cudaStream_t s, const void *x, const void *w, const float *bias,
             (const T *)x, (const T *)w, bias, (const T *)z, (T *)y, *p);
         return launch_result();
     }
+    case PR_CU_HCONV_K32: return launch_k32<T, false>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_K32D: return launch_k32<T, true>(s, x, w, bias, z, y, p);
     case PR_CU_HCONV_DIRECT: return launch_direct<T>(s, x, bias, z, y, p);
     default: return (int)cudaErrorInvalidValue;
     }
