@@ -56,6 +56,21 @@ __device__ __forceinline__ void dw_epilogue(float *acc, const float *zv, const p
     }
 }
 
+// The epilogue on V outputs at element yo of y (z, when given, the residual at
+// the same place), then the store.
+template <typename T, int V>
+__device__ __forceinline__ void dw_store(T *y, const T *z, int64_t yo, float *acc,
+                                         const pr_cu_dw &p) {
+    if (z) {
+        float zv[V];
+        vec_io<T, V>::load(z + yo, zv);
+        dw_epilogue<V>(acc, zv, p);
+    } else {
+        dw_epilogue<V>(acc, nullptr, p);
+    }
+    vec_io<T, V>::store(y + yo, acc);
+}
+
 // V float32 weights: 16-byte loads where V allows (w rows are 16-byte aligned
 // when C % 4 == 0, which V >= 4 implies).
 template <int V> struct wload {
@@ -121,15 +136,7 @@ __global__ void __launch_bounds__(256) k_dw_nhwc(const T *__restrict__ x, const 
                 for (int j = 0; j < V; j++) acc[j] = fmaf(xv[j], wv[j], acc[j]);
             }
         }
-        int64_t yo = (((int64_t)n * OH + oh) * OW + ow) * C + c0;
-        if (z) {
-            float zv[V];
-            vec_io<T, V>::load(z + yo, zv);
-            dw_epilogue<V>(acc, zv, p);
-        } else {
-            dw_epilogue<V>(acc, nullptr, p);
-        }
-        vec_io<T, V>::store(y + yo, acc);
+        dw_store<T, V>(y, z, (((int64_t)n * OH + oh) * OW + ow) * C + c0, acc, p);
     }
 }
 
@@ -187,15 +194,7 @@ __global__ void __launch_bounds__(256) k_dw_nhwc_px(const T *__restrict__ x, con
 #pragma unroll
         for (int q = 0; q < PX; q++) {
             if (ow0 + q >= OW) break;
-            int64_t yo = (((int64_t)n * OH + oh) * OW + ow0 + q) * C + c0;
-            if (z) {
-                float zv[V];
-                vec_io<T, V>::load(z + yo, zv);
-                dw_epilogue<V>(acc[q], zv, p);
-            } else {
-                dw_epilogue<V>(acc[q], nullptr, p);
-            }
-            vec_io<T, V>::store(y + yo, acc[q]);
+            dw_store<T, V>(y, z, (((int64_t)n * OH + oh) * OW + ow0 + q) * C + c0, acc[q], p);
         }
     }
 }
@@ -303,15 +302,7 @@ __global__ void __launch_bounds__(16 / CPT * TW * RG)
             for (int t = 0; t < TH; t++) {
                 const int oh = oh0 + rg * TH + t;
                 if (oh >= OH) break;
-                int64_t yo = (((int64_t)n * OH + oh) * OW + ow) * C + c;
-                if (z) {
-                    float zv[CPT];
-                    vec_io<T, CPT>::load(z + yo, zv);
-                    dw_epilogue<CPT>(acc[t], zv, p);
-                } else {
-                    dw_epilogue<CPT>(acc[t], nullptr, p);
-                }
-                vec_io<T, CPT>::store(y + yo, acc[t]);
+                dw_store<T, CPT>(y, z, (((int64_t)n * OH + oh) * OW + ow) * C + c, acc[t], p);
             }
         __syncthreads(); // the buffer is refilled by the next iteration's issue
     }

@@ -439,6 +439,15 @@ extern "C" int pr_cu_cast_nhwc(void *stream, const float *x, void *y, int ydt, i
 
 // ------------------------------------------------------------------ gather
 
+// Index j of a Gather (int64 or int32, negative from the end) as a row in
+// [0, axis_dim), or -1 when out of range (the row reads as zeros).
+__device__ __forceinline__ int64_t gather_row(const void *idx, int idt, int64_t j,
+                                              int64_t axis_dim) {
+    int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
+    if (x < 0) x += axis_dim;
+    return x >= 0 && x < axis_dim ? x : -1;
+}
+
 __global__ void k_gather(const void *data, int ddt, const void *idx, int idt, void *out, int odt,
                          int64_t outer, int64_t axis_dim, int64_t nidx, int64_t inner) {
     int64_t n = outer * nidx * inner;
@@ -449,9 +458,8 @@ __global__ void k_gather(const void *data, int ddt, const void *idx, int idt, vo
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t in_ = i % inner, t = i / inner, j = t % nidx, o = t / nidx;
-        int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
-        if (x < 0) x += axis_dim;
-        if (x < 0 || x >= axis_dim) {
+        int64_t x = gather_row(idx, idt, j, axis_dim);
+        if (x < 0) {
             stf(out, odt, i, 0.0f);
             continue;
         }
@@ -478,9 +486,8 @@ __global__ void k_gather16(const uint4 *data, const void *idx, int idt, uint4 *o
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c = i % cpr, t = i / cpr, j = t % nidx, o = t / nidx;
-        int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
-        if (x < 0) x += axis_dim;
-        out[i] = x < 0 || x >= axis_dim ? make_uint4(0, 0, 0, 0) : data[(o * axis_dim + x) * cpr + c];
+        int64_t x = gather_row(idx, idt, j, axis_dim);
+        out[i] = x < 0 ? make_uint4(0, 0, 0, 0) : data[(o * axis_dim + x) * cpr + c];
     }
 }
 
@@ -492,10 +499,9 @@ __global__ void k_gather8(const void *data, int ddt, const void *idx, int idt, v
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c = i % cpr, t = i / cpr, j = t % nidx, o = t / nidx;
-        int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
-        if (x < 0) x += axis_dim;
+        int64_t x = gather_row(idx, idt, j, axis_dim);
         float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        if (x >= 0 && x < axis_dim) ld8f(data, ddt, (o * axis_dim + x) * cpr + c, v);
+        if (x >= 0) ld8f(data, ddt, (o * axis_dim + x) * cpr + c, v);
         st8f(out, odt, i, v);
     }
 }
