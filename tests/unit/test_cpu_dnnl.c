@@ -996,6 +996,15 @@ int main(int argc, char **argv) {
         return 0;
     }
     pr_dnnl_stream_destroy(s);
+    {
+        /* AMX without a palette table (a VM's cpuid stops at leaf 0x1C): oneDNN's AMX
+         * kernels fault there, so the engine must have capped oneDNN below AMX */
+        const pr_cpu_features *f = pr_cpu_features_get();
+        bool amx = pr_dnnl_uses_amx();
+        if (f->amx_no_palette) CHECK(!amx);
+        printf("test_cpu_dnnl: oneDNN %s AMX%s\n", amx ? "uses" : "does not use",
+               f->amx_no_palette ? " (advertised without a palette table: capped)" : "");
+    }
 #ifdef PRECIS_TEST_NO_BF16
     have_bf16 = false;
 #else

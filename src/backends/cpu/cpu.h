@@ -38,6 +38,12 @@ typedef struct pr_cpu_features {
     bool avx512f, avx512bw, avx512vl, avx512dq;
     bool avx512_vnni, avx512_vbmi, avx512_bf16, avx512_fp16;
     bool amx_tile, amx_int8, amx_bf16;
+    /* AMX advertised (cpuid leaf 7) but no palette table (leaf 0x1D): seen in a VM
+     * whose cpuid stops at leaf 0x1C. oneDNN 2.6 sizes its tiles from that table
+     * and faults there (SIGILL on its first tile instruction), so its ISA is capped
+     * below AMX (dnnl_common.c); our own AMX code loads palette 1, whose shape the
+     * architecture fixes, and runs. */
+    bool amx_no_palette;
 } pr_cpu_features;
 
 /* Detected once (cpuid + OS support via xgetbv); thread-safe. The

@@ -69,6 +69,19 @@ static void detect(pr_cpu_features *f) {
         f->amx_bf16 = (d >> 22) & 1;
         f->amx_tile = (d >> 24) & 1;
         f->amx_int8 = (d >> 25) & 1;
+        /* leaf 0x1D: max palette in EAX; sub-leaf 1 describes palette 1
+         * (EBX[15:0] bytes a row, ECX[15:0] rows) */
+        bool palette = false;
+        if (max_leaf >= 0x1d) {
+            unsigned a0, b0, c0, d0;
+            __cpuid_count(0x1d, 0, a0, b0, c0, d0);
+            (void)b0, (void)c0, (void)d0;
+            if (a0 >= 1) {
+                __cpuid_count(0x1d, 1, a0, b0, c0, d0);
+                palette = (b0 & 0xffff) != 0 && (c0 & 0xffff) != 0;
+            }
+        }
+        f->amx_no_palette = f->amx_tile && !palette;
     }
 }
 #else
@@ -91,7 +104,7 @@ static void cap(pr_cpu_features *f, const char *isa) {
         f->avx512_vnni = f->avx512_vbmi = f->avx512_bf16 = false;
     }
     f->avx512_fp16 = false;
-    f->amx_tile = f->amx_int8 = f->amx_bf16 = false;
+    f->amx_tile = f->amx_int8 = f->amx_bf16 = f->amx_no_palette = false;
     if (level < 1) f->avx2 = f->fma = f->f16c = false;
 }
 

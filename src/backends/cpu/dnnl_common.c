@@ -12,6 +12,7 @@
 
 #include <dnnl_debug.h>
 
+#include "backends/cpu/cpu.h"
 #include "backends/cpu/kernels.h"
 
 /* ------------------------------------------------------------- engine */
@@ -20,7 +21,20 @@ static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t engine;
 static dnnl_status_t engine_status = dnnl_success;
 
+/* oneDNN's AMX kernels need the palette table (cpu.h, amx_no_palette): where
+ * it is missing, cap oneDNN at AVX-512 with VNNI and BF16 -- unless the user
+ * capped it already (ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA, read by oneDNN). */
+static void isa_guard(void) {
+    if (!pr_cpu_features_get()->amx_no_palette) return;
+    if (getenv("ONEDNN_MAX_CPU_ISA") || getenv("DNNL_MAX_CPU_ISA")) return;
+    dnnl_status_t s = dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core_bf16);
+    if (getenv("PRECIS_VERBOSE"))
+        fprintf(stderr, "precis: AMX without a palette table (cpuid leaf 0x1D): oneDNN capped at "
+                        "avx512_core_bf16 (%s)\n", pr_dnnl_status_str(s));
+}
+
 static void engine_init(void) {
+    isa_guard();
     engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
     if (engine_status != dnnl_success) engine = NULL;
 }
@@ -29,6 +43,12 @@ dnnl_engine_t pr_dnnl_engine(pr_err *e) {
     pthread_once(&engine_once, engine_init);
     if (!engine) pr_dnnl_check(engine_status, e, "creating the oneDNN CPU engine");
     return engine;
+}
+
+bool pr_dnnl_uses_amx(void) {
+    if (!pr_dnnl_engine(NULL)) return false;
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
 }
 
 const char *pr_dnnl_status_str(dnnl_status_t s) {
@@ -760,6 +780,8 @@ void *pr_dnnl_stream_create(pr_err *e) {
 }
 
 void pr_dnnl_stream_destroy(void *stream) { (void)stream; }
+
+bool pr_dnnl_uses_amx(void) { return false; }
 
 /* The dnnl impls of dnnl_conv.c / dnnl_matmul.c, taking nothing. */
 static bool no_supports(const pr_graph *g, const pr_node *n) {

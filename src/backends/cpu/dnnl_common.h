@@ -35,6 +35,9 @@ extern const pr_cpu_impl pr_cpu_impl_dnnl_qmatmul; /* QMatMul (INT8) */
  * when oneDNN is missing or fails. */
 void *pr_dnnl_stream_create(pr_err *e);
 void pr_dnnl_stream_destroy(void *stream);
+/* Whether oneDNN's effective ISA includes AMX (after the engine's ISA guard,
+ * dnnl_common.c); false without oneDNN. */
+bool pr_dnnl_uses_amx(void);
 
 #ifdef PRECIS_HAVE_DNNL
 #include <pthread.h>
