@@ -15,7 +15,7 @@
  * (cu_norm.cu, cu_flash.cu) write the e4m3 copy in their store, saving a pass
  * over the activation each (BERT-base: 37 QuantizeLinear steps). Only where
  * the CUDA impl runs the fused form (a LayerNorm of one output; an Attention
- * on the flash kernel, i.e. heads folded: heads_bshd set).
+ * on the flash kernel, i.e. heads folded: heads_bshd set, static shapes).
  * PRECIS_CUDA_FP8_FUSEQ=0 keeps the QuantizeLinear steps (A/B). */
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +73,14 @@ static precis_status fold_attention(pr_graph *g, pr_uses *u, int ni, int *done, 
     int y = pr_node_out(n, 0);
     if (n->n_outputs != 1 || y < 0 || !low_float(g->tensors[y].dtype) ||
         !pr_attr_int(n, "heads_bshd", 0) || pr_attr_int(n, "y_type", 0))
+        return PRECIS_OK;
+    /* static shapes only: cuda_attention.c takes y_type where it knows at prepare that
+     * the fused kernel runs (else ref would run the node on the host) */
+    for (int i = 0; i < n->n_inputs; i++) {
+        const pr_tensor *x = n->inputs[i] >= 0 ? &g->tensors[n->inputs[i]] : NULL;
+        if (x && (x->rank < 0 || pr_numel(x->rank, x->dims) < 0)) return PRECIS_OK;
+    }
+    if (g->tensors[y].rank < 0 || pr_numel(g->tensors[y].rank, g->tensors[y].dims) < 0)
         return PRECIS_OK;
     int chain[8], nch = 0, t = y, c = pr_single_consumer(g, u, t);
     while (c >= 0 && is_reshape(g->nodes[c].op) && pr_node_in(&g->nodes[c], 0) == t && nch < 8 &&

@@ -3,7 +3,8 @@
  * Reshape (-> Attention y_type 17) goes into the node. The graph is built
  * twice, one copy folded; ref runs both (ops.inc's semantics of the fused
  * forms) and every output must agree byte for byte. Then the cases the pass
- * must leave alone: no heads folded, a scale that is not constant. */
+ * must leave alone: no heads folded, a scale that is not constant, an
+ * Attention of dynamic shape. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,15 @@ static void test_leave(void) {
     CHECK(count(g, PR_OP_QuantizeLinear) == 2);
     const pr_node *ln = find(g, PR_OP_LayerNormalization), *at = find(g, PR_OP_Attention);
     CHECK(ln && pr_attr_float(ln, "q_scale", 0) == 0 && at && !pr_attr_int(at, "y_type", 0));
+    pr_graph_destroy(g);
+    /* a dynamic batch: the LayerNorm folds, the Attention (static shapes only) does not */
+    g = build(true, true);
+    CHECK(pr_graph_infer(g, &err) == PRECIS_OK);
+    g->tensors[pr_graph_get_tensor(g, "q", &err)].dims[0] = PR_DIM_UNKNOWN;
+    CHECK(pr_fold_fp8_quantize(g, &err) == PRECIS_OK);
+    CHECK(count(g, PR_OP_QuantizeLinear) == 1);
+    at = find(g, PR_OP_Attention);
+    CHECK(at && !pr_attr_int(at, "y_type", 0));
     pr_graph_destroy(g);
 }
 
