@@ -562,8 +562,15 @@ precis_status pr_infer_LayerNormalization(pr_infer *ic) {
         return pr_inferf(ic, PRECIS_ERR_SHAPE, "invalid stash_type %lld", (long long)stash);
     pr_infer_copy(ic, 0, 0);
     const pr_tinfo *X = &ic->in[0];
+    const bool q = pr_attr_float(ic->node, "q_scale", 0.0f) != 0.0f;
+    if (q) { /* ops.inc: output 1 is Y quantized to e4m3 */
+        if (!(pr_attr_float(ic->node, "q_scale", 0.0f) > 0.0f) || ic->n_out > 2)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "q_scale must be > 0, with at most 2 outputs");
+        if (ic->n_out > 1) pr_infer_copy(ic, 1, 0);
+        if (ic->n_out > 1) ic->out[1].dtype = PRECIS_FLOAT8E4M3FN;
+    }
     if (X->rank < 0) {
-        for (int o = 1; o < 3; o++) pr_infer_set_out(ic, o, (pr_dtype)stash, -1, NULL);
+        for (int o = q ? 3 : 1; o < 3; o++) pr_infer_set_out(ic, o, (pr_dtype)stash, -1, NULL);
         return PRECIS_OK;
     }
     if (X->rank < 1) return pr_inferf(ic, PRECIS_ERR_SHAPE, "X must have rank >= 1");
@@ -578,7 +585,7 @@ precis_status pr_infer_LayerNormalization(pr_infer *ic) {
     }
     int64_t md[PR_MAX_RANK];
     for (int i = 0; i < X->rank; i++) md[i] = i < axis ? X->dims[i] : 1;
-    for (int o = 1; o < 3; o++) pr_infer_set_out(ic, o, (pr_dtype)stash, X->rank, md);
+    for (int o = q ? 3 : 1; o < 3; o++) pr_infer_set_out(ic, o, (pr_dtype)stash, X->rank, md);
     return PRECIS_OK;
 fail:
     return st;

@@ -169,6 +169,13 @@ precis_status pr_infer_Attention(pr_infer *ic) {
         y->dims[y->rank - 2] = y->dims[y->rank - 3];
         y->dims[y->rank - 3] = d;
     }
+    const int64_t yt = pr_attr_int(ic->node, "y_type", 0);
+    if (yt) { /* ops.inc: Y quantized to e4m3 */
+        if (yt != PRECIS_FLOAT8E4M3FN || !(pr_attr_float(ic->node, "y_scale", 0.0f) > 0.0f))
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "y_type must be 17 (float8e4m3fn) with a "
+                             "y_scale > 0, got %lld", (long long)yt);
+        y->dtype = PRECIS_FLOAT8E4M3FN;
+    }
     return PRECIS_OK;
 }
 

@@ -698,6 +698,8 @@ static precis_status ex_default(pr_ex *x, const pr_node *n) {
         }
         break;
     case PR_OP_LayerNormalization:
+        if (pr_attr_float(n, "q_scale", 0.0f) != 0.0f)
+            return refuse(x, n, "an e4m3 copy of Y as output 1 (q_scale: a CUDA fp8 plan)");
         if (E < 17) return ex_layernorm(x, n);
         break;
     case PR_OP_Gelu:

@@ -27,4 +27,9 @@ precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e);
  * nodes into the node (attribute heads_bshd; pass_attn_heads.c). */
 precis_status pr_fold_attention_heads(pr_graph *g, pr_err *e);
 
+/* cuda fp8 plans, after fold_attention_heads: e4m3 QuantizeLinear steps after
+ * a LayerNorm (attribute q_scale: a second output) or an Attention (y_type 17)
+ * go into the node (pass_fp8_quant.c; PRECIS_CUDA_FP8_FUSEQ=0 keeps them). */
+precis_status pr_fold_fp8_quantize(pr_graph *g, pr_err *e);
+
 #endif

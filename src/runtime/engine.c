@@ -527,6 +527,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     if ((cpu || cuda) && !plain_only && (st = pr_plan_layouts_backend(e->g, cuda, err)))
         goto fail;
     if (cuda && !calibration && (st = pr_fold_attention_heads(e->g, err))) goto fail;
+    if (cuda && !calibration && (st = pr_fold_fp8_quantize(e->g, err))) goto fail;
     char threads[16];
     snprintf(threads, sizeof threads, "%d", e->num_threads);
     const char *req = low == PRECIS_BFLOAT16 ? "avx512f,avx512bw" : "";

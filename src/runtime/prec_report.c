@@ -49,7 +49,8 @@ static pr_dtype compute_of(const pr_graph *g, const pr_node *n) {
         break;
     case PR_OP_QConv:
     case PR_OP_QMatMul:
-    case PR_OP_QPool: t = pr_node_in(n, 0); break;
+    case PR_OP_QPool:
+    case PR_OP_Attention: t = pr_node_in(n, 0); break; /* Y may be e4m3 (y_type) */
     default: t = pr_node_out(n, 0); break;
     }
     return t >= 0 ? g->tensors[t].dtype : PRECIS_UNDEFINED;

@@ -161,6 +161,31 @@ static void test_attention(void) {
                       {.name = "m", .rank = 4, .dims = {2, 1, 1, 50}, .init = true, .lo = -3, .hi = 0}};
     ALL_DT((snprintf(label, sizeof label, "attention qkv_heads packed (flash fp16/bf16) %s", cu_dtn(D)),
             cu_run(&t, 4, pk, 1, D, &pr_cuda_impl_attention, label)));
+    /* y_type 17 (fp8 plans): Y stored e4m3 by the flash kernel (fp16 / bf16 only); ref
+     * quantizes its float32 Y, the kernel its fp16 / bf16 Y: the codes differ by the
+     * attention's own tolerance over y_scale plus one e4m3 step (1/8; 2^-9 subnormal) */
+    static const pr_dtype low[2] = {PRECIS_FLOAT16, PRECIS_BFLOAT16};
+    for (int i = 0; i < 2; i++) {
+        char label[128];
+        const cc_tolerance at = cc_tol(low[i]);
+        cc_tolerance f8 = {at.abs / 0.004f + 5e-3f, at.rel + 0.126f};
+        cu_fused_node(&t, PR_OP_Attention, "Attention");
+        n_float(&t, "scale", 0.125f);
+        n_int(&t, "heads_bshd", 15);
+        n_int(&t, "qkv_heads", 3);
+        n_int(&t, "y_type", PRECIS_FLOAT8E4M3FN);
+        n_float(&t, "y_scale", 0.004f);
+        snprintf(label, sizeof label, "attention qkv_heads -> e4m3 (y_type) %s", cu_dtn(low[i]));
+        cu_run_tol(&t, 4, pk, 1, low[i], &pr_cuda_impl_attention, f8, label);
+        cu_fused_node(&t, PR_OP_Attention, "Attention");
+        n_float(&t, "scale", 0.125f);
+        n_int(&t, "heads_bshd", 15);
+        n_int(&t, "y_type", PRECIS_FLOAT8E4M3FN);
+        n_float(&t, "y_scale", 0.01f);
+        f8.abs = at.abs / 0.01f + 5e-3f;
+        snprintf(label, sizeof label, "attention heads_bshd -> e4m3 (y_type) %s", cu_dtn(low[i]));
+        cu_run_tol(&t, 4, hs, 1, low[i], &pr_cuda_impl_attention, f8, label);
+    }
     /* K an initializer (float32 beside low Q): the row kernel */
     cu_fused_node(&t, PR_OP_Attention, "Attention");
     n_float(&t, "scale", 0.25f);
@@ -427,6 +452,14 @@ static void test_rows(void) {
                       {.name = "b", .rank = 1, .dims = {100}, .init = true}};
     ALL_DT((snprintf(label, sizeof label, "layernorm 100 %s", cu_dtn(D)),
             cu_run(&t, 3, l3, 1, D, &pr_cuda_impl_norm, label)));
+    /* q_scale (fp8 plans): output 1 = e4m3(Y / q_scale), in the same pass (768: fp16 / bf16
+     * chunks) or by the quantize kernel after it (100; float32); ref quantizes its float32 Y,
+     * the GPU its rounded Y: one e4m3 step (1/8) apart at most */
+    n_float(&t, "q_scale", 0.01f);
+    ALL_DT((snprintf(label, sizeof label, "layernorm 768 + e4m3 (q_scale) %s", cu_dtn(D)),
+            cu_run_tol(&t, 3, l2, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
+    ALL_DT((snprintf(label, sizeof label, "layernorm 100 + e4m3 (q_scale) %s", cu_dtn(D)),
+            cu_run_tol(&t, 3, l3, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
     n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
     n_ints(&t, "axes", (int64_t[]){2, 3}, 2);
     cc_input r[1] = {{.name = "x", .rank = 4, .dims = {2, 3, 5, 6}}};

@@ -48,6 +48,7 @@ typedef struct ak_state {
 static bool ak_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_Attention || n->n_inputs < 3 || n->n_outputs != 1) return false;
     if (pr_attr_int(n, "heads_bshd", 0)) return false; /* a CUDA plan's folded transposes */
+    if (pr_attr_int(n, "y_type", 0)) return false;     /* e4m3 Y: cuda fp8 plans */
     int y = pr_node_out(n, 0), q = pr_node_in(n, 0);
     if (y < 0 || q < 0) return false;
     for (int i = 0; i < n->n_inputs && i < 4; i++) {

@@ -131,6 +131,7 @@ typedef struct kl_state {
 
 static bool kl_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_LayerNormalization) return false;
+    if (pr_attr_float(n, "q_scale", 0.0f) != 0.0f) return false; /* e4m3 output 1: cuda plans */
     int xi = pr_node_in(n, 0), si = pr_node_in(n, 1), bi = pr_node_in(n, 2), yi = pr_node_out(n, 0);
     if (xi < 0 || si < 0 || yi < 0) return false;
     const pr_tensor *X = &g->tensors[xi], *S = &g->tensors[si], *Y = &g->tensors[yi];

@@ -250,13 +250,35 @@ __device__ __forceinline__ void quad_sum(float &l0, float &l1) {
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
 }
 
-// O / l for rows r0 / r1 (l summed over the quad already).
+// Two values rounded to T (as packed by pack2) quantized to e4m3 with scale s:
+// QuantizeLinear's numbers (cu_fp8.cu: to_e4m3(x / s)), low byte first.
+template <typename T>
+__device__ __forceinline__ uint16_t q2(uint32_t v, float s, const T *tag) {
+    float2 f = unpack2(v, tag);
+    return (uint16_t)(to_e4m3(f.x / s) | (to_e4m3(f.y / s) << 8));
+}
+
+// O / l for rows r0 / r1 (l summed over the quad already) into Y (p.y at
+// element offset yoff): T, or e4m3 when p.yq > 0 (Attention y_type).
 template <typename T, int D>
-__device__ __forceinline__ void store_rows(T *Y, int64_t rs, int64_t r0, int64_t r1, bool ok0,
-                                           bool ok1, int t, const float o[D / 8][4], float l0,
-                                           float l1) {
+__device__ __forceinline__ void store_rows(const pr_cu_flash &p, int64_t yoff, int64_t r0,
+                                           int64_t r1, bool ok0, bool ok1, int t,
+                                           const float o[D / 8][4], float l0, float l1) {
     const T *tag = nullptr;
+    const int64_t rs = p.rs[4];
     const float i0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, i1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    if (p.yq > 0.0f) {
+        unsigned char *Y = (unsigned char *)p.y + yoff;
+        const float s = p.yq;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            int c = j * 8 + t * 2;
+            if (ok0) *reinterpret_cast<uint16_t *>(Y + r0 * rs + c) = q2(pack2(o[j][0] * i0, o[j][1] * i0, tag), s, tag);
+            if (ok1) *reinterpret_cast<uint16_t *>(Y + r1 * rs + c) = q2(pack2(o[j][2] * i1, o[j][3] * i1, tag), s, tag);
+        }
+        return;
+    }
+    T *Y = (T *)p.y + yoff;
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
         int c = j * 8 + t * 2;
@@ -316,7 +338,6 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW)) void k_flash(pr_cu_flas
     batch_offsets(p, off);
     const T *Q = (const T *)p.q + off[0], *K = (const T *)p.k + off[1];
     const T *V = (const T *)p.v + off[2];
-    T *Y = (T *)p.y + off[4];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t sq = p.sq, sk = p.sk;
     const int64_t qb = (int64_t)blockIdx.y * BQ, r0 = qb + warp * 16 + g, r1 = r0 + 8;
@@ -393,7 +414,7 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW)) void k_flash(pr_cu_flas
         __syncthreads(); // stage b is read before tile i + 2 lands there
     }
     quad_sum(l0, l1);
-    store_rows<T, D>(Y, p.rs[4], r0, r1, ok0, ok1, t, o, l0, l1);
+    store_rows<T, D>(p, off[4], r0, r1, ok0, ok1, t, o, l0, l1);
 }
 
 // Small grids (batch 1): one block a (batch, head) and 16 query rows, its NW
@@ -412,7 +433,6 @@ __global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
     batch_offsets(p, off);
     const T *Q = (const T *)p.q + off[0], *K = (const T *)p.k + off[1];
     const T *V = (const T *)p.v + off[2];
-    T *Y = (T *)p.y + off[4];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t sq = p.sq, sk = p.sk;
     const int64_t r0 = (int64_t)blockIdx.y * 16 + g, r1 = r0 + 8;
@@ -482,7 +502,7 @@ __global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
 #pragma unroll
             for (int e = 0; e < 4; e++) o[j][e] += Ox[w][4 * j + e][lane];
     }
-    store_rows<T, D>(Y, p.rs[4], r0, r1, ok0, ok1, t, o, L0, L1);
+    store_rows<T, D>(p, off[4], r0, r1, ok0, ok1, t, o, L0, L1);
 }
 
 template <typename T, int NW>
@@ -520,16 +540,17 @@ int launch_nw(cudaStream_t s, const pr_cu_flash &p) {
     }
 }
 
-// 4 warps (64 query rows a block); 8 for D 32 (K and V read once a head at
-// sequence 128: MiniLM b64 29 -> 27 us, not faster for D 64); 2 where 4
-// make fewer blocks than about two per SM of an H100 (batch 1) and D <= 64.
+// 8 warps (128 query rows a block: K and V read once a head at sequence 128)
+// for D <= 64 (MiniLM b64 D 32: 29 -> 27 us; BERT b64 D 64: phase 13t), 4 for
+// D 128; 2 where 4 make fewer blocks than about two per SM of an H100 (batch
+// 1) and D <= 64. PRECIS_CUDA_FLASH_NW=2/4/8 forces (cuda_attention.c).
 template <typename T>
 int launch(cudaStream_t s, const pr_cu_flash &p) {
     if (p.split) return launch_split<T, 2>(s, p);
     if (p.nw == 2 || p.nw == 4 || p.nw == 8)
         return p.nw == 2 ? launch_nw<T, 2>(s, p) : p.nw == 4 ? launch_nw<T, 4>(s, p) : launch_nw<T, 8>(s, p);
     if (p.nb * ((p.sq + 63) / 64) < 264 && p.d <= 64) return launch_nw<T, 2>(s, p);
-    return p.d == 32 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
+    return p.d <= 64 ? launch_nw<T, 8>(s, p) : launch_nw<T, 4>(s, p);
 }
 
 } // namespace

@@ -92,10 +92,12 @@ int pr_cu_softmax(void *stream, const void *x, int xdt, void *y, int ydt, int64_
                   int64_t L, int64_t inner, int log);
 
 /* LayerNormalization over rows of L: y = (x - mean) / sqrt(var + eps) *
- * gamma + beta; gamma/beta of L elements (beta may be NULL). */
+ * gamma + beta; gamma/beta of L elements (beta may be NULL). yq (may be NULL):
+ * also yq = e4m3(y as stored / qs) (LayerNorm q_scale; fp16/bf16 rows of L % 8
+ * == 0 and L <= 1024 in the same pass, others by a second kernel). */
 int pr_cu_layernorm(void *stream, const void *x, int xdt, const void *gamma, int gdt,
                     const void *beta, int bdt, void *y, int ydt, int64_t rows, int64_t L,
-                    float eps);
+                    float eps, void *yq, float qs);
 
 /* An additive attention mask broadcast over (batch..., Sq, Sk). */
 typedef struct pr_cu_mask {
@@ -132,13 +134,15 @@ int pr_cu_attention(void *stream, const pr_cu_attn *a);
  * rows of D contiguous elements (16-byte aligned) at row strides rs[0..2],
  * rs[4]; operand o of batch b starts at the offset sum_d i_d * bst[o][d]
  * (o: Q K V M Y, i_d the index of b in bdims, unused leading dims 1); M
- * (m NULL: none) float32, fp16 or bf16 at rows rs[3] and columns mcs apart. */
+ * (m NULL: none) float32, fp16 or bf16 at rows rs[3] and columns mcs apart;
+ * yq > 0: Y stored e4m3 (strides in its elements, bytes). */
 #define PR_CU_FLASH_NB 4 /* batch dims: at most 4, right-aligned, 1-padded */
 typedef struct pr_cu_flash {
     int dt, d, mdt;
     int mvec; /* mask rows 16-byte aligned with contiguous columns: staged in tiles */
     int split; /* D <= 64: 16 query rows a block, two warps splitting the keys (small grids) */
     int nw;    /* rows form: warps a block (2, 4, 8; 0: by the grid) */
+    float yq;  /* > 0: Y is e4m3, e4m3(y / yq) of y rounded to dt (Attention y_type) */
     int64_t bdims[PR_CU_FLASH_NB], nb, sq, sk;
     float scale;
     const void *q, *k, *v, *m;

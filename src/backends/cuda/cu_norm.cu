@@ -154,10 +154,13 @@ __global__ void k_layernorm_reg(const T *__restrict__ x, const void *g, int gdt,
 }
 
 // fp16 / bf16 rows of L % 8 == 0 elements: one warp a row, NV 16-byte chunks
-// a lane held in registers (L <= 256 NV).
+// a lane held in registers (L <= 256 NV). yq (may be NULL): also e4m3(y / qs)
+// of the stored y (QuantizeLinear's numbers: cu_fp8.cu's k_q8_vec), 8 bytes a
+// chunk.
 template <typename T, int NV>
 __global__ void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt, const void *bb,
-                                int bdt, T *__restrict__ y, int64_t rows, int L, float eps) {
+                                int bdt, T *__restrict__ y, int64_t rows, int L, float eps,
+                                uint2 *__restrict__ yq, float qs) {
     int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31, nc = L >> 3;
     if (row >= rows) return;
@@ -217,13 +220,23 @@ __global__ void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt,
             h[i] = fromf<T>(o);
         }
         yr[c] = w;
+        if (yq) {
+            unsigned char q[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) q[i] = to_e4m3(tof(h[i]) / qs);
+            uint2 u;
+            u.x = q[0] | (q[1] << 8) | (q[2] << 16) | ((unsigned)q[3] << 24);
+            u.y = q[4] | (q[5] << 8) | (q[6] << 16) | ((unsigned)q[7] << 24);
+            yq[row * nc + c] = u;
+        }
     }
 }
 
 template <typename T>
 static bool layernorm_vec(cudaStream_t s, const void *x, const void *g, int gdt, const void *b,
-                          int bdt, void *y, int64_t rows, int64_t L, float eps) {
-    if (L % 8 || ((uintptr_t)x & 15) || ((uintptr_t)y & 15)) return false;
+                          int bdt, void *y, int64_t rows, int64_t L, float eps, void *q,
+                          float qs) {
+    if (L % 8 || ((uintptr_t)x & 15) || ((uintptr_t)y & 15) || ((uintptr_t)q & 7)) return false;
     if ((gdt == DT_F32 && ((uintptr_t)g & 15)) || (b && bdt == DT_F32 && ((uintptr_t)b & 15)))
         return false;
     // 8 rows a block (2 rows a block for BERT b1's 128 rows was tried: 4.5 us a
@@ -233,10 +246,11 @@ static bool layernorm_vec(cudaStream_t s, const void *x, const void *g, int gdt,
     const T *xx = (const T *)x;
     T *yy = (T *)y;
     int l = (int)L;
-    if (L <= 256) k_layernorm_vec<T, 1><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
-    else if (L <= 512) k_layernorm_vec<T, 2><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
-    else if (L <= 768) k_layernorm_vec<T, 3><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
-    else if (L <= 1024) k_layernorm_vec<T, 4><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps);
+    uint2 *yq = (uint2 *)q;
+    if (L <= 256) k_layernorm_vec<T, 1><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs);
+    else if (L <= 512) k_layernorm_vec<T, 2><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs);
+    else if (L <= 768) k_layernorm_vec<T, 3><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs);
+    else if (L <= 1024) k_layernorm_vec<T, 4><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs);
     else return false;
     return true;
 }
@@ -256,16 +270,31 @@ static bool layernorm_reg(cudaStream_t s, const void *x, const void *g, int gdt,
     return true;
 }
 
+static int layernorm_plain(cudaStream_t s, const void *x, int xdt, const void *gamma, int gdt,
+                           const void *beta, int bdt, void *y, int ydt, int64_t rows, int64_t L,
+                           float eps);
+
 extern "C" int pr_cu_layernorm(void *stream, const void *x, int xdt, const void *gamma, int gdt,
                                const void *beta, int bdt, void *y, int ydt, int64_t rows,
-                               int64_t L, float eps) {
+                               int64_t L, float eps, void *yq, float qs) {
     cudaStream_t s = (cudaStream_t)stream;
     if (rows * L <= 0) return 0;
     if (xdt == ydt && L <= 1024) {
-        bool ok = xdt == DT_F16    ? layernorm_vec<__half>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
-                  : xdt == DT_BF16 ? layernorm_vec<__nv_bfloat16>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
+        bool ok = xdt == DT_F16    ? layernorm_vec<__half>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps, yq, qs)
+                  : xdt == DT_BF16 ? layernorm_vec<__nv_bfloat16>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps, yq, qs)
                                    : false;
         if (ok) return launch_result();
+    }
+    int r = layernorm_plain(s, x, xdt, gamma, gdt, beta, bdt, y, ydt, rows, L, eps);
+    if (r || !yq) return r;
+    return pr_cu_quant_fp8(stream, y, ydt, yq, DT_F8, rows * L, qs, 1); // y as stored
+}
+
+static int layernorm_plain(cudaStream_t s, const void *x, int xdt, const void *gamma, int gdt,
+                           const void *beta, int bdt, void *y, int ydt, int64_t rows, int64_t L,
+                           float eps) {
+    if (xdt == ydt && L <= 1024) {
+        bool ok;
         ok = xdt == DT_F16    ? layernorm_reg<__half>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
                   : xdt == DT_BF16 ? layernorm_reg<__nv_bfloat16>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)
                   : xdt == DT_F32  ? layernorm_reg<float>(s, x, gamma, gdt, beta, bdt, y, rows, L, eps)

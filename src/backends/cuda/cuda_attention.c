@@ -7,7 +7,10 @@
  * float32 softmax of scale * S + M written in the activation type, and
  * Y = P V by a second batched GEMM. Any other geometry (broadcast heads, a
  * float32 K / V beside fp16 Q, strided rows) runs our per-query-row kernel,
- * which reads every operand through its broadcast strides. */
+ * which reads every operand through its broadcast strides.
+ * y_type 17 (ops.inc; pass_fp8_quant.c): Y in e4m3, y_scale, written by the
+ * fused kernel's store (only where the fused kernel runs: other geometries
+ * are refused, and ref runs the node). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdint.h>
@@ -46,17 +49,29 @@ typedef struct attn_state {
     int n_fch;
     void *tc; /* timing cache (pr_cuda_tcache) or NULL */
     bool noted;
+    bool yq; /* y_type: e4m3 Y (the fused kernel only) */
     char what[320];
 } attn_state;
+
+static const char *static_path(const pr_graph *g, const pr_node *n, pr_err *e);
 
 static bool attn_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_Attention || n->n_inputs < 3 || n->n_outputs != 1) return false;
     pr_dtype yd = pr_cu_tdt(g, n->outputs[0]);
+    bool yq = pr_attr_int(n, "y_type", 0) != 0;
+    if (yq && (yd != PRECIS_FLOAT8E4M3FN || !(pr_attr_float(n, "y_scale", 0.0f) > 0.0f)))
+        return false;
+    if (yq) yd = pr_cu_tdt(g, n->inputs[0]);
     if (!pr_cu_float(yd) || pr_cu_tdt(g, n->inputs[0]) != yd) return false;
     for (int i = 0; i < n->n_inputs && i < 4; i++)
         if (n->inputs[i] >= 0 && !pr_cu_float(pr_cu_tdt(g, n->inputs[i]))) return false;
     for (int i = 0; i < 3; i++)
         if (n->inputs[i] < 0) return false;
+    if (yq) { /* e4m3 Y: the fused kernel's store only */
+        pr_err quiet = {0};
+        const char *path = static_path(g, n, &quiet);
+        return path && !strcmp(path, "flash");
+    }
     return true;
 }
 
@@ -144,6 +159,7 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
     memset(&f, 0, sizeof f);
     const pr_buf *M = pr_kin(k, 3);
     f.dt = (int)dt;
+    if (k->out[0]->dtype == PRECIS_FLOAT8E4M3FN) f.yq = pr_attr_float(k->node, "y_scale", 1.0f);
     f.split = split;
     const char *nw = getenv("PRECIS_CUDA_FLASH_NW"); /* an experiment's override: 2, 4, 8 */
     f.nw = nw ? atoi(nw) : 0;
@@ -290,7 +306,8 @@ static const char *static_path(const pr_graph *g, const pr_node *n, pr_err *e) {
         in[i] = &b[i];
     }
     const pr_tensor *yt = &g->tensors[n->outputs[0]];
-    if (pr_numel(yt->rank, yt->dims) < 0) return NULL;
+    if (pr_numel(yt->rank, yt->dims) < 0 || n->inputs[0] < 0) return NULL;
+    const pr_dtype dt = g->tensors[n->inputs[0]].dtype; /* Y's, or e4m3 Y's (y_type) */
     memset(&y, 0, sizeof y);
     y.rank = yt->rank;
     memcpy(y.dims, yt->dims, sizeof y.dims);
@@ -302,11 +319,10 @@ static const char *static_path(const pr_graph *g, const pr_node *n, pr_err *e) {
     if (pr_attn_geom_of(&k, &a)) return NULL;
     bool same = true;
     for (int i = 0; i < 3; i++)
-        same = same && g->tensors[n->inputs[i]].dtype == yt->dtype &&
-               !pr_cu_is_init(g, n->inputs[i]);
+        same = same && g->tensors[n->inputs[i]].dtype == dt && !pr_cu_is_init(g, n->inputs[i]);
     attn_geo gg;
     pr_dtype mdt = n->n_inputs > 3 && n->inputs[3] >= 0 ? g->tensors[n->inputs[3]].dtype : 0;
-    if (flash_form(&a, yt->dtype, same, mdt)) return "flash";
+    if (flash_form(&a, dt, same, mdt)) return "flash";
     return gemm_form(&a, same, &gg) ? "gemm" : "rows";
 }
 
@@ -318,7 +334,8 @@ static precis_status attn_prepare(const pr_graph *g, const pr_node *n, const pr_
     attn_state *s = calloc(1, sizeof *s);
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     pthread_mutex_init(&s->mu, NULL);
-    s->dt = g->tensors[n->outputs[0]].dtype;
+    s->dt = g->tensors[n->inputs[0]].dtype; /* Y's (y_type: Y is e4m3) */
+    s->yq = pr_attr_int(n, "y_type", 0) != 0;
     s->tc = cfg->tcache;
     s->kt = pr_attr_int(n, "k_transposed", 0) != 0;
     /* S^T = K'^T-as-stored x Q^T (column-major): op T on K unless k_transposed */
@@ -333,7 +350,8 @@ static precis_status attn_prepare(const pr_graph *g, const pr_node *n, const pr_
     const char *tn = s->dt == PRECIS_FLOAT16 ? "fp16" : s->dt == PRECIS_BFLOAT16 ? "bf16" : "fp32";
     if (path && !strcmp(path, "flash"))
         snprintf(s->what, sizeof s->what,
-                 "cu.flash_attention %s (Q K' and P V on Tensor Cores, online fp32 softmax)", tn);
+                 "cu.flash_attention %s (Q K' and P V on Tensor Cores, online fp32 softmax)%s", tn,
+                 s->yq ? ", e4m3 store" : "");
     else if (path && !strcmp(path, "gemm"))
         snprintf(s->what, sizeof s->what,
                  "cublasLt %s batched QK' -> fp32 scores, softmax kernel (fp32), cublasLt PV", tn);
@@ -453,6 +471,9 @@ static precis_status attn_run(void *sp, pr_kernel *k, pr_cuda_exec *x) {
         KL_TRY(flash_run(x, &a, k, s->dt, split));
         return PRECIS_OK;
     }
+    if (s->yq)
+        return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "an e4m3 Y (y_type) needs the fused kernel's "
+                          "geometry and 16-byte aligned operands");
     if (a.Sk > 0 && !a.off0[1] && gemm_form(&a, same, &g)) {
         size_t es = pr_dtype_size(s->dt), nsc = (size_t)(g.nb * g.sq * g.sk);
         size_t off_p = (nsc * 4 + 255) & ~(size_t)255;

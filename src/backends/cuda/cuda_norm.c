@@ -1,6 +1,7 @@
 /* Row-wise nodes on the GPU: Softmax / LogSoftmax (any axis, opset < 13
  * flattening too), LayerNormalization (Scale and B of the normalized
- * shape's size; Mean / InvStdDev outputs stay on the host), and the Reduce*
+ * shape's size; Mean / InvStdDev outputs stay on the host; q_scale: the e4m3
+ * second output written in the same pass, ops.inc), and the Reduce*
  * family (axes from attributes or an initializer). Sums in float32. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "ir/linalg.h"
 
 typedef struct norm_state {
-    float eps;
+    float eps, qs; /* qs: LayerNorm q_scale (0: none) */
 } norm_state;
 
 static bool norm_supports(const pr_graph *g, const pr_node *n) {
@@ -18,7 +19,14 @@ static bool norm_supports(const pr_graph *g, const pr_node *n) {
         return false;
     if (n->op == PR_OP_Softmax || n->op == PR_OP_LogSoftmax) return n->n_outputs == 1;
     if (n->op != PR_OP_LayerNormalization) return false;
-    if (pr_node_out(n, 1) >= 0 || pr_node_out(n, 2) >= 0) return false;
+    if (pr_attr_float(n, "q_scale", 0.0f) != 0.0f) { /* output 1: Y in e4m3 */
+        int q = pr_node_out(n, 1);
+        if (!(pr_attr_float(n, "q_scale", 0.0f) > 0.0f) || n->n_outputs > 2 || q < 0 ||
+            pr_cu_tdt(g, q) != PRECIS_FLOAT8E4M3FN)
+            return false;
+    } else if (pr_node_out(n, 1) >= 0 || pr_node_out(n, 2) >= 0) {
+        return false;
+    }
     if (pr_attr_int(n, "stash_type", 1) != 1) return false;
     const pr_tensor *X = &g->tensors[x];
     if (X->rank < 1) return false;
@@ -44,6 +52,7 @@ static precis_status norm_prepare(const pr_graph *g, const pr_node *n, const pr_
     norm_state *s = calloc(1, sizeof *s);
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     s->eps = pr_attr_float(n, "epsilon", 1e-5f);
+    s->qs = n->op == PR_OP_LayerNormalization ? pr_attr_float(n, "q_scale", 0.0f) : 0.0f;
     *out = s;
     return PRECIS_OK;
 }
@@ -63,9 +72,12 @@ static precis_status norm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
         const pr_buf *G = k->in[1], *B = pr_kin(k, 2);
         if (G->numel != L || (B && B->numel != L))
             return pr_kernelf(k, PRECIS_ERR_SHAPE, "Scale/B must have %lld elements", (long long)L);
+        pr_buf *Q = s->qs > 0.0f && k->n_out > 1 ? k->out[1] : NULL;
+        if (s->qs > 0.0f && (!Q || Q->numel != Y->numel))
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "q_scale: no e4m3 output of Y's size");
         KL_TRY(pr_cu_layernorm(x->stream, X->data, (int)X->dtype, G->data, (int)G->dtype,
                                B ? B->data : NULL, B ? (int)B->dtype : 0, Y->data, (int)Y->dtype,
-                               X->numel / L, L, s->eps));
+                               X->numel / L, L, s->eps, Q ? Q->data : NULL, s->qs));
         return PRECIS_OK;
     }
     bool old = n->opset < 13;

@@ -97,5 +97,8 @@ void pr_ref_to_f32(const void *src, pr_dtype dt, int64_t n, float *dst);
  * int8/uint8 rounded to nearest even and saturated (NaN gives 0); other
  * integer types as pr_store_f64 (truncated, saturated). */
 void pr_ref_from_f32(const float *src, int64_t n, pr_dtype dt, void *dst);
+/* n elements of x (dtype xdt) quantized to e4m3 with scale s, exactly as
+ * ref's QuantizeLinear (zero point 0): e4m3(x / s), nearest even, saturated. */
+void pr_ref_quant_e4m3(const void *x, pr_dtype xdt, int64_t n, float s, uint8_t *q);
 
 #endif

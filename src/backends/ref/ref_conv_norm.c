@@ -217,6 +217,7 @@ precis_status ref_LayerNormalization(pr_kernel *k) {
     const int64_t inner = pr_numel(r, nd);
     const int64_t rows = inner > 0 ? X->numel / inner : 0;
     const double eps = pr_attr_float(k->node, "epsilon", 1e-5f);
+    const float qs = pr_attr_float(k->node, "q_scale", 0.0f);
     fview v;
     precis_status st = fview_begin(k, X, Y, &v);
     if (st) return st;
@@ -229,10 +230,20 @@ precis_status ref_LayerNormalization(pr_kernel *k) {
             layernorm_f64(v.x, v.y, rows, inner, s, b, eps, stats, stats + rows);
         else
             layernorm_f32(v.x, v.y, rows, inner, s, b, eps, stats, stats + rows);
-        store_vec(k->n_out > 1 ? k->out[1] : NULL, stats, rows);
-        store_vec(k->n_out > 2 ? k->out[2] : NULL, stats + rows, rows);
+        if (!(qs > 0.0f)) {
+            store_vec(k->n_out > 1 ? k->out[1] : NULL, stats, rows);
+            store_vec(k->n_out > 2 ? k->out[2] : NULL, stats + rows, rows);
+        }
     }
     fview_end(Y, &v, st == PRECIS_OK);
+    /* q_scale (ops.inc): output 1 is Y as stored, quantized to e4m3 */
+    pr_buf *Q = qs > 0.0f && k->n_out > 1 ? k->out[1] : NULL;
+    if (!st && Q && Y) {
+        if (Q->dtype != PRECIS_FLOAT8E4M3FN || Q->numel != Y->numel)
+            st = pr_kernelf(k, PRECIS_ERR_SHAPE, "q_scale: output 1 must be float8e4m3fn of Y's size");
+        else
+            pr_ref_quant_e4m3(Y->data, Y->dtype, Y->numel, qs, Q->data);
+    }
     free(s);
     free(b);
     free(stats);

@@ -232,6 +232,10 @@ static inline float qround(float v, float zp, float lo, float hi) {
                                  hi);                                                              \
     } while (0)
 
+void pr_ref_quant_e4m3(const void *x, pr_dtype xdt, int64_t n, float s, uint8_t *q) {
+    for (int64_t i = 0; i < n; i++) q[i] = pr_f32_to_e4m3((float)pr_load_f64(x, xdt, i) / s + 0.0f);
+}
+
 precis_status ref_QuantizeLinear(pr_kernel *k) {
     const pr_buf *x = pr_kin(k, 0), *s = pr_kin(k, 1), *z = pr_kin(k, 2);
     pr_buf *y = k->out[0];

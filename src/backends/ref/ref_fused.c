@@ -315,6 +315,25 @@ precis_status ref_Attention(pr_kernel *k) {
             }
         }
     }
+    if (pr_attr_int(k->node, "y_type", 0)) { /* ops.inc: e4m3 of R rounded to Q's dtype */
+        const float ys = pr_attr_float(k->node, "y_scale", 0.0f);
+        pr_dtype rt = k->in[0]->dtype;
+        size_t rb = (size_t)Y->numel * pr_dtype_size(rt);
+        void *r = malloc(rb ? rb : 1);
+        if (!r) {
+            st = pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+            goto done;
+        }
+        if (Y->dtype != PRECIS_FLOAT8E4M3FN || !(ys > 0.0f)) {
+            free(r);
+            st = pr_kernelf(k, PRECIS_ERR_SHAPE, "y_type: Y must be float8e4m3fn, y_scale > 0");
+            goto done;
+        }
+        pr_ref_from_f32(y, Y->numel, rt, r);
+        pr_ref_quant_e4m3(r, rt, Y->numel, ys, Y->data);
+        free(r);
+        goto done;
+    }
     pr_ref_from_f32(y, Y->numel, Y->dtype, Y->data);
 done:
     free(q);
