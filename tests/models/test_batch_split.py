@@ -18,6 +18,11 @@ import numpy as np
 
 from checks import Checks
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench", "zoo"))
+import zoo  # noqa: E402
+from int8 import dump_calib  # noqa: E402
+
 CACHE = os.environ.get("PRECIS_CACHE") or os.path.expanduser("~/.cache/precis")
 M = os.path.join(CACHE, "models")
 
@@ -61,9 +66,11 @@ def main():
                 shapes.append(f"{k}:{dims}/{dims}/{dims}")
                 bshape += ["--shape", f"{k}={dims}"]
             builds = [("fp32 dynamic", []), ("fp32 fixed", ["--shapes", ",".join(shapes)])]
-            if calib:
+            if calib:  # the zoo's calibration samples of that model, 4 of them
+                cal = os.path.join(d, calib + "_calib")
+                dump_calib(zoo.models([calib])[0].calib[:4], cal)
                 builds.append(("int8 fixed", ["--shapes", ",".join(shapes), "--precision", "int8",
-                                              "--calib-data", os.path.join(CACHE, "calib", calib)]))
+                                              "--calib-data", cal]))
             for label, opts in builds:
                 plan = os.path.join(d, "t.plan")
                 r = subprocess.run([a.precis, "build", path, "-o", plan, "--threads", "2", *opts],

@@ -19,9 +19,12 @@ import numpy as np
 
 from checks import Checks
 
-CACHE = os.environ.get("PRECIS_CACHE") or os.path.expanduser("~/.cache/precis")
-CASES = [("yolov8n", "detector/320n.onnx", "images", (1, 3, 320, 320)),
-         ("centerface", "detector/centerface_dyn.onnx", "input.1", (1, 3, 640, 640))]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench", "zoo"))
+import zoo  # noqa: E402
+from int8 import dump_calib  # noqa: E402
+
+CASES = [("yolov8n", "images", (1, 3, 320, 320)), ("centerface", "input.1", (1, 3, 640, 640))]
 
 
 def main():
@@ -31,11 +34,14 @@ def main():
     check = Checks("test_int8_repro")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="precis-repro-") as d:
-        for name, rel, inp, shape in CASES:
-            model, calib = os.path.join(CACHE, "models", rel), os.path.join(CACHE, "calib", name)
-            if not check(os.path.isfile(model) and os.path.isdir(calib), f"{name}: model and "
-                         f"calibration data", f"missing {model} or {calib} (make data)"):
+        ms = {m.name: m for m in zoo.models([c[0] for c in CASES])}
+        for name, inp, shape in CASES:
+            # the zoo's calibration samples (bench/zoo/zoo.py: 7 photos x 3 views), 8 of them
+            m = ms[name]
+            model, calib = m.path, os.path.join(d, name + "_calib")
+            if not check(os.path.isfile(model), f"{name}: model", f"missing {model} (make data)"):
                 continue
+            dump_calib(m.calib[:8], calib)
             x = os.path.join(d, "x.npy")
             np.save(x, rng.random(shape, dtype=np.float32))
             caches, outs = [], []
