@@ -38,6 +38,10 @@ typedef struct pr_cpu_features {
     bool avx512f, avx512bw, avx512vl, avx512dq;
     bool avx512_vnni, avx512_vbmi, avx512_bf16, avx512_fp16;
     bool amx_tile, amx_int8, amx_bf16;
+    /* cpuid leaf 0x1D describes tile palette 1 (some VMs advertise AMX in
+     * leaf 7 but cap the leaves at 0x1C: oneDNN then builds its tile
+     * configuration from zeros and its AMX kernels fault, dnnl_common.c) */
+    bool amx_palette;
 } pr_cpu_features;
 
 /* Detected once (cpuid + OS support via xgetbv); thread-safe. The

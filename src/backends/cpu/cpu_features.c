@@ -69,6 +69,10 @@ static void detect(pr_cpu_features *f) {
         f->amx_bf16 = (d >> 22) & 1;
         f->amx_tile = (d >> 24) & 1;
         f->amx_int8 = (d >> 25) & 1;
+        if (max_leaf >= 0x1d) {
+            __cpuid_count(0x1d, 0, a, b, c, d);
+            f->amx_palette = a >= 1; /* the highest palette id */
+        }
     }
 }
 #else
@@ -91,7 +95,7 @@ static void cap(pr_cpu_features *f, const char *isa) {
         f->avx512_vnni = f->avx512_vbmi = f->avx512_bf16 = false;
     }
     f->avx512_fp16 = false;
-    f->amx_tile = f->amx_int8 = f->amx_bf16 = false;
+    f->amx_tile = f->amx_int8 = f->amx_bf16 = f->amx_palette = false;
     if (level < 1) f->avx2 = f->fma = f->f16c = false;
 }
 

@@ -21,6 +21,13 @@ static dnnl_engine_t engine;
 static dnnl_status_t engine_status = dnnl_success;
 
 static void engine_init(void) {
+    /* AMX without its palette leaf (cpu.h amx_palette): oneDNN's AMX kernels
+     * would run tilezero on an all-zero tile configuration (SIGILL, seen on
+     * a Firecracker VM whose cpuid stops at leaf 0x1C); cap oneDNN below AMX.
+     * ONEDNN_MAX_CPU_ISA, when set, was read first and wins. */
+    const pr_cpu_features *f = pr_cpu_features_get();
+    if ((f->amx_tile || f->amx_int8 || f->amx_bf16) && !f->amx_palette)
+        (void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core_bf16);
     engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
     if (engine_status != dnnl_success) engine = NULL;
 }
