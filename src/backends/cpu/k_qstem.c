@@ -1,25 +1,31 @@
-/* pr_cpu_impl_qstem (kernels.h): the INT8 stem convolution of the mobile
- * nets, a 3x3 stride-2 QConv over 1..4 input channels into 8 or 16 (PP-OCR
- * cls: 3 -> 8 HardSwish at 48x192), where oneDNN's jit_int8 pads the 3
- * channels to 4 and the 8 outputs to 16 and spends ~7.5 us (NOTES.md).
+/* pr_cpu_impl_qstem (kernels.h): the INT8 stem convolution of PP-OCR cls,
+ * a 3x3 stride-2 QConv over 1..4 input channels into 8 (cls: 3 -> 8
+ * HardSwish at 48x192), where oneDNN's jit_int8 puts the 8 outputs in
+ * 16-lane vectors (half of its vpdpbusd and epilogue lanes idle).
  *
  * Each input pixel's channels become one dword (bytes c < C, an int8 src
  * biased by 128 as q1x1 does, the padding its real zero), in rows with the
  * left / right padding as columns and the top / bottom padding as rows
- * ("expanded rows", scratch). An output row then takes 16 output pixels
- * per step in the lanes: for tap (ky, kx), the 16 dwords at columns
- * 2 ox + kx are two loads and one vpermt2d (the even dwords), and one
- * vpdpbusd per output channel against that tap's 4 weight bytes broadcast
- * (zero above C) adds the tap to the 16 sums: 9 permutes and 9 x OC
- * vpdpbusd per 16 pixels. The sums are exact int32 (the start -128 *
- * sum(w) undoes the bias), the epilogue is q1x1's (k_q1x1.h q1_epv: the
- * same operations as qfc / q1x1 on the same sums), and the 16 lanes x OC
- * channel bytes are transposed to NHWC with vpermt2b (AVX512-VBMI).
- * int8/uint8 src and out, bias, act none/Relu/Clip/HardSwish, act2
- * none/Affine, no Z, group 1, stride 2x2, dilation 1, explicit pads of 0
- * or 1. Needs AVX512-VNNI and VBMI (declined otherwise: dnnl.qconv runs
- * it); PRECIS_QSTEM=0 for A/B. */
+ * ("expanded rows", scratch), made per band of output rows (whose rows fit
+ * QS_BAND_BYTES). An output row then takes 16 output pixels per step in
+ * the lanes: for tap (ky, kx), the 16 dwords at columns 2 ox + kx are two
+ * loads and one vpermt2d (the even dwords), and one vpdpbusd per output
+ * channel against that tap's 4 weight bytes broadcast (zero above C) adds
+ * the tap to the 16 sums: 9 permutes and 72 vpdpbusd per 16 pixels. The
+ * sums are exact int32 (the start -128 * sum(w) undoes the bias), the
+ * epilogue is q1x1's (k_q1x1.h q1_epv: the same operations as qfc / q1x1
+ * on the same sums), and the 16 lanes x 8 channel bytes are transposed to
+ * NHWC with two vpermt2b (AVX512-VBMI). int8/uint8 src and out, bias, act
+ * none/Relu/Clip/HardSwish, act2 none/Affine, no Z, group 1, stride 2x2,
+ * dilation 1, explicit pads of 0 or 1. Needs AVX512-VNNI and VBMI
+ * (declined otherwise: dnnl.qconv runs it); PRECIS_QSTEM=0 for A/B.
+ * Measured (test_cpu_int8 --bench stem, medians, load ~3-5, us, qstem /
+ * jit_int8 / fp32): cls b1 t1 11.6 / 12.9 / 15.7, b8 t1 79 / 103 / 121, b8
+ * t2 38.5 / 52.9 / 60.1, b1 t2 8.4 / 8.1 / 10.5; 16 outputs (rec 3 -> 16 at
+ * 48x320, det at 640x640) lost, 26 / 21.5 and 570 / 545 (jit_int8's lanes
+ * are full there, and this epilogue + transpose cost more): declined. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,13 +36,14 @@
 #include "ir/infer_conv.h"
 
 #define QS_MAX_C 4
+#define QS_BAND_BYTES 49152 /* a band's expanded rows (L1-sized) */
 
 typedef struct qs_state {
     qfc_state *q;    /* scales, biases, acts, output type (pr_qfc_state_new) */
-    int64_t C, OC;   /* 1..4, 8 or 16 */
-    int32_t wd[16][9]; /* output channel o, tap ky * 3 + kx: bytes c < C */
-    int32_t comp[16];  /* the sums' start: -128 * sum(w[o]) for an int8 src */
-    uint8_t tr[4][64]; /* vpermt2b indices of the NHWC transpose (qs_tables) */
+    int64_t C, OC;   /* 1..4, 8 */
+    int32_t wd[8][9]; /* output channel o, tap ky * 3 + kx: bytes c < C */
+    int32_t comp[8];   /* the sums' start: -128 * sum(w[o]) for an int8 src */
+    uint8_t tr[2][64]; /* vpermt2b indices of the NHWC transpose (qs_tables) */
 } qs_state;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -74,7 +81,7 @@ static bool qs_supports(const pr_graph *g, const pr_node *n) {
     if (!init_of(W, PRECIS_INT8) || W->rank != 4 || W->dims[2] != 3 || W->dims[3] != 3)
         return false;
     const int64_t OC = W->dims[0], C = W->dims[1];
-    if ((OC != 8 && OC != 16) || C < 1 || C > QS_MAX_C || pr_attr_int(n, "group", 1) != 1)
+    if (OC != 8 || C < 1 || C > QS_MAX_C || pr_attr_int(n, "group", 1) != 1)
         return false;
     if (pr_dim_known(X->dims[1]) && X->dims[1] != C) return false;
     if (!init_of(S, PRECIS_FLOAT32) || S->rank != 1 || S->dims[0] != OC) return false;
@@ -115,8 +122,7 @@ static void qs_destroy(void *state) {
 
 /* The transpose of the 16 pixels x OC channel bytes (channel o's 16 bytes
  * at o * 16 in the sources) into NHWC (pixel i's OC bytes at i * OC):
- * output vector j's byte q is source byte tr[j][q] (of a pair of sources:
- * 7 bits; OC 16 takes channels 0-7 from the first pair, 8-15 the second). */
+ * output vector j's byte q is source byte tr[j][q] of the pair of sources. */
 static void qs_tables(qs_state *s) {
     const int OC = (int)s->OC;
     for (int j = 0; j < OC / 4; j++)
@@ -173,7 +179,7 @@ static precis_status qs_prepare(const pr_graph *g, const pr_node *n, const pr_cp
 #define QS_INLINE static inline __attribute__((always_inline)) QS_ISA
 
 typedef struct qs_geo {
-    int64_t IH, IW, OH, OW, pt, pl, RH, RW;
+    int64_t IH, IW, OH, OW, pt, pl, RW;
     uint32_t pad; /* an expanded pixel of the padding (a real zero) */
 } qs_geo;
 
@@ -206,18 +212,16 @@ static QS_ISA void qs_expand(const qs_state *s, const qs_geo *g, const uint8_t *
 }
 
 /* Output row oy of one image from its expanded rows (e: row 0), into y (the
- * row's NHWC bytes); OC (8 or 16), the act and act2 as constants. */
+ * row's NHWC bytes); OC (8), the act and act2 as constants. */
 QS_INLINE void qs_row_t(const qs_state *s, const q1_c *c, const qs_geo *g, const int32_t *e,
                         int64_t oy, uint8_t *y, int OC, int AK, bool A2) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i t0 = _mm512_loadu_si512((const void *)s->tr[0]);
     const __m512i t1 = _mm512_loadu_si512((const void *)s->tr[1]);
-    const __m512i t2 = OC > 8 ? _mm512_loadu_si512((const void *)s->tr[2]) : t0;
-    const __m512i t3 = OC > 8 ? _mm512_loadu_si512((const void *)s->tr[3]) : t1;
     const int32_t *r0 = e + 2 * oy * g->RW;
     for (int64_t ox0 = 0; ox0 < g->OW; ox0 += 16) {
-        __m512i acc[16];
+        __m512i acc[8];
         for (int o = 0; o < OC; o++) acc[o] = _mm512_set1_epi32(s->comp[o]);
         for (int ky = 0; ky < 3; ky++) {
             const int32_t *rp = r0 + ky * g->RW + 2 * ox0;
@@ -229,7 +233,7 @@ QS_INLINE void qs_row_t(const qs_state *s, const q1_c *c, const qs_geo *g, const
                     acc[o] = q1_dp(acc[o], v, _mm512_set1_epi32(s->wd[o][ky * 3 + kx]));
             }
         }
-        __m512i z[4]; /* channels 4q..4q+3, 16 bytes each */
+        __m512i z[2]; /* channels 4q..4q+3, 16 bytes each */
         for (int q = 0; q < OC / 4; q++) {
             __m128i v[4];
             for (int k = 0; k < 4; k++) {
@@ -246,11 +250,7 @@ QS_INLINE void qs_row_t(const qs_state *s, const q1_c *c, const qs_geo *g, const
         int64_t left = cnt * OC; /* bytes */
         uint8_t *yp = y + ox0 * OC;
         for (int j = 0; j < OC / 4 && left > 0; j++, left -= 64, yp += 64) {
-            const __m512i tj = j == 0 ? t0 : j == 1 ? t1 : j == 2 ? t2 : t3;
-            __m512i out = _mm512_permutex2var_epi8(z[0], tj, z[1]);
-            if (OC > 8) /* channels 8-15 of each pixel: the second pair */
-                out = _mm512_mask_blend_epi8((__mmask64)0xff00ff00ff00ff00ull, out,
-                                             _mm512_permutex2var_epi8(z[2], tj, z[3]));
+            const __m512i out = _mm512_permutex2var_epi8(z[0], j ? t1 : t0, z[1]);
             if (left >= 64)
                 _mm512_storeu_si512((void *)yp, out);
             else
@@ -278,22 +278,19 @@ typedef void (*qs_row_fn)(const qs_state *s, const q1_c *c, const qs_geo *g, con
     QS_VAR(qs_hsw_##OC, OC, PR_ACT_HARD_SWISH, false)                                              \
     QS_VAR(qs_hsw_a2_##OC, OC, PR_ACT_HARD_SWISH, true)
 QS_VARS(8)
-QS_VARS(16)
 #undef QS_VARS
 #undef QS_VAR
 
-/* [OC 16][act: none, Relu, Clip, HardSwish][act2 Affine] */
-static const qs_row_fn qs_fns[2][4][2] = {
-    {{qs_none_8, qs_none_a2_8}, {qs_relu_8, qs_relu_a2_8}, {qs_clip_8, qs_clip_a2_8},
-     {qs_hsw_8, qs_hsw_a2_8}},
-    {{qs_none_16, qs_none_a2_16}, {qs_relu_16, qs_relu_a2_16}, {qs_clip_16, qs_clip_a2_16},
-     {qs_hsw_16, qs_hsw_a2_16}},
-};
+/* [act: none, Relu, Clip, HardSwish][act2 Affine] */
+static const qs_row_fn qs_fns[4][2] = {
+    {qs_none_8, qs_none_a2_8}, {qs_relu_8, qs_relu_a2_8}, {qs_clip_8, qs_clip_a2_8},
+    {qs_hsw_8, qs_hsw_a2_8}};
 
-/* All N images: expanded rows into E (per dwords an image), then the
- * output rows; nt threads (one region, or none). */
-static QS_ISA void qs_go(const qs_state *s, qs_geo *gp, const uint8_t *xd, uint8_t *yd, int64_t N,
-                         int32_t *E, size_t per, int nt) {
+/* Bands of B output rows (2 B + 1 expanded rows each, in a thread's share
+ * of E: BW dwords), task t = image t / nb, band t % nb; nt threads (one
+ * region, or none). */
+static QS_ISA void qs_go(const qs_state *s, const qs_geo *gp, const uint8_t *xd, uint8_t *yd,
+                         int64_t N, int32_t *E, int64_t B, size_t BW, int nt) {
     const qs_geo g = *gp;
     const qfc_state *q = s->q;
     const q1_c c = {q->sc, q->bi, NULL, NULL, 0, s->OC, 0, 0, q->ydt == PRECIS_UINT8,
@@ -303,32 +300,16 @@ static QS_ISA void qs_go(const qs_state *s, qs_geo *gp, const uint8_t *xd, uint8
                    : q->act.kind == PR_ACT_CLIP ? 2
                    : q->act.kind == PR_ACT_HARD_SWISH ? 3
                                                        : 0;
-    const qs_row_fn fn = qs_fns[s->OC == 16][ak][q->act2.kind == PR_ACT_AFFINE];
-    const int64_t img = g.IH * g.IW * s->C, oimg = g.OH * g.OW * s->OC;
-    if (N * oimg * 9 * s->C < 8 * PR_CPU_PAR_MIN) nt = 1;
-    if (N * g.OH < nt) nt = (int)(N * g.OH);
+    const qs_row_fn fn = qs_fns[ak][q->act2.kind == PR_ACT_AFFINE];
+    const int64_t img = g.IH * g.IW * s->C, orow = g.OW * s->OC, nb = (g.OH + B - 1) / B;
+#define QS_TASK(t, Et)                                                                                 do {                                                                                                   const int64_t n = (t) / nb, oy0 = (t) % nb * B;                                                    const int64_t oy1 = g.OH - oy0 < B ? g.OH : oy0 + B;                                              for (int64_t r = 0; r <= 2 * (oy1 - oy0); r++)                                                         qs_expand(s, &g, xd + n * img, 2 * oy0 + r, (Et) + r * g.RW);                                  for (int64_t oy = oy0; oy < oy1; oy++)                                                                 fn(s, &c, &g, (Et), oy - oy0, yd + (n * g.OH + oy) * orow);                                } while (0)
     if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
-        for (int64_t n = 0; n < N; n++) {
-            int32_t *En = E + (size_t)n * per;
-            for (int64_t r = 0; r < g.RH; r++) qs_expand(s, &g, xd + n * img, r, En + r * g.RW);
-            for (int64_t oy = 0; oy < g.OH; oy++)
-                fn(s, &c, &g, En, oy, yd + n * oimg + oy * g.OW * s->OC);
-        }
+        for (int64_t t = 0; t < N * nb; t++) QS_TASK(t, E);
         return;
     }
-#pragma omp parallel num_threads(nt)
-    {
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < N * g.RH; t++) {
-            const int64_t n = t / g.RH, r = t % g.RH;
-            qs_expand(s, &g, xd + n * img, r, E + (size_t)n * per + r * g.RW);
-        }
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < N * g.OH; t++) {
-            const int64_t n = t / g.OH, oy = t % g.OH;
-            fn(s, &c, &g, E + (size_t)n * per, oy, yd + n * oimg + oy * g.OW * s->OC);
-        }
-    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t t = 0; t < N * nb; t++) QS_TASK(t, E + (size_t)omp_get_thread_num() * BW);
+#undef QS_TASK
 }
 #endif
 
@@ -358,18 +339,31 @@ static precis_status qs_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
     if (Y->numel == 0) return PRECIS_OK;
 #ifdef PR_CPU_X86
     const int64_t N = X->dims[0];
-    qs_geo g = {X->dims[2], X->dims[3], geo.out[0], geo.out[1], geo.pad_b[0], geo.pad_b[1], 0, 0,
+    qs_geo g = {X->dims[2], X->dims[3], geo.out[0], geo.out[1], geo.pad_b[0], geo.pad_b[1], 0,
                 s->q->xdt == PRECIS_INT8 ? 0x80808080u : 0u};
-    /* rows 0..2 OH (output oy reads rows 2 oy .. 2 oy + 2); columns: the
-     * 16-pixel steps read up to 2 * OW16 + 33, the image up to pl + IW */
+    /* output row oy reads expanded rows 2 oy .. 2 oy + 2 (row r: input row
+     * r - pt); columns: the 16-pixel steps read up to 2 * OW16 + 33, the
+     * image fills pl .. pl + IW - 1 */
     const int64_t OW16 = (g.OW + 15) / 16 * 16;
-    g.RH = 2 * g.OH + 1;
     g.RW = (2 * OW16 + 34 + 15) / 16 * 16;
     if (g.RW < g.pl + g.IW) g.RW = (g.pl + g.IW + 15) / 16 * 16;
-    const size_t per = (size_t)(g.RH * g.RW);
-    int32_t *E = pr_cpu_scratch(x, (size_t)N * per * sizeof(int32_t));
+    int nt = x && x->num_threads > 0 ? x->num_threads : 1;
+    if (Y->numel * 9 * s->C < 8 * PR_CPU_PAR_MIN) nt = 1;
+    /* bands of B output rows whose expanded rows fit QS_BAND_BYTES; at
+     * least nt bands in all */
+    int64_t B = (QS_BAND_BYTES / (g.RW * 4) - 1) / 2;
+    if (B < 1) B = 1;
+    if (B > g.OH) B = g.OH;
+    if (nt > N) {
+        const int64_t per_img = (nt + N - 1) / N, b2 = (g.OH + per_img - 1) / per_img;
+        if (b2 < B) B = b2;
+    }
+    const int64_t tasks = N * ((g.OH + B - 1) / B);
+    if (tasks < nt) nt = (int)tasks;
+    const size_t BW = (size_t)((2 * B + 1) * g.RW);
+    int32_t *E = pr_cpu_scratch(x, (size_t)nt * BW * sizeof(int32_t));
     if (!E) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
-    qs_go(s, &g, X->data, Y->data, N, E, per, x && x->num_threads > 0 ? x->num_threads : 1);
+    qs_go(s, &g, X->data, Y->data, N, E, B, BW, nt);
     return PRECIS_OK;
 #else
     return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED, "qstem needs x86 AVX512-VNNI");

@@ -35,7 +35,7 @@
  *       pixels run a dnnl.qconv primitive kept in its state; needs
  *       AVX512-VNNI (declined otherwise).
  *   pr_cpu_impl_qstem  (k_qstem.c) 3x3 stride-2 QConv of 1..4 NHWC input
- *       channels into 8 or 16 (the mobile nets' stem), int8/uint8 in and
+ *       channels into 8 (PP-OCR cls's stem), int8/uint8 in and
  *       out, pads 0/1, act none/Relu/Clip/HardSwish, act2 none/Affine, no
  *       Z; needs AVX512-VNNI and VBMI (declined otherwise).
  *
