@@ -15,7 +15,8 @@
 static bool q1x1_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
 
 /* The same 1x1 QConv as qfc on NHWC images of more pixels,
- * stride 1, int8/uint8 out, act none/Relu/Clip/HardSwish, act2 none/Affine:
+ * stride 1, int8/uint8 out, act none/Relu/Clip/HardSwish/Swish, act2
+ * none/Affine:
  * the pointwise convs of the mobile nets with few input channels, where
  * oneDNN's brgconv_1x1 spends most of its time outside the products (PP-OCR
  * cls's 32->200 + HardSwish over 2x96 pixels: 8.2 us for 1.2 M MACs).
@@ -62,12 +63,22 @@ static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
     pr_act_from_node(n, "act", &a);
     pr_act_from_node(n, "act2", &a2);
     if (a.kind != PR_ACT_NONE && a.kind != PR_ACT_RELU && a.kind != PR_ACT_CLIP &&
-        a.kind != PR_ACT_HARD_SWISH)
+        a.kind != PR_ACT_HARD_SWISH && a.kind != PR_ACT_SWISH)
         return false;
+    /* Swish (YOLOv8n) in the epilogue, as the late pass computes it
+     * (k_qact.h); PRECIS_Q1X1_SWISH=0 leaves these to dnnl.qconv + the late
+     * pass (A/B) */
+    const char *sw = getenv("PRECIS_Q1X1_SWISH");
+    if (a.kind == PR_ACT_SWISH && sw && !strcmp(sw, "0")) return false;
     if (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_AFFINE) return false;
     /* expansions and square convs: OC >= IC (narrow projections, few output
      * vectors against many input steps, measured no faster than oneDNN) */
-    return (W->dims[0] >= 16 || W->dims[0] == 8) && W->dims[0] >= W->dims[1] &&
+    /* with Swish, projections too: the alternative is oneDNN + the late
+     * pass's float round trip (YOLOv8n b1 t1 per-step minima, us, dnnl +
+     * late pass -> q1x1: C2f cv2 96->64 at 40x40 75.6 -> 68.4, 192->128 at
+     * 20x20 60.7 -> 55.5, SPPF cv1 256->128 at 10x10 16.4 -> 14.2) */
+    const bool proj = a.kind == PR_ACT_SWISH && W->dims[0] >= 16;
+    return (W->dims[0] >= 16 || W->dims[0] == 8) && (W->dims[0] >= W->dims[1] || proj) &&
            W->dims[1] % 4 == 0 && W->dims[1] <= Q1X1_MAX_IC;
 }
 
@@ -323,18 +334,20 @@ typedef void (*q1_rows_fn)(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t 
     Q1_VAR(q1_clip_##S, PR_ACT_CLIP, false, SAT)                                                   \
     Q1_VAR(q1_clip_a2_##S, PR_ACT_CLIP, true, SAT)                                                 \
     Q1_VAR(q1_hsw_##S, PR_ACT_HARD_SWISH, false, SAT)                                              \
-    Q1_VAR(q1_hsw_a2_##S, PR_ACT_HARD_SWISH, true, SAT)
+    Q1_VAR(q1_hsw_a2_##S, PR_ACT_HARD_SWISH, true, SAT)                                            \
+    Q1_VAR(q1_sw_##S, PR_ACT_SWISH, false, SAT)                                                    \
+    Q1_VAR(q1_sw_a2_##S, PR_ACT_SWISH, true, SAT)
 Q1_VARS(false, c)
 Q1_VARS(true, s)
 #undef Q1_VARS
 #undef Q1_VAR
 
-/* [clamp-free][act: none, Relu, Clip, HardSwish][act2 Affine] */
-static const q1_rows_fn q1_fns[2][4][2] = {
+/* [clamp-free][act: none, Relu, Clip, HardSwish, Swish][act2 Affine] */
+static const q1_rows_fn q1_fns[2][5][2] = {
     {{q1_none_c, q1_none_a2_c}, {q1_relu_c, q1_relu_a2_c}, {q1_clip_c, q1_clip_a2_c},
-     {q1_hsw_c, q1_hsw_a2_c}},
+     {q1_hsw_c, q1_hsw_a2_c}, {q1_sw_c, q1_sw_a2_c}},
     {{q1_none_s, q1_none_a2_s}, {q1_relu_s, q1_relu_a2_s}, {q1_clip_s, q1_clip_a2_s},
-     {q1_hsw_s, q1_hsw_a2_s}},
+     {q1_hsw_s, q1_hsw_a2_s}, {q1_sw_s, q1_sw_a2_s}},
 };
 
 static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, int64_t p0,
@@ -346,6 +359,7 @@ static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, in
     const int ak = s->act.kind == PR_ACT_RELU ? 1
                    : s->act.kind == PR_ACT_CLIP ? 2
                    : s->act.kind == PR_ACT_HARD_SWISH ? 3
+                   : s->act.kind == PR_ACT_SWISH      ? 4
                                                        : 0;
     q1_fns[s->sat][ak][s->act2.kind == PR_ACT_AFFINE](&c, x, y, p0, p1);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backends/cpu/k_qact.h"
 #include "backends/cpu/vec.h"
 #include "ir/act.h"
 
@@ -50,7 +51,7 @@ typedef struct q1_c {
  * qfc_out's operations (pv_act's for the act; min/max where it
  * compares and blends: the same for the finite values here, the sums and
  * the scales being finite), no NaN lanes to clear. Folded (1 / y_scale in
- * the scales) unless HardSwish (q1x1_supports' acts). */
+ * the scales) unless HardSwish or Swish (q1x1_supports' acts). */
 Q1_INLINE __m512i q1_epv(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, int AK, bool A2,
                          bool SAT) {
     __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bi), sc);
@@ -61,8 +62,9 @@ Q1_INLINE __m512i q1_epv(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, int A
         v = _mm512_max_ps(_mm512_min_ps(v, PV_C(1.0f)), _mm512_setzero_ps());
         r = _mm512_mul_ps(r, v);
     }
+    if (AK == PR_ACT_SWISH) r = qa_swish(r); /* the late epilogue's (k_qact.h) */
     if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
-    if (AK == PR_ACT_HARD_SWISH) r = _mm512_mul_ps(r, c->inv);
+    if (AK == PR_ACT_HARD_SWISH || AK == PR_ACT_SWISH) r = _mm512_mul_ps(r, c->inv);
     if (!SAT) r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
     return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
