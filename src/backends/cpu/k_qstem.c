@@ -175,7 +175,8 @@ static precis_status qs_prepare(const pr_graph *g, const pr_node *n, const pr_cp
 }
 
 #ifdef PR_CPU_X86
-#define QS_ISA __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,f16c,fma")))
+#define QS_ISA                                                                                     \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,f16c,fma")))
 #define QS_INLINE static inline __attribute__((always_inline)) QS_ISA
 
 typedef struct qs_geo {
@@ -286,6 +287,17 @@ static const qs_row_fn qs_fns[4][2] = {
     {qs_none_8, qs_none_a2_8}, {qs_relu_8, qs_relu_a2_8}, {qs_clip_8, qs_clip_a2_8},
     {qs_hsw_8, qs_hsw_a2_8}};
 
+/* Task t: image t / nb, its band t % nb of B output rows (expanded rows
+ * into Et, then the output rows). */
+static QS_ISA void qs_task(const qs_state *s, const q1_c *c, const qs_geo *g, qs_row_fn fn,
+                           const uint8_t *xd, uint8_t *yd, int64_t img, int64_t orow, int64_t nb,
+                           int64_t B, int64_t t, int32_t *Et) {
+    const int64_t n = t / nb, oy0 = t % nb * B, oy1 = g->OH - oy0 < B ? g->OH : oy0 + B;
+    for (int64_t r = 0; r <= 2 * (oy1 - oy0); r++)
+        qs_expand(s, g, xd + n * img, 2 * oy0 + r, Et + r * g->RW);
+    for (int64_t oy = oy0; oy < oy1; oy++) fn(s, c, g, Et, oy - oy0, yd + (n * g->OH + oy) * orow);
+}
+
 /* Bands of B output rows (2 B + 1 expanded rows each, in a thread's share
  * of E: BW dwords), task t = image t / nb, band t % nb; nt threads (one
  * region, or none). */
@@ -302,14 +314,14 @@ static QS_ISA void qs_go(const qs_state *s, const qs_geo *gp, const uint8_t *xd,
                                                        : 0;
     const qs_row_fn fn = qs_fns[ak][q->act2.kind == PR_ACT_AFFINE];
     const int64_t img = g.IH * g.IW * s->C, orow = g.OW * s->OC, nb = (g.OH + B - 1) / B;
-#define QS_TASK(t, Et)                                                                                 do {                                                                                                   const int64_t n = (t) / nb, oy0 = (t) % nb * B;                                                    const int64_t oy1 = g.OH - oy0 < B ? g.OH : oy0 + B;                                              for (int64_t r = 0; r <= 2 * (oy1 - oy0); r++)                                                         qs_expand(s, &g, xd + n * img, 2 * oy0 + r, (Et) + r * g.RW);                                  for (int64_t oy = oy0; oy < oy1; oy++)                                                                 fn(s, &c, &g, (Et), oy - oy0, yd + (n * g.OH + oy) * orow);                                } while (0)
     if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
-        for (int64_t t = 0; t < N * nb; t++) QS_TASK(t, E);
+        for (int64_t t = 0; t < N * nb; t++) qs_task(s, &c, &g, fn, xd, yd, img, orow, nb, B, t, E);
         return;
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < N * nb; t++) QS_TASK(t, E + (size_t)omp_get_thread_num() * BW);
-#undef QS_TASK
+    for (int64_t t = 0; t < N * nb; t++)
+        qs_task(s, &c, &g, fn, xd, yd, img, orow, nb, B, t,
+                E + (size_t)omp_get_thread_num() * BW);
 }
 #endif
 
