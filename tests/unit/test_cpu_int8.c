@@ -934,14 +934,40 @@ static void bench_qdw(void) {
         }
 }
 
+/* qstem (k_qstem.c) against dnnl.qconv on PP-OCR cls's stem (3 -> 8 at
+ * 48x192, batch 1 and 8); rec's and det's (3 -> 16 at 48x320 / 640x640)
+ * are declined (qstem takes 8 outputs only: 0 ms). */
+static void bench_qstem(void) {
+    static const qconv_case cs[] = {
+        {"cls 3->8 48x192", 1, 3, 48, 192, 8, 3, 3, 1, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"cls 3->8 48x192 batch 8", 8, 3, 48, 192, 8, 3, 3, 1, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"rec 3->16 48x320", 1, 3, 48, 320, 16, 3, 3, 1, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"det 3->16 640x640", 1, 3, 640, 640, 16, 3, 3, 1, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int th = 1; th <= 2; th++) {
+            const double a = cs[i].M == 8 ? bench_int8(&cs[i], PRECIS_INT8, th, &pr_cpu_impl_qstem)
+                                          : 0.0; /* declined */
+            const double b = bench_int8(&cs[i], PRECIS_INT8, th, &pr_cpu_impl_dnnl_qconv);
+            const double f32 = bench_fp32(&cs[i], th);
+            printf("speed stem %s, %d thread%s: qstem %.4f ms, dnnl.qconv %.4f ms, fp32 %.4f ms\n",
+                   cs[i].name, th, th > 1 ? "s" : "", a, b, f32);
+        }
+}
+
 int main(int argc, char **argv) {
     const char *cap = getenv("PRECIS_CPU_ISA");
     bool own_only = argc > 1 && !strcmp(argv[1], "--own-kernels");
     bool bench_only = argc > 1 && !strcmp(argv[1], "--bench");
     double t0 = now_s();
     if (bench_only) {
+        if (argc > 2 && !strcmp(argv[2], "stem")) {
+            bench_qstem();
+            return check_report("test_cpu_int8");
+        }
         bench_qconv();
         bench_qdw();
+        bench_qstem();
         return check_report("test_cpu_int8");
     }
     if (!own_only) {
@@ -968,6 +994,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n_seen; i++) printf("  %s\n", seen[i]);
         bench_qconv();
         bench_qdw();
+        bench_qstem();
     }
     int rc = check_report(own_only ? NULL : "test_cpu_int8");
     if (cap || own_only) return rc;

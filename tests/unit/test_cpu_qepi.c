@@ -211,7 +211,7 @@ static void test_qfc(void) {
  * up to 256, OC from IC and 16 (or 8: pixel pairs), images over 4096
  * pixels on dnnl.qconv: pixel tiles of 4 and their tails, output vector
  * blocks of 4 and tails of 1-3 vectors and of channels, int8/uint8 src and
- * out, Relu/Clip/HardSwish and act2 Affine, 1-2 threads; skipped without
+ * out, Relu/Clip/HardSwish/Swish and act2 Affine, 1-2 threads; skipped without
  * AVX512-VNNI (the impl declines). */
 static void test_q1x1(void) {
     static const qconv_case cs[] = {
@@ -271,6 +271,23 @@ static void test_q1x1(void) {
         qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_q1x1, 1, 1, false, label);
         qc_free(in, 5);
     }
+    /* Swish (YOLOv8n's C2f convs) with and without act2, every tile shape
+     * above, int8/uint8 src and out, 1-2 threads */
+    static const qact swish = {"Swish", 0, 0};
+    static const qconv_case sp[] = { /* projections: q1x1 takes them with Swish */
+        {"pw swish 96->64 5x7", 1, 96, 5, 7, 64, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw swish 256->16 3x3 batch 2", 2, 256, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+         NULL},
+        {"pw swish 40->24 2x9", 1, 40, 2, 9, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+    };
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
+        for (int v = 0; v < 4; v++, k++)
+            qconv_one(&sp[i], XT[v % 2], YT[v / 2], k % 4 != 3, PRECIS_UNDEFINED, true, &swish,
+                      v == 1 ? &aff : NULL, 1 + v % 2, sp[i].name);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int v = 0; v < 4; v++, k++)
+            qconv_one(&cs[i], XT[v % 2], YT[v / 2], k % 4 != 3, PRECIS_UNDEFINED, true, &swish,
+                      v == 1 ? &aff : NULL, 1 + v % 2, cs[i].name);
     /* zero w_scale channels: real weights 0, the output is act(bias) */
     qconv_node(&q, &cs[1], PRECIS_INT8, PRECIS_UINT8);
     qn_act(&q, "act", "HardSwish", 0, 0);

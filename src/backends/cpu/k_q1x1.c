@@ -15,7 +15,8 @@
 static bool q1x1_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
 
 /* The same 1x1 QConv as qfc on NHWC images of more pixels,
- * stride 1, int8/uint8 out, act none/Relu/Clip/HardSwish, act2 none/Affine:
+ * stride 1, int8/uint8 out, act none/Relu/Clip/HardSwish/Swish, act2
+ * none/Affine:
  * the pointwise convs of the mobile nets with few input channels, where
  * oneDNN's brgconv_1x1 spends most of its time outside the products (PP-OCR
  * cls's 32->200 + HardSwish over 2x96 pixels: 8.2 us for 1.2 M MACs).
@@ -62,12 +63,22 @@ static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
     pr_act_from_node(n, "act", &a);
     pr_act_from_node(n, "act2", &a2);
     if (a.kind != PR_ACT_NONE && a.kind != PR_ACT_RELU && a.kind != PR_ACT_CLIP &&
-        a.kind != PR_ACT_HARD_SWISH)
+        a.kind != PR_ACT_HARD_SWISH && a.kind != PR_ACT_SWISH)
         return false;
+    /* Swish (YOLOv8n) in the epilogue, as the late pass computes it
+     * (k_qact.h); PRECIS_Q1X1_SWISH=0 leaves these to dnnl.qconv + the late
+     * pass (A/B) */
+    const char *sw = getenv("PRECIS_Q1X1_SWISH");
+    if (a.kind == PR_ACT_SWISH && sw && !strcmp(sw, "0")) return false;
     if (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_AFFINE) return false;
     /* expansions and square convs: OC >= IC (narrow projections, few output
      * vectors against many input steps, measured no faster than oneDNN) */
-    return (W->dims[0] >= 16 || W->dims[0] == 8) && W->dims[0] >= W->dims[1] &&
+    /* with Swish, projections too: the alternative is oneDNN + the late
+     * pass's float round trip (YOLOv8n b1 t1 per-step minima, us, dnnl +
+     * late pass -> q1x1: C2f cv2 96->64 at 40x40 75.6 -> 68.4, 192->128 at
+     * 20x20 60.7 -> 55.5, SPPF cv1 256->128 at 10x10 16.4 -> 14.2) */
+    const bool proj = a.kind == PR_ACT_SWISH && W->dims[0] >= 16;
+    return (W->dims[0] >= 16 || W->dims[0] == 8) && (W->dims[0] >= W->dims[1] || proj) &&
            W->dims[1] % 4 == 0 && W->dims[1] <= Q1X1_MAX_IC;
 }
 
@@ -137,39 +148,9 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
 }
 
 #ifdef PR_CPU_X86
-/* The epilogue's constants, made once per call (locals, so that the
- * byte stores cannot alias them and force reloads). */
-typedef struct q1_c {
-    const float *sc, *bi;
-    const int32_t *comp;
-    const __m512i *wq;
-    int64_t IC, OC, ICq;
-    uint32_t flip;
-    bool u8;
-    __m512 aa, ab, a2a, a2b, inv, lo, hi;
-} q1_c;
-
-/* The epilogue of 16 sums of output channels from m: int32 in the byte
- * range, or (SAT: the state's bound keeps every value within +-2^30) int32
- * that the saturating packs / conversions below clamp to the same bytes.
- * qfc_out's operations (pv_act's for the act; min/max where it
- * compares and blends: the same for the finite values here, the sums and
- * the scales being finite), no NaN lanes to clear. Folded (1 / y_scale in
- * the scales) unless HardSwish (q1x1_supports' acts). */
+/* The epilogue of 16 sums of output channels from m (k_q1x1.h q1_epv). */
 Q1_INLINE __m512i q1_ep(const q1_c *c, __m512i acc, int64_t m, int AK, bool A2, bool SAT) {
-    __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), _mm512_load_ps(c->bi + m)),
-                             _mm512_load_ps(c->sc + m));
-    if (AK == PR_ACT_RELU) r = _mm512_max_ps(_mm512_setzero_ps(), r);
-    if (AK == PR_ACT_CLIP) r = _mm512_min_ps(_mm512_max_ps(r, c->aa), c->ab);
-    if (AK == PR_ACT_HARD_SWISH) {
-        __m512 v = _mm512_add_ps(_mm512_mul_ps(r, PV_C(1.0f / 6.0f)), PV_C(0.5f));
-        v = _mm512_max_ps(_mm512_min_ps(v, PV_C(1.0f)), _mm512_setzero_ps());
-        r = _mm512_mul_ps(r, v);
-    }
-    if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
-    if (AK == PR_ACT_HARD_SWISH) r = _mm512_mul_ps(r, c->inv);
-    if (!SAT) r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
-    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return q1_epv(c, acc, _mm512_load_ps(c->bi + m), _mm512_load_ps(c->sc + m), AK, A2, SAT);
 }
 
 /* 16 outputs (fewer when left < 16) of channels from m. */
@@ -353,18 +334,20 @@ typedef void (*q1_rows_fn)(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t 
     Q1_VAR(q1_clip_##S, PR_ACT_CLIP, false, SAT)                                                   \
     Q1_VAR(q1_clip_a2_##S, PR_ACT_CLIP, true, SAT)                                                 \
     Q1_VAR(q1_hsw_##S, PR_ACT_HARD_SWISH, false, SAT)                                              \
-    Q1_VAR(q1_hsw_a2_##S, PR_ACT_HARD_SWISH, true, SAT)
+    Q1_VAR(q1_hsw_a2_##S, PR_ACT_HARD_SWISH, true, SAT)                                            \
+    Q1_VAR(q1_sw_##S, PR_ACT_SWISH, false, SAT)                                                    \
+    Q1_VAR(q1_sw_a2_##S, PR_ACT_SWISH, true, SAT)
 Q1_VARS(false, c)
 Q1_VARS(true, s)
 #undef Q1_VARS
 #undef Q1_VAR
 
-/* [clamp-free][act: none, Relu, Clip, HardSwish][act2 Affine] */
-static const q1_rows_fn q1_fns[2][4][2] = {
+/* [clamp-free][act: none, Relu, Clip, HardSwish, Swish][act2 Affine] */
+static const q1_rows_fn q1_fns[2][5][2] = {
     {{q1_none_c, q1_none_a2_c}, {q1_relu_c, q1_relu_a2_c}, {q1_clip_c, q1_clip_a2_c},
-     {q1_hsw_c, q1_hsw_a2_c}},
+     {q1_hsw_c, q1_hsw_a2_c}, {q1_sw_c, q1_sw_a2_c}},
     {{q1_none_s, q1_none_a2_s}, {q1_relu_s, q1_relu_a2_s}, {q1_clip_s, q1_clip_a2_s},
-     {q1_hsw_s, q1_hsw_a2_s}},
+     {q1_hsw_s, q1_hsw_a2_s}, {q1_sw_s, q1_sw_a2_s}},
 };
 
 static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, int64_t p0,
@@ -376,6 +359,7 @@ static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, in
     const int ak = s->act.kind == PR_ACT_RELU ? 1
                    : s->act.kind == PR_ACT_CLIP ? 2
                    : s->act.kind == PR_ACT_HARD_SWISH ? 3
+                   : s->act.kind == PR_ACT_SWISH      ? 4
                                                        : 0;
     q1_fns[s->sat][ak][s->act2.kind == PR_ACT_AFFINE](&c, x, y, p0, p1);
 }

@@ -1,12 +1,14 @@
 /* Private to the INT8 1x1 kernels on NHWC images with vpdpbusd (k_q1x1.c,
- * k_qseproj.c): their inner-loop helpers. */
+ * k_qseproj.c, k_qstem.c): their inner-loop helpers. */
 #ifndef PR_BACKENDS_CPU_K_Q1X1_H
 #define PR_BACKENDS_CPU_K_Q1X1_H
 
 #include <stdint.h>
 #include <string.h>
 
+#include "backends/cpu/k_qact.h"
 #include "backends/cpu/vec.h"
+#include "ir/act.h"
 
 #ifdef PR_CPU_X86
 #include <immintrin.h>
@@ -28,6 +30,43 @@ Q1_INLINE __m512i q1_x4(const uint8_t *px, int64_t k, uint32_t flip) {
     uint32_t d;
     memcpy(&d, px + 4 * k, 4);
     return _mm512_set1_epi32((int)(d ^ flip));
+}
+
+/* The epilogue's constants, made once per call (locals, so that the
+ * byte stores cannot alias them and force reloads). */
+typedef struct q1_c {
+    const float *sc, *bi;
+    const int32_t *comp;
+    const __m512i *wq;
+    int64_t IC, OC, ICq;
+    uint32_t flip;
+    bool u8;
+    __m512 aa, ab, a2a, a2b, inv, lo, hi;
+} q1_c;
+
+/* The epilogue of 16 int32 sums (bi, sc: their B / s and output scales,
+ * per lane): int32 in the byte range, or (SAT: the state's bound keeps
+ * every value within +-2^30) int32 that the saturating packs / conversions
+ * of the caller clamp to the same bytes.
+ * qfc_out's operations (pv_act's for the act; min/max where it
+ * compares and blends: the same for the finite values here, the sums and
+ * the scales being finite), no NaN lanes to clear. Folded (1 / y_scale in
+ * the scales) unless HardSwish or Swish (q1x1_supports' acts). */
+Q1_INLINE __m512i q1_epv(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, int AK, bool A2,
+                         bool SAT) {
+    __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bi), sc);
+    if (AK == PR_ACT_RELU) r = _mm512_max_ps(_mm512_setzero_ps(), r);
+    if (AK == PR_ACT_CLIP) r = _mm512_min_ps(_mm512_max_ps(r, c->aa), c->ab);
+    if (AK == PR_ACT_HARD_SWISH) {
+        __m512 v = _mm512_add_ps(_mm512_mul_ps(r, PV_C(1.0f / 6.0f)), PV_C(0.5f));
+        v = _mm512_max_ps(_mm512_min_ps(v, PV_C(1.0f)), _mm512_setzero_ps());
+        r = _mm512_mul_ps(r, v);
+    }
+    if (AK == PR_ACT_SWISH) r = qa_swish(r); /* the late epilogue's (k_qact.h) */
+    if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
+    if (AK == PR_ACT_HARD_SWISH || AK == PR_ACT_SWISH) r = _mm512_mul_ps(r, c->inv);
+    if (!SAT) r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
+    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
 #endif

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "backends/cpu/k_qact.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vec.h"
 
@@ -50,29 +51,10 @@ static void qa_row_scalar(const qa_args *a, int64_t r, int64_t c0, int64_t c1) {
 }
 
 #ifdef PR_CPU_X86
-/* 2^t: t = n + f, |f| <= 1/2, a degree-5 minimax polynomial for 2^f
- * (relative error 7.5e-8, as good as float32 gets: a cruder degree 4,
- * 2.6e-6, moved ~1 output in 1000 across a rounding boundary, and YOLOv8n's
- * outputs with it), scaled by vscalefps (0 and inf beyond the float range,
- * so no clamp: t is finite here, a conv's output times -log2 e) */
-PR_VINLINE __m512 qa_exp2(__m512 t) {
-    __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 f = _mm512_sub_ps(t, n);
-    __m512 p = PV_C(1.3276457320898771e-3f);
-    p = _mm512_fmadd_ps(p, f, PV_C(9.675541892647743e-3f));
-    p = _mm512_fmadd_ps(p, f, PV_C(5.550713464617729e-2f));
-    p = _mm512_fmadd_ps(p, f, PV_C(2.4022120237350464e-1f));
-    p = _mm512_fmadd_ps(p, f, PV_C(6.931469440460205e-1f));
-    p = _mm512_fmadd_ps(p, f, PV_C(1.0000001192092896f));
-    return _mm512_scalef_ps(p, n);
-}
-
 PR_VINLINE __m512 qa_act(const pr_act *a, __m512 x) {
     if (a->kind == PR_ACT_SWISH || a->kind == PR_ACT_SIGMOID) {
         /* NaN passes (to 0 in the quantization, as in ref) */
-        __m512 d = _mm512_add_ps(PV_C(1.0f),
-                                 qa_exp2(_mm512_mul_ps(x, PV_C(-1.44269504088896341f))));
-        return _mm512_div_ps(a->kind == PR_ACT_SWISH ? x : PV_C(1.0f), d);
+        return a->kind == PR_ACT_SWISH ? qa_swish(x) : _mm512_div_ps(PV_C(1.0f), qa_den(x));
     }
     return a->kind == PR_ACT_NONE ? x : pv_act(a, x);
 }

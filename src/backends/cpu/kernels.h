@@ -31,9 +31,13 @@
  *       product per image, bias, act, act2, int8/uint8/float32 out, no Z.
  *   pr_cpu_impl_q1x1  (k_q1x1.c) 1x1 stride-1 QConv on NHWC images, IC a
  *       multiple of 4 up to 256, OC >= max(16, IC), int8/uint8 out, act
- *       none/Relu/Clip/HardSwish, act2 none/Affine, no Z; images over 4096
+ *       none/Relu/Clip/HardSwish/Swish, act2 none/Affine, no Z; images over 4096
  *       pixels run a dnnl.qconv primitive kept in its state; needs
  *       AVX512-VNNI (declined otherwise).
+ *   pr_cpu_impl_qstem  (k_qstem.c) 3x3 stride-2 QConv of 1..4 NHWC input
+ *       channels into 8 (PP-OCR cls's stem), int8/uint8 in and
+ *       out, pads 0/1, act none/Relu/Clip/HardSwish, act2 none/Affine, no
+ *       Z; needs AVX512-VNNI and VBMI (declined otherwise).
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
@@ -51,6 +55,7 @@ extern const pr_cpu_impl pr_cpu_impl_qbinary;
 extern const pr_cpu_impl pr_cpu_impl_qdwconv;
 extern const pr_cpu_impl pr_cpu_impl_qfc;
 extern const pr_cpu_impl pr_cpu_impl_q1x1;
+extern const pr_cpu_impl pr_cpu_impl_qstem;
 
 /* The broadcasting driver of the binary kernels (k_binary.c), shared with
  * QBinary. A row function computes o[i] = f(a[i sa], b[i sb]) for i < n (a,
