@@ -1,0 +1,99 @@
+// The epilogue of the implicit-GEMM int8 kernels (cu_igemm.cu: mma.sync;
+// cu_igemm_wg.cu: wgmma), after their accumulators: pr_cu_qepi as
+// pr_cu_qepilogue does it.
+//
+// Fast form (igemm_fast_ok): int8/uint8 NHWC out, act ReLU or none, no or an
+// int8/uint8 residual, N % 4 == 0: the kernel stages act(acc * scale + bias)
+// as float rows in shared memory, then igemm_store_rows writes them out 4
+// channels a thread (coalesced char4 residual loads and stores). Else
+// igemm_epi_general, one out-of-line call an element (an inlined general
+// epilogue per accumulator would not fit the instruction cache).
+#ifndef PR_BACKENDS_CUDA_CU_IGEMM_EPI_CUH
+#define PR_BACKENDS_CUDA_CU_IGEMM_EPI_CUH
+
+#include "backends/cuda/cu_int8.cuh"
+
+static inline bool igemm_fast_ok(const pr_cu_qepi *q) {
+    bool relu_or_none = (q->pre.kind == ACT_NONE || q->pre.kind == ACT_RELU) &&
+                        (q->post.kind == ACT_NONE || q->post.kind == ACT_RELU);
+    return (q->ydt == DT_I8 || q->ydt == DT_U8) && !q->nchw_hw && q->N % 4 == 0 &&
+           relu_or_none && (!q->z || (q->z_int && (q->zdt == DT_I8 || q->zdt == DT_U8))) &&
+           ((uintptr_t)q->y & 3) == 0 && ((uintptr_t)q->z & 3) == 0;
+}
+
+static __device__ __noinline__ void igemm_epi_general(const pr_cu_qepi *q, int acc, int64_t m,
+                                                      int64_t n) {
+    int64_t yi = qepi_index(*q, m, n);
+    qepi_store(*q, yi, qepi_one(*q, acc, n, yi));
+}
+
+// act(acc * scale + bias) of two columns n, n + 1 (in: n < Nout).
+struct igemm_col2 {
+    float s0, s1, b0, b1;
+    int o0, o1;
+};
+static __device__ __forceinline__ igemm_col2 igemm_cols(const pr_cu_qepi &q, int n, bool in) {
+    bool one = q.n_wscale == 1;
+    igemm_col2 c;
+    c.s0 = in ? q.a_scale * q.w_scale[one ? 0 : n] : 0.0f;
+    c.s1 = in ? q.a_scale * q.w_scale[one ? 0 : n + 1] : 0.0f;
+    c.b0 = in && q.bias ? q.bias[n] : 0.0f;
+    c.b1 = in && q.bias ? q.bias[n + 1] : 0.0f;
+    c.o0 = in && q.acc_off ? q.acc_off[n] : 0;
+    c.o1 = in && q.acc_off ? q.acc_off[n + 1] : 0;
+    return c;
+}
+static __device__ __forceinline__ float2 igemm_pre(const igemm_col2 &c, int a0, int a1, bool relu) {
+    float r0 = (float)(a0 + c.o0) * c.s0 + c.b0, r1 = (float)(a1 + c.o1) * c.s1 + c.b1;
+    if (relu) {
+        r0 = fmaxf(r0, 0.0f);
+        r1 = fmaxf(r1, 0.0f);
+    }
+    return make_float2(r0, r1);
+}
+
+// Rows [0, rows) of the staged tile (row stride SP floats, BN columns; row
+// i is output row m0 + i, column c is n0 + c): residual, act2, requantize,
+// store; T threads, tid this one's index.
+template <int BN, int SP, int T>
+static __device__ __forceinline__ void igemm_store_rows(const pr_cu_qepi &q, const float *stage,
+                                                        int rows, int64_t m0, int n0, int64_t M,
+                                                        int64_t Nout, int tid) {
+    const bool post = q.post.kind == ACT_RELU;
+    for (int idx = tid; idx < rows * (BN / 4); idx += T) {
+        int row = idx / (BN / 4), c4 = idx - row * (BN / 4);
+        int64_t m = m0 + row;
+        int n = n0 + c4 * 4;
+        if (m >= M || n >= Nout) continue;
+        float4 r = *(const float4 *)&stage[row * SP + c4 * 4];
+        int64_t yi = m * q.N + n;
+        if (q.z && q.zdt == DT_U8) {
+            uchar4 z = *(const uchar4 *)((const unsigned char *)q.z + yi);
+            r.x += (float)z.x * q.z_scale;
+            r.y += (float)z.y * q.z_scale;
+            r.z += (float)z.z * q.z_scale;
+            r.w += (float)z.w * q.z_scale;
+        } else if (q.z) { // int8, or biased uint8 (z + 128)
+            char4 z = *(const char4 *)((const signed char *)q.z + yi);
+            const float zo = q.z_bias ? 128.0f : 0.0f;
+            r.x += ((float)z.x + zo) * q.z_scale;
+            r.y += ((float)z.y + zo) * q.z_scale;
+            r.z += ((float)z.z + zo) * q.z_scale;
+            r.w += ((float)z.w + zo) * q.z_scale;
+        }
+        if (post) {
+            r.x = fmaxf(r.x, 0.0f);
+            r.y = fmaxf(r.y, 0.0f);
+            r.z = fmaxf(r.z, 0.0f);
+            r.w = fmaxf(r.w, 0.0f);
+        }
+        uchar4 o;
+        o.x = qepi_byte(q, sat_q(r.x * q.y_inv, q.ydt));
+        o.y = qepi_byte(q, sat_q(r.y * q.y_inv, q.ydt));
+        o.z = qepi_byte(q, sat_q(r.z * q.y_inv, q.ydt));
+        o.w = qepi_byte(q, sat_q(r.w * q.y_inv, q.ydt));
+        *(uchar4 *)((unsigned char *)q.y + yi) = o;
+    }
+}
+
+#endif
