@@ -171,7 +171,7 @@ static bool wgmma_dev(void) {
 }
 
 /* The implicit-GEMM int8 conv (cu_igemm.cu) on NHWC int8, each tile forced
- * through PRECIS_CUDA_IGEMM (t0..t5; t4 / t5 the wgmma tiles on Hopper), then the timed choice: K not a
+ * through PRECIS_CUDA_IGEMM (t0..t8; t4..t8 the wgmma tiles on Hopper), then the timed choice: K not a
  * multiple of the 64-byte stage, M and Nout not multiples of a tile,
  * stride 2, dilation 2, 1x1, residual, float output. */
 static void test_igemm(void) {
@@ -188,7 +188,8 @@ static void test_igemm(void) {
                      {.name = "b", .rank = 1, .dims = {40}, .init = true},
                      {.name = "z", .rank = 4, .dims = {8, 40, 13, 11}, .dtype = I8, .nhwc = true,
                       .raw = rand_i8(zb, 8 * 40 * 13 * 11, -128, 127)}};
-    static const char *const tiles[PR_CU_IGEMM_TILES] = {"t0", "t1", "t2", "t3", "t4", "t5"};
+    static const char *const tiles[PR_CU_IGEMM_TILES] = {"t0", "t1", "t2", "t3", "t4", "t5",
+                                                         "t6", "t7", "t8"};
     char label[96];
     for (int i = 0; i < PR_CU_IGEMM_TILES; i++) {
         if (i >= PR_CU_IGEMM_WG_FIRST && !wgmma_dev()) continue;
@@ -235,7 +236,7 @@ static unsigned char *rand_u8(unsigned char *buf, int64_t n, int lo, int hi) {
     return buf;
 }
 
-/* The wgmma tiles (cu_igemm_wg.cu, PRECIS_CUDA_IGEMM=t4 / t5; Hopper only:
+/* The wgmma tiles (cu_igemm_wg.cu, PRECIS_CUDA_IGEMM=t4..t8; Hopper only:
  * elsewhere they are skipped) beyond test_igemm's loop: general epilogue
  * (float out, NCHW float out), 1x1 stride 1 and 2, Nout over one BN tile
  * (264: two or three column tiles, the last partial), a uint8 x (the u8 x
@@ -277,8 +278,8 @@ static void test_igemm_wg(void) {
                        .raw = rand_i8(wb + 264 * 64 * 4, 16 * 3 * 49, -127, 127)},
                       {.name = "ws", .rank = 1, .dims = {16}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
                       {.name = "b", .rank = 1, .dims = {16}, .init = true}};
-    static const char *const tiles[2] = {"t4", "t5"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const tiles[5] = {"t4", "t5", "t6", "t7", "t8"};
+    for (int i = 0; i < 5; i++) {
         setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
         qconv_node(&t, 3, 1, 1, 0.3f);
         n_float(&t, "z_scale", 0.03f);

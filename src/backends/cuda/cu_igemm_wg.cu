@@ -2,7 +2,8 @@
 // instruction (wgmma.mma_async m64nNk32 s32 <- s8/u8 x s8, SASS IGMMA): the
 // contract of cu_igemm.cu's k_igemm (NHWC x int8, uint8 or biased uint8,
 // C % 16 == 0; w packed [Nout][K], k = (r, s, c); pr_cu_qepi epilogue) for
-// the tiles PR_CU_IGEMM_WG128x128 / WG128x256.
+// the tiles PR_CU_IGEMM_WG128x64 / 128x128 / 128x256 (64 bytes of k a
+// pipeline stage) and WG128x128K / 128x256K (128 bytes: two 64-byte panels).
 //
 // A block is 2 warpgroups (256 threads), each the owner of 64 rows of the
 // 128-row M tile and all BN columns; every thread gathers A rows and B rows
@@ -59,6 +60,34 @@ __device__ __forceinline__ void fence_async_smem() {
 __device__ __forceinline__ void reg_fence(int &r) { asm volatile("" : "+r"(r)::"memory"); }
 
 // D (64 x N, this thread's N / 2 registers) += A (64 x 32, desc da) * B (N x 32, desc db)^T
+template <bool U8> __device__ __forceinline__ void wg_n64(int *d, uint64_t da, uint64_t db) {
+    if (U8)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.s8 {"
+                     "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31},"
+                     " %32, %33, p;\n}\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                       "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                       "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                       "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                       "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                       "+r"(d[30]), "+r"(d[31])
+                     : "l"(da), "l"(db), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+                     "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31},"
+                     " %32, %33, p;\n}\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                       "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                       "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                       "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                       "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                       "+r"(d[30]), "+r"(d[31])
+                     : "l"(da), "l"(db), "r"(1));
+}
 template <bool U8> __device__ __forceinline__ void wg_n128(int *d, uint64_t da, uint64_t db) {
     if (U8)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -177,6 +206,11 @@ template <bool U8> __device__ __forceinline__ void wg_n256(int *d, uint64_t da, 
 
 template <int BN> struct wgmma;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <> struct wgmma<64> {
+    template <bool U8> static __device__ __forceinline__ void run(int *d, uint64_t a, uint64_t b) {
+        wg_n64<U8>(d, a, b);
+    }
+};
 template <> struct wgmma<128> {
     template <bool U8> static __device__ __forceinline__ void run(int *d, uint64_t a, uint64_t b) {
         wg_n128<U8>(d, a, b);
@@ -189,26 +223,30 @@ template <> struct wgmma<256> {
 };
 #endif
 
-template <int BN, int ST> constexpr int smem_bytes() { return ST * (BM + BN) * BK + 1024; }
+template <int BN, int ST, int P> constexpr int smem_bytes() {
+    return ST * P * (BM + BN) * BK + 1024;
+}
 
-// BN columns, ST stages; U8: x uint8 (u8 x s8); FAST: see cu_igemm_epi.cuh.
-template <int BN, int ST, bool U8, bool FAST>
-__global__ void __launch_bounds__(T, BN == 128 ? 2 : 1)
+// BN columns, ST stages of P 64-byte panels of k; U8: x uint8 (u8 x s8);
+// FAST: see cu_igemm_epi.cuh.
+template <int BN, int ST, int P, bool U8, bool FAST>
+__global__ void __launch_bounds__(T, BN == 256 ? 1 : 2)
     k_igemm_wg(const signed char *__restrict__ x, const signed char *__restrict__ w,
                pr_cu_igemm p, pr_cu_qepi q) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int AP = BM * 4 / T, BP = BN * 4 / T, NJ = BN / 8, ACC = BN / 2;
+    constexpr int SA = P * BM * BK, SB = P * BN * BK; // bytes of a stage's A / B
     static_assert(ST >= 3 && AP >= 1 && BP >= 1, "tile shape");
     extern __shared__ __align__(1024) unsigned char dsm[];
     unsigned char *smem = dsm + ((1024 - (smem_u32(dsm) & 1023)) & 1023); // swizzle atoms aligned
-    signed char *sa = (signed char *)smem, *sb = (signed char *)smem + ST * BM * BK;
+    signed char *sa = (signed char *)smem, *sb = (signed char *)smem + ST * SA;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const int64_t M = p.N * p.OH * p.OW;
     const int64_t m0 = (int64_t)blockIdx.x * BM;
     const int n0 = blockIdx.y * BN;
     const int chunk = tid & 3; // this thread's 16-byte chunk of each row it loads
-    const int KT = (int)((p.K + BK - 1) / BK);
+    const int KT = (int)((p.K + P * BK - 1) / (P * BK));
     const int Ki = (int)p.K, Ci = (int)p.C; // K < 2^31: checked by the launcher
     const bool xpad = p.x_u8 == PR_CU_X_U8B; // biased x: padding -128 stored (see load)
 
@@ -230,31 +268,44 @@ __global__ void __launch_bounds__(T, BN == 128 ? 2 : 1)
         }
     }
 
-    auto load = [&](int stage, int kt) {
-        int kk = kt * BK + chunk * 16;
-        bool kok = kk < Ki;
-        int tap = kk / Ci, c = kk - tap * Ci;
-        int r = tap / p.kw, s = tap - r * p.kw;
-        signed char *A = sa + stage * BM * BK, *B = sb + stage * BN * BK;
+    // this thread's k = (r, s, c) of the next panel, advanced 64 bytes a panel
+    // (panels load in order: no division in the loop)
+    int kk = chunk * 16, kr = 0, ks = 0, kc = chunk * 16;
+    while (kc >= Ci) {
+        kc -= Ci;
+        if (++ks == p.kw) ks = 0, kr++;
+    }
+    auto load = [&](int stage) {
 #pragma unroll
-        for (int i = 0; i < AP; i++) {
-            int row = (tid >> 2) + i * (T / 4);
-            int ih = aih[i] + r * p.dh, iw = aiw[i] + s * p.dw;
-            bool ok = kok && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
-            const signed char *src = ok ? x + abase[i] + ((int64_t)ih * p.W + iw) * p.C + c : x;
-            if (xpad && kok && !ok) // biased padding stored directly (cu_igemm.cu says why)
-                *(uint4 *)&A[swz(row, chunk)] =
-                    make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
-            else
-                cp16(smem_u32(&A[swz(row, chunk)]), src, ok);
-        }
+        for (int pp = 0; pp < P; pp++) {
+            bool kok = kk < Ki;
+            signed char *A = sa + stage * SA + pp * BM * BK, *B = sb + stage * SB + pp * BN * BK;
 #pragma unroll
-        for (int i = 0; i < BP; i++) {
-            int row = (tid >> 2) + i * (T / 4);
-            int n = n0 + row;
-            bool ok = kok && n < p.Nout;
-            const signed char *src = ok ? w + (int64_t)n * p.K + kk : w;
-            cp16(smem_u32(&B[swz(row, chunk)]), src, ok);
+            for (int i = 0; i < AP; i++) {
+                int row = (tid >> 2) + i * (T / 4);
+                int ih = aih[i] + kr * p.dh, iw = aiw[i] + ks * p.dw;
+                bool ok = kok && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+                const signed char *src = ok ? x + abase[i] + ((int64_t)ih * p.W + iw) * p.C + kc : x;
+                if (xpad && kok && !ok) // biased padding stored directly (cu_igemm.cu says why)
+                    *(uint4 *)&A[swz(row, chunk)] =
+                        make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+                else
+                    cp16(smem_u32(&A[swz(row, chunk)]), src, ok);
+            }
+#pragma unroll
+            for (int i = 0; i < BP; i++) {
+                int row = (tid >> 2) + i * (T / 4);
+                int n = n0 + row;
+                bool ok = kok && n < p.Nout;
+                const signed char *src = ok ? w + (int64_t)n * p.K + kk : w;
+                cp16(smem_u32(&B[swz(row, chunk)]), src, ok);
+            }
+            kk += BK;
+            kc += BK;
+            while (kc >= Ci) {
+                kc -= Ci;
+                if (++ks == p.kw) ks = 0, kr++;
+            }
         }
     };
 
@@ -263,7 +314,7 @@ __global__ void __launch_bounds__(T, BN == 128 ? 2 : 1)
     for (int i = 0; i < ACC; i++) acc[i] = 0;
 
     for (int s = 0; s < ST - 2; s++) {
-        if (s < KT) load(s, s);
+        if (s < KT) load(s);
         cp_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
@@ -271,15 +322,19 @@ __global__ void __launch_bounds__(T, BN == 128 ? 2 : 1)
         fence_async_smem();
         __syncthreads();
         int nk = kt + ST - 2;
-        if (nk < KT) load(nk % ST, nk);
+        if (nk < KT) load(nk % ST);
         cp_commit();
         const int st = kt % ST;
-        uint32_t a = smem_u32(sa + st * BM * BK + wg * 64 * BK), b = smem_u32(sb + st * BN * BK);
+        uint32_t a = smem_u32(sa + st * SA + wg * 64 * BK), b = smem_u32(sb + st * SB);
 #pragma unroll
         for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
         wg_fence();
-        wgmma<BN>::template run<U8>(acc, wg_desc(a), wg_desc(b));
-        wgmma<BN>::template run<U8>(acc, wg_desc(a + 32), wg_desc(b + 32));
+#pragma unroll
+        for (int pp = 0; pp < P; pp++) {
+            uint32_t ap = a + pp * BM * BK, bp = b + pp * BN * BK;
+            wgmma<BN>::template run<U8>(acc, wg_desc(ap), wg_desc(bp));
+            wgmma<BN>::template run<U8>(acc, wg_desc(ap + 32), wg_desc(bp + 32));
+        }
         wg_commit();
         wg_wait<1>();
 #pragma unroll
@@ -293,7 +348,7 @@ __global__ void __launch_bounds__(T, BN == 128 ? 2 : 1)
     const int g = lane >> 2, t4 = lane & 3, wrow = warp * 16;
     if (FAST) {
         constexpr int SP = BN + 8; // padded stage row (floats): conflict-free float2 writes
-        static_assert(BM * SP * 4 <= ST * (BM + BN) * BK, "stage fits");
+        static_assert(BM * SP * 4 <= ST * (SA + SB), "stage fits");
         float *stage = (float *)smem;
         const bool pre = q.pre.kind == ACT_RELU;
         __syncthreads(); // every warp is past its last read of the pipeline's buffers
@@ -324,11 +379,11 @@ __global__ void __launch_bounds__(T, BN == 128 ? 2 : 1)
 #endif
 }
 
-template <int BN, int ST, bool U8, bool FAST>
+template <int BN, int ST, int P, bool U8, bool FAST>
 int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
            const pr_cu_qepi *q, dim3 grid) {
-    constexpr int SMEM = smem_bytes<BN, ST>();
-    auto k = k_igemm_wg<BN, ST, U8, FAST>;
+    constexpr int SMEM = smem_bytes<BN, ST, P>();
+    auto k = k_igemm_wg<BN, ST, P, U8, FAST>;
     cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); // not left behind for the next launch's check
@@ -338,7 +393,7 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     return launch_result();
 }
 
-template <int BN, int ST>
+template <int BN, int ST, int P>
 int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
              const pr_cu_qepi *q) {
     int64_t M = p->N * p->OH * p->OW;
@@ -347,11 +402,11 @@ int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
         pr_cu_qepi q2 = *q;
         q2.acc_off = NULL;
-        return fast ? launch<BN, ST, true, true>(s, x, w, p, &q2, grid)
-                    : launch<BN, ST, true, false>(s, x, w, p, &q2, grid);
+        return fast ? launch<BN, ST, P, true, true>(s, x, w, p, &q2, grid)
+                    : launch<BN, ST, P, true, false>(s, x, w, p, &q2, grid);
     }
-    return fast ? launch<BN, ST, false, true>(s, x, w, p, q, grid)
-                : launch<BN, ST, false, false>(s, x, w, p, q, grid);
+    return fast ? launch<BN, ST, P, false, true>(s, x, w, p, q, grid)
+                : launch<BN, ST, P, false, false>(s, x, w, p, q, grid);
 }
 
 } // namespace
@@ -369,8 +424,11 @@ extern "C" int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w,
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     switch (p->tile) {
-    case PR_CU_IGEMM_WG128x128: return dispatch<128, 5>(s, x, w, p, q);
-    case PR_CU_IGEMM_WG128x256: return dispatch<256, 6>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x128: return dispatch<128, 5, 1>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x256: return dispatch<256, 6, 1>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x128K: return dispatch<128, 3, 2>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x256K: return dispatch<256, 4, 2>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x64: return dispatch<64, 6, 1>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
 #endif

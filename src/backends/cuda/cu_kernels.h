@@ -287,6 +287,9 @@ int pr_cu_qdwconv(void *stream, const void *x, const void *w, const pr_cu_qdw *p
 enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_64x128,
        PR_CU_IGEMM_WG128x128, /* Hopper wgmma (cu_igemm_wg.cu, sm_90a only: elsewhere the */
        PR_CU_IGEMM_WG128x256, /* launch fails and the timed choice skips them) */
+       PR_CU_IGEMM_WG128x128K, /* the same, 128 bytes of k a pipeline stage (64) */
+       PR_CU_IGEMM_WG128x256K,
+       PR_CU_IGEMM_WG128x64,
        PR_CU_IGEMM_TILES };
 #define PR_CU_IGEMM_WG_FIRST PR_CU_IGEMM_WG128x128
 typedef struct pr_cu_igemm {

@@ -489,7 +489,9 @@ static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo
 }
 
 static const char *const tile_names[PR_CU_IGEMM_TILES] = {"128x128", "128x64", "64x64", "64x128",
-                                                          "wgmma 128x128", "wgmma 128x256"};
+                                                          "wgmma 128x128", "wgmma 128x256",
+                                                          "wgmma 128x128 k128", "wgmma 128x256 k128",
+                                                          "wgmma 128x64"};
 
 /* PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles (cu_igemm_wg.cu, Hopper) out of
  * the timed choice (A/B); default on: they run only where they win. */
@@ -499,8 +501,8 @@ static bool wgmma_on(void) {
 }
 
 /* The route for this M: remembered, from the timing cache, or timed now
- * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t5 one tile:
- * t4 / t5 the wgmma tiles). */
+ * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t8 one tile:
+ * t4..t8 the wgmma tiles). */
 static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                 int *route) {
     precis_status st = PRECIS_OK;
