@@ -241,7 +241,9 @@ static unsigned char *rand_u8(unsigned char *buf, int64_t n, int lo, int hi) {
  * (float out, NCHW float out), 1x1 stride 1 and 2, Nout over one BN tile
  * (264: two or three column tiles, the last partial), a uint8 x (the u8 x
  * s8 form) and the same in biased storage (PRECIS_CUDA_U8_BIAS=all: the
- * int8 form with -128 padding), the uint8 stem on its space-to-depth copy. */
+ * int8 form with -128 padding), the uint8 stem on its space-to-depth copy;
+ * and N 256 over every tile (mma.sync's too): the 16-byte epilogue
+ * (cu_igemm_epi.cuh), int8 and uint8 / biased residuals. */
 static void test_igemm_wg(void) {
     if (!wgmma_dev()) {
         printf("int8 implicit gemm wgmma: skipped (not compute capability 9.0)\n");
@@ -278,6 +280,42 @@ static void test_igemm_wg(void) {
                        .raw = rand_i8(wb + 264 * 64 * 4, 16 * 3 * 49, -127, 127)},
                       {.name = "ws", .rank = 1, .dims = {16}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
                       {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+    /* N 256 (16-byte epilogue: N % 16 == 0), every tile: int8 residual, then uint8 x /
+     * residual / y (plain and biased) */
+    cc_input a2[5] = {a[0], a[1], a[2], a[3], a[4]};
+    a2[1].dims[0] = a2[2].dims[0] = a2[3].dims[0] = a2[4].dims[1] = 256;
+    static unsigned char u2x[4 * 64 * 17 * 19], u2z[4 * 256 * 17 * 19];
+    cc_input u2[5] = {a2[0], a2[1], a2[2], a2[3], a2[4]};
+    u2[0].dtype = u2[4].dtype = U8;
+    u2[0].raw = rand_u8(u2x, 4 * 64 * 17 * 19, 0, 255);
+    u2[4].raw = rand_u8(u2z, 4 * 256 * 17 * 19, 0, 255);
+    static const char *const all[PR_CU_IGEMM_TILES] = {"t0", "t1", "t2", "t3", "t4",
+                                                       "t5", "t6", "t7", "t8"};
+    for (int i = 0; i < PR_CU_IGEMM_TILES; i++) {
+        setenv("PRECIS_CUDA_IGEMM", all[i], 1);
+        qconv_node(&t, 3, 1, 1, 0.3f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "igemm %s 3x3 N 256 +residual+relu -> int8", all[i]);
+        cu_run_lay(&t, 5, a2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        for (int b = 0; b < 2; b++) {
+            if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+            cu_bias_io = b ? 1u | 1u << 4 | 1u << 16 : 0;
+            cu_fused_node(&t, PR_OP_QConv, "QConv");
+            n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+            n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+            n_float(&t, "x_scale", 0.01f);
+            n_int(&t, "y_type", 2);
+            n_float(&t, "y_scale", 0.08f);
+            n_float(&t, "z_scale", 0.03f);
+            n_str(&t, "act", "Relu");
+            snprintf(label, sizeof label, "%sigemm %s u8 3x3 N 256 relu +u8 residual -> u8",
+                     b ? "[biased] " : "", all[i]);
+            cu_run_lay(&t, 5, u2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+            cu_bias_io = 0;
+            unsetenv("PRECIS_CUDA_U8_BIAS");
+        }
+    }
     static const char *const tiles[5] = {"t4", "t5", "t6", "t7", "t8"};
     for (int i = 0; i < 5; i++) {
         setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);

@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                 }
             }
             __syncthreads();
-            igemm_store_rows<BN, SP, T>(q, stage, TM, m0 + ph * TM, n0, M, p.Nout, tid);
+            igemm_store_rows<BN, SP, T, TM>(q, stage, m0 + ph * TM, n0, M, p.Nout, tid);
             __syncthreads();
         }
     } else {

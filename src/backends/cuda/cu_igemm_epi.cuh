@@ -4,8 +4,8 @@
 //
 // Fast form (igemm_fast_ok): int8/uint8 NHWC out, act ReLU or none, no or an
 // int8/uint8 residual, N % 4 == 0: the kernel stages act(acc * scale + bias)
-// as float rows in shared memory, then igemm_store_rows writes them out 4
-// channels a thread (coalesced char4 residual loads and stores). Else
+// as float rows in shared memory, then igemm_store_rows writes them out 16
+// (or 4) channels a thread (coalesced residual loads and stores). Else
 // igemm_epi_general, one out-of-line call an element (an inlined general
 // epilogue per accumulator would not fit the instruction cache).
 #ifndef PR_BACKENDS_CUDA_CU_IGEMM_EPI_CUH
@@ -52,34 +52,79 @@ static __device__ __forceinline__ float2 igemm_pre(const igemm_col2 &c, int a0, 
     return make_float2(r0, r1);
 }
 
-// Rows [0, rows) of the staged tile (row stride SP floats, BN columns; row
+// Rows [0, ROWS) of the staged tile (row stride SP floats, BN columns; row
 // i is output row m0 + i, column c is n0 + c): residual, act2, requantize,
-// store; T threads, tid this one's index.
-template <int BN, int SP, int T>
+// store; T threads, tid this one's index. 16 channels a thread (16-byte
+// residual loads and stores, every load of the thread issued first) where
+// N % 16 == 0 and y / z are 16-byte aligned, else 4.
+template <int BN, int SP, int T, int ROWS>
 static __device__ __forceinline__ void igemm_store_rows(const pr_cu_qepi &q, const float *stage,
-                                                        int rows, int64_t m0, int n0, int64_t M,
+                                                        int64_t m0, int n0, int64_t M,
                                                         int64_t Nout, int tid) {
     const bool post = q.post.kind == ACT_RELU;
-    for (int idx = tid; idx < rows * (BN / 4); idx += T) {
+    const float zs = q.z_scale, zo = q.z_bias ? 128.0f : 0.0f;
+    const bool zu8 = q.z && q.zdt == DT_U8;
+    if (BN % 16 == 0 && q.N % 16 == 0 && ((uintptr_t)q.y & 15) == 0 &&
+        ((uintptr_t)q.z & 15) == 0) {
+        constexpr int CPR = BN / 16, IT = ROWS * CPR / T;
+        static_assert(IT >= 1 && ROWS * CPR % T == 0, "16-byte epilogue shape");
+        uint4 zr[IT];
+#pragma unroll
+        for (int it = 0; it < IT; it++) {
+            int idx = tid + it * T, row = idx / CPR, c = idx - row * CPR;
+            int64_t m = m0 + row;
+            int n = n0 + c * 16;
+            zr[it] = make_uint4(0, 0, 0, 0);
+            if (q.z && m < M && n < Nout)
+                zr[it] = *(const uint4 *)((const unsigned char *)q.z + m * q.N + n);
+        }
+#pragma unroll
+        for (int it = 0; it < IT; it++) {
+            int idx = tid + it * T, row = idx / CPR, c = idx - row * CPR;
+            int64_t m = m0 + row;
+            int n = n0 + c * 16;
+            if (m >= M || n >= Nout) continue;
+            const float *sr = &stage[row * SP + c * 16];
+            const uint32_t zw[4] = {zr[it].x, zr[it].y, zr[it].z, zr[it].w};
+            uint32_t ow[4];
+#pragma unroll
+            for (int v = 0; v < 4; v++) {
+                float4 r = *(const float4 *)&sr[v * 4];
+                float e[4] = {r.x, r.y, r.z, r.w};
+                uint32_t o = 0;
+#pragma unroll
+                for (int b = 0; b < 4; b++) {
+                    uint32_t zb = (zw[v] >> (8 * b)) & 0xff;
+                    if (zu8) e[b] += (float)zb * zs;
+                    else if (q.z) e[b] += ((float)(signed char)zb + zo) * zs;
+                    if (post) e[b] = fmaxf(e[b], 0.0f);
+                    o |= (uint32_t)qepi_byte(q, sat_q(e[b] * q.y_inv, q.ydt)) << (8 * b);
+                }
+                ow[v] = o;
+            }
+            *(uint4 *)((unsigned char *)q.y + m * q.N + n) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
+        }
+        return;
+    }
+    for (int idx = tid; idx < ROWS * (BN / 4); idx += T) {
         int row = idx / (BN / 4), c4 = idx - row * (BN / 4);
         int64_t m = m0 + row;
         int n = n0 + c4 * 4;
         if (m >= M || n >= Nout) continue;
         float4 r = *(const float4 *)&stage[row * SP + c4 * 4];
         int64_t yi = m * q.N + n;
-        if (q.z && q.zdt == DT_U8) {
+        if (zu8) {
             uchar4 z = *(const uchar4 *)((const unsigned char *)q.z + yi);
-            r.x += (float)z.x * q.z_scale;
-            r.y += (float)z.y * q.z_scale;
-            r.z += (float)z.z * q.z_scale;
-            r.w += (float)z.w * q.z_scale;
+            r.x += (float)z.x * zs;
+            r.y += (float)z.y * zs;
+            r.z += (float)z.z * zs;
+            r.w += (float)z.w * zs;
         } else if (q.z) { // int8, or biased uint8 (z + 128)
             char4 z = *(const char4 *)((const signed char *)q.z + yi);
-            const float zo = q.z_bias ? 128.0f : 0.0f;
-            r.x += ((float)z.x + zo) * q.z_scale;
-            r.y += ((float)z.y + zo) * q.z_scale;
-            r.z += ((float)z.z + zo) * q.z_scale;
-            r.w += ((float)z.w + zo) * q.z_scale;
+            r.x += ((float)z.x + zo) * zs;
+            r.y += ((float)z.y + zo) * zs;
+            r.z += ((float)z.z + zo) * zs;
+            r.w += ((float)z.w + zo) * zs;
         }
         if (post) {
             r.x = fmaxf(r.x, 0.0f);

@@ -362,7 +362,7 @@ __global__ void __launch_bounds__(T, BN == 256 ? 1 : 2)
                     igemm_pre(cs, acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1], pre);
         }
         __syncthreads();
-        igemm_store_rows<BN, SP, T>(q, stage, BM, m0, n0, M, p.Nout, tid);
+        igemm_store_rows<BN, SP, T, BM>(q, stage, m0, n0, M, p.Nout, tid);
     } else {
 #pragma unroll
         for (int j = 0; j < NJ; j++) {
