@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                     for (int i = 0; i < MI; i++)
 #pragma unroll
                         for (int h = 0; h < 2; h++)
-                            *(float2 *)&stage[(i * 16 + g + h * 8) * SP + nl] =
+                            *(float2 *)&stage[(i * 16 + g + h * 8) * SP + igemm_scol(nl)] =
                                 igemm_pre(cs, acc[i][j][h * 2], acc[i][j][h * 2 + 1], pre);
                 }
             }

@@ -52,10 +52,18 @@ static __device__ __forceinline__ float2 igemm_pre(const igemm_col2 &c, int a0, 
     return make_float2(r0, r1);
 }
 
+// Where output column nl of a staged row lies: each 16-column group's four
+// float4s rotated by (group >> 1) & 3, so that the 16-byte reader's 8 lanes of
+// a shared-memory phase (8 consecutive groups) hit distinct banks.
+static __device__ __forceinline__ int igemm_scol(int nl) {
+    int g = nl >> 4;
+    return (g << 4) | ((((nl >> 2) + (g >> 1)) & 3) << 2) | (nl & 3);
+}
+
 // Rows [0, ROWS) of the staged tile (row stride SP floats, BN columns; row
 // i is output row m0 + i, column c is n0 + c): residual, act2, requantize,
 // store; T threads, tid this one's index. 16 channels a thread (16-byte
-// residual loads and stores, every load of the thread issued first) where
+// residual loads and stores, one step's load ahead) where
 // N % 16 == 0 and y / z are 16-byte aligned, else 4.
 template <int BN, int SP, int T, int ROWS>
 static __device__ __forceinline__ void igemm_store_rows(const pr_cu_qepi &q, const float *stage,
@@ -68,28 +76,33 @@ static __device__ __forceinline__ void igemm_store_rows(const pr_cu_qepi &q, con
         ((uintptr_t)q.z & 15) == 0) {
         constexpr int CPR = BN / 16, IT = ROWS * CPR / T;
         static_assert(IT >= 1 && ROWS * CPR % T == 0, "16-byte epilogue shape");
-        uint4 zr[IT];
-#pragma unroll
-        for (int it = 0; it < IT; it++) {
+        static_assert(BN % 16 == 0, "staged groups");
+        auto zload = [&](int it) { // the residual's 16 bytes of step it (0 without)
             int idx = tid + it * T, row = idx / CPR, c = idx - row * CPR;
             int64_t m = m0 + row;
             int n = n0 + c * 16;
-            zr[it] = make_uint4(0, 0, 0, 0);
+            uint4 z = make_uint4(0, 0, 0, 0);
             if (q.z && m < M && n < Nout)
-                zr[it] = *(const uint4 *)((const unsigned char *)q.z + m * q.N + n);
-        }
-#pragma unroll
+                z = *(const uint4 *)((const unsigned char *)q.z + m * q.N + n);
+            return z;
+        };
+        // not unrolled (the unrolled body overflowed the instruction cache: the
+        // wgmma 128x256 tile ran 1.8x slower); the next step's load in flight
+        uint4 zn = zload(0);
+#pragma unroll 1
         for (int it = 0; it < IT; it++) {
+            uint4 zc = zn;
+            if (it + 1 < IT) zn = zload(it + 1);
             int idx = tid + it * T, row = idx / CPR, c = idx - row * CPR;
             int64_t m = m0 + row;
             int n = n0 + c * 16;
             if (m >= M || n >= Nout) continue;
             const float *sr = &stage[row * SP + c * 16];
-            const uint32_t zw[4] = {zr[it].x, zr[it].y, zr[it].z, zr[it].w};
+            const uint32_t zw[4] = {zc.x, zc.y, zc.z, zc.w};
             uint32_t ow[4];
 #pragma unroll
             for (int v = 0; v < 4; v++) {
-                float4 r = *(const float4 *)&sr[v * 4];
+                float4 r = *(const float4 *)&sr[((v + (c >> 1)) & 3) << 2]; // igemm_scol
                 float e[4] = {r.x, r.y, r.z, r.w};
                 uint32_t o = 0;
 #pragma unroll
@@ -111,7 +124,7 @@ static __device__ __forceinline__ void igemm_store_rows(const pr_cu_qepi &q, con
         int64_t m = m0 + row;
         int n = n0 + c4 * 4;
         if (m >= M || n >= Nout) continue;
-        float4 r = *(const float4 *)&stage[row * SP + c4 * 4];
+        float4 r = *(const float4 *)&stage[row * SP + igemm_scol(c4 * 4)];
         int64_t yi = m * q.N + n;
         if (zu8) {
             uchar4 z = *(const uchar4 *)((const unsigned char *)q.z + yi);

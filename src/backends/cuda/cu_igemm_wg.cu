@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(T, BN == 256 ? 1 : 2)
             igemm_col2 cs = igemm_cols(q, n, n < p.Nout);
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                *(float2 *)&stage[(wrow + g + h * 8) * SP + nl] =
+                *(float2 *)&stage[(wrow + g + h * 8) * SP + igemm_scol(nl)] =
                     igemm_pre(cs, acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1], pre);
         }
         __syncthreads();
