@@ -86,8 +86,8 @@ static __device__ __forceinline__ void igemm_store_rows(const pr_cu_qepi &q, con
                 z = *(const uint4 *)((const unsigned char *)q.z + m * q.N + n);
             return z;
         };
-        // not unrolled (the unrolled body overflowed the instruction cache: the
-        // wgmma 128x256 tile ran 1.8x slower); the next step's load in flight
+        // not unrolled (unrolled, the wgmma 128x256 tile ran up to 1.9x slower:
+        // likely instruction-cache misses, not profiled); one load in flight ahead
         uint4 zn = zload(0);
 #pragma unroll 1
         for (int it = 0; it < IT; it++) {

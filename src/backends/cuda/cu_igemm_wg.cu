@@ -29,6 +29,15 @@
 // Built only for sm_90a (CMakeLists.txt: its own object library); where the
 // device is not compute capability 9.0 the launch fails and the timed route
 // choice (cuda_qgemm.c) skips these tiles.
+#ifdef PRECIS_NO_SM90A // nvcc < 12.0 (CMakeLists.txt): no sm_90a target, every call refused
+#include "backends/cuda/cu_common.cuh"
+
+extern "C" int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w,
+                                 const pr_cu_igemm *p, const pr_cu_qepi *q) {
+    (void)stream, (void)x, (void)w, (void)p, (void)q;
+    return (int)cudaErrorNotSupported;
+}
+#else
 #include "backends/cuda/cu_igemm_epi.cuh"
 #include "backends/cuda/cu_mma.cuh"
 
@@ -413,10 +422,6 @@ int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
 
 extern "C" int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w,
                                  const pr_cu_igemm *p, const pr_cu_qepi *q) {
-#ifdef PRECIS_NO_SM90A
-    (void)stream, (void)x, (void)w, (void)p, (void)q;
-    return (int)cudaErrorNotSupported;
-#else
     int64_t M = p->N * p->OH * p->OW;
     if (M <= 0 || p->Nout <= 0) return 0;
     if (p->C % 16 || p->K % 16 || ((uintptr_t)x & 15) || ((uintptr_t)w & 15) ||
@@ -431,5 +436,5 @@ extern "C" int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w,
     case PR_CU_IGEMM_WG128x64: return dispatch<64, 6, 1>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
-#endif
 }
+#endif
