@@ -171,9 +171,10 @@ static bool wgmma_dev(void) {
 }
 
 /* The implicit-GEMM int8 conv (cu_igemm.cu) on NHWC int8, each tile forced
- * through PRECIS_CUDA_IGEMM (t0..t8; t4..t8 the wgmma tiles on Hopper), then the timed choice: K not a
- * multiple of the 64-byte stage, M and Nout not multiples of a tile,
- * stride 2, dilation 2, 1x1, residual, float output. */
+ * through PRECIS_CUDA_IGEMM (t0..t8; t4..t8 the wgmma tiles, on Hopper
+ * only), then the timed choice: K not a multiple of the 64-byte stage, M and
+ * Nout not multiples of a tile, stride 2, dilation 2, 1x1, residual, float
+ * output. */
 static void test_igemm(void) {
     printf("int8 implicit gemm\n");
     static int8_t xb[8 * 48 * 13 * 11], wb[40 * 48 * 9], zb[8 * 40 * 13 * 11];
@@ -232,7 +233,8 @@ static void test_igemm(void) {
 
 /* n random bytes in [lo, hi] (uint8 by the range). */
 static unsigned char *rand_u8(unsigned char *buf, int64_t n, int lo, int hi) {
-    for (int64_t i = 0; i < n; i++) buf[i] = (unsigned char)(lo + (int)cc_rand(0.0f, (float)(hi - lo + 1)));
+    for (int64_t i = 0; i < n; i++)
+        buf[i] = (unsigned char)(lo + (int)cc_rand(0.0f, (float)(hi - lo + 1)));
     return buf;
 }
 

@@ -379,7 +379,8 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     if (s->ig_ok)
         snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 %s%s%s (epilogue: "
                  "scale+bias%s%s%s) or %.100s, the faster per shape",
-                 wgmma_on() ? "mma.sync/wgmma" : "mma.sync", s->s2d ? " on a space-to-depth copy" : "",
+                 wgmma_on() ? "mma.sync/wgmma" : "mma.sync",
+                 s->s2d ? " on a space-to-depth copy" : "",
                  s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
                  s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
                  s->post.kind ? "+act2" : "", s->what);
@@ -488,10 +489,9 @@ static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo
     return t;
 }
 
-static const char *const tile_names[PR_CU_IGEMM_TILES] = {"128x128", "128x64", "64x64", "64x128",
-                                                          "wgmma 128x128", "wgmma 128x256",
-                                                          "wgmma 128x128 k128", "wgmma 128x256 k128",
-                                                          "wgmma 128x64"};
+static const char *const tile_names[PR_CU_IGEMM_TILES] = {
+    "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
+    "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64"};
 
 /* PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles (cu_igemm_wg.cu, Hopper) out of
  * the timed choice (A/B); default on: they run only where they win. */
@@ -522,10 +522,11 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     const int n_cand = wg ? PR_CU_IGEMM_TILES : PR_CU_IGEMM_WG_FIRST;
     /* v2: the candidates gained the wgmma tiles (" nowg" without them) */
     snprintf(key, sizeof key, "qconv.route v2%s x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d "
-             "p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", (long long)g->N, (long long)g->H, (long long)g->W,
-             (long long)g->C, (long long)g->Nout, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh,
-             g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0, s->fused ? " fused" : "",
-             s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "", s->s2d ? " s2d" : "");
+             "p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", (long long)g->N,
+             (long long)g->H, (long long)g->W, (long long)g->C, (long long)g->Nout, g->kh, g->kw,
+             g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0,
+             s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
+             s->s2d ? " s2d" : "");
     int32_t r = 0;
     char times[256] = "";
     if (env && env[0] == 't' && env[1] >= '0' && env[1] < '0' + PR_CU_IGEMM_TILES) {
