@@ -162,10 +162,19 @@ static void test_int8(void) {
                "nhwc maxpool int8");
 }
 
+/* Compute capability 9.0: the wgmma tiles run (elsewhere a forced one fails). */
+static bool wgmma_dev(void) {
+    int dev = 0;
+    struct cudaDeviceProp pr;
+    return !cudaGetDevice(&dev) && !cudaGetDeviceProperties(&pr, dev) && pr.major == 9 &&
+           pr.minor == 0;
+}
+
 /* The implicit-GEMM int8 conv (cu_igemm.cu) on NHWC int8, each tile forced
- * through PRECIS_CUDA_IGEMM (t0..t3), then the timed choice: K not a
- * multiple of the 64-byte stage, M and Nout not multiples of a tile,
- * stride 2, dilation 2, 1x1, residual, float output. */
+ * through PRECIS_CUDA_IGEMM (t0..t8; t4..t8 the wgmma tiles, on Hopper
+ * only), then the timed choice: K not a multiple of the 64-byte stage, M and
+ * Nout not multiples of a tile, stride 2, dilation 2, 1x1, residual, float
+ * output. */
 static void test_igemm(void) {
     printf("int8 implicit gemm\n");
     static int8_t xb[8 * 48 * 13 * 11], wb[40 * 48 * 9], zb[8 * 40 * 13 * 11];
@@ -180,9 +189,11 @@ static void test_igemm(void) {
                      {.name = "b", .rank = 1, .dims = {40}, .init = true},
                      {.name = "z", .rank = 4, .dims = {8, 40, 13, 11}, .dtype = I8, .nhwc = true,
                       .raw = rand_i8(zb, 8 * 40 * 13 * 11, -128, 127)}};
-    static const char *const tiles[4] = {"t0", "t1", "t2", "t3"};
+    static const char *const tiles[PR_CU_IGEMM_TILES] = {"t0", "t1", "t2", "t3", "t4", "t5",
+                                                         "t6", "t7", "t8"};
     char label[96];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < PR_CU_IGEMM_TILES; i++) {
+        if (i >= PR_CU_IGEMM_WG_FIRST && !wgmma_dev()) continue;
         setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
         qconv_node(&t, 3, 1, 1, 0.08f);
         n_float(&t, "z_scale", 0.03f);
@@ -218,6 +229,150 @@ static void test_igemm(void) {
     n_str(&t, "act", "Relu");
     cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
                "igemm or cublasLt (timed) 3x3 relu+residual -> int8");
+}
+
+/* n random bytes in [lo, hi] (uint8 by the range). */
+static unsigned char *rand_u8(unsigned char *buf, int64_t n, int lo, int hi) {
+    for (int64_t i = 0; i < n; i++)
+        buf[i] = (unsigned char)(lo + (int)cc_rand(0.0f, (float)(hi - lo + 1)));
+    return buf;
+}
+
+/* The wgmma tiles (cu_igemm_wg.cu, PRECIS_CUDA_IGEMM=t4..t8; Hopper only:
+ * elsewhere they are skipped) beyond test_igemm's loop: general epilogue
+ * (float out, NCHW float out), 1x1 stride 1 and 2, Nout over one BN tile
+ * (264: two or three column tiles, the last partial), a uint8 x (the u8 x
+ * s8 form) and the same in biased storage (PRECIS_CUDA_U8_BIAS=all: the
+ * int8 form with -128 padding), the uint8 stem on its space-to-depth copy;
+ * and N 256 over every tile (mma.sync's too): the 16-byte epilogue
+ * (cu_igemm_epi.cuh), int8 and uint8 / biased residuals. */
+static void test_igemm_wg(void) {
+    if (!wgmma_dev()) {
+        printf("int8 implicit gemm wgmma: skipped (not compute capability 9.0)\n");
+        return;
+    }
+    printf("int8 implicit gemm wgmma\n");
+    static int8_t xb[4 * 64 * 17 * 19], wb[264 * 64 * 9], zb[4 * 264 * 17 * 19];
+    static unsigned char ub[8 * 48 * 13 * 11], uz[8 * 40 * 13 * 11], us[2 * 3 * 21 * 19];
+    static const bool Y1[1] = {true};
+    const pr_dtype I8 = PRECIS_INT8, U8 = PRECIS_UINT8;
+    tnode t;
+    char label[128];
+    cc_input a[5] = {{.name = "x", .rank = 4, .dims = {4, 64, 17, 19}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(xb, 4 * 64 * 17 * 19, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {264, 64, 3, 3}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, 264 * 64 * 9, -127, 127)},
+                     {.name = "ws", .rank = 1, .dims = {264}, .init = true, .lo = 1e-3f, .hi = 4e-3f},
+                     {.name = "b", .rank = 1, .dims = {264}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {4, 264, 17, 19}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(zb, 4 * 264 * 17 * 19, -128, 127)}};
+    cc_input p1[5] = {a[0], a[1], a[2], a[3], a[4]};
+    p1[1].dims[2] = p1[1].dims[3] = 1;
+    cc_input u[5] = {{.name = "x", .rank = 4, .dims = {8, 48, 13, 11}, .dtype = U8, .nhwc = true,
+                      .raw = rand_u8(ub, 8 * 48 * 13 * 11, 0, 255)},
+                     {.name = "w", .rank = 4, .dims = {40, 48, 3, 3}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, 40 * 48 * 9, -127, 127)},
+                     {.name = "ws", .rank = 1, .dims = {40}, .init = true, .lo = 1e-3f, .hi = 4e-3f},
+                     {.name = "b", .rank = 1, .dims = {40}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {8, 40, 13, 11}, .dtype = U8, .nhwc = true,
+                      .raw = rand_u8(uz, 8 * 40 * 13 * 11, 0, 255)}};
+    cc_input st[4] = {{.name = "x", .rank = 4, .dims = {2, 3, 21, 19}, .dtype = U8,
+                       .raw = rand_u8(us, 2 * 3 * 21 * 19, 0, 255)},
+                      {.name = "w", .rank = 4, .dims = {16, 3, 7, 7}, .init = true, .dtype = I8,
+                       .raw = rand_i8(wb + 264 * 64 * 4, 16 * 3 * 49, -127, 127)},
+                      {.name = "ws", .rank = 1, .dims = {16}, .init = true, .lo = 1e-3f, .hi = 6e-3f},
+                      {.name = "b", .rank = 1, .dims = {16}, .init = true}};
+    /* N 256 (16-byte epilogue: N % 16 == 0), every tile: int8 residual, then uint8 x /
+     * residual / y (plain and biased) */
+    cc_input a2[5] = {a[0], a[1], a[2], a[3], a[4]};
+    a2[1].dims[0] = a2[2].dims[0] = a2[3].dims[0] = a2[4].dims[1] = 256;
+    static unsigned char u2x[4 * 64 * 17 * 19], u2z[4 * 256 * 17 * 19];
+    cc_input u2[5] = {a2[0], a2[1], a2[2], a2[3], a2[4]};
+    u2[0].dtype = u2[4].dtype = U8;
+    u2[0].raw = rand_u8(u2x, 4 * 64 * 17 * 19, 0, 255);
+    u2[4].raw = rand_u8(u2z, 4 * 256 * 17 * 19, 0, 255);
+    static const char *const all[PR_CU_IGEMM_TILES] = {"t0", "t1", "t2", "t3", "t4",
+                                                       "t5", "t6", "t7", "t8"};
+    for (int i = 0; i < PR_CU_IGEMM_TILES; i++) {
+        setenv("PRECIS_CUDA_IGEMM", all[i], 1);
+        qconv_node(&t, 3, 1, 1, 0.3f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "igemm %s 3x3 N 256 +residual+relu -> int8", all[i]);
+        cu_run_lay(&t, 5, a2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        for (int b = 0; b < 2; b++) {
+            if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+            cu_bias_io = b ? 1u | 1u << 4 | 1u << 16 : 0;
+            cu_fused_node(&t, PR_OP_QConv, "QConv");
+            n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+            n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+            n_float(&t, "x_scale", 0.01f);
+            n_int(&t, "y_type", 2);
+            n_float(&t, "y_scale", 0.08f);
+            n_float(&t, "z_scale", 0.03f);
+            n_str(&t, "act", "Relu");
+            snprintf(label, sizeof label, "%sigemm %s u8 3x3 N 256 relu +u8 residual -> u8",
+                     b ? "[biased] " : "", all[i]);
+            cu_run_lay(&t, 5, u2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+            cu_bias_io = 0;
+            unsetenv("PRECIS_CUDA_U8_BIAS");
+        }
+    }
+    static const char *const tiles[5] = {"t4", "t5", "t6", "t7", "t8"};
+    for (int i = 0; i < 5; i++) {
+        setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
+        qconv_node(&t, 3, 1, 1, 0.3f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "igemm %s 3x3 N 264 +residual+relu -> int8", tiles[i]);
+        cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        qconv_node(&t, 3, 2, 1, 0);
+        snprintf(label, sizeof label, "igemm %s 3x3 s2 N 264 -> float", tiles[i]);
+        cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+        snprintf(label, sizeof label, "igemm %s 3x3 s2 N 264 -> float nchw", tiles[i]);
+        cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+        qconv_node(&t, 1, 1, 0, 0.1f);
+        n_str(&t, "act", "Relu");
+        snprintf(label, sizeof label, "igemm %s 1x1 N 264 relu -> int8", tiles[i]);
+        cu_run_lay(&t, 4, p1, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        qconv_node(&t, 1, 2, 0, 0.1f);
+        n_float(&t, "z_scale", 0.03f);
+        cc_input p2[5] = {p1[0], p1[1], p1[2], p1[3], p1[4]};
+        p2[4].dims[2] = 9;
+        p2[4].dims[3] = 10;
+        snprintf(label, sizeof label, "igemm %s 1x1 s2 N 264 +residual -> int8", tiles[i]);
+        cu_run_lay(&t, 5, p2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        for (int b = 0; b < 2; b++) {
+            if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+            cu_bias_io = b ? 1u | 1u << 4 | 1u << 16 : 0;
+            cu_fused_node(&t, PR_OP_QConv, "QConv");
+            n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+            n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+            n_float(&t, "x_scale", 0.01f);
+            n_int(&t, "y_type", 2);
+            n_float(&t, "y_scale", 0.08f);
+            n_float(&t, "z_scale", 0.03f);
+            n_str(&t, "act2", "Relu");
+            snprintf(label, sizeof label, "%sigemm %s u8 3x3 +u8 residual+relu -> u8",
+                     b ? "[biased] " : "", tiles[i]);
+            cu_run_lay(&t, 5, u, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+            cu_bias_io = b ? 1u | 1u << 16 : 0;
+            cu_fused_node(&t, PR_OP_QConv, "QConv");
+            n_ints(&t, "pads", (int64_t[]){3, 3, 3, 3}, 4);
+            n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+            n_ints(&t, "kernel_shape", (int64_t[]){7, 7}, 2);
+            n_float(&t, "x_scale", 0.01f);
+            n_int(&t, "y_type", 2);
+            n_float(&t, "y_scale", 0.1f);
+            n_str(&t, "act", "Relu");
+            snprintf(label, sizeof label, "%sigemm %s u8 s2d stem 7x7 s2 -> u8",
+                     b ? "[biased] " : "", tiles[i]);
+            cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+            cu_bias_io = 0;
+            unsetenv("PRECIS_CUDA_U8_BIAS");
+        }
+    }
+    unsetenv("PRECIS_CUDA_IGEMM");
 }
 
 /* The CNN kernels of phase 6: our depthwise conv (forced: PRECIS_CUDA_DWCONV=1)
@@ -455,6 +610,7 @@ int main(void) {
     if (rc) return rc;
     test_int8();
     test_igemm();
+    test_igemm_wg();
     test_cnn();
     test_fp8();
     cu_teardown();

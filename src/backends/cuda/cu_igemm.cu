@@ -10,7 +10,7 @@
 // Tiles: 64 bytes of k per stage; shared rows of 64 bytes, the four
 // 16-byte chunks swizzled by (row >> 1) & 3 so that ldmatrix reads 8 rows
 // of one chunk without bank conflicts (cu_mma.cuh, shared with cu_hconv.cu).
-#include "backends/cuda/cu_int8.cuh"
+#include "backends/cuda/cu_igemm_epi.cuh"
 #include "backends/cuda/cu_mma.cuh"
 
 using namespace prmma;
@@ -24,11 +24,6 @@ __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-__device__ __noinline__ void epi_general(const pr_cu_qepi *q, int acc, int64_t m, int64_t n) {
-    int64_t yi = qepi_index(*q, m, n);
-    qepi_store(*q, yi, qepi_one(*q, acc, n, yi));
 }
 
 // BM x BN output tile, WM x WN warps, ST pipeline stages; FAST: see the epilogue.
@@ -148,80 +143,31 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
     }
     cp_wait<0>();
 
-    // epilogue: c0, c1 at (row g, cols 2t, 2t+1); c2, c3 at row g + 8. FAST:
-    // int8/uint8 NHWC out, act ReLU or none, no or an int8/uint8 residual, Nout % 4 == 0:
-    // act(acc * scale + bias) staged as float in shared memory, one warp row
-    // (wm) at a time, then written out 4 channels a thread (coalesced char4
-    // residual loads and stores). Else one out-of-line call an element (an
-    // inlined general epilogue per accumulator would not fit the
-    // instruction cache).
+    // epilogue (cu_igemm_epi.cuh): c0, c1 at (row g, cols 2t, 2t+1); c2, c3 at
+    // row g + 8. FAST: staged in shared memory one warp row (wm) at a time.
     const int g = lane >> 2, t4 = lane & 3;
     if (FAST) {
         constexpr int SP = BN + 8; // padded stage row (floats): conflict-free float2 writes
         static_assert(TM * SP * 4 <= ST * (BM + BN) * BK, "stage fits");
         float *stage = (float *)smem;
-        const bool pre = q.pre.kind == ACT_RELU, post = q.post.kind == ACT_RELU;
+        const bool pre = q.pre.kind == ACT_RELU;
         __syncthreads(); // the pipeline's buffers are free
         for (int ph = 0; ph < WM; ph++) {
             if (wm == ph) {
 #pragma unroll
                 for (int j = 0; j < NJ; j++) {
                     int nl = wn * TN + j * 8 + t4 * 2, n = n0 + nl;
-                    bool in = n < p.Nout, one = q.n_wscale == 1;
-                    float s0 = in ? q.a_scale * q.w_scale[one ? 0 : n] : 0.0f;
-                    float s1 = in ? q.a_scale * q.w_scale[one ? 0 : n + 1] : 0.0f;
-                    float b0 = in && q.bias ? q.bias[n] : 0.0f, b1 = in && q.bias ? q.bias[n + 1] : 0.0f;
-                    int o0 = in && q.acc_off ? q.acc_off[n] : 0;
-                    int o1 = in && q.acc_off ? q.acc_off[n + 1] : 0;
+                    igemm_col2 cs = igemm_cols(q, n, n < p.Nout);
 #pragma unroll
                     for (int i = 0; i < MI; i++)
 #pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            float r0 = (float)(acc[i][j][h * 2] + o0) * s0 + b0;
-                            float r1 = (float)(acc[i][j][h * 2 + 1] + o1) * s1 + b1;
-                            if (pre) {
-                                r0 = fmaxf(r0, 0.0f);
-                                r1 = fmaxf(r1, 0.0f);
-                            }
-                            *(float2 *)&stage[(i * 16 + g + h * 8) * SP + nl] = make_float2(r0, r1);
-                        }
+                        for (int h = 0; h < 2; h++)
+                            *(float2 *)&stage[(i * 16 + g + h * 8) * SP + igemm_scol(nl)] =
+                                igemm_pre(cs, acc[i][j][h * 2], acc[i][j][h * 2 + 1], pre);
                 }
             }
             __syncthreads();
-            for (int idx = tid; idx < TM * (BN / 4); idx += T) {
-                int row = idx / (BN / 4), c4 = idx - row * (BN / 4);
-                int64_t m = m0 + ph * TM + row;
-                int n = n0 + c4 * 4;
-                if (m >= M || n >= p.Nout) continue;
-                float4 r = *(const float4 *)&stage[row * SP + c4 * 4];
-                int64_t yi = m * q.N + n;
-                if (q.z && q.zdt == DT_U8) {
-                    uchar4 z = *(const uchar4 *)((const unsigned char *)q.z + yi);
-                    r.x += (float)z.x * q.z_scale;
-                    r.y += (float)z.y * q.z_scale;
-                    r.z += (float)z.z * q.z_scale;
-                    r.w += (float)z.w * q.z_scale;
-                } else if (q.z) { // int8, or biased uint8 (z + 128)
-                    char4 z = *(const char4 *)((const signed char *)q.z + yi);
-                    const float zo = q.z_bias ? 128.0f : 0.0f;
-                    r.x += ((float)z.x + zo) * q.z_scale;
-                    r.y += ((float)z.y + zo) * q.z_scale;
-                    r.z += ((float)z.z + zo) * q.z_scale;
-                    r.w += ((float)z.w + zo) * q.z_scale;
-                }
-                if (post) {
-                    r.x = fmaxf(r.x, 0.0f);
-                    r.y = fmaxf(r.y, 0.0f);
-                    r.z = fmaxf(r.z, 0.0f);
-                    r.w = fmaxf(r.w, 0.0f);
-                }
-                uchar4 o;
-                o.x = qepi_byte(q, sat_q(r.x * q.y_inv, q.ydt));
-                o.y = qepi_byte(q, sat_q(r.y * q.y_inv, q.ydt));
-                o.z = qepi_byte(q, sat_q(r.z * q.y_inv, q.ydt));
-                o.w = qepi_byte(q, sat_q(r.w * q.y_inv, q.ydt));
-                *(uchar4 *)((unsigned char *)q.y + yi) = o;
-            }
+            igemm_store_rows<BN, SP, T, TM>(q, stage, m0 + ph * TM, n0, M, p.Nout, tid);
             __syncthreads();
         }
     } else {
@@ -234,8 +180,8 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                 for (int h = 0; h < 2; h++) {
                     int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
                     if (m >= M) continue;
-                    if (n < p.Nout) epi_general(&q, acc[i][j][h * 2], m, n);
-                    if (n + 1 < p.Nout) epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
+                    if (n < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2], m, n);
+                    if (n + 1 < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
                 }
         }
     }
@@ -246,12 +192,7 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
            const pr_cu_qepi *q) {
     int64_t M = p->N * p->OH * p->OW;
     dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((p->Nout + BN - 1) / BN));
-    bool relu_or_none = (q->pre.kind == ACT_NONE || q->pre.kind == ACT_RELU) &&
-                        (q->post.kind == ACT_NONE || q->post.kind == ACT_RELU);
-    bool fast = (q->ydt == DT_I8 || q->ydt == DT_U8) && !q->nchw_hw && q->N % 4 == 0 &&
-                relu_or_none && (!q->z || (q->z_int && (q->zdt == DT_I8 || q->zdt == DT_U8))) &&
-                ((uintptr_t)q->y & 3) == 0 && ((uintptr_t)q->z & 3) == 0;
-    if (fast)
+    if (igemm_fast_ok(q))
         k_igemm<BM, BN, WM, WN, ST, true><<<grid, WM * WN * 32, 0, s>>>(
             (const signed char *)x, (const signed char *)w, *p, *q);
     else
@@ -275,6 +216,6 @@ extern "C" int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const 
     case PR_CU_IGEMM_128x64: return launch<128, 64, 2, 2, 4>(s, x, w, p, q);
     case PR_CU_IGEMM_64x64: return launch<64, 64, 2, 2, 4>(s, x, w, p, q);
     case PR_CU_IGEMM_64x128: return launch<64, 128, 2, 2, 4>(s, x, w, p, q);
-    default: return (int)cudaErrorInvalidValue;
+    default: return pr_cu_igemm_wg_s8(stream, x, w, p, q);
     }
 }

@@ -279,7 +279,8 @@ typedef struct pr_cu_qdw {
 } pr_cu_qdw;
 int pr_cu_qdwconv(void *stream, const void *x, const void *w, const pr_cu_qdw *p);
 
-/* Implicit-GEMM int8 convolution (cu_igemm.cu, mma.sync IMMA, no im2col
+/* Implicit-GEMM int8 convolution (cu_igemm.cu, mma.sync IMMA, or Hopper's
+ * wgmma for the WG tiles: cu_igemm_wg.cu; no im2col
  * copy): x NHWC int8 [N, H, W, C] with C % 16 == 0, w int8 [Nout][K] with
  * k = (r, s, c) (K = kh * kw * C), both 16-byte aligned; y through q as
  * pr_cu_qepilogue (M = N * OH * OW rows). tile picks the block shape. x_u8:
@@ -288,7 +289,13 @@ int pr_cu_qdwconv(void *stream, const void *x, const void *w, const pr_cu_qdw *p
  * sum_k w back. x_u8 == PR_CU_X_U8B: x in biased storage, read as is, the
  * padding the byte -128 (stored into shared memory instead of a zero-fill). */
 enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_64x128,
+       PR_CU_IGEMM_WG128x128, /* Hopper wgmma (cu_igemm_wg.cu, sm_90a only: elsewhere the */
+       PR_CU_IGEMM_WG128x256, /* launch fails and the timed choice skips them) */
+       PR_CU_IGEMM_WG128x128K, /* the same, 128 bytes of k a pipeline stage (64) */
+       PR_CU_IGEMM_WG128x256K,
+       PR_CU_IGEMM_WG128x64,
        PR_CU_IGEMM_TILES };
+#define PR_CU_IGEMM_WG_FIRST PR_CU_IGEMM_WG128x128
 typedef struct pr_cu_igemm {
     int64_t N, H, W, C, OH, OW, Nout, K;
     int kh, kw, sh, sw, ph, pw, dh, dw;
@@ -297,6 +304,10 @@ typedef struct pr_cu_igemm {
 } pr_cu_igemm;
 int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                    const pr_cu_qepi *q);
+/* The wgmma tiles of pr_cu_igemm_s8 (cu_igemm_wg.cu): cudaErrorInvalidValue
+ * for another tile, cudaErrorNoKernelImageForDevice off sm_90a builds / GPUs. */
+int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                      const pr_cu_qepi *q);
 
 /* Implicit-GEMM fp16/bf16 convolution (cu_hconv.cu, mma.sync, float32
  * accumulation, group 1): x NHWC [N, H, W, C] of type dt with C % 8 == 0,

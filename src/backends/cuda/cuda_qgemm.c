@@ -26,9 +26,11 @@
  * folded into its bias).
  *
  * A QConv on NHWC with C % 16 == 0 may instead run our implicit-GEMM kernel
- * (cu_igemm.cu: no im2col copy, requantization in its epilogue): at a
- * shape's first run the cuBLASLt route and each of the kernel's tiles are
- * timed and the fastest kept (and recorded in the timing cache).
+ * (cu_igemm.cu: no im2col copy, requantization in its epilogue; on Hopper
+ * also its wgmma tiles, cu_igemm_wg.cu): at a shape's first run the cuBLASLt
+ * route and each of the kernel's tiles are timed and the fastest kept (and
+ * recorded in the timing cache). PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles
+ * out (A/B).
  *
  * A stride-2 QConv over C <= 4 channels (the stem: 7x7 s2 over RGB) has no
  * 16-channel rows for that kernel; its candidates are instead the implicit
@@ -89,6 +91,8 @@ typedef struct qgemm_state {
 } qgemm_state;
 
 #define ROUTE_LT (-1)
+
+static bool wgmma_on(void);
 
 static bool q8(pr_dtype d) { return d == PRECIS_INT8; }
 
@@ -373,8 +377,9 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
                  *a2 ? "+" : "", a2, s->y_b ? "uint8 stored biased" : pr_dtype_name(yd));
     }
     if (s->ig_ok)
-        snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync%s%s (epilogue: "
-                 "scale+bias%s%s%s) or %.110s, the faster per shape",
+        snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 %s%s%s (epilogue: "
+                 "scale+bias%s%s%s) or %.100s, the faster per shape",
+                 wgmma_on() ? "mma.sync/wgmma" : "mma.sync",
                  s->s2d ? " on a space-to-depth copy" : "",
                  s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
                  s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
@@ -484,10 +489,20 @@ static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo
     return t;
 }
 
-static const char *const tile_names[PR_CU_IGEMM_TILES] = {"128x128", "128x64", "64x64", "64x128"};
+static const char *const tile_names[PR_CU_IGEMM_TILES] = {
+    "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
+    "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64"};
+
+/* PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles (cu_igemm_wg.cu, Hopper) out of
+ * the timed choice (A/B); default on: they run only where they win. */
+static bool wgmma_on(void) {
+    const char *e = getenv("PRECIS_CUDA_WGMMA");
+    return !(e && !strcmp(e, "0"));
+}
 
 /* The route for this M: remembered, from the timing cache, or timed now
- * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t3 one tile). */
+ * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t8 one tile:
+ * t4..t8 the wgmma tiles). */
 static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                 int *route) {
     precis_status st = PRECIS_OK;
@@ -503,23 +518,27 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     const char *env = getenv("PRECIS_CUDA_IGEMM");
     char key[200];
     const pr_cu_igemm *g = &o->ig;
-    snprintf(key, sizeof key, "qconv.route x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d p=%dx%d "
-             "d=%dx%d y=%d z=%d%s%s%s", (long long)g->N, (long long)g->H, (long long)g->W,
-             (long long)g->C, (long long)g->Nout, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh,
-             g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0, s->fused ? " fused" : "",
-             s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "", s->s2d ? " s2d" : "");
+    const bool wg = wgmma_on();
+    const int n_cand = wg ? PR_CU_IGEMM_TILES : PR_CU_IGEMM_WG_FIRST;
+    /* v2: the candidates gained the wgmma tiles (" nowg" without them) */
+    snprintf(key, sizeof key, "qconv.route v2%s x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d "
+             "p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", (long long)g->N,
+             (long long)g->H, (long long)g->W, (long long)g->C, (long long)g->Nout, g->kh, g->kw,
+             g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0,
+             s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
+             s->s2d ? " s2d" : "");
     int32_t r = 0;
-    char times[160] = "";
+    char times[256] = "";
     if (env && env[0] == 't' && env[1] >= '0' && env[1] < '0' + PR_CU_IGEMM_TILES) {
         *route = env[1] - '0';
     } else if (!env && pr_cuda_tcache_get(s->tc, key, &r, sizeof r) && r >= ROUTE_LT &&
-               r < PR_CU_IGEMM_TILES) {
+               r < n_cand) {
         *route = r;
     } else if (x->capturing) {
         st = pr_errf(k->err, PRECIS_ERR_INTERNAL, "int8 conv: new shape during a graph capture");
     } else {
         float best = -1;
-        for (int c = (env && !strcmp(env, "1")) ? 0 : ROUTE_LT; c < PR_CU_IGEMM_TILES; c++) {
+        for (int c = (env && !strcmp(env, "1")) ? 0 : ROUTE_LT; c < n_cand; c++) {
             float t = time_route(s, k, x, o, c);
             size_t tl = strlen(times);
             snprintf(times + tl, sizeof times - tl, " %s %.4f",
@@ -544,8 +563,9 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
                     (long long)o->M, *route == ROUTE_LT ? "cublasLt" : tile_names[*route],
                     *times ? ", timed ms:" : "", times);
         if (*route != ROUTE_LT)
-            snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 mma.sync %s tile%s%s "
-                     "(epilogue: scale+bias%s%s%s -> %s)", tile_names[*route],
+            snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 %s%s tile%s%s "
+                     "(epilogue: scale+bias%s%s%s -> %s)",
+                     *route >= PR_CU_IGEMM_WG_FIRST ? "" : "mma.sync ", tile_names[*route],
                      s->s2d ? " on a space-to-depth copy" : "",
                      s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
                      s->pre.kind ? "+act" : "",

@@ -1,0 +1,469 @@
+// Implicit-GEMM int8 convolution on Hopper's warpgroup Tensor Core
+// instruction (wgmma.mma_async m64nNk32 s32 <- s8/u8 x s8, SASS IGMMA): the
+// contract of cu_igemm.cu's k_igemm (NHWC x int8, uint8 or biased uint8,
+// C % 16 == 0; w packed [Nout][K], k = (r, s, c); pr_cu_qepi epilogue) for
+// the tiles PR_CU_IGEMM_WG128x64 / 128x128 / 128x256 (64 bytes of k a
+// pipeline stage) and WG128x128K / 128x256K (128 bytes: two 64-byte panels).
+//
+// A block is 2 warpgroups (256 threads), each the owner of 64 rows of the
+// 128-row M tile and all BN columns; every thread gathers A rows and B rows
+// with cp.async exactly as k_igemm does (rows of 64 bytes of k, chunk ^=
+// (row >> 1) & 3: that is the hardware's 64-byte swizzle, address bits
+// [4:5] ^= [7:8], on stage buffers aligned to 1024 bytes), so wgmma reads
+// both operands from shared memory through K-major 64B-swizzle descriptors
+// (stride byte offset 512: 8 rows of 64 bytes; the 32-byte k step is +32 on
+// the start address). ST stages, ST - 2 loads ahead and one wgmma group in
+// flight: the stage loaded at step kt was last read by step kt - 2's group,
+// complete once every thread passed step kt - 1's wgmma wait and the
+// barrier of step kt. fence.proxy.async orders the cp.async / st.shared
+// writes before the async proxy's reads.
+//
+// A uint8 x (PR_CU_X_U8) runs the u8 x s8 form: no XOR, zero padding,
+// q.acc_off dropped (the sums are exact as they are). Biased storage
+// (PR_CU_X_U8B) is read as int8 with -128 padding as in k_igemm.
+//
+// The accumulators follow the mma.sync C layout per warp (warp w of the
+// block: rows 16 w + lane / 4 (+8), columns 8 j + 2 (lane % 4) (+1)), so
+// the epilogue is cu_igemm_epi.cuh's, staged for all 128 rows at once.
+//
+// Built only for sm_90a (CMakeLists.txt: its own object library); where the
+// device is not compute capability 9.0 the launch fails and the timed route
+// choice (cuda_qgemm.c) skips these tiles.
+#ifdef PRECIS_NO_SM90A // nvcc < 12.0 (CMakeLists.txt): no sm_90a target, every call refused
+#include "backends/cuda/cu_common.cuh"
+
+extern "C" int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w,
+                                 const pr_cu_igemm *p, const pr_cu_qepi *q) {
+    (void)stream, (void)x, (void)w, (void)p, (void)q;
+    return (int)cudaErrorNotSupported;
+}
+#else
+#include "backends/cuda/cu_igemm_epi.cuh"
+#include "backends/cuda/cu_mma.cuh"
+
+using namespace prmma;
+
+namespace {
+
+constexpr int BK = ROW_BYTES, BM = 128, T = 256;
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// K-major operand descriptor of a 64-byte-swizzled tile at shared address
+// addr: start address, leading byte offset 16 (unused: a k32 slice lies in
+// one swizzled row), stride byte offset 512, swizzle mode 2 (64 bytes).
+__device__ __forceinline__ uint64_t wg_desc(uint32_t addr) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(512 >> 4) << 32) |
+           ((uint64_t)2 << 62);
+}
+__device__ __forceinline__ void wg_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void fence_async_smem() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// keeps the compiler from moving accumulator accesses across the async MMAs
+__device__ __forceinline__ void reg_fence(int &r) { asm volatile("" : "+r"(r)::"memory"); }
+
+// D (64 x N, this thread's N / 2 registers) += A (64 x 32, desc da) * B (N x 32, desc db)^T
+template <bool U8> __device__ __forceinline__ void wg_n64(int *d, uint64_t da, uint64_t db) {
+    if (U8)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.s8 {"
+                     "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,"
+                     "%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                     "%24,%25,%26,%27,%28,%29,%30,%31},"
+                     " %32, %33, p;\n}\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]),
+                       "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]),
+                       "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]),
+                       "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]),
+                       "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),
+                       "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                       "+r"(d[30]), "+r"(d[31])
+                     : "l"(da), "l"(db), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+                     "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,"
+                     "%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                     "%24,%25,%26,%27,%28,%29,%30,%31},"
+                     " %32, %33, p;\n}\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]),
+                       "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]),
+                       "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]),
+                       "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]),
+                       "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),
+                       "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                       "+r"(d[30]), "+r"(d[31])
+                     : "l"(da), "l"(db), "r"(1));
+}
+template <bool U8> __device__ __forceinline__ void wg_n128(int *d, uint64_t da, uint64_t db) {
+    if (U8)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.s8 {"
+                     "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,"
+                     "%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                     "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,"
+                     "%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,"
+                     "%60,%61,%62,%63},"
+                     " %64, %65, p;\n}\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]),
+                       "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]),
+                       "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]),
+                       "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]),
+                       "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),
+                       "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                       "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+                       "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
+                       "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]),
+                       "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]),
+                       "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]),
+                       "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+                       "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+                     : "l"(da), "l"(db), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {"
+                     "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,"
+                     "%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                     "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,"
+                     "%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,"
+                     "%60,%61,%62,%63},"
+                     " %64, %65, p;\n}\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]),
+                       "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]),
+                       "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]),
+                       "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]),
+                       "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),
+                       "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                       "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+                       "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
+                       "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]),
+                       "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]),
+                       "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]),
+                       "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+                       "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+                     : "l"(da), "l"(db), "r"(1));
+}
+template <bool U8> __device__ __forceinline__ void wg_n256(int *d, uint64_t da, uint64_t db) {
+    if (U8)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k32.s32.u8.s8 {"
+                     "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,"
+                     "%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                     "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,"
+                     "%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,"
+                     "%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,"
+                     "%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,"
+                     "%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
+                     "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,"
+                     "%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,"
+                     "%120,%121,%122,%123,%124,%125,%126,%127},"
+                     " %128, %129, p;\n}\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]),
+                       "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]),
+                       "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]),
+                       "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]),
+                       "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),
+                       "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                       "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+                       "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
+                       "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]),
+                       "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]),
+                       "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]),
+                       "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+                       "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]),
+                       "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]),
+                       "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]),
+                       "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]),
+                       "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]),
+                       "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]),
+                       "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]),
+                       "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]),
+                       "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]),
+                       "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]),
+                       "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]),
+                       "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
+                       "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]),
+                       "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+                     : "l"(da), "l"(db), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {"
+                     "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,"
+                     "%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                     "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,"
+                     "%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,"
+                     "%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,"
+                     "%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,"
+                     "%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
+                     "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,"
+                     "%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,"
+                     "%120,%121,%122,%123,%124,%125,%126,%127},"
+                     " %128, %129, p;\n}\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]),
+                       "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]),
+                       "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]),
+                       "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]),
+                       "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),
+                       "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                       "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+                       "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
+                       "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]),
+                       "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]),
+                       "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]),
+                       "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+                       "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]),
+                       "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]),
+                       "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]),
+                       "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]),
+                       "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]),
+                       "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]),
+                       "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]),
+                       "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]),
+                       "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]),
+                       "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]),
+                       "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]),
+                       "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
+                       "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]),
+                       "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+                     : "l"(da), "l"(db), "r"(1));
+}
+#endif
+
+template <int BN> struct wgmma;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <> struct wgmma<64> {
+    template <bool U8> static __device__ __forceinline__ void run(int *d, uint64_t a, uint64_t b) {
+        wg_n64<U8>(d, a, b);
+    }
+};
+template <> struct wgmma<128> {
+    template <bool U8> static __device__ __forceinline__ void run(int *d, uint64_t a, uint64_t b) {
+        wg_n128<U8>(d, a, b);
+    }
+};
+template <> struct wgmma<256> {
+    template <bool U8> static __device__ __forceinline__ void run(int *d, uint64_t a, uint64_t b) {
+        wg_n256<U8>(d, a, b);
+    }
+};
+#endif
+
+template <int BN, int ST, int P> constexpr int smem_bytes() {
+    return ST * P * (BM + BN) * BK + 1024;
+}
+
+// BN columns, ST stages of P 64-byte panels of k; U8: x uint8 (u8 x s8);
+// FAST: see cu_igemm_epi.cuh.
+template <int BN, int ST, int P, bool U8, bool FAST>
+__global__ void __launch_bounds__(T, BN == 256 ? 1 : 2)
+    k_igemm_wg(const signed char *__restrict__ x, const signed char *__restrict__ w,
+               pr_cu_igemm p, pr_cu_qepi q) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int AP = BM * 4 / T, BP = BN * 4 / T, NJ = BN / 8, ACC = BN / 2;
+    constexpr int SA = P * BM * BK, SB = P * BN * BK; // bytes of a stage's A / B
+    static_assert(ST >= 3 && AP >= 1 && BP >= 1, "tile shape");
+    extern __shared__ __align__(1024) unsigned char dsm[];
+    unsigned char *smem = dsm + ((1024 - (smem_u32(dsm) & 1023)) & 1023); // swizzle atoms aligned
+    signed char *sa = (signed char *)smem, *sb = (signed char *)smem + ST * SA;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+    const int64_t M = p.N * p.OH * p.OW;
+    const int64_t m0 = (int64_t)blockIdx.x * BM;
+    const int n0 = blockIdx.y * BN;
+    const int chunk = tid & 3; // this thread's 16-byte chunk of each row it loads
+    const int KT = (int)((p.K + P * BK - 1) / (P * BK));
+    const int Ki = (int)p.K, Ci = (int)p.C; // K < 2^31: checked by the launcher
+    const bool xpad = p.x_u8 == PR_CU_X_U8B; // biased x: padding -128 stored (see load)
+
+    // rows this thread gathers: image base and the top-left input tap
+    int64_t abase[AP];
+    int aih[AP], aiw[AP];
+#pragma unroll
+    for (int i = 0; i < AP; i++) {
+        int64_t m = m0 + (tid >> 2) + i * (T / 4);
+        if (m < M) {
+            int64_t ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
+            abase[i] = b * p.H * p.W * p.C;
+            aih[i] = (int)(oh * p.sh - p.ph);
+            aiw[i] = (int)(ow * p.sw - p.pw);
+        } else {
+            abase[i] = 0;
+            aih[i] = -(1 << 28); // never inside the image
+            aiw[i] = 0;
+        }
+    }
+
+    // this thread's k = (r, s, c) of the next panel, advanced 64 bytes a panel
+    // (panels load in order: no division in the loop)
+    int kk = chunk * 16, kr = 0, ks = 0, kc = chunk * 16;
+    while (kc >= Ci) {
+        kc -= Ci;
+        if (++ks == p.kw) ks = 0, kr++;
+    }
+    auto load = [&](int stage) {
+#pragma unroll
+        for (int pp = 0; pp < P; pp++) {
+            bool kok = kk < Ki;
+            signed char *A = sa + stage * SA + pp * BM * BK, *B = sb + stage * SB + pp * BN * BK;
+#pragma unroll
+            for (int i = 0; i < AP; i++) {
+                int row = (tid >> 2) + i * (T / 4);
+                int ih = aih[i] + kr * p.dh, iw = aiw[i] + ks * p.dw;
+                bool ok = kok && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+                const signed char *src =
+                    ok ? x + abase[i] + ((int64_t)ih * p.W + iw) * p.C + kc : x;
+                if (xpad && kok && !ok) // biased padding stored directly (cu_igemm.cu says why)
+                    *(uint4 *)&A[swz(row, chunk)] =
+                        make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+                else
+                    cp16(smem_u32(&A[swz(row, chunk)]), src, ok);
+            }
+#pragma unroll
+            for (int i = 0; i < BP; i++) {
+                int row = (tid >> 2) + i * (T / 4);
+                int n = n0 + row;
+                bool ok = kok && n < p.Nout;
+                const signed char *src = ok ? w + (int64_t)n * p.K + kk : w;
+                cp16(smem_u32(&B[swz(row, chunk)]), src, ok);
+            }
+            kk += BK;
+            kc += BK;
+            while (kc >= Ci) {
+                kc -= Ci;
+                if (++ks == p.kw) ks = 0, kr++;
+            }
+        }
+    };
+
+    int acc[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; i++) acc[i] = 0;
+
+    for (int s = 0; s < ST - 2; s++) {
+        if (s < KT) load(s);
+        cp_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_wait<ST - 3>();
+        fence_async_smem();
+        __syncthreads();
+        int nk = kt + ST - 2;
+        if (nk < KT) load(nk % ST);
+        cp_commit();
+        const int st = kt % ST;
+        uint32_t a = smem_u32(sa + st * SA + wg * 64 * BK), b = smem_u32(sb + st * SB);
+#pragma unroll
+        for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
+        wg_fence();
+#pragma unroll
+        for (int pp = 0; pp < P; pp++) {
+            uint32_t ap = a + pp * BM * BK, bp = b + pp * BN * BK;
+            wgmma<BN>::template run<U8>(acc, wg_desc(ap), wg_desc(bp));
+            wgmma<BN>::template run<U8>(acc, wg_desc(ap + 32), wg_desc(bp + 32));
+        }
+        wg_commit();
+        wg_wait<1>();
+#pragma unroll
+        for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
+    }
+    wg_wait<0>();
+#pragma unroll
+    for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
+    cp_wait<0>();
+
+    const int g = lane >> 2, t4 = lane & 3, wrow = warp * 16;
+    if (FAST) {
+        constexpr int SP = BN + 8; // padded stage row (floats): conflict-free float2 writes
+        static_assert(BM * SP * 4 <= ST * (SA + SB), "stage fits");
+        float *stage = (float *)smem;
+        const bool pre = q.pre.kind == ACT_RELU;
+        __syncthreads(); // every warp is past its last read of the pipeline's buffers
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            int nl = j * 8 + t4 * 2, n = n0 + nl;
+            igemm_col2 cs = igemm_cols(q, n, n < p.Nout);
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                *(float2 *)&stage[(wrow + g + h * 8) * SP + igemm_scol(nl)] =
+                    igemm_pre(cs, acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1], pre);
+        }
+        __syncthreads();
+        igemm_store_rows<BN, SP, T, BM>(q, stage, m0, n0, M, p.Nout, tid);
+    } else {
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            int n = n0 + j * 8 + t4 * 2;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int64_t m = m0 + wrow + g + h * 8;
+                if (m >= M) continue;
+                if (n < p.Nout) igemm_epi_general(&q, acc[j * 4 + h * 2], m, n);
+                if (n + 1 < p.Nout) igemm_epi_general(&q, acc[j * 4 + h * 2 + 1], m, n + 1);
+            }
+        }
+    }
+#endif
+}
+
+template <int BN, int ST, int P, bool U8, bool FAST>
+int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+           const pr_cu_qepi *q, dim3 grid) {
+    constexpr int SMEM = smem_bytes<BN, ST, P>();
+    auto k = k_igemm_wg<BN, ST, P, U8, FAST>;
+    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); // not left behind for the next launch's check
+        return (int)e;
+    }
+    k<<<grid, T, SMEM, s>>>((const signed char *)x, (const signed char *)w, *p, *q);
+    return launch_result();
+}
+
+template <int BN, int ST, int P>
+int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+             const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((p->Nout + BN - 1) / BN));
+    bool fast = igemm_fast_ok(q);
+    if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
+        pr_cu_qepi q2 = *q;
+        q2.acc_off = NULL;
+        return fast ? launch<BN, ST, P, true, true>(s, x, w, p, &q2, grid)
+                    : launch<BN, ST, P, true, false>(s, x, w, p, &q2, grid);
+    }
+    return fast ? launch<BN, ST, P, false, true>(s, x, w, p, q, grid)
+                : launch<BN, ST, P, false, false>(s, x, w, p, q, grid);
+}
+
+} // namespace
+
+extern "C" int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w,
+                                 const pr_cu_igemm *p, const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    if (M <= 0 || p->Nout <= 0) return 0;
+    if (p->C % 16 || p->K % 16 || ((uintptr_t)x & 15) || ((uintptr_t)w & 15) ||
+        (p->N * p->H * p->W * p->C) >> 31 || p->K >> 30 || (M + BM - 1) / BM > 0x7fffffff)
+        return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (p->tile) {
+    case PR_CU_IGEMM_WG128x128: return dispatch<128, 5, 1>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x256: return dispatch<256, 6, 1>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x128K: return dispatch<128, 3, 2>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x256K: return dispatch<256, 4, 2>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x64: return dispatch<64, 6, 1>(s, x, w, p, q);
+    default: return (int)cudaErrorInvalidValue;
+    }
+}
+#endif
