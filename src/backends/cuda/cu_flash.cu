@@ -327,11 +327,12 @@ static inline size_t flash_smem(int d, int nw, int esz, const pr_cu_flash &p) {
 // its rows are 16-byte vectors, the mask tile) loads while tile i is computed,
 // with no staging registers.
 // Blocks an SM is meant to hold (registers): D 64 with a float32 mask tile
-// fits 3 blocks of 4 warps or 2 of 8 in shared memory. MINB > 0 overrides: 8
-// warps at D <= 64 need ~190 registers (ptxas, sm_90): 2 blocks an SM (a 128
-// register cap) spilled (phase 13t's ncu: 165,888 local-memory requests at BERT
-// b64), 1 block an SM does not (MINB 1, the default; PRECIS_CUDA_FLASH_MINB=2
-// keeps the spilling form for A/B: launch_d).
+// fits 3 blocks of 4 warps or 2 of 8 in shared memory. MINB > 0 overrides
+// (launch_d): 8 warps at D 64 need 193 registers (ptxas, sm_90), so the 128
+// register cap of 2 blocks an SM spills (~100 bytes a thread), and yet 1 block
+// an SM without spills was slower (phase 14t, H100, BERT b64 fp8: the kernel
+// 55.1 us at 12.5% occupancy vs 43.6 us spilling at 25%; the run 2.777 vs 2.706
+// ms): the spilling form stays the default there.
 constexpr int flash_minb(int d, int nw, int minb) {
     return minb > 0 ? minb : d > 64 ? 1 : nw >= 8 ? 2 : nw == 4 ? 3 : 6;
 }
@@ -431,6 +432,8 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW, MINB)) void k_flash(pr_c
 // fewer tiles, and a tile's load is its own cp.async into its own shared
 // memory: no block barrier until the end), then the partial (max, sum, O) of
 // the warps combined through shared memory (flash-decoding inside a block).
+// Minimum blocks 1: no register cap short of 255 (the default cap spilled 16
+// bytes at D 64 fp16; 212 registers without).
 template <typename T, int D, int NW>
 __global__ __launch_bounds__(NW * 32, 1) void k_flash_split(pr_cu_flash p) {
     constexpr int LD = D + 8;
@@ -539,23 +542,28 @@ int launch_dm(cudaStream_t s, const pr_cu_flash &p) {
     return launch_result();
 }
 
-// PRECIS_CUDA_FLASH_MINB=2: the old register caps (A/B; read once).
-static bool old_caps() {
+// PRECIS_CUDA_FLASH_MINB (A/B; read once): 2 = the old register caps
+// everywhere, 1 = no cap for 8 warps at D 64 too (no spill, 1 block an SM).
+static int minb_env() {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("PRECIS_CUDA_FLASH_MINB");
-        v = e && !strcmp(e, "2");
+        v = e && (!strcmp(e, "1") || !strcmp(e, "2")) ? e[0] - '0' : 0;
     }
-    return v == 1;
+    return v;
 }
 
-// The register cap lifted (MINB 1: no spill) for 8 warps at D 64 (BERT b64)
-// and for 2 warps at D <= 64 (small grids, batch 1: blocks for a fraction of
-// the SMs; the 170-register cap of 6 blocks spilled), unless old_caps().
+// The register cap lifted (MINB 1: no spill) for 2 warps at D <= 64 (small
+// grids, batch 1: blocks for a fraction of the SMs, so occupancy costs nothing;
+// the 170-register cap of 6 blocks spilled ~84 bytes), and for 8 warps at D 64
+// only by PRECIS_CUDA_FLASH_MINB=1 (slower: flash_minb's comment).
 template <typename T, int D, int NW>
 int launch_d(cudaStream_t s, const pr_cu_flash &p) {
-    if constexpr ((NW == 8 && D == 64) || (NW == 2 && D <= 64)) {
-        if (!old_caps()) return launch_dm<T, D, NW, 1>(s, p);
+    if constexpr (NW == 2 && D <= 64) {
+        if (minb_env() != 2) return launch_dm<T, D, NW, 1>(s, p);
+    }
+    if constexpr (NW == 8 && D == 64) {
+        if (minb_env() == 1) return launch_dm<T, D, NW, 1>(s, p);
     }
     return launch_dm<T, D, NW, 0>(s, p);
 }
