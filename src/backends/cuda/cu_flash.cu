@@ -9,6 +9,9 @@
 // and the store (pr_cu_flash).
 #include "backends/cuda/cu_common.cuh"
 
+#include <stdlib.h>
+#include <string.h>
+
 namespace {
 
 constexpr int BK = 64;
@@ -324,11 +327,18 @@ static inline size_t flash_smem(int d, int nw, int esz, const pr_cu_flash &p) {
 // its rows are 16-byte vectors, the mask tile) loads while tile i is computed,
 // with no staging registers.
 // Blocks an SM is meant to hold (registers): D 64 with a float32 mask tile
-// fits 3 blocks of 4 warps or 2 of 8 in shared memory.
-constexpr int flash_minb(int d, int nw) { return d > 64 ? 1 : nw >= 8 ? 2 : nw == 4 ? 3 : 6; }
+// fits 3 blocks of 4 warps or 2 of 8 in shared memory. MINB > 0 overrides
+// (launch_d): 8 warps at D 64 need 193 registers (ptxas, sm_90), so the 128
+// register cap of 2 blocks an SM spills (~100 bytes a thread), and yet 1 block
+// an SM without spills was slower (phase 14t, H100, BERT b64 fp8: the kernel
+// 55.1 us at 12.5% occupancy vs 43.6 us spilling at 25%; the run 2.777 vs 2.706
+// ms): the spilling form stays the default there.
+constexpr int flash_minb(int d, int nw, int minb) {
+    return minb > 0 ? minb : d > 64 ? 1 : nw >= 8 ? 2 : nw == 4 ? 3 : 6;
+}
 
-template <typename T, int D, int NW>
-__global__ __launch_bounds__(NW * 32, flash_minb(D, NW)) void k_flash(pr_cu_flash p) {
+template <typename T, int D, int NW, int MINB>
+__global__ __launch_bounds__(NW * 32, flash_minb(D, NW, MINB)) void k_flash(pr_cu_flash p) {
     constexpr int NT = NW * 32, BQ = NW * 16;
     constexpr int LD = D + 8; // padded rows: conflict-free ldmatrix
     extern __shared__ __align__(16) unsigned char smem[];
@@ -422,8 +432,10 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW)) void k_flash(pr_cu_flas
 // fewer tiles, and a tile's load is its own cp.async into its own shared
 // memory: no block barrier until the end), then the partial (max, sum, O) of
 // the warps combined through shared memory (flash-decoding inside a block).
+// Minimum blocks 1: no register cap short of 255 (the default cap spilled 16
+// bytes at D 64 fp16; 212 registers without).
 template <typename T, int D, int NW>
-__global__ __launch_bounds__(NW * 32) void k_flash_split(pr_cu_flash p) {
+__global__ __launch_bounds__(NW * 32, 1) void k_flash_split(pr_cu_flash p) {
     constexpr int LD = D + 8;
     __shared__ __align__(16) T Ks[NW][BK * LD];
     __shared__ __align__(16) T Vs[NW][BK * LD];
@@ -516,18 +528,44 @@ int launch_split(cudaStream_t s, const pr_cu_flash &p) {
     return launch_result();
 }
 
-template <typename T, int D, int NW>
-int launch_d(cudaStream_t s, const pr_cu_flash &p) {
+template <typename T, int D, int NW, int MINB>
+int launch_dm(cudaStream_t s, const pr_cu_flash &p) {
     const size_t bytes = flash_smem(D, NW, (int)sizeof(T), p);
     if (bytes > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(k_flash<T, D, NW>,
+        cudaError_t e = cudaFuncSetAttribute(k_flash<T, D, NW, MINB>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)bytes);
         if (e != cudaSuccess) return (int)e;
     }
     dim3 grid((unsigned)p.nb, (unsigned)((p.sq + NW * 16 - 1) / (NW * 16)));
-    k_flash<T, D, NW><<<grid, NW * 32, bytes, s>>>(p);
+    k_flash<T, D, NW, MINB><<<grid, NW * 32, bytes, s>>>(p);
     return launch_result();
+}
+
+// PRECIS_CUDA_FLASH_MINB (A/B; read once): 2 = the old register caps
+// everywhere, 1 = no cap for 8 warps at D 64 too (no spill, 1 block an SM).
+static int minb_env() {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("PRECIS_CUDA_FLASH_MINB");
+        v = e && (!strcmp(e, "1") || !strcmp(e, "2")) ? e[0] - '0' : 0;
+    }
+    return v;
+}
+
+// The register cap lifted (MINB 1: no spill) for 2 warps at D <= 64 (small
+// grids, batch 1: blocks for a fraction of the SMs, so occupancy costs nothing;
+// the 170-register cap of 6 blocks spilled ~84 bytes), and for 8 warps at D 64
+// only by PRECIS_CUDA_FLASH_MINB=1 (slower: flash_minb's comment).
+template <typename T, int D, int NW>
+int launch_d(cudaStream_t s, const pr_cu_flash &p) {
+    if constexpr (NW == 2 && D <= 64) {
+        if (minb_env() != 2) return launch_dm<T, D, NW, 1>(s, p);
+    }
+    if constexpr (NW == 8 && D == 64) {
+        if (minb_env() == 1) return launch_dm<T, D, NW, 1>(s, p);
+    }
+    return launch_dm<T, D, NW, 0>(s, p);
 }
 
 template <typename T, int NW>
