@@ -65,13 +65,19 @@ static inline bool pr_cu_ldst(pr_dtype dt) {
 }
 
 /* An integer tensor of rank <= 1 (shapes, indices of shape arithmetic):
- * such values stay on the host, where shape inference reads them. */
+ * such values stay on the host, where shape inference reads them. A 1-D
+ * tensor of a known length over 2 * PR_MAX_RANK is data, not a shape (a shape
+ * or a Pad's pads has at most that many values): BERT's flattened [S] bool
+ * mask was taken for one, so its Reshape ran on the host and the plan was
+ * never captured as a CUDA graph. */
 static inline bool pr_cu_shape_like(const pr_graph *g, int t) {
     if (t < 0) return false;
-    pr_dtype dt = g->tensors[t].dtype;
+    const pr_tensor *x = &g->tensors[t];
+    pr_dtype dt = x->dtype;
     bool integer = dt == PRECIS_INT64 || dt == PRECIS_INT32 || dt == PRECIS_BOOL ||
                    dt == PRECIS_INT8 || dt == PRECIS_UINT8;
-    return integer && g->tensors[t].rank <= 1;
+    if (x->rank == 1 && pr_dim_known(x->dims[0]) && x->dims[0] > 2 * PR_MAX_RANK) return false;
+    return integer && x->rank <= 1;
 }
 
 /* Tensor t's dtype, or UNDEFINED for t < 0. */
