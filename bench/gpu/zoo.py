@@ -27,11 +27,17 @@ ZOO = [  # file, input name, dims after the batch, real sample for the check (if
     # page of tests/models/prep_data.py ($PRECIS_CACHE/data/det_page.npy) when carried
     ("ch_PP-OCRv4_det_infer.onnx", "x", "3x640x640", "det_page.npy"),
 ]
+# det on that page: single pixels on the sigmoid's steep edges carry the max error; the
+# CPU backend's own max rel errors vs ref there are fp16 2.9e-2, bf16 4.7e-1 (GPU 4.2e-2 /
+# 2.6e-1, cosine 0.9999985 / 0.9999227): limits at the CPU backend's level, cosine as is
+LIMITS = {"ch_PP-OCRv4_det_infer.onnx": ",fp16=5e-2,bf16=5e-1"}
 
 
 def check_spec(models, f, n, d, sample):
     s = sample and os.path.join(models, sample)
-    return f"{os.path.join(models, f)}:{n}=" + (f"@{s}" if s and os.path.exists(s) else f"1x{d}")
+    real = s and os.path.exists(s)
+    return (f"{os.path.join(models, f)}:{n}=" + (f"@{s}" if real else f"1x{d}")
+            + (LIMITS.get(f, "") if real else ""))
 
 
 def main():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Models built for the GPU (precis build --device cuda) against the ref backend.
 
-usage: check_models.py PATH/TO/precis [MODEL.onnx[:NAME=DIMS|NAME=@FILE.npy,...]]... [--out DIR] [--json FILE]
+usage: check_models.py PATH/TO/precis [MODEL.onnx[:NAME=DIMS|NAME=@FILE.npy|PREC=LIMIT,...]]... [--out DIR] [--json FILE]
 
 For each model (default: the small models in tests/data) and precision (fp32, fp16,
 bf16): build with --device cuda and fixed shapes, run `precis run` on random inputs
@@ -11,6 +11,9 @@ precision (fp32 1e-4 relative, fp16 2e-2, bf16 6e-2; cosine >= 0.9999 / 0.999 / 
 NAME=@FILE.npy feeds a real input instead: random N(0, 1) images can make an output
 degenerate (PP-OCRv4 det's probability map stays under 0.004 everywhere, so any
 rounding is a large error relative to its maximum, on the CPU backend too).
+PREC=LIMIT (e.g. fp16=5e-2) sets one model's max-relative-error limit for a precision
+where the CPU backend's own error at that precision is above the default (the cosine
+limits stay: a kernel bug shows there).
 Prints one line per case and 'N passed, N failed'; exits 77 (ctest skip) when the
 machine has no CUDA device or precis was built without CUDA.
 """
@@ -81,10 +84,12 @@ def main():
     results = []
     for spec in specs:
         model, _, sh = spec.partition(":")
-        shapes, files = {}, {}
+        shapes, files, limits = {}, {}, dict(LIMITS)
         for kv in filter(None, sh.split(",")):
             k, v = kv.split("=")
-            if v.startswith("@"):
+            if k in LIMITS:
+                limits[k] = (float(v), LIMITS[k][1])
+            elif v.startswith("@"):
                 files[k] = v[1:]
             else:
                 shapes[k] = [int(x) for x in v.split("x")]
@@ -120,7 +125,7 @@ def main():
                 print(f"FAIL {name} {prec}: run: {e.strip()}")
                 failed += 1
                 continue
-            lim_rel, lim_cos = LIMITS[prec]
+            lim_rel, lim_cos = limits[prec]
             ok = True
             worst_rel, worst_cos = 0.0, 1.0
             for f in sorted(os.listdir(ref_dir)):
