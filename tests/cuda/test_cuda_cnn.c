@@ -4,7 +4,7 @@
  * MobileNet-style blocks: ReLU6, residual, no bias; C not a multiple of the
  * 32-element k step, M not a multiple of the tile), 3x3 with stride 2 and
  * asymmetric pads, dilation, and its direct form for C % 8 != 0 (a stem);
- * the small-k 1x1 tiles (k32, k32d: K 8 / 16 / 24 / 32, Nout 16..144);
+ * the small-k 1x1 tiles (k32, k32d, k32l: K 8 / 16 / 24 / 32, Nout 16..144);
  * then the timed choice. Exits 77 (ctest skip)
  * without a GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -34,6 +34,9 @@ static const hc_case CASES[] = {
     {24, 144, 1, 1, 1, 0, 1, 0, "Clip", NULL},  /* k32: K 24 (padded to 32), Nout 144 */
     {32, 16, 1, 1, 1, 0, 0, 1, NULL, "Relu"},   /* k32: K 32, Nout 16, residual then ReLU */
     {8, 40, 1, 1, 1, 0, 1, 1, "Relu", NULL},    /* k32: K 8, Nout 40 (of 48 rows), residual */
+    {16, 64, 1, 1, 1, 0, 1, 0, NULL, NULL},     /* k32l: no act */
+    {24, 40, 1, 1, 1, 0, 0, 0, "HardSwish", NULL}, /* k32l: no bias, the general act path */
+    {16, 96, 1, 1, 1, 0, 1, 0, "Relu", NULL},   /* k32l: ReLU */
 };
 
 static void run_case(const hc_case *c, const char *mode) {
@@ -162,10 +165,10 @@ int main(void) {
     if (rc) return rc;
     printf("hconv\n");
     setenv("PRECIS_CUDA_HCONV", "1", 1);
-    static const char *const tiles[] = {"0", "1", "2", "3", "4", "5", "6"};
+    static const char *const tiles[] = {"0", "1", "2", "3", "4", "5", "6", "7"};
     static const char *const names[] = {"128x128", "128x64", "64x64", "128x32", "32x32k4", "k32",
-                                        "k32d"};
-    for (int ti = 0; ti < 7; ti++) { /* k32 takes the 1x1 K <= 32 cases; cuDNN the rest */
+                                        "k32d", "k32l"};
+    for (int ti = 0; ti < 8; ti++) { /* k32 takes the 1x1 K <= 32 cases; cuDNN the rest */
         setenv("PRECIS_CUDA_HCONV_TILE", tiles[ti], 1);
         for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], names[ti]);
     }

@@ -9,7 +9,7 @@
 // sums in shared memory and writes y 8 channels (16 bytes) a thread, the
 // residual read the same way: coalesced, one pass over y. A direct form
 // (PR_CU_HCONV_DIRECT) takes convs with few input channels (a stem); a
-// small-k form (PR_CU_HCONV_K32) the 1x1 expand convs with K <= 32.
+// small-k form (PR_CU_HCONV_K32 / K32D / K32L) the 1x1 convs with K <= 32.
 #include "backends/cuda/cu_common.cuh"
 #include "backends/cuda/cu_mma.cuh"
 
@@ -426,17 +426,24 @@ int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *
 // walks 16-row M tiles on its own (persistent over the grid, __syncwarp only):
 // a 3-deep cp.async ring of its A tiles, KC / 2 k16 steps x NJ mma, then the
 // epilogue 8 rows at a time through its own float stage, 16-byte stores
-// (DE false), or straight from the accumulators (DE: each thread its two
-// channels of a fragment, 4-byte stores; no stage, no index division).
-template <typename T, int NJ, int KC, bool DE>
+// (EP 0), straight from the accumulators (EP 1: each thread its two
+// channels of a fragment, 4-byte stores; no stage, no index division), or
+// (EP 2, no residual / a2) bias + a1 on the accumulators, the 16 x Nout tile
+// packed to T in the warp's stage and copied out as the contiguous run of y it
+// is: 16-byte chunks, no index arithmetic (ncu: EP 0 spent ~40 instructions an
+// output on the staging's divisions and the per-element act switch).
+template <typename T, int NJ, int KC, int EP>
 __global__ void __launch_bounds__(128)
     k_hconv_k32(const T *__restrict__ x, const T *__restrict__ w, const float *__restrict__ bias,
                 const T *__restrict__ z, T *__restrict__ y, pr_cu_hc p, int64_t tiles) {
     constexpr int NW = 4, ST = 3, SP = NJ * 8 + 8, KS = KC / 2;
+    constexpr bool DE = EP == 1;
     static_assert(NJ % 2 == 0 && (KC == 2 || KC == 4), "k32 shape");
     __shared__ __align__(128) unsigned char sb[NJ * 8 * ROW_BYTES];
     __shared__ __align__(128) unsigned char sa[NW][ST][16 * ROW_BYTES];
-    __shared__ __align__(16) float sst[NW][DE ? 4 : 8 * SP];
+    __shared__ __align__(16) float sst[NW][EP == 0 ? 8 * SP : 4];
+    __shared__ __align__(16) T sh2[NW][EP == 2 ? 16 * NJ * 8 : 8];
+    __shared__ __align__(16) float sbias[EP == 2 ? NJ * 8 : 4];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int Ki = (int)p.K, Ci = (int)p.C, Nout = (int)p.Nout, n8 = Nout / 8;
     const int64_t M = p.N * p.OH * p.OW, stride = (int64_t)gridDim.x * NW;
@@ -445,6 +452,8 @@ __global__ void __launch_bounds__(128)
         bool ok = row < Nout && kk < Ki;
         cp16(smem_u32(sb + swz(row, ch)), ok ? w + (int64_t)row * Ki + kk : w, ok);
     }
+    if constexpr (EP == 2)
+        for (int i = tid; i < NJ * 8; i += NW * 32) sbias[i] = bias && i < Nout ? bias[i] : 0.0f;
     cp_commit();
     cp_wait<0>();
     __syncthreads();
@@ -490,7 +499,53 @@ __global__ void __launch_bounds__(128)
                 mma16<T>(acc[j + 1], af, b4 + 2);
             }
         }
-        if constexpr (DE) {
+        if constexpr (EP == 2) {
+            // bias, then a1 with its kind resolved once a tile (act_apply's
+            // switch folds away for a literal kind)
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                float2 b = *(const float2 *)&sbias[j * 8 + t4 * 2];
+                acc[j][0] += b.x, acc[j][1] += b.y, acc[j][2] += b.x, acc[j][3] += b.y;
+            }
+            pr_cu_act a = p.a1;
+            if (a.kind == ACT_CLIP) {
+                a.kind = ACT_CLIP;
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+#pragma unroll
+                    for (int v = 0; v < 4; v++) acc[j][v] = act_apply(a, acc[j][v]);
+            } else if (a.kind == ACT_RELU) {
+                a.kind = ACT_RELU;
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+#pragma unroll
+                    for (int v = 0; v < 4; v++) acc[j][v] = act_apply(a, acc[j][v]);
+            } else if (a.kind != ACT_NONE) {
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+#pragma unroll
+                    for (int v = 0; v < 4; v++) acc[j][v] = act_apply(a, acc[j][v]);
+            }
+            T *st2 = sh2[warp];
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                if (j * 8 >= Nout) break;
+                int n = j * 8 + t4 * 2;
+                uint32_t o0, o1;
+                T *p0 = (T *)&o0, *p1 = (T *)&o1;
+                p0[0] = fromf<T>(acc[j][0]), p0[1] = fromf<T>(acc[j][1]);
+                p1[0] = fromf<T>(acc[j][2]), p1[1] = fromf<T>(acc[j][3]);
+                *(uint32_t *)&st2[g * Nout + n] = o0;
+                *(uint32_t *)&st2[(g + 8) * Nout + n] = o1;
+            }
+            __syncwarp();
+            int64_t left = M - t * 16;
+            int nch = (left < 16 ? (int)left : 16) * n8; // 16-byte chunks of y's run
+            const uint4 *src = (const uint4 *)st2;
+            uint4 *dst = (uint4 *)(y + t * 16 * Nout);
+            for (int c = lane; c < nch; c += 32) dst[c] = src[c];
+            __syncwarp(); // the stage is rewritten next
+        } else if constexpr (DE) {
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 int64_t m = t * 16 + h * 8 + g;
@@ -545,7 +600,7 @@ __global__ void __launch_bounds__(128)
     cp_wait<0>();
 }
 
-template <typename T, int NJ, int KC, bool DE>
+template <typename T, int NJ, int KC, int EP>
 int launch_k32_n(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
                  void *y, const pr_cu_hc *p) {
     static std::atomic<int> slots_once{-1}; // resident blocks (any thread computes the same)
@@ -554,7 +609,7 @@ int launch_k32_n(cudaStream_t s, const void *x, const void *w, const float *bias
         int occ = 0, dev = 0, sms = 0;
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k_hconv_k32<T, NJ, KC, DE>, 128, 0) !=
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k_hconv_k32<T, NJ, KC, EP>, 128, 0) !=
                 cudaSuccess ||
             occ < 1)
             return (int)cudaErrorInvalidValue;
@@ -563,29 +618,30 @@ int launch_k32_n(cudaStream_t s, const void *x, const void *w, const float *bias
     }
     int64_t tiles = (p->N * p->OH * p->OW + 15) / 16, blocks = (tiles + 3) / 4;
     if (blocks > slots) blocks = slots;
-    k_hconv_k32<T, NJ, KC, DE><<<(unsigned)blocks, 128, 0, s>>>((const T *)x, (const T *)w, bias,
+    k_hconv_k32<T, NJ, KC, EP><<<(unsigned)blocks, 128, 0, s>>>((const T *)x, (const T *)w, bias,
                                                             (const T *)z, (T *)y, *p, tiles);
     return launch_result();
 }
 
-template <typename T, int KC, bool DE>
+template <typename T, int KC, int EP>
 int launch_k32_k(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
                  void *y, const pr_cu_hc *p) {
     int64_t nj = p->Nout / 8;
-    if (nj <= 2) return launch_k32_n<T, 2, KC, DE>(s, x, w, bias, z, y, p);
-    if (nj <= 6) return launch_k32_n<T, 6, KC, DE>(s, x, w, bias, z, y, p);
-    if (nj <= 12) return launch_k32_n<T, 12, KC, DE>(s, x, w, bias, z, y, p);
-    return launch_k32_n<T, 18, KC, DE>(s, x, w, bias, z, y, p);
+    if (nj <= 2) return launch_k32_n<T, 2, KC, EP>(s, x, w, bias, z, y, p);
+    if (nj <= 6) return launch_k32_n<T, 6, KC, EP>(s, x, w, bias, z, y, p);
+    if (nj <= 12) return launch_k32_n<T, 12, KC, EP>(s, x, w, bias, z, y, p);
+    return launch_k32_n<T, 18, KC, EP>(s, x, w, bias, z, y, p);
 }
 
-template <typename T, bool DE>
+template <typename T, int EP>
 int launch_k32(cudaStream_t s, const void *x, const void *w, const float *bias, const void *z,
                void *y, const pr_cu_hc *p) {
     if (p->kh != 1 || p->kw != 1 || p->sh != 1 || p->sw != 1 || p->ph || p->pw ||
-        p->OH != p->H || p->OW != p->W || p->K > 32 || p->Nout > 144)
+        p->OH != p->H || p->OW != p->W || p->K > 32 || p->Nout > 144 ||
+        (EP == 2 && (z || p->a2.kind != ACT_NONE)))
         return (int)cudaErrorInvalidValue; // not this tile's shape (the timing skips it)
-    if (p->K <= 16) return launch_k32_k<T, 2, DE>(s, x, w, bias, z, y, p);
-    return launch_k32_k<T, 4, DE>(s, x, w, bias, z, y, p);
+    if (p->K <= 16) return launch_k32_k<T, 2, EP>(s, x, w, bias, z, y, p);
+    return launch_k32_k<T, 4, EP>(s, x, w, bias, z, y, p);
 }
 
 template <typename T, int BM, int BN, int WM, int WN, int ST>
@@ -614,8 +670,9 @@ int launch_tile(cudaStream_t s, const void *x, const void *w, const float *bias,
             (const T *)x, (const T *)w, bias, (const T *)z, (T *)y, *p);
         return launch_result();
     }
-    case PR_CU_HCONV_K32: return launch_k32<T, false>(s, x, w, bias, z, y, p);
-    case PR_CU_HCONV_K32D: return launch_k32<T, true>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_K32: return launch_k32<T, 0>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_K32D: return launch_k32<T, 1>(s, x, w, bias, z, y, p);
+    case PR_CU_HCONV_K32L: return launch_k32<T, 2>(s, x, w, bias, z, y, p);
     case PR_CU_HCONV_DIRECT: return launch_direct<T>(s, x, bias, z, y, p);
     default: return (int)cudaErrorInvalidValue;
     }

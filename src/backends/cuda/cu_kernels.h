@@ -320,6 +320,8 @@ enum { PR_CU_HCONV_128x128, PR_CU_HCONV_128x64, PR_CU_HCONV_64x64, PR_CU_HCONV_1
        PR_CU_HCONV_K32, /* 1x1 stride 1, K <= 32, Nout <= 144: weights in shared memory once
                            a block, each warp 16-row M tiles in turn (expand convs) */
        PR_CU_HCONV_K32D, /* the same, its epilogue straight from the accumulators */
+       PR_CU_HCONV_K32L, /* the same, no residual / a2: the tile packed in shared memory and
+                            copied out as y's contiguous run */
        PR_CU_HCONV_TILES, /* the GEMM tiles (C % 8 == 0) */
        PR_CU_HCONV_DIRECT = PR_CU_HCONV_TILES /* any C: a thread a pixel, w32 in shared memory
                                                  (K * Nout floats <= 48 KB) */ };

@@ -151,7 +151,7 @@ static void describe_into(conv_state *s, const conv_shape *c) {
     if (c && c->hc) {
         static const char *const tiles[] = {"128x128", "128x64", "64x64", "128x32", "32x32 split-k 4",
                                             "k32 1x1", "k32 1x1 direct epilogue",
-                                            "direct"};
+                                            "k32 1x1 linear store", "direct"};
         char tm[96] = "";
         if (c->t_hc > 0)
             snprintf(tm, sizeof tm, " [timed: ours %.3f ms, cudnn algo %d %.3f ms]", c->t_hc,
@@ -343,7 +343,7 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
     /* the timing cache: the choice made for this problem by an earlier build */
     char key[256];
     snprintf(key, sizeof key, "cudnn.conv dt=%d fmt=%d n=%lld c=%lld h=%lld w=%lld k=%lld "
-             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d dw=%d hc=%d v=6",
+             "r=%lldx%lld p=%d,%d s=%d,%d d=%d,%d g=%d fuse=%d z=%d act=%d,%d dw=%d hc=%d v=7",
              (int)s->dt, (int)s->fmt, (long long)n, (long long)s->C, (long long)h, (long long)w,
              (long long)s->K, (long long)s->kh, (long long)s->kw, s->ph, s->pw, s->sh, s->sw,
              s->dh, s->dw, s->group, (int)s->fusable, (int)s->has_z, s->a1.kind, s->a2.kind,
@@ -439,8 +439,12 @@ static precis_status plan_shape(conv_state *s, pr_cuda_exec *x, int64_t n, int64
             t1 = (t0 = atoi(tv)) + 1;
         const char *kv = getenv("PRECIS_CUDA_HCONV_K32"); /* 0: the k32 tiles not timed (A/B) */
         bool k32_off = kv && !strcmp(kv, "0") && t1 - t0 > 1;
+        const char *lv = getenv("PRECIS_CUDA_HCONV_K32L"); /* 0: the linear-store k32 not timed */
+        bool k32l_off = lv && !strcmp(lv, "0") && t1 - t0 > 1;
         for (int t = t0; t < t1; t++) {
-            if ((t == PR_CU_HCONV_K32 || t == PR_CU_HCONV_K32D) && k32_off) continue;
+            if ((t == PR_CU_HCONV_K32 || t == PR_CU_HCONV_K32D || t == PR_CU_HCONV_K32L) && k32_off)
+                continue;
+            if (t == PR_CU_HCONV_K32L && k32l_off) continue;
             pr_cu_hc hp = hc_params(s, n, h, w, oh, ow, t);
             float tt;
             if (!time_variant(s, x, &c, false, NULL, &hp, xp, yp, zp, oh * ow, &tt) &&
