@@ -419,6 +419,26 @@ int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *
     return launch_result();
 }
 
+// k32's linear-store epilogue (EP 2): bias + a1 (kind AK) on each accumulator
+// fragment, packed to T into the warp's stage [16][Nout].
+template <int AK, typename T, int NJ>
+__device__ __forceinline__ void k32l_pack(float (&acc)[NJ][4], const float *sbias, pr_cu_act a,
+                                          T *st2, int g, int t4, int Nout) {
+    a.kind = AK;
+#pragma unroll
+    for (int j = 0; j < NJ; j++) {
+        if (j * 8 >= Nout) break;
+        int n = j * 8 + t4 * 2;
+        float2 b = *(const float2 *)&sbias[n];
+        uint32_t o0, o1;
+        T *p0 = (T *)&o0, *p1 = (T *)&o1;
+        p0[0] = fromf<T>(act_apply(a, acc[j][0] + b.x)), p0[1] = fromf<T>(act_apply(a, acc[j][1] + b.y));
+        p1[0] = fromf<T>(act_apply(a, acc[j][2] + b.x)), p1[1] = fromf<T>(act_apply(a, acc[j][3] + b.y));
+        *(uint32_t *)&st2[g * Nout + n] = o0;
+        *(uint32_t *)&st2[(g + 8) * Nout + n] = o1;
+    }
+}
+
 // Small-k 1x1 form (PR_CU_HCONV_K32: expand convs, K = C <= 32, Nout <= NJ * 8
 // <= 144, stride 1, no pad). The whole k fits one 64-byte shared row, so the
 // deep-k tiles' stages are mostly padding and their blocks end after one step.
@@ -428,7 +448,7 @@ int launch_direct(cudaStream_t s, const void *x, const float *bias, const void *
 // epilogue 8 rows at a time through its own float stage, 16-byte stores
 // (EP 0), straight from the accumulators (EP 1: each thread its two
 // channels of a fragment, 4-byte stores; no stage, no index division), or
-// (EP 2, no residual / a2) bias + a1 on the accumulators, the 16 x Nout tile
+// (EP 2, no residual / a2, a1 none / Relu / Clip / HardSwish) bias + a1 on the accumulators, the 16 x Nout tile
 // packed to T in the warp's stage and copied out as the contiguous run of y it
 // is: 16-byte chunks, no index arithmetic (ncu: EP 0 spent ~40 instructions an
 // output on the staging's divisions and the per-element act switch).
@@ -500,43 +520,16 @@ __global__ void __launch_bounds__(128)
             }
         }
         if constexpr (EP == 2) {
-            // bias, then a1 with its kind resolved once a tile (act_apply's
-            // switch folds away for a literal kind)
-#pragma unroll
-            for (int j = 0; j < NJ; j++) {
-                float2 b = *(const float2 *)&sbias[j * 8 + t4 * 2];
-                acc[j][0] += b.x, acc[j][1] += b.y, acc[j][2] += b.x, acc[j][3] += b.y;
-            }
-            pr_cu_act a = p.a1;
-            if (a.kind == ACT_CLIP) {
-                a.kind = ACT_CLIP;
-#pragma unroll
-                for (int j = 0; j < NJ; j++)
-#pragma unroll
-                    for (int v = 0; v < 4; v++) acc[j][v] = act_apply(a, acc[j][v]);
-            } else if (a.kind == ACT_RELU) {
-                a.kind = ACT_RELU;
-#pragma unroll
-                for (int j = 0; j < NJ; j++)
-#pragma unroll
-                    for (int v = 0; v < 4; v++) acc[j][v] = act_apply(a, acc[j][v]);
-            } else if (a.kind != ACT_NONE) {
-#pragma unroll
-                for (int j = 0; j < NJ; j++)
-#pragma unroll
-                    for (int v = 0; v < 4; v++) acc[j][v] = act_apply(a, acc[j][v]);
-            }
+            // bias, a1 (its kind resolved once a tile: act_apply's switch folds
+            // away for a literal kind), packed to T in the stage, a fragment at a time
             T *st2 = sh2[warp];
-#pragma unroll
-            for (int j = 0; j < NJ; j++) {
-                if (j * 8 >= Nout) break;
-                int n = j * 8 + t4 * 2;
-                uint32_t o0, o1;
-                T *p0 = (T *)&o0, *p1 = (T *)&o1;
-                p0[0] = fromf<T>(acc[j][0]), p0[1] = fromf<T>(acc[j][1]);
-                p1[0] = fromf<T>(acc[j][2]), p1[1] = fromf<T>(acc[j][3]);
-                *(uint32_t *)&st2[g * Nout + n] = o0;
-                *(uint32_t *)&st2[(g + 8) * Nout + n] = o1;
+            switch (p.a1.kind) {
+            case ACT_RELU: k32l_pack<ACT_RELU, T, NJ>(acc, sbias, p.a1, st2, g, t4, Nout); break;
+            case ACT_CLIP: k32l_pack<ACT_CLIP, T, NJ>(acc, sbias, p.a1, st2, g, t4, Nout); break;
+            case ACT_HARD_SWISH:
+                k32l_pack<ACT_HARD_SWISH, T, NJ>(acc, sbias, p.a1, st2, g, t4, Nout);
+                break;
+            default: k32l_pack<ACT_NONE, T, NJ>(acc, sbias, p.a1, st2, g, t4, Nout); break;
             }
             __syncwarp();
             int64_t left = M - t * 16;
@@ -638,7 +631,9 @@ int launch_k32(cudaStream_t s, const void *x, const void *w, const float *bias, 
                void *y, const pr_cu_hc *p) {
     if (p->kh != 1 || p->kw != 1 || p->sh != 1 || p->sw != 1 || p->ph || p->pw ||
         p->OH != p->H || p->OW != p->W || p->K > 32 || p->Nout > 144 ||
-        (EP == 2 && (z || p->a2.kind != ACT_NONE)))
+        (EP == 2 && (z || p->a2.kind != ACT_NONE ||
+                     (p->a1.kind != ACT_NONE && p->a1.kind != ACT_RELU && p->a1.kind != ACT_CLIP &&
+                      p->a1.kind != ACT_HARD_SWISH))))
         return (int)cudaErrorInvalidValue; // not this tile's shape (the timing skips it)
     if (p->K <= 16) return launch_k32_k<T, 2, EP>(s, x, w, bias, z, y, p);
     return launch_k32_k<T, 4, EP>(s, x, w, bias, z, y, p);
