@@ -351,6 +351,12 @@ static void test_eltwise(void) {
     cc_input ci[1] = {{.name = "m", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = ids}};
     ALL_DT((snprintf(label, sizeof label, "cast int64 -> %s", cu_dtn(D)),
             cu_run(&t, 1, ci, 1, D, &pr_cuda_impl_eltwise, label)));
+    /* float32 -> act, 8 elements a thread (k_cast8: contiguous, a multiple of 8) */
+    static float cf[4 * 72];
+    for (int i = 0; i < 4 * 72; i++) cf[i] = cc_rand(-60000, 60000) / (float)(1 + i % 9);
+    cc_input cv[1] = {{.name = "x", .rank = 2, .dims = {4, 72}, .dtype = PRECIS_FLOAT32, .raw = cf}};
+    ALL_DT((snprintf(label, sizeof label, "cast float32 [4,72] -> %s", cu_dtn(D)),
+            cu_run(&t, 1, cv, 1, D, &pr_cuda_impl_eltwise, label)));
     n_init(&t, PR_OP_Where, "Where", 16);
     static const unsigned char cond[12] = {1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 1};
     cc_input w[3] = {{.name = "c", .rank = 2, .dims = {3, 4}, .dtype = PRECIS_BOOL, .raw = cond}, {.name = "a", .rank = 2, .dims = {3, 4}},
@@ -540,6 +546,18 @@ int main(void) {
     test_eltwise();
     test_move();
     test_rows();
+    /* the LayerNorm's A/B forms: div.rn for the e4m3 output, the packed one-pass form,
+     * register caps of 6 / 8 blocks an SM (FASTQ, FORM, MINB) */
+    static const char *lnv[6][3] = {{"0", "", ""}, {"", "", "6"}, {"", "", "8"},
+                                    {"", "1", ""}, {"", "1", "6"}, {"", "1", "8"}};
+    static const char *lnn[3] = {"PRECIS_CUDA_LN_FASTQ", "PRECIS_CUDA_LN_FORM", "PRECIS_CUDA_LN_MINB"};
+    for (int i = 0; i < 6; i++) {
+        for (int j = 0; j < 3; j++)
+            if (lnv[i][j][0]) setenv(lnn[j], lnv[i][j], 1);
+        printf("(rows: LN fastq %s form %s minb %s)\n", lnv[i][0], lnv[i][1], lnv[i][2]);
+        test_rows();
+        for (int j = 0; j < 3; j++) unsetenv(lnn[j]);
+    }
     test_spatial();
     cu_teardown();
     return check_report("test_cuda_ops");
