@@ -144,7 +144,7 @@ typedef struct pr_cu_flash {
     int split; /* D <= 64: 16 query rows a block, two warps splitting the keys (small grids) */
     int nw;    /* rows form: warps a block (2, 4, 8; 0: by the grid) */
     float yq;  /* > 0: Y is e4m3, e4m3(y / yq) of y rounded to dt (Attention y_type) */
-    float yqr; /* RN(1 / yq): the quotient by one FMA residual step; 0: divide */
+    float yqr; /* RN(1 / yq): the quotient by one FMA residual step (cu_flash.cu fq_div) */
     int64_t bdims[PR_CU_FLASH_NB], nb, sq, sk;
     float scale;
     const void *q, *k, *v, *m;

@@ -161,8 +161,7 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
     f.dt = (int)dt;
     if (k->out[0]->dtype == PRECIS_FLOAT8E4M3FN) {
         f.yq = pr_attr_float(k->node, "y_scale", 1.0f);
-        const char *fq = getenv("PRECIS_CUDA_LN_FASTQ"); /* 0: div.rn (A/B) */
-        f.yqr = fq && fq[0] == '0' ? 0.0f : 1.0f / f.yq;
+        f.yqr = 1.0f / f.yq;
     }
     f.split = split;
     const char *nw = getenv("PRECIS_CUDA_FLASH_NW"); /* an experiment's override: 2, 4, 8 */
