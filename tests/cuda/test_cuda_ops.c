@@ -458,6 +458,11 @@ static void test_rows(void) {
                       {.name = "b", .rank = 1, .dims = {100}, .init = true}};
     ALL_DT((snprintf(label, sizeof label, "layernorm 100 %s", cu_dtn(D)),
             cu_run(&t, 3, l3, 1, D, &pr_cuda_impl_norm, label)));
+    /* L 384 (MiniLM): two rows a warp, 16 lanes of 3 chunks; 7 rows: a half-warp past the end */
+    cc_input l4[3] = {{.name = "x", .rank = 2, .dims = {7, 384}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {384}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {384}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm 384 %s", cu_dtn(D)),
+            cu_run(&t, 3, l4, 1, D, &pr_cuda_impl_norm, label)));
     /* q_scale (fp8 plans): output 1 = e4m3(Y / q_scale), in the same pass (768: fp16 / bf16
      * chunks) or by the quantize kernel after it (100; float32); ref quantizes its float32 Y,
      * the GPU its rounded Y: one e4m3 step (1/8) apart at most */
@@ -466,6 +471,8 @@ static void test_rows(void) {
             cu_run_tol(&t, 3, l2, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
     ALL_DT((snprintf(label, sizeof label, "layernorm 100 + e4m3 (q_scale) %s", cu_dtn(D)),
             cu_run_tol(&t, 3, l3, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
+    ALL_DT((snprintf(label, sizeof label, "layernorm 384 + e4m3 (q_scale) %s", cu_dtn(D)),
+            cu_run_tol(&t, 3, l4, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
     n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
     n_ints(&t, "axes", (int64_t[]){2, 3}, 2);
     cc_input r[1] = {{.name = "x", .rank = 4, .dims = {2, 3, 5, 6}}};
@@ -548,15 +555,17 @@ int main(void) {
     test_rows();
     /* the LayerNorm's A/B forms: div.rn for the e4m3 output, the packed one-pass form,
      * register caps of 6 / 8 blocks an SM (FASTQ, FORM, MINB) */
-    static const char *lnv[6][3] = {{"0", "", ""}, {"", "", "6"}, {"", "", "8"},
-                                    {"", "1", ""}, {"", "1", "6"}, {"", "1", "8"}};
-    static const char *lnn[3] = {"PRECIS_CUDA_LN_FASTQ", "PRECIS_CUDA_LN_FORM", "PRECIS_CUDA_LN_MINB"};
-    for (int i = 0; i < 6; i++) {
-        for (int j = 0; j < 3; j++)
+    static const char *lnv[7][4] = {{"0", "", "", ""}, {"", "", "6", ""}, {"", "", "8", ""},
+                                    {"", "1", "", ""}, {"", "1", "6", ""}, {"", "1", "8", ""},
+                                    {"", "", "", "32"}};
+    static const char *lnn[4] = {"PRECIS_CUDA_LN_FASTQ", "PRECIS_CUDA_LN_FORM", "PRECIS_CUDA_LN_MINB",
+                                 "PRECIS_CUDA_LN_LPR"};
+    for (int i = 0; i < 7; i++) {
+        for (int j = 0; j < 4; j++)
             if (lnv[i][j][0]) setenv(lnn[j], lnv[i][j], 1);
-        printf("(rows: LN fastq %s form %s minb %s)\n", lnv[i][0], lnv[i][1], lnv[i][2]);
+        printf("(rows: LN fastq %s form %s minb %s lpr %s)\n", lnv[i][0], lnv[i][1], lnv[i][2], lnv[i][3]);
         test_rows();
-        for (int j = 0; j < 3; j++) unsetenv(lnn[j]);
+        for (int j = 0; j < 4; j++) unsetenv(lnn[j]);
     }
     test_spatial();
     cu_teardown();

@@ -174,20 +174,31 @@ __device__ __forceinline__ unsigned e4m3x2(float2 f) {
 // a lane held in registers (L <= 256 NV). yq (may be NULL): also e4m3(y / qs)
 // of the stored y (QuantizeLinear's numbers: cu_fp8.cu's k_q8_vec), 8 bytes a
 // chunk.
-template <typename T, int NV, bool FQ, int MINB>
+// LPR lanes a row (32, or 16: two rows a warp, for rows of <= 48 chunks -- MiniLM's
+// 384 = 48 chunks left lanes 16-31 one chunk and 0-15 two with a warp a row).
+template <int LPR> __device__ __forceinline__ float row_sum(float v) {
+#pragma unroll
+    for (int o = LPR / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <typename T, int NV, bool FQ, int MINB, int LPR = 32>
 __global__ __launch_bounds__(256, MINB) void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt, const void *bb,
                                 int bdt, T *__restrict__ y, int64_t rows, int L, float eps,
                                 uint2 *__restrict__ yq, float qs, float qr) {
-    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
-    int lane = threadIdx.x & 31, nc = L >> 3;
-    if (row >= rows) return;
+    const int lane0 = threadIdx.x & 31, lane = lane0 % LPR, nc = L >> 3;
+    int64_t row = (blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) +
+                  lane0 / LPR;
+    const bool ok = row < rows; // half-warps: both halves stay for the shuffles
+    if (LPR == 32 && !ok) return;
+    if (!ok) row = 0;
     const uint4 *xr = reinterpret_cast<const uint4 *>(x + row * L);
     uint4 *yr = reinterpret_cast<uint4 *>(y + row * L);
     float v[NV][8], s = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; k++) {
-        int c = lane + 32 * k;
-        uint4 w = c < nc ? xr[c] : make_uint4(0, 0, 0, 0);
+        int c = lane + LPR * k;
+        uint4 w = ok && c < nc ? xr[c] : make_uint4(0, 0, 0, 0);
         const T *h = reinterpret_cast<const T *>(&w);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
@@ -195,19 +206,20 @@ __global__ __launch_bounds__(256, MINB) void k_layernorm_vec(const T *__restrict
             s += v[k][i];
         }
     }
-    float mean = warp_sum(s) / (float)L, q = 0.0f;
+    float mean = row_sum<LPR>(s) / (float)L, q = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; k++)
-        if (lane + 32 * k < nc)
+        if (lane + LPR * k < nc)
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 float d = v[k][i] - mean;
                 q += d * d;
             }
-    float rstd = rsqrtf(warp_sum(q) / (float)L + eps);
+    float rstd = rsqrtf(row_sum<LPR>(q) / (float)L + eps);
+    if (!ok) return; // past the shuffles
 #pragma unroll
     for (int k = 0; k < NV; k++) {
-        int c = lane + 32 * k;
+        int c = lane + LPR * k;
         if (c >= nc) break;
         uint4 w;
         T *h = reinterpret_cast<T *>(&w);
@@ -360,6 +372,14 @@ template <typename T, bool FQ, int MINB>
 static bool layernorm_vec_launch(cudaStream_t s, const T *xx, const void *g, int gdt,
                                  const void *b, int bdt, T *yy, int64_t rows, int l, float eps,
                                  uint2 *yq, float qs, float qr, unsigned grid, unsigned tpb) {
+    const char *lp = getenv("PRECIS_CUDA_LN_LPR"); // 32: a warp a row at L <= 384 too (A/B)
+    if (l <= 384 && !(lp && !strcmp(lp, "32"))) { // two rows a warp, 16 lanes each
+        const unsigned g2 = (unsigned)((rows + 15) / 16);
+        if (l <= 128) k_layernorm_vec<T, 1, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+        else if (l <= 256) k_layernorm_vec<T, 2, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+        else k_layernorm_vec<T, 3, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+        return true;
+    }
     if (l <= 256) k_layernorm_vec<T, 1, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
     else if (l <= 512) k_layernorm_vec<T, 2, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
     else if (l <= 768) k_layernorm_vec<T, 3, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
