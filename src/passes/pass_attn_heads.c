@@ -225,6 +225,7 @@ precis_status pr_fold_attention_heads(pr_graph *g, pr_err *e) {
         if (pack_qkv(g, &u, ni, e) < 0) st = e->status ? e->status : PRECIS_ERR_OOM;
     }
     pr_uses_free(&u);
+    if (!st) st = pr_fold_attention_mask(g, e);
     if (st) return st;
     return pr_graph_compact(g, e);
 }

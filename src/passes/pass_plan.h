@@ -26,6 +26,10 @@ precis_status pr_plan_layouts_backend(pr_graph *g, bool cuda, pr_err *e);
 /* cuda: fold the head split / merge Transposes around fp16/bf16 Attention
  * nodes into the node (attribute heads_bshd; pass_attn_heads.c). */
 precis_status pr_fold_attention_heads(pr_graph *g, pr_err *e);
+/* cuda (called by pr_fold_attention_heads, before its compaction): an Attention
+ * mask Where(And(all-true, M) [-> Expand]) of a broadcast row M becomes
+ * Where(M) of M's shape (pass_attn_mask.c; PRECIS_CUDA_MASK_ROW=0 keeps it). */
+precis_status pr_fold_attention_mask(pr_graph *g, pr_err *e);
 
 /* cuda fp8 plans, after fold_attention_heads: e4m3 QuantizeLinear steps after
  * a LayerNorm (attribute q_scale: a second output) or an Attention (y_type 17)

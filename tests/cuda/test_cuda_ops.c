@@ -351,6 +351,12 @@ static void test_eltwise(void) {
     cc_input ci[1] = {{.name = "m", .rank = 2, .dims = {2, 3}, .dtype = PRECIS_INT64, .raw = ids}};
     ALL_DT((snprintf(label, sizeof label, "cast int64 -> %s", cu_dtn(D)),
             cu_run(&t, 1, ci, 1, D, &pr_cuda_impl_eltwise, label)));
+    /* float32 -> act, 8 elements a thread (k_cast8: contiguous, a multiple of 8) */
+    static float cf[4 * 72];
+    for (int i = 0; i < 4 * 72; i++) cf[i] = cc_rand(-60000, 60000) / (float)(1 + i % 9);
+    cc_input cv[1] = {{.name = "x", .rank = 2, .dims = {4, 72}, .dtype = PRECIS_FLOAT32, .raw = cf}};
+    ALL_DT((snprintf(label, sizeof label, "cast float32 [4,72] -> %s", cu_dtn(D)),
+            cu_run(&t, 1, cv, 1, D, &pr_cuda_impl_eltwise, label)));
     n_init(&t, PR_OP_Where, "Where", 16);
     static const unsigned char cond[12] = {1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 1};
     cc_input w[3] = {{.name = "c", .rank = 2, .dims = {3, 4}, .dtype = PRECIS_BOOL, .raw = cond}, {.name = "a", .rank = 2, .dims = {3, 4}},
@@ -452,6 +458,11 @@ static void test_rows(void) {
                       {.name = "b", .rank = 1, .dims = {100}, .init = true}};
     ALL_DT((snprintf(label, sizeof label, "layernorm 100 %s", cu_dtn(D)),
             cu_run(&t, 3, l3, 1, D, &pr_cuda_impl_norm, label)));
+    /* L 384 (MiniLM): two rows a warp, 16 lanes of 3 chunks; 7 rows: a half-warp past the end */
+    cc_input l4[3] = {{.name = "x", .rank = 2, .dims = {7, 384}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {384}, .init = true},
+                      {.name = "b", .rank = 1, .dims = {384}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm 384 %s", cu_dtn(D)),
+            cu_run(&t, 3, l4, 1, D, &pr_cuda_impl_norm, label)));
     /* q_scale (fp8 plans): output 1 = e4m3(Y / q_scale), in the same pass (768: fp16 / bf16
      * chunks) or by the quantize kernel after it (100; float32); ref quantizes its float32 Y,
      * the GPU its rounded Y: one e4m3 step (1/8) apart at most */
@@ -460,6 +471,8 @@ static void test_rows(void) {
             cu_run_tol(&t, 3, l2, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
     ALL_DT((snprintf(label, sizeof label, "layernorm 100 + e4m3 (q_scale) %s", cu_dtn(D)),
             cu_run_tol(&t, 3, l3, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
+    ALL_DT((snprintf(label, sizeof label, "layernorm 384 + e4m3 (q_scale) %s", cu_dtn(D)),
+            cu_run_tol(&t, 3, l4, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
     n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
     n_ints(&t, "axes", (int64_t[]){2, 3}, 2);
     cc_input r[1] = {{.name = "x", .rank = 4, .dims = {2, 3, 5, 6}}};
@@ -540,6 +553,20 @@ int main(void) {
     test_eltwise();
     test_move();
     test_rows();
+    /* the LayerNorm's A/B forms: div.rn for the e4m3 output, the packed one-pass form,
+     * register caps of 6 / 8 blocks an SM (FASTQ, FORM, MINB) */
+    static const char *lnv[7][4] = {{"0", "", "", ""}, {"", "", "6", ""}, {"", "", "8", ""},
+                                    {"", "1", "", ""}, {"", "1", "6", ""}, {"", "1", "8", ""},
+                                    {"", "", "", "32"}};
+    static const char *lnn[4] = {"PRECIS_CUDA_LN_FASTQ", "PRECIS_CUDA_LN_FORM", "PRECIS_CUDA_LN_MINB",
+                                 "PRECIS_CUDA_LN_LPR"};
+    for (int i = 0; i < 7; i++) {
+        for (int j = 0; j < 4; j++)
+            if (lnv[i][j][0]) setenv(lnn[j], lnv[i][j], 1);
+        printf("(rows: LN fastq %s form %s minb %s lpr %s)\n", lnv[i][0], lnv[i][1], lnv[i][2], lnv[i][3]);
+        test_rows();
+        for (int j = 0; j < 4; j++) unsetenv(lnn[j]);
+    }
     test_spatial();
     cu_teardown();
     return check_report("test_cuda_ops");

@@ -255,10 +255,19 @@ __device__ __forceinline__ void quad_sum(float &l0, float &l1) {
 
 // Two values rounded to T (as packed by pack2) quantized to e4m3 with scale s:
 // QuantizeLinear's numbers (cu_fp8.cu: to_e4m3(x / s)), low byte first.
+// x / s from qr = RN(1 / s), correctly rounded: cu_norm.cu's q8_div (one FMA
+// residual step; an overflowing quotient keeps RN(x qr)), ~5 instructions for
+// div.rn's ~10 (p.yqr: RN(1 / s), set by cuda_attention.c).
+__device__ __forceinline__ float fq_div(float x, float s, float qr) {
+    float q = __fmul_rn(x, qr);
+    float r = fmaf(fmaf(-s, q, x), qr, q);
+    return r == r ? r : q;
+}
 template <typename T>
-__device__ __forceinline__ uint16_t q2(uint32_t v, float s, const T *tag) {
+__device__ __forceinline__ uint16_t q2(uint32_t v, float s, float qr, const T *tag) {
     float2 f = unpack2(v, tag);
-    return (uint16_t)(to_e4m3(f.x / s) | (to_e4m3(f.y / s) << 8));
+    f = make_float2(fq_div(f.x, s, qr), fq_div(f.y, s, qr));
+    return (uint16_t)__nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, __NV_E4M3); // x low: to_e4m3's
 }
 
 // O / l for rows r0 / r1 (l summed over the quad already) into Y (p.y at
@@ -272,12 +281,12 @@ __device__ __forceinline__ void store_rows(const pr_cu_flash &p, int64_t yoff, i
     const float i0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, i1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
     if (p.yq > 0.0f) {
         unsigned char *Y = (unsigned char *)p.y + yoff;
-        const float s = p.yq;
+        const float s = p.yq, qr = p.yqr;
 #pragma unroll
         for (int j = 0; j < D / 8; j++) {
             int c = j * 8 + t * 2;
-            if (ok0) *reinterpret_cast<uint16_t *>(Y + r0 * rs + c) = q2(pack2(o[j][0] * i0, o[j][1] * i0, tag), s, tag);
-            if (ok1) *reinterpret_cast<uint16_t *>(Y + r1 * rs + c) = q2(pack2(o[j][2] * i1, o[j][3] * i1, tag), s, tag);
+            if (ok0) *reinterpret_cast<uint16_t *>(Y + r0 * rs + c) = q2(pack2(o[j][0] * i0, o[j][1] * i0, tag), s, qr, tag);
+            if (ok1) *reinterpret_cast<uint16_t *>(Y + r1 * rs + c) = q2(pack2(o[j][2] * i1, o[j][3] * i1, tag), s, qr, tag);
         }
         return;
     }
@@ -318,7 +327,7 @@ __device__ __forceinline__ void load_kv(T *ks, T *vs, const T *K, const T *V, in
 // with a mask, two stages of BQ mask rows of BK columns as stored.
 static inline size_t flash_smem(int d, int nw, int esz, const pr_cu_flash &p) {
     size_t b = (size_t)4 * BK * (d + 8) * esz;
-    if (p.m) b += (size_t)2 * nw * 16 * (BK * (p.mdt == DT_F32 ? 4 : 2) + 16);
+    if (p.m) b += (size_t)2 * (p.mvec == 2 ? 1 : nw * 16) * (BK * (p.mdt == DT_F32 ? 4 : 2) + 16);
     return b;
 }
 
@@ -334,7 +343,7 @@ static inline size_t flash_smem(int d, int nw, int esz, const pr_cu_flash &p) {
 // 55.1 us at 12.5% occupancy vs 43.6 us spilling at 25%; the run 2.777 vs 2.706
 // ms): the spilling form stays the default there.
 constexpr int flash_minb(int d, int nw, int minb) {
-    return minb > 0 ? minb : d > 64 ? 1 : nw >= 8 ? 2 : nw == 4 ? 3 : 6;
+    return minb > 0 ? minb : d > 64 ? 1 : nw >= 8 ? (d <= 32 ? 3 : 2) : nw == 4 ? 3 : 6;
 }
 
 template <typename T, int D, int NW, int MINB>
@@ -365,8 +374,20 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW, MINB)) void k_flash(pr_c
         const int b = (int)(i & 1);
         const int64_t k0 = i * BK;
         load_kv<T, D, NT>(Ks + b * BK * LD, Vs + b * BK * LD, K, V, rsk, rsv, k0, sk);
-        unsigned char *ms = Ms + (size_t)b * BQ * mrow;
+        unsigned char *ms = Ms + (size_t)b * (p.mvec == 2 ? 1 : BQ) * mrow; // mvec 2: a row a stage
         if (!mdt) return;
+        if (p.mvec == 2) { // one mask row for all query rows: BK columns, -inf past sk
+            if (k0 + BK <= sk) {
+                for (int c = threadIdx.x; c < mcpr; c += NT) cp16(ms + c * 16, mbase + k0 * mesz + c * 16, true);
+            } else {
+                for (int c = threadIdx.x; c < BK; c += NT) {
+                    const unsigned short v = *reinterpret_cast<const unsigned short *>(mbase + (k0 + (k0 + c < sk ? c : 0)) * mesz);
+                    *reinterpret_cast<unsigned short *>(ms + c * mesz) =
+                        k0 + c < sk ? v : (mdt == DT_F16 ? 0xfc00 : 0xff80);
+                }
+            }
+            return;
+        }
         if (p.mvec && k0 + BK <= sk) {
             for (int c = threadIdx.x; c < BQ * mcpr; c += NT) {
                 const int r = c / mcpr, cc = c % mcpr;
@@ -409,15 +430,18 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW, MINB)) void k_flash(pr_c
         __syncthreads();
         const int b = (int)(i & 1);
         const T *ks = Ks + b * BK * LD, *vs = Vs + b * BK * LD;
-        const unsigned char *mr = Ms + ((size_t)b * BQ + warp * 16 + g) * mrow + t * 2 * mesz;
+        const bool m1r = p.mvec == 2; // one staged row read by every query row
+        const unsigned char *mr =
+            Ms + (m1r ? (size_t)b : (size_t)b * BQ + warp * 16 + g) * mrow + t * 2 * mesz;
+        const int m8 = m1r ? 0 : 8 * mrow;
         if (mdt == DT_F32)
-            attend<T, D>(qa, ks, vs, LD, MaskSmem<float>{mr, 8 * mrow}, i * BK, sk, scale, lane,
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<float>{mr, m8}, i * BK, sk, scale, lane,
                          m0, m1, l0, l1, o);
         else if (mdt == DT_F16)
-            attend<T, D>(qa, ks, vs, LD, MaskSmem<__half>{mr, 8 * mrow}, i * BK, sk, scale, lane,
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<__half>{mr, m8}, i * BK, sk, scale, lane,
                          m0, m1, l0, l1, o);
         else if (mdt == DT_BF16)
-            attend<T, D>(qa, ks, vs, LD, MaskSmem<__nv_bfloat16>{mr, 8 * mrow}, i * BK, sk, scale,
+            attend<T, D>(qa, ks, vs, LD, MaskSmem<__nv_bfloat16>{mr, m8}, i * BK, sk, scale,
                          lane, m0, m1, l0, l1, o);
         else
             attend<T, D>(qa, ks, vs, LD, MaskNone{}, i * BK, sk, scale, lane, m0, m1, l0, l1, o);
@@ -543,12 +567,15 @@ int launch_dm(cudaStream_t s, const pr_cu_flash &p) {
 }
 
 // PRECIS_CUDA_FLASH_MINB (A/B; read once): 2 = the old register caps
-// everywhere, 1 = no cap for 8 warps at D 64 too (no spill, 1 block an SM).
+// everywhere, 1 = no cap for 8 warps at D 64 too (no spill, 1 block an SM),
+// 4 = a cap for 4 blocks an SM of 8 warps at D 32. 8 warps at D 32 default to
+// 3 blocks an SM (80 registers, 24 bytes spilled; the 2-block cap of 128 spilled
+// 52 with the mask-row and e4m3 store code of phase 15t; ptxas sm_90): MiniLM b64.
 static int minb_env() {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("PRECIS_CUDA_FLASH_MINB");
-        v = e && (!strcmp(e, "1") || !strcmp(e, "2")) ? e[0] - '0' : 0;
+        v = e && e[0] >= '1' && e[0] <= '4' && !e[1] ? e[0] - '0' : 0;
     }
     return v;
 }
@@ -564,6 +591,10 @@ int launch_d(cudaStream_t s, const pr_cu_flash &p) {
     }
     if constexpr (NW == 8 && D == 64) {
         if (minb_env() == 1) return launch_dm<T, D, NW, 1>(s, p);
+    }
+    if constexpr (NW == 8 && D == 32) { // 3 blocks an SM (default); A/B: 2 (old), 4
+        if (minb_env() == 2) return launch_dm<T, D, NW, 2>(s, p);
+        if (minb_env() == 4) return launch_dm<T, D, NW, 4>(s, p);
     }
     return launch_dm<T, D, NW, 0>(s, p);
 }

@@ -139,10 +139,12 @@ int pr_cu_attention(void *stream, const pr_cu_attn *a);
 #define PR_CU_FLASH_NB 4 /* batch dims: at most 4, right-aligned, 1-padded */
 typedef struct pr_cu_flash {
     int dt, d, mdt;
-    int mvec; /* mask rows 16-byte aligned with contiguous columns: staged in tiles */
+    int mvec; /* mask rows 16-byte aligned with contiguous columns: staged in tiles;
+                 2: one such row broadcast over the query rows (rs[3] 0), staged once */
     int split; /* D <= 64: 16 query rows a block, two warps splitting the keys (small grids) */
     int nw;    /* rows form: warps a block (2, 4, 8; 0: by the grid) */
     float yq;  /* > 0: Y is e4m3, e4m3(y / yq) of y rounded to dt (Attention y_type) */
+    float yqr; /* RN(1 / yq): the quotient by one FMA residual step (cu_flash.cu fq_div) */
     int64_t bdims[PR_CU_FLASH_NB], nb, sq, sk;
     float scale;
     const void *q, *k, *v, *m;

@@ -153,24 +153,52 @@ __global__ void k_layernorm_reg(const T *__restrict__ x, const void *g, int gdt,
     }
 }
 
+// x / s correctly rounded (as x / s) from qr = RN(1 / s): q = RN(x qr) is within
+// an ulp and one FMA residual step rounds it right (Markstein; s > 0 and normal).
+// Five instructions for div.rn's ~10 (its MUFU.RCP + FCHK branch); an x / s that
+// overflows (q infinite: the residual is NaN) keeps q. The LayerNorm's fp8 output
+// spent most of its instructions in the divisions (ncu: 14 cycles an issued
+// instruction, issue-bound, at BERT b64).
+__device__ __forceinline__ float q8_div(float x, float s, float qr) {
+    float q = __fmul_rn(x, qr);
+    float e = fmaf(-s, q, x);
+    float r = fmaf(e, qr, q);
+    return r == r ? r : q;
+}
+// Two floats -> two e4m3 codes (x in the low byte), RN, saturated: to_e4m3's numbers.
+__device__ __forceinline__ unsigned e4m3x2(float2 f) {
+    return (unsigned)__nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, __NV_E4M3);
+}
+
 // fp16 / bf16 rows of L % 8 == 0 elements: one warp a row, NV 16-byte chunks
 // a lane held in registers (L <= 256 NV). yq (may be NULL): also e4m3(y / qs)
 // of the stored y (QuantizeLinear's numbers: cu_fp8.cu's k_q8_vec), 8 bytes a
 // chunk.
-template <typename T, int NV>
-__global__ void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt, const void *bb,
+// LPR lanes a row (32, or 16: two rows a warp, for rows of <= 48 chunks -- MiniLM's
+// 384 = 48 chunks left lanes 16-31 one chunk and 0-15 two with a warp a row).
+template <int LPR> __device__ __forceinline__ float row_sum(float v) {
+#pragma unroll
+    for (int o = LPR / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <typename T, int NV, bool FQ, int MINB, int LPR = 32>
+__global__ __launch_bounds__(256, MINB) void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt, const void *bb,
                                 int bdt, T *__restrict__ y, int64_t rows, int L, float eps,
-                                uint2 *__restrict__ yq, float qs) {
-    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
-    int lane = threadIdx.x & 31, nc = L >> 3;
-    if (row >= rows) return;
+                                uint2 *__restrict__ yq, float qs, float qr) {
+    const int lane0 = threadIdx.x & 31, lane = lane0 % LPR, nc = L >> 3;
+    int64_t row = (blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) +
+                  lane0 / LPR;
+    const bool ok = row < rows; // half-warps: both halves stay for the shuffles
+    if (LPR == 32 && !ok) return;
+    if (!ok) row = 0;
     const uint4 *xr = reinterpret_cast<const uint4 *>(x + row * L);
     uint4 *yr = reinterpret_cast<uint4 *>(y + row * L);
     float v[NV][8], s = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; k++) {
-        int c = lane + 32 * k;
-        uint4 w = c < nc ? xr[c] : make_uint4(0, 0, 0, 0);
+        int c = lane + LPR * k;
+        uint4 w = ok && c < nc ? xr[c] : make_uint4(0, 0, 0, 0);
         const T *h = reinterpret_cast<const T *>(&w);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
@@ -178,19 +206,20 @@ __global__ void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt,
             s += v[k][i];
         }
     }
-    float mean = warp_sum(s) / (float)L, q = 0.0f;
+    float mean = row_sum<LPR>(s) / (float)L, q = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; k++)
-        if (lane + 32 * k < nc)
+        if (lane + LPR * k < nc)
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 float d = v[k][i] - mean;
                 q += d * d;
             }
-    float rstd = rsqrtf(warp_sum(q) / (float)L + eps);
+    float rstd = rsqrtf(row_sum<LPR>(q) / (float)L + eps);
+    if (!ok) return; // past the shuffles
 #pragma unroll
     for (int k = 0; k < NV; k++) {
-        int c = lane + 32 * k;
+        int c = lane + LPR * k;
         if (c >= nc) break;
         uint4 w;
         T *h = reinterpret_cast<T *>(&w);
@@ -221,15 +250,142 @@ __global__ void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt,
         }
         yr[c] = w;
         if (yq) {
-            unsigned char q[8];
+            unsigned p[4];
 #pragma unroll
-            for (int i = 0; i < 8; i++) q[i] = to_e4m3(tof(h[i]) / qs);
+            for (int i = 0; i < 4; i++) {
+                float a = tof(h[2 * i]), b = tof(h[2 * i + 1]);
+                float2 f = FQ ? make_float2(q8_div(a, qs, qr), q8_div(b, qs, qr))
+                              : make_float2(a / qs, b / qs);
+                p[i] = e4m3x2(f);
+            }
             uint2 u;
-            u.x = q[0] | (q[1] << 8) | (q[2] << 16) | ((unsigned)q[3] << 24);
-            u.y = q[4] | (q[5] << 8) | (q[6] << 16) | ((unsigned)q[7] << 24);
+            u.x = p[0] | (p[1] << 16);
+            u.y = p[2] | (p[3] << 16);
             yq[row * nc + c] = u;
         }
     }
+}
+
+// k_layernorm_vec with the row kept as stored (NV uint4 a lane, half the
+// registers of NV x 8 floats) and both sums in one pass about a shift (the
+// row's first element, so |mean - shift| stays of the spread's order: no
+// cancellation in q / L - m^2), the two warp reductions interleaved. The
+// output pass converts the stored values again (exact). PRECIS_CUDA_LN_FORM=1.
+template <typename T, int NV, bool FQ, int MINB>
+__global__ __launch_bounds__(256, MINB) void k_layernorm_pk(const T *__restrict__ x, const void *g, int gdt, const void *bb,
+                               int bdt, T *__restrict__ y, int64_t rows, int L, float eps,
+                               uint2 *__restrict__ yq, float qs, float qr) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31, nc = L >> 3;
+    if (row >= rows) return;
+    const uint4 *xr = reinterpret_cast<const uint4 *>(x + row * L);
+    uint4 *yr = reinterpret_cast<uint4 *>(y + row * L);
+    uint4 w[NV];
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        int c = lane + 32 * k;
+        w[k] = c < nc ? xr[c] : make_uint4(0, 0, 0, 0);
+    }
+    const float sh = __shfl_sync(0xffffffffu, tof(reinterpret_cast<const T *>(&w[0])[0]), 0);
+    float s = 0.0f, q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+        if (lane + 32 * k < nc) {
+            const T *h = reinterpret_cast<const T *>(&w[k]);
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float d = tof(h[i]) - sh;
+                s += d;
+                q = fmaf(d, d, q);
+            }
+        }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+        q += __shfl_xor_sync(0xffffffffu, q, o);
+    }
+    const float inv = 1.0f / (float)L, ds = s * inv;
+    const float mean = sh + ds, rstd = rsqrtf(fmaxf(q * inv - ds * ds, 0.0f) + eps);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        int c = lane + 32 * k;
+        if (c >= nc) break;
+        const T *hx = reinterpret_cast<const T *>(&w[k]);
+        uint4 o4;
+        T *h = reinterpret_cast<T *>(&o4);
+        float gv[8], bv[8];
+        if (gdt == DT_F32 && (!bb || bdt == DT_F32)) {
+            const float4 *g4 = reinterpret_cast<const float4 *>(g) + 2 * c;
+            float4 a = g4[0], b = g4[1];
+            gv[0] = a.x, gv[1] = a.y, gv[2] = a.z, gv[3] = a.w;
+            gv[4] = b.x, gv[5] = b.y, gv[6] = b.z, gv[7] = b.w;
+            if (bb) {
+                const float4 *b4 = reinterpret_cast<const float4 *>(bb) + 2 * c;
+                a = b4[0], b = b4[1];
+                bv[0] = a.x, bv[1] = a.y, bv[2] = a.z, bv[3] = a.w;
+                bv[4] = b.x, bv[5] = b.y, bv[6] = b.z, bv[7] = b.w;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                gv[i] = ldf(g, gdt, c * 8 + i);
+                if (bb) bv[i] = ldf(bb, bdt, c * 8 + i);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float o = (tof(hx[i]) - mean) * rstd * gv[i];
+            if (bb) o += bv[i];
+            h[i] = fromf<T>(o);
+        }
+        yr[c] = o4;
+        if (yq) {
+            unsigned p[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                float a = tof(h[2 * i]), b = tof(h[2 * i + 1]);
+                float2 f = FQ ? make_float2(q8_div(a, qs, qr), q8_div(b, qs, qr))
+                              : make_float2(a / qs, b / qs);
+                p[i] = e4m3x2(f);
+            }
+            uint2 u;
+            u.x = p[0] | (p[1] << 16);
+            u.y = p[2] | (p[3] << 16);
+            yq[row * nc + c] = u;
+        }
+    }
+}
+
+template <typename T, int MINB>
+static bool layernorm_pk_launch(cudaStream_t s, const T *xx, const void *g, int gdt,
+                                const void *b, int bdt, T *yy, int64_t rows, int l, float eps,
+                                uint2 *yq, float qs, float qr, unsigned grid, unsigned tpb) {
+    if (l <= 256) k_layernorm_pk<T, 1, true, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    else if (l <= 512) k_layernorm_pk<T, 2, true, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    else if (l <= 768) k_layernorm_pk<T, 3, true, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    else if (l <= 1024) k_layernorm_pk<T, 4, true, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    else return false;
+    return true;
+}
+
+template <typename T, bool FQ, int MINB>
+static bool layernorm_vec_launch(cudaStream_t s, const T *xx, const void *g, int gdt,
+                                 const void *b, int bdt, T *yy, int64_t rows, int l, float eps,
+                                 uint2 *yq, float qs, float qr, unsigned grid, unsigned tpb) {
+    const char *lp = getenv("PRECIS_CUDA_LN_LPR"); // 32: a warp a row at L <= 384 too (A/B)
+    if (l <= 384 && !(lp && !strcmp(lp, "32"))) { // two rows a warp, 16 lanes each
+        const unsigned g2 = (unsigned)((rows + 15) / 16);
+        if (l <= 128) k_layernorm_vec<T, 1, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+        else if (l <= 256) k_layernorm_vec<T, 2, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+        else k_layernorm_vec<T, 3, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+        return true;
+    }
+    if (l <= 256) k_layernorm_vec<T, 1, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    else if (l <= 512) k_layernorm_vec<T, 2, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    else if (l <= 768) k_layernorm_vec<T, 3, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    else if (l <= 1024) k_layernorm_vec<T, 4, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    else return false;
+    return true;
 }
 
 template <typename T>
@@ -247,12 +403,27 @@ static bool layernorm_vec(cudaStream_t s, const void *x, const void *g, int gdt,
     T *yy = (T *)y;
     int l = (int)L;
     uint2 *yq = (uint2 *)q;
-    if (L <= 256) k_layernorm_vec<T, 1><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs);
-    else if (L <= 512) k_layernorm_vec<T, 2><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs);
-    else if (L <= 768) k_layernorm_vec<T, 3><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs);
-    else if (L <= 1024) k_layernorm_vec<T, 4><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs);
-    else return false;
-    return true;
+    float qr = q ? 1.0f / qs : 0.0f;
+    // A/B knobs, read each launch (tests flip them): PRECIS_CUDA_LN_FASTQ=0 divides
+    // (div.rn) for the e4m3 output; PRECIS_CUDA_LN_MINB=6 / 8 caps the registers
+    // for 6 / 8 blocks an SM (58 registers: 4 blocks, 1.94 waves at BERT b64)
+    const char *ev = getenv("PRECIS_CUDA_LN_FASTQ"), *mb = getenv("PRECIS_CUDA_LN_MINB");
+    const char *fm = getenv("PRECIS_CUDA_LN_FORM");
+    const int minb = mb ? atoi(mb) : 0;
+    if (fm && fm[0] == '1' && !(ev && ev[0] == '0')) {
+        if (minb == 8)
+            return layernorm_pk_launch<T, 8>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
+        if (minb == 6)
+            return layernorm_pk_launch<T, 6>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
+        return layernorm_pk_launch<T, 1>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
+    }
+    if (ev && ev[0] == '0')
+        return layernorm_vec_launch<T, false, 1>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
+    if (minb == 6)
+        return layernorm_vec_launch<T, true, 6>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
+    if (minb == 8)
+        return layernorm_vec_launch<T, true, 8>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
+    return layernorm_vec_launch<T, true, 1>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
 }
 
 template <typename T>

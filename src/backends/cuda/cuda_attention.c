@@ -159,7 +159,10 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
     memset(&f, 0, sizeof f);
     const pr_buf *M = pr_kin(k, 3);
     f.dt = (int)dt;
-    if (k->out[0]->dtype == PRECIS_FLOAT8E4M3FN) f.yq = pr_attr_float(k->node, "y_scale", 1.0f);
+    if (k->out[0]->dtype == PRECIS_FLOAT8E4M3FN) {
+        f.yq = pr_attr_float(k->node, "y_scale", 1.0f);
+        f.yqr = 1.0f / f.yq;
+    }
     f.split = split;
     const char *nw = getenv("PRECIS_CUDA_FLASH_NW"); /* an experiment's override: 2, 4, 8 */
     f.nw = nw ? atoi(nw) : 0;
@@ -189,6 +192,11 @@ static int flash_run(pr_cuda_exec *x, const pr_attn_geom *a, pr_kernel *k, pr_dt
     if (M && M->dtype != PRECIS_FLOAT32 && a->rs[3] != 0) {
         f.mvec = a->cs[3] == 1 && a->rs[3] % 8 == 0 && aligned16(M->data);
         for (int d = 0; d < a->nbd; d++) f.mvec = f.mvec && a->bst[3][d] % 8 == 0;
+    } else if (M && M->dtype != PRECIS_FLOAT32 && a->cs[3] == 1 && aligned16(M->data)) {
+        /* one key row broadcast over the query rows (pass_attn_mask.c's [B,1,1,S]):
+         * the large-grid kernel stages that row once a tile (mvec 2) */
+        f.mvec = 2;
+        for (int d = 0; d < a->nbd; d++) f.mvec = a->bst[3][d] % 8 == 0 ? f.mvec : 0;
     }
     return pr_cu_flash_attention(x->stream, &f);
 }

@@ -1,0 +1,124 @@
+/* fold_attention_mask (cuda plans, from fold_attention_heads): an attention
+ * mask built as the broadcast of a key-padding row is kept as that row.
+ *
+ *   M [B,1,1,S] (bool) -> And(T, M) [-> Expand(shape)] -> C [B,1,S,S]
+ *   -> Where(C, X, Y) -> W [B,1,S,S] -> Attention mask (every reader)
+ *   with T a constant all-true bool (HF masking_utils' bidirectional mask:
+ *   q_idx >= 0, folded to an initializer for static shapes)
+ *   => Where(M, X, Y) -> W [B,1,1,S] -> Attention mask
+ *
+ * And with an all-true T is M broadcast, Expand only broadcasts and Where is
+ * element-wise, so W's elements are those of the new W broadcast back; the
+ * Attention broadcasts its mask as Add does (ops.inc), so only the readers'
+ * view changes: none but Attention mask inputs may read W, the new W keeps
+ * W's rank and its batch dims (all but the last two), and its last two dims
+ * are W's or 1. Static shapes only (every dim known). BERT / MiniLM b64 ran
+ * the And and the Where over [B,1,S,S] (1 M elements: 12.9 + 8.0 us under
+ * ncu), and the flash kernel staged [B,1,S,S] mask tiles; now 8 K elements
+ * and a mask row per batch (rs 0: cuda_attention.c's broadcast-rows load).
+ * PRECIS_CUDA_MASK_ROW=0 keeps the [B,1,S,S] mask. The dead And / Expand go
+ * when nothing else reads them (pr_fold_attention_heads compacts after). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/graph_edit.h"
+#include "passes/pass_plan.h"
+
+static bool live_op(const pr_graph *g, int ni, pr_op op) {
+    return ni >= 0 && !pr_node_dead(&g->nodes[ni]) && g->nodes[ni].op == op &&
+           !strcmp(g->nodes[ni].domain, "") && g->nodes[ni].n_outputs == 1;
+}
+
+static bool known(const pr_tensor *t) {
+    if (t->rank < 0) return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] <= 0) return false;
+    return true;
+}
+
+static bool all_true(const pr_graph *g, int t) {
+    if (!pr_is_init(g, t) || g->tensors[t].dtype != PRECIS_BOOL) return false;
+    const unsigned char *p = g->tensors[t].data;
+    int64_t n = pr_numel(g->tensors[t].rank, g->tensors[t].dims);
+    if (n < 0 || (size_t)n > g->tensors[t].nbytes) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (!p[i]) return false;
+    return true;
+}
+
+/* ns (rank r) = the broadcast of the known tensors ts right-aligned at rank r;
+ * false if one is unknown, longer than r, or they do not broadcast. */
+static bool bcast_shape(const pr_graph *g, const int *ts, int nt, int r, int64_t *ns) {
+    for (int d = 0; d < r; d++) ns[d] = 1;
+    for (int i = 0; i < nt; i++) {
+        const pr_tensor *t = &g->tensors[ts[i]];
+        if (!known(t) || t->rank > r) return false;
+        for (int d = 0; d < t->rank; d++) {
+            int64_t v = t->dims[d], *o = &ns[r - t->rank + d];
+            if (v == 1) continue;
+            if (*o != 1 && *o != v) return false;
+            *o = v;
+        }
+    }
+    return true;
+}
+
+/* Where node wi: rewritten (1), left (0). */
+static int fold_where(pr_graph *g, pr_uses *u, int wi, pr_err *e) {
+    const pr_node *w = &g->nodes[wi];
+    if (w->n_inputs != 3) return 0;
+    int t = pr_node_out(w, 0);
+    if (t < 0 || pr_is_graph_output(g, t) || !known(&g->tensors[t])) return 0;
+    int cons[64];
+    int nc = pr_consumers(g, t, cons, 64);
+    if (nc < 1 || nc > 64) return 0;
+    for (int k = 0; k < nc; k++) { /* readers: Attention masks only */
+        const pr_node *a = &g->nodes[cons[k]];
+        if (a->op != PR_OP_Attention || pr_node_in(a, 3) != t) return 0;
+        for (int i = 0; i < 3; i++)
+            if (pr_node_in(a, i) == t) return 0;
+    }
+    int c = pr_node_in(w, 0), p = pr_producer(g, c), ex = -1;
+    if (live_op(g, p, PR_OP_Expand) && pr_single_consumer(g, u, c) == wi) {
+        ex = p;
+        c = pr_node_in(&g->nodes[p], 0);
+        p = pr_producer(g, c);
+    }
+    if (!live_op(g, p, PR_OP_And) || g->nodes[p].n_inputs != 2 || pr_is_graph_output(g, c))
+        return 0;
+    int a0 = pr_node_in(&g->nodes[p], 0), a1 = pr_node_in(&g->nodes[p], 1), m;
+    if (all_true(g, a0)) m = a1;
+    else if (all_true(g, a1)) m = a0;
+    else return 0;
+    if (m < 0 || g->tensors[m].dtype != PRECIS_BOOL) return 0;
+    const pr_tensor *T = &g->tensors[t];
+    int r = T->rank, ts[3] = {m, pr_node_in(w, 1), pr_node_in(w, 2)};
+    int64_t ns[PR_MAX_RANK];
+    if (r < 2 || ts[1] < 0 || ts[2] < 0 || !bcast_shape(g, ts, 3, r, ns)) return 0;
+    bool smaller = false;
+    for (int d = 0; d < r; d++) {
+        if (ns[d] == T->dims[d]) continue;
+        if (d < r - 2 || ns[d] != 1) return 0;
+        smaller = true;
+    }
+    if (!smaller) return 0;
+    if (pr_node_set_input(g, u, wi, 0, m, e)) return -1;
+    memcpy(g->tensors[t].dims, ns, sizeof ns[0] * (size_t)r);
+    if (ex >= 0 && pr_uses_of(u, pr_node_out(&g->nodes[ex], 0)) == 0) pr_node_kill(g, u, ex);
+    if (pr_uses_of(u, pr_node_out(&g->nodes[p], 0)) == 0) pr_node_kill(g, u, p);
+    return 1;
+}
+
+precis_status pr_fold_attention_mask(pr_graph *g, pr_err *e) {
+    const char *env = getenv("PRECIS_CUDA_MASK_ROW");
+    if (env && !strcmp(env, "0")) return PRECIS_OK;
+    pr_uses u;
+    precis_status st = pr_uses_build(g, &u, e);
+    if (st) return st;
+    for (int ni = 0; ni < g->n_nodes && !st; ni++) {
+        if (!live_op(g, ni, PR_OP_Where)) continue;
+        if (fold_where(g, &u, ni, e) < 0) st = e->status ? e->status : PRECIS_ERR_OOM;
+    }
+    pr_uses_free(&u);
+    return st;
+}

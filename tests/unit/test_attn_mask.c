@@ -1,0 +1,191 @@
+/* pass_attn_mask.c (cuda plans): Where(Expand(And(all-true, M)), X, Y) read
+ * only as Attention masks becomes Where(M, X, Y) of M's broadcast shape
+ * ([B,1,1,S] for HF's [B,1,S,S] padding mask). The graph is built twice, one
+ * copy folded; ref runs both and every output must agree byte for byte.
+ * Then the cases the pass must leave alone: a constant that is not all true,
+ * a mask with another reader, the A/B switch. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/ref/ref.h"
+#include "ir/infer.h"
+#include "passes/graph_edit.h"
+#include "passes/pass_plan.h"
+#include "runtime/api.h"
+
+#include "check.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float rnd(float lo, float hi) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((double)(rng >> 11) / 9007199254740992.0);
+}
+
+static pr_err err;
+
+static int act(pr_graph *g, const char *name, pr_dtype dt, int rank, const int64_t *dims) {
+    int t = pr_graph_get_tensor(g, name, &err);
+    g->tensors[t].dtype = dt;
+    g->tensors[t].rank = rank;
+    memcpy(g->tensors[t].dims, dims, (size_t)rank * sizeof *dims);
+    return t;
+}
+
+static int init(pr_graph *g, const char *name, pr_dtype dt, int rank, const int64_t *dims,
+                const float *v) {
+    int64_t n = pr_numel(rank, dims);
+    void *d = pr_edit_alloc((size_t)(n ? n : 1) * pr_dtype_size(dt));
+    pr_ref_from_f32(v, n, dt, d);
+    return pr_graph_add_init(g, name, dt, rank, dims, d, &err);
+}
+
+static int node(pr_graph *g, pr_op op, int opset, const char *name, int n_in, const int *ins,
+                int out) {
+    int ni = pr_node_new(g, op, opset, name, n_in, 1, &err);
+    for (int i = 0; i < n_in; i++) pr_node_set_input(g, NULL, ni, i, ins[i], &err);
+    pr_node_set_output(g, ni, 0, out, &err);
+    return ni;
+}
+
+static void mark(pr_graph *g, int t, bool input) {
+    g->tensors[t].flags |= input ? PR_T_INPUT : PR_T_OUTPUT;
+    if (input) g->inputs[g->n_inputs++] = t;
+    else g->outputs[g->n_outputs++] = t;
+}
+
+/* HF's mask chain in front of two Attentions. all_true: the And's constant
+ * is all true (else one element is false); expose: W is also a graph output. */
+static pr_graph *build(bool all_true, bool expose) {
+    pr_graph *g = pr_graph_create();
+    g->inputs = pr_arena_alloc(g->arena, 8 * sizeof(int));
+    g->outputs = pr_arena_alloc(g->arena, 8 * sizeof(int));
+    const pr_dtype F = PRECIS_FLOAT32, B = PRECIS_BOOL;
+    const int64_t qd[4] = {2, 2, 8, 16}, md[4] = {2, 1, 1, 8}, td[4] = {1, 1, 8, 1},
+                  wd[4] = {2, 1, 8, 8}, four = 4, one = 1;
+    float tv[8] = {1, 1, 1, 1, 1, 1, 1, 1}, shape[4] = {2, 1, 8, 8}, zero = 0, big = -10000;
+    if (!all_true) tv[3] = 0;
+    int mf = act(g, "mf", F, 4, md), m = act(g, "m", B, 4, md), c = act(g, "c", B, 4, wd);
+    int ce = act(g, "ce", B, 4, wd), w = act(g, "w", F, 4, wd);
+    int q = act(g, "q", F, 4, qd), k = act(g, "k", F, 4, qd), v = act(g, "v", F, 4, qd);
+    int y1 = act(g, "y1", F, 4, qd), y2 = act(g, "y2", F, 4, qd);
+    int t = init(g, "t", B, 4, td, tv), sh = init(g, "shape", PRECIS_INT64, 1, &four, shape);
+    int x0 = init(g, "x0", F, 0, &one, &zero), x1 = init(g, "x1", F, 0, &one, &big);
+    mark(g, mf, true);
+    mark(g, q, true);
+    mark(g, k, true);
+    mark(g, v, true);
+    node(g, PR_OP_Less, 13, "less", 2, (int[]){mf, x0}, m);
+    node(g, PR_OP_And, 7, "and", 2, (int[]){t, m}, c);
+    node(g, PR_OP_Expand, 13, "expand", 2, (int[]){c, sh}, ce);
+    node(g, PR_OP_Where, 16, "where", 3, (int[]){ce, x0, x1}, w);
+    int a1 = node(g, PR_OP_Attention, 1, "attn1", 4, (int[]){q, k, v, w}, y1);
+    int a2 = node(g, PR_OP_Attention, 1, "attn2", 4, (int[]){y1, k, v, w}, y2);
+    pr_node_set_float(g, a1, "scale", 0.25f, &err);
+    pr_node_set_float(g, a2, "scale", 0.25f, &err);
+    mark(g, y2, false);
+    if (expose) mark(g, w, false);
+    CHECK(err.status == PRECIS_OK);
+    if (err.status) fprintf(stderr, "build: %s\n", err.msg);
+    return g;
+}
+
+static int count(const pr_graph *g, pr_op op) {
+    int c = 0;
+    for (int i = 0; i < g->n_nodes; i++) c += g->nodes[i].op == op;
+    return c;
+}
+
+/* Run g on ref (the inputs from one seed): the outputs, malloc'd bytes. */
+static bool run(pr_graph *g, void **outs, size_t *nb) {
+    precis_ctx *ctx = precis_ctx_create();
+    precis_model *m = calloc(1, sizeof *m);
+    m->g = g;
+    precis_tensor *in[8] = {0}, *out[8] = {0};
+    const char *names[8];
+    rng = 12345;
+    bool ok = true;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const pr_tensor *x = &g->tensors[g->inputs[i]];
+        names[i] = x->name;
+        precis_tensor_create(ctx, (precis_dtype)x->dtype, x->rank, x->dims, &in[i]);
+        int64_t n = precis_tensor_numel(in[i]);
+        float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+        for (int64_t j = 0; j < n; j++) f[j] = rnd(-3, 3);
+        pr_ref_from_f32(f, n, x->dtype, precis_tensor_data(in[i]));
+        free(f);
+    }
+    precis_session *s = NULL;
+    precis_status st = precis_session_create(ctx, m, NULL, &s);
+    if (!st) st = precis_session_run(ctx, s, g->n_inputs, names, (const precis_tensor *const *)in,
+                                     out);
+    if (st) {
+        fprintf(stderr, "run: %s\n", precis_last_error(ctx));
+        ok = false;
+    }
+    for (int i = 0; ok && i < g->n_outputs; i++) {
+        nb[i] = precis_tensor_nbytes(out[i]);
+        outs[i] = malloc(nb[i] ? nb[i] : 1);
+        memcpy(outs[i], precis_tensor_data(out[i]), nb[i]);
+    }
+    precis_session_destroy(s);
+    for (int i = 0; i < 8; i++) {
+        precis_tensor_destroy(in[i]);
+        precis_tensor_destroy(out[i]);
+    }
+    m->g = NULL;
+    precis_model_destroy(m);
+    precis_ctx_destroy(ctx);
+    return ok;
+}
+
+static void test_fold(void) {
+    pr_graph *g0 = build(true, false), *g1 = build(true, false);
+    CHECK(pr_graph_infer(g0, &err) == PRECIS_OK && pr_graph_infer(g1, &err) == PRECIS_OK);
+    CHECK(pr_fold_attention_mask(g1, &err) == PRECIS_OK);
+    CHECK(pr_graph_compact(g1, &err) == PRECIS_OK);
+    CHECK(pr_graph_check(g1, &err) == PRECIS_OK);
+    CHECK(pr_graph_infer(g1, &err) == PRECIS_OK);
+    if (err.status) fprintf(stderr, "fold: %s\n", err.msg);
+    CHECK(count(g1, PR_OP_And) == 0 && count(g1, PR_OP_Expand) == 0 &&
+          count(g1, PR_OP_Where) == 1 && count(g0, PR_OP_And) == 1);
+    const pr_tensor *w = &g1->tensors[pr_graph_get_tensor(g1, "w", &err)];
+    CHECK(w->rank == 4 && w->dims[0] == 2 && w->dims[1] == 1 && w->dims[2] == 1 && w->dims[3] == 8);
+    void *o0[8] = {0}, *o1[8] = {0};
+    size_t n0[8] = {0}, n1[8] = {0};
+    CHECK(run(g0, o0, n0) && run(g1, o1, n1));
+    CHECK(o0[0] && o1[0] && n0[0] == n1[0] && n0[0] > 0);
+    if (o0[0] && o1[0] && n0[0] == n1[0] && memcmp(o0[0], o1[0], n0[0]))
+        fprintf(stderr, "the output differs after the fold\n");
+    CHECK(o0[0] && o1[0] && n0[0] == n1[0] && !memcmp(o0[0], o1[0], n0[0]));
+    free(o0[0]);
+    free(o1[0]);
+    pr_graph_destroy(g0);
+    pr_graph_destroy(g1);
+}
+
+static void test_leave(void) {
+    pr_graph *g = build(false, false); /* the constant has a false element */
+    CHECK(pr_graph_infer(g, &err) == PRECIS_OK && pr_fold_attention_mask(g, &err) == PRECIS_OK);
+    CHECK(count(g, PR_OP_And) == 1 && count(g, PR_OP_Expand) == 1);
+    pr_graph_destroy(g);
+    g = build(true, true); /* W is a graph output too */
+    CHECK(pr_graph_infer(g, &err) == PRECIS_OK && pr_fold_attention_mask(g, &err) == PRECIS_OK);
+    CHECK(count(g, PR_OP_And) == 1 && count(g, PR_OP_Expand) == 1);
+    pr_graph_destroy(g);
+    g = build(true, false); /* the A/B switch */
+    setenv("PRECIS_CUDA_MASK_ROW", "0", 1);
+    CHECK(pr_graph_infer(g, &err) == PRECIS_OK && pr_fold_attention_mask(g, &err) == PRECIS_OK);
+    unsetenv("PRECIS_CUDA_MASK_ROW");
+    CHECK(count(g, PR_OP_And) == 1 && count(g, PR_OP_Expand) == 1);
+    pr_graph_destroy(g);
+}
+
+int main(void) {
+    test_fold();
+    test_leave();
+    return check_report("test_attn_mask");
+}
