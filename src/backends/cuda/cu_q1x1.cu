@@ -1,0 +1,289 @@
+// A 1x1 int8 convolution built for memory bandwidth (the Q1X1 tiles of
+// pr_cu_igemm_s8): pr_cu_igemm's contract (NHWC int8 / uint8 / biased uint8
+// x, w [Nout][K], pr_cu_qepi epilogue) restricted to kh = kw = 1 and no
+// padding (any stride). Every ResNet-50 1x1 at int8 moves more bytes than
+// it computes (arithmetic intensity ~2KN / (K + 2N) <= ~170 ops/byte vs the
+// H100's ~590), so the kernel is shaped for bytes in flight, not for MMA:
+//
+// - a persistent grid (blocks per SM from the occupancy query), each block
+//   one column tile n0 (BN output channels) and every gridDim.x-th M tile;
+// - the block's weights [BN][K] loaded once into shared memory (K <= ~512:
+//   where the footprint exceeds the device's shared memory the launch
+//   refuses, cudaErrorInvalidValue, and the timed choice skips the tile);
+// - the A tile (BM rows x K bytes) AND the residual tile (BM x BN bytes) of
+//   the next NS - 1 M tiles in flight (cp.async) while this tile's MMAs
+//   (mma.sync m16n8k32) and epilogue run;
+// - the epilogue in registers, reading the residual from shared memory and
+//   writing the requantized bytes back in its place, then 16-byte coalesced
+//   stores of the whole tile.
+//
+// Shared rows of A / W are Kp bytes (K rounded up to 64, or to 128 above
+// 64), 16-byte chunks XOR-swizzled (cu_mma.cuh's swz for 64-byte rows, else
+// chunk ^ (row & 7)) so ldmatrix's 8-row reads are conflict-free; the
+// residual / output staging rows are BN + 16 bytes (conflict-free 2-byte
+// accesses from the mma layout). K % 16 == 0 (padding chunks zero-filled:
+// the weights' zeros cancel a uint8 x's flipped padding).
+//
+// FAST (q1x1_fast_ok): int8 / uint8 NHWC y, act ReLU or none, no or an
+// int8 / uint8 residual, N % 16 == 0, y / z 16-byte aligned; else each
+// element through igemm_epi_general (float y, NCHW, other activations).
+#include "backends/cuda/cu_igemm_epi.cuh"
+#include "backends/cuda/cu_mma.cuh"
+
+using namespace prmma;
+
+namespace {
+
+__device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// byte offset of 16-byte chunk c of shared row `row` (Kp bytes a row)
+__device__ __forceinline__ int qsw(int row, int c, int Kp) {
+    return Kp == 64 ? swz(row, c) : row * Kp + ((c ^ (row & 7)) << 4);
+}
+
+bool q1x1_fast_ok(const pr_cu_qepi *q) {
+    return igemm_fast_ok(q) && q->N % 16 == 0 && ((uintptr_t)q->y & 15) == 0 &&
+           ((uintptr_t)q->z & 15) == 0;
+}
+
+// BM x BN tiles, WM x WN warps, NS buffers of (A, residual) tiles.
+template <int BM, int BN, int WM, int WN, int NS, bool FAST>
+__global__ void __launch_bounds__(WM *WN * 32, 2)
+    k_q1x1(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
+           pr_cu_qepi q, int Kp) {
+    constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
+    constexpr int ZS = BN + 16, ZC = BN / 16; // staging row bytes; 16-byte chunks a row
+    static_assert(NJ % 2 == 0 && MI >= 1 && NS >= 2, "tile shape");
+    extern __shared__ __align__(128) unsigned char q1_smem[];
+    signed char *sw_ = (signed char *)q1_smem;          // [BN][Kp]
+    signed char *sa = sw_ + BN * Kp;                     // NS x [BM][Kp]
+    unsigned char *sz = (unsigned char *)(sa + NS * BM * Kp); // NS x [BM][ZS] (FAST)
+    float *cs = (float *)(sz + (FAST ? NS * BM * ZS : 0)); // scale [BN], bias [BN]
+    int *co = (int *)(cs + 2 * BN);                      // acc_off [BN]
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const int64_t M = p.N * p.OH * p.OW;
+    const int MT = (int)((M + BM - 1) / BM);
+    const int n0 = blockIdx.y * BN;
+    const int Ki = (int)p.K, CPR = Kp / 16, KS = (Ki + 31) / 32;
+    const bool s1 = p.sh == 1 && p.sw == 1 && p.OH == p.H && p.OW == p.W;
+    const uint32_t xflip = p.x_u8 == PR_CU_X_U8 ? 0x80808080u : 0u; // uint8 x read as x - 128
+
+    // the weights, once (in the first commit group, with the first tile)
+    for (int idx = tid; idx < BN * CPR; idx += T) {
+        int row = idx / CPR, c = idx - row * CPR, n = n0 + row;
+        bool ok = n < p.Nout && c * 16 < Ki;
+        cp16(smem_u32(&sw_[qsw(row, c, Kp)]), ok ? w + (int64_t)n * Ki + c * 16 : w, ok);
+    }
+    for (int nl = tid; nl < BN; nl += T) {
+        int n = n0 + nl;
+        bool in = n < p.Nout;
+        cs[nl] = in ? q.a_scale * q.w_scale[q.n_wscale == 1 ? 0 : n] : 0.0f;
+        cs[BN + nl] = in && q.bias ? q.bias[n] : 0.0f;
+        co[nl] = in && q.acc_off ? q.acc_off[n] : 0;
+    }
+
+    auto load = [&](int buf, int mt) { // A and residual tiles of M tile mt into buffer buf
+        int64_t m0 = (int64_t)mt * BM;
+        signed char *A = sa + buf * BM * Kp;
+        for (int idx = tid; idx < BM * CPR; idx += T) {
+            int row = idx / CPR, c = idx - row * CPR;
+            int64_t m = m0 + row;
+            bool ok = m < M && c * 16 < Ki;
+            int64_t base = m * p.C;
+            if (!s1 && ok) {
+                int64_t ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
+                base = ((b * p.H + oh * p.sh) * p.W + ow * p.sw) * p.C;
+            }
+            cp16(smem_u32(&A[qsw(row, c, Kp)]), ok ? x + base + c * 16 : x, ok);
+        }
+        if (FAST && q.z) {
+            unsigned char *Z = sz + buf * BM * ZS;
+            for (int idx = tid; idx < BM * ZC; idx += T) {
+                int row = idx / ZC, c = idx - row * ZC;
+                int64_t m = m0 + row;
+                int n = n0 + c * 16;
+                bool ok = m < M && n < p.Nout;
+                cp16(smem_u32(&Z[row * ZS + c * 16]),
+                     ok ? (const unsigned char *)q.z + m * q.N + n : (const unsigned char *)q.z,
+                     ok);
+            }
+        }
+    };
+
+    const int first = blockIdx.x, step = gridDim.x;
+    for (int s = 0; s < NS - 1; s++) {
+        int mt = first + s * step;
+        if (mt < MT) load(s, mt);
+        cp_commit();
+    }
+    const int g = lane >> 2, t4 = lane & 3;
+    const bool pre = q.pre.kind == ACT_RELU, post = q.post.kind == ACT_RELU;
+    const bool zu8 = q.z && q.zdt == DT_U8;
+    const float zs = q.z_scale, zo = q.z_bias ? 128.0f : 0.0f;
+#pragma unroll 1
+    for (int it = 0;; it++) {
+        const int mt = first + it * step;
+        if (mt >= MT) break;
+        const int buf = it % NS;
+        cp_wait<NS - 2>();
+        __syncthreads(); // tile it landed; buffer (it - 1) % NS free (tile it - 1 done)
+        {
+            int nt = first + (it + NS - 1) * step;
+            if (nt < MT) load((it + NS - 1) % NS, nt);
+            cp_commit();
+        }
+        int acc[MI][NJ][4];
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int v = 0; v < 4; v++) acc[i][j][v] = 0;
+        const signed char *A = sa + buf * BM * Kp;
+#pragma unroll 2
+        for (int ks = 0; ks < KS; ks++) {
+            uint32_t af[MI][4], bf[NJ][2];
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                int row = wm * TM + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                ldsm4(af[i], smem_u32(&A[qsw(row, ks * 2 + (lane >> 4), Kp)]));
+                af[i][0] ^= xflip;
+                af[i][1] ^= xflip;
+                af[i][2] ^= xflip;
+                af[i][3] ^= xflip;
+            }
+#pragma unroll
+            for (int j = 0; j < NJ; j += 2) {
+                int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
+                uint32_t t[4];
+                ldsm4(t, smem_u32(&sw_[qsw(row, ks * 2 + ((lane >> 3) & 1), Kp)]));
+                bf[j][0] = t[0];
+                bf[j][1] = t[1];
+                bf[j + 1][0] = t[2];
+                bf[j + 1][1] = t[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++) mma8(acc[i][j], af[i], bf[j]);
+        }
+        const int64_t m0 = (int64_t)mt * BM;
+        if (FAST) {
+            // c0, c1 at (row g, cols 2t4, 2t4 + 1) of each 16 x 8 block; c2, c3 at row g + 8
+            unsigned char *Z = sz + buf * BM * ZS;
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int nl = wn * TN + j * 8 + t4 * 2;
+                const float2 sc = *(const float2 *)&cs[nl], bi = *(const float2 *)&cs[BN + nl];
+                const int2 of = *(const int2 *)&co[nl];
+#pragma unroll
+                for (int i = 0; i < MI; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int row = wm * TM + i * 16 + g + h * 8;
+                        unsigned short *zp = (unsigned short *)&Z[row * ZS + nl];
+                        float e[2] = {(float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x,
+                                      (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y};
+                        uint32_t zz = q.z ? *zp : 0u, o = 0;
+#pragma unroll
+                        for (int b = 0; b < 2; b++) {
+                            if (pre) e[b] = fmaxf(e[b], 0.0f);
+                            uint32_t zb = (zz >> (8 * b)) & 0xff;
+                            if (zu8) e[b] += (float)zb * zs;
+                            else if (q.z) e[b] += ((float)(signed char)zb + zo) * zs;
+                            if (post) e[b] = fmaxf(e[b], 0.0f);
+                            o |= (uint32_t)qepi_byte(q, sat_q(e[b] * q.y_inv, q.ydt)) << (8 * b);
+                        }
+                        *zp = (unsigned short)o;
+                    }
+            }
+            __syncthreads(); // the tile's bytes staged
+            for (int idx = tid; idx < BM * ZC; idx += T) {
+                int row = idx / ZC, c = idx - row * ZC;
+                int64_t m = m0 + row;
+                int n = n0 + c * 16;
+                if (m < M && n < p.Nout)
+                    *(uint4 *)((unsigned char *)q.y + m * q.N + n) =
+                        *(const uint4 *)&Z[row * ZS + c * 16];
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                int n = n0 + wn * TN + j * 8 + t4 * 2;
+#pragma unroll
+                for (int i = 0; i < MI; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
+                        if (m >= M) continue;
+                        if (n < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2], m, n);
+                        if (n + 1 < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
+                    }
+            }
+        }
+    }
+    cp_wait<0>();
+}
+
+template <int BM, int BN, int WM, int WN, int NS, bool FAST>
+int launch_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+               const pr_cu_qepi *q, int Kp) {
+    constexpr int T = WM * WN * 32;
+    size_t smem = (size_t)BN * Kp + (size_t)NS * BM * Kp + (FAST ? (size_t)NS * BM * (BN + 16) : 0) +
+                  (size_t)3 * BN * 4;
+    int dev = 0, sms = 0, optin = 0, occ = 0;
+    cudaError_t e;
+    if ((e = cudaGetDevice(&dev)) ||
+        (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+        (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
+        return (int)e;
+    if (smem > (size_t)optin) return (int)cudaErrorInvalidValue;
+    auto kern = k_q1x1<BM, BN, WM, WN, NS, FAST>;
+    if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ||
+        (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T, smem)))
+        return (int)e;
+    if (occ < 1) return (int)cudaErrorInvalidValue;
+    int64_t M = p->N * p->OH * p->OW, MT = (M + BM - 1) / BM;
+    int gy = (int)((p->Nout + BN - 1) / BN);
+    int64_t gx = (int64_t)occ * sms / gy;
+    if (gx < 1) gx = 1;
+    if (gx > MT) gx = MT;
+    kern<<<dim3((unsigned)gx, (unsigned)gy), T, smem, s>>>((const signed char *)x,
+                                                          (const signed char *)w, *p, *q, Kp);
+    return launch_result();
+}
+
+template <int BM, int BN, int WM, int WN, int NS>
+int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+           const pr_cu_qepi *q) {
+    int Kp = p->K <= 64 ? 64 : (int)((p->K + 127) / 128 * 128);
+    if (q1x1_fast_ok(q)) return launch_one<BM, BN, WM, WN, NS, true>(s, x, w, p, q, Kp);
+    return launch_one<BM, BN, WM, WN, NS, false>(s, x, w, p, q, Kp);
+}
+
+} // namespace
+
+extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                             const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    if (M <= 0 || p->Nout <= 0) return 0;
+    if (p->kh != 1 || p->kw != 1 || p->ph || p->pw || p->C % 16 || p->K != p->C ||
+        ((uintptr_t)x & 15) || ((uintptr_t)w & 15) || (p->N * p->H * p->W * p->C) >> 31 ||
+        p->K > 4096 || M >> 31)
+        return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (p->tile) {
+    case PR_CU_IGEMM_Q64x256: return launch<64, 256, 2, 4, 3>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q128x128: return launch<128, 128, 4, 2, 3>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q128x64: return launch<128, 64, 4, 2, 3>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q64x128: return launch<64, 128, 2, 4, 3>(s, x, w, p, q);
+    default: return (int)cudaErrorInvalidValue;
+    }
+}
