@@ -447,11 +447,12 @@ static void test_q1x1(void) {
         q1x1_case(tl, 2, 48, 23, 19, 80, 1, 1.0f, false, true, 2, true, true);
         q1x1_case(tl, 3, 16, 21, 17, 64, 1, 1.0f, true, false, 0, false, false);
         q1x1_case(tl, 2, 128, 21, 17, 40, 1, 1.0f, true, false, 1, false, false);
+        q1x1_case(tl, 2, 64, 21, 17, 256, 1, 1.0f, true, true, 1, false, false);
         q1x1_case(tl, 2, 256, 21, 19, 264, 1, 0.0f, false, false, 0, false, false);
         q1x1_case(tl, 2, 256, 23, 17, 128, 2, 1.0f, false, true, 1, false, false);
         q1x1_case(tl, 2, 256, 23, 17, 96, 2, 1.0f, false, true, 2, true, true);
         /* the largest K each tile's shared memory takes (about (BN + 3 BM) * K bytes) */
-        q1x1_case(tl, 2, i == 3 ? 512 : i == 1 ? 256 : 384, 15, 13, 64, 1, 1.0f, true, false, 0,
+        q1x1_case(tl, 2, i == 3 ? 512 : i == 1 ? 768 : 384, 15, 13, 64, 1, 1.0f, true, false, 0,
                   false, false);
         q1x1_case(tl, 2, 96, 15, 13, 128, 1, 1.0f, false, true, 1, false, false);
     }

@@ -295,7 +295,7 @@ enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_6
        PR_CU_IGEMM_WG128x256K,
        PR_CU_IGEMM_WG128x64,
        PR_CU_IGEMM_Q64x256,  /* 1x1 no-pad convs only, built for bandwidth (cu_q1x1.cu: */
-       PR_CU_IGEMM_Q128x128, /* pr_cu_q1x1_s8, any arch with mma.sync int8) */
+       PR_CU_IGEMM_Q64x64,   /* pr_cu_q1x1_s8, any arch with mma.sync int8) */
        PR_CU_IGEMM_Q128x64,
        PR_CU_IGEMM_Q64x128,
        PR_CU_IGEMM_TILES };

@@ -24,9 +24,20 @@
 // accesses from the mma layout). K % 16 == 0 (padding chunks zero-filled:
 // the weights' zeros cancel a uint8 x's flipped padding).
 //
-// FAST (q1x1_fast_ok): int8 / uint8 NHWC y, act ReLU or none, no or an
-// int8 / uint8 residual, N % 16 == 0, y / z 16-byte aligned; else each
-// element through igemm_epi_general (float y, NCHW, other activations).
+// Fast epilogue (q1x1_fast_ok; EPI 1..3): int8 / uint8 NHWC y, act ReLU or
+// none, no or an int8 / uint8 residual, N % 16 == 0, y / z 16-byte aligned;
+// else (EPI 0) each element through igemm_epi_general (float y, NCHW, other
+// activations). Hopper converts int <-> float at 16 lanes a clock per SM (a
+// quarter of an FFMA's rate): an epilogue with three conversions an element
+// (I2F acc, I2F residual, F2I out) runs at ~5 elements a clock per SM, which
+// bounds layer1's conv3 (205M outputs) near 0.17 ms before any byte moves.
+// So the fast epilogue converts only the accumulator (I2F); the residual
+// byte becomes a float by PRMT into the mantissa of 2^23 and one FADD, the
+// output byte by clamping in float, adding 1.5 * 2^23 (the FADD rounds to
+// nearest even, as rintf) and taking the low byte of the bits. Everything
+// is pre-multiplied by 1 / y_scale (scale, bias, residual scale: as
+// cuBLASLt's fused route does), so requantized bytes may land one unit from
+// igemm's epilogue, as any route from ref's float sums.
 #include "backends/cuda/cu_igemm_epi.cuh"
 #include "backends/cuda/cu_mma.cuh"
 
@@ -46,18 +57,25 @@ __device__ __forceinline__ int qsw(int row, int c, int Kp) {
     return Kp == 64 ? swz(row, c) : row * Kp + ((c ^ (row & 7)) << 4);
 }
 
+// EPI: 0 general; 1 fast, no residual; 2 fast + residual; 3 fast, ReLU before the residual
 bool q1x1_fast_ok(const pr_cu_qepi *q) {
     return igemm_fast_ok(q) && q->N % 16 == 0 && ((uintptr_t)q->y & 15) == 0 &&
            ((uintptr_t)q->z & 15) == 0;
 }
 
 // BM x BN tiles, WM x WN warps, NS buffers of (A, residual) tiles.
-template <int BM, int BN, int WM, int WN, int NS, bool FAST>
+// the float of byte k of u, plus 2^23 (exact): PRMT into 0x4B000000's low byte
+__device__ __forceinline__ float q1_byte_f(uint32_t u, int k) {
+    return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + (uint32_t)k));
+}
+
+template <int BM, int BN, int WM, int WN, int NS, int EPI>
 __global__ void __launch_bounds__(WM *WN * 32, 2)
     k_q1x1(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
            pr_cu_qepi q, int Kp) {
     constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
     constexpr int ZS = BN + 16, ZC = BN / 16; // staging row bytes; 16-byte chunks a row
+    constexpr bool FAST = EPI > 0;
     static_assert(NJ % 2 == 0 && MI >= 1 && NS >= 2, "tile shape");
     extern __shared__ __align__(128) unsigned char q1_smem[];
     signed char *sw_ = (signed char *)q1_smem;          // [BN][Kp]
@@ -81,11 +99,18 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
         bool ok = n < p.Nout && c * 16 < Ki;
         cp16(smem_u32(&sw_[qsw(row, c, Kp)]), ok ? w + (int64_t)n * Ki + c * 16 : w, ok);
     }
+    // the residual's real value: (byte ^ zflip) - zc (int8: flipped, less 128;
+    // biased uint8: flipped; uint8: as is), times zs (/ y_scale in the fast forms)
+    const bool zu8 = q.z && q.zdt == DT_U8;
+    const uint32_t zflip = q.z && !zu8 ? 0x80808080u : 0u;
+    const float zc = 8388608.0f + (q.z && !zu8 && !q.z_bias ? 128.0f : 0.0f);
+    const float ys = FAST ? q.y_inv : 1.0f;
+    const float zs = q.z_scale * ys;
     for (int nl = tid; nl < BN; nl += T) {
         int n = n0 + nl;
         bool in = n < p.Nout;
-        cs[nl] = in ? q.a_scale * q.w_scale[q.n_wscale == 1 ? 0 : n] : 0.0f;
-        cs[BN + nl] = in && q.bias ? q.bias[n] : 0.0f;
+        cs[nl] = in ? q.a_scale * q.w_scale[q.n_wscale == 1 ? 0 : n] * ys : 0.0f;
+        cs[BN + nl] = in && q.bias ? q.bias[n] * ys : 0.0f;
         co[nl] = in && q.acc_off ? q.acc_off[n] : 0;
     }
 
@@ -103,7 +128,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
             }
             cp16(smem_u32(&A[qsw(row, c, Kp)]), ok ? x + base + c * 16 : x, ok);
         }
-        if (FAST && q.z) {
+        if (EPI >= 2) {
             unsigned char *Z = sz + buf * BM * ZS;
             for (int idx = tid; idx < BM * ZC; idx += T) {
                 int row = idx / ZC, c = idx - row * ZC;
@@ -124,9 +149,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
         cp_commit();
     }
     const int g = lane >> 2, t4 = lane & 3;
-    const bool pre = q.pre.kind == ACT_RELU, post = q.post.kind == ACT_RELU;
-    const bool zu8 = q.z && q.zdt == DT_U8;
-    const float zs = q.z_scale, zo = q.z_bias ? 128.0f : 0.0f;
+    const bool post = q.post.kind == ACT_RELU || (EPI == 1 && q.pre.kind == ACT_RELU);
 #pragma unroll 1
     for (int it = 0;; it++) {
         const int mt = first + it * step;
@@ -176,8 +199,13 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
         }
         const int64_t m0 = (int64_t)mt * BM;
         if (FAST) {
-            // c0, c1 at (row g, cols 2t4, 2t4 + 1) of each 16 x 8 block; c2, c3 at row g + 8
+            // c0, c1 at (row g, cols 2t4, 2t4 + 1) of each 16 x 8 block; c2, c3 at
+            // row g + 8: requantized (see the top) into the staging rows (the
+            // residual's bytes, read first, in place)
             unsigned char *Z = sz + buf * BM * ZS;
+            const bool u8y = q.ydt == DT_U8;
+            const float lo = u8y || post ? 0.0f : -128.0f, hi = u8y ? 255.0f : 127.0f;
+            const uint32_t yflip = q.y_bias ? 0x8080u : 0u;
 #pragma unroll
             for (int j = 0; j < NJ; j++) {
                 const int nl = wn * TN + j * 8 + t4 * 2;
@@ -189,19 +217,23 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
                     for (int h = 0; h < 2; h++) {
                         const int row = wm * TM + i * 16 + g + h * 8;
                         unsigned short *zp = (unsigned short *)&Z[row * ZS + nl];
-                        float e[2] = {(float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x,
-                                      (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y};
-                        uint32_t zz = q.z ? *zp : 0u, o = 0;
-#pragma unroll
-                        for (int b = 0; b < 2; b++) {
-                            if (pre) e[b] = fmaxf(e[b], 0.0f);
-                            uint32_t zb = (zz >> (8 * b)) & 0xff;
-                            if (zu8) e[b] += (float)zb * zs;
-                            else if (q.z) e[b] += ((float)(signed char)zb + zo) * zs;
-                            if (post) e[b] = fmaxf(e[b], 0.0f);
-                            o |= (uint32_t)qepi_byte(q, sat_q(e[b] * q.y_inv, q.ydt)) << (8 * b);
+                        float e0 = (float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x;
+                        float e1 = (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y;
+                        if (EPI >= 2) {
+                            if (EPI == 3) {
+                                e0 = fmaxf(e0, 0.0f);
+                                e1 = fmaxf(e1, 0.0f);
+                            }
+                            uint32_t zz = (uint32_t)*zp ^ zflip;
+                            e0 = fmaf(q1_byte_f(zz, 0) - zc, zs, e0);
+                            e1 = fmaf(q1_byte_f(zz, 1) - zc, zs, e1);
                         }
-                        *zp = (unsigned short)o;
+                        // (ReLU before without a residual, or after: the clamp's lo)
+                        e0 = fminf(fmaxf(e0, lo), hi) + 12582912.0f;
+                        e1 = fminf(fmaxf(e1, lo), hi) + 12582912.0f;
+                        *zp = (unsigned short)(__byte_perm(__float_as_uint(e0),
+                                                           __float_as_uint(e1), 0x0040u) ^
+                                               yflip);
                     }
             }
             __syncthreads(); // the tile's bytes staged
@@ -232,12 +264,12 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
     cp_wait<0>();
 }
 
-template <int BM, int BN, int WM, int WN, int NS, bool FAST>
+template <int BM, int BN, int WM, int WN, int NS, int EPI>
 int launch_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
                const pr_cu_qepi *q, int Kp) {
     constexpr int T = WM * WN * 32;
-    size_t smem = (size_t)BN * Kp + (size_t)NS * BM * Kp + (FAST ? (size_t)NS * BM * (BN + 16) : 0) +
-                  (size_t)3 * BN * 4;
+    size_t smem = (size_t)BN * Kp + (size_t)NS * BM * Kp +
+                  (EPI ? (size_t)NS * BM * (BN + 16) : 0) + (size_t)3 * BN * 4;
     int dev = 0, sms = 0, optin = 0, occ = 0;
     cudaError_t e;
     if ((e = cudaGetDevice(&dev)) ||
@@ -245,7 +277,7 @@ int launch_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *
         (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
         return (int)e;
     if (smem > (size_t)optin) return (int)cudaErrorInvalidValue;
-    auto kern = k_q1x1<BM, BN, WM, WN, NS, FAST>;
+    auto kern = k_q1x1<BM, BN, WM, WN, NS, EPI>;
     if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ||
         (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T, smem)))
         return (int)e;
@@ -264,8 +296,10 @@ template <int BM, int BN, int WM, int WN, int NS>
 int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
            const pr_cu_qepi *q) {
     int Kp = p->K <= 64 ? 64 : (int)((p->K + 127) / 128 * 128);
-    if (q1x1_fast_ok(q)) return launch_one<BM, BN, WM, WN, NS, true>(s, x, w, p, q, Kp);
-    return launch_one<BM, BN, WM, WN, NS, false>(s, x, w, p, q, Kp);
+    if (!q1x1_fast_ok(q)) return launch_one<BM, BN, WM, WN, NS, 0>(s, x, w, p, q, Kp);
+    if (!q->z) return launch_one<BM, BN, WM, WN, NS, 1>(s, x, w, p, q, Kp);
+    if (q->pre.kind != ACT_RELU) return launch_one<BM, BN, WM, WN, NS, 2>(s, x, w, p, q, Kp);
+    return launch_one<BM, BN, WM, WN, NS, 3>(s, x, w, p, q, Kp);
 }
 
 } // namespace
@@ -281,7 +315,7 @@ extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const p
     cudaStream_t s = (cudaStream_t)stream;
     switch (p->tile) {
     case PR_CU_IGEMM_Q64x256: return launch<64, 256, 2, 4, 3>(s, x, w, p, q);
-    case PR_CU_IGEMM_Q128x128: return launch<128, 128, 4, 2, 3>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q64x64: return launch<64, 64, 2, 4, 3>(s, x, w, p, q);
     case PR_CU_IGEMM_Q128x64: return launch<128, 64, 4, 2, 3>(s, x, w, p, q);
     case PR_CU_IGEMM_Q64x128: return launch<64, 128, 2, 4, 3>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;

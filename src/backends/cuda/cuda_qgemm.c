@@ -497,7 +497,7 @@ static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo
 
 static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
-    "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 128x128",
+    "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 64x64",
     "q1x1 128x64", "q1x1 64x128"};
 
 /* PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles (cu_igemm_wg.cu, Hopper) out of
