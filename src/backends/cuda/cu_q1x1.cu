@@ -63,20 +63,34 @@ bool q1x1_fast_ok(const pr_cu_qepi *q) {
            ((uintptr_t)q->z & 15) == 0;
 }
 
-// BM x BN tiles, WM x WN warps, NS buffers of (A, residual) tiles.
 // the float of byte k of u, plus 2^23 (exact): PRMT into 0x4B000000's low byte
 __device__ __forceinline__ float q1_byte_f(uint32_t u, int k) {
     return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + (uint32_t)k));
 }
 
-template <int BM, int BN, int WM, int WN, int NS, int EPI>
+// cp.async.wait_group with a run-time depth: at most n - 2 groups pending
+__device__ __forceinline__ void cp_wait_ring(int n) {
+    switch (n) {
+    case 2: cp_wait<0>(); break;
+    case 3: cp_wait<1>(); break;
+    case 4: cp_wait<2>(); break;
+    case 5: cp_wait<3>(); break;
+    default: cp_wait<4>(); break;
+    }
+}
+
+constexpr int NS_MAX = 6;
+
+// BM x BN tiles, WM x WN warps, NS (2..NS_MAX, chosen at launch) buffers of
+// (A, residual) tiles: NS - 1 M tiles in flight.
+template <int BM, int BN, int WM, int WN, int EPI>
 __global__ void __launch_bounds__(WM *WN * 32, 2)
     k_q1x1(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
-           pr_cu_qepi q, int Kp) {
+           pr_cu_qepi q, int Kp, int NS) {
     constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
     constexpr int ZS = BN + 16, ZC = BN / 16; // staging row bytes; 16-byte chunks a row
     constexpr bool FAST = EPI > 0;
-    static_assert(NJ % 2 == 0 && MI >= 1 && NS >= 2, "tile shape");
+    static_assert(NJ % 2 == 0 && MI >= 1, "tile shape");
     extern __shared__ __align__(128) unsigned char q1_smem[];
     signed char *sw_ = (signed char *)q1_smem;          // [BN][Kp]
     signed char *sa = sw_ + BN * Kp;                     // NS x [BM][Kp]
@@ -155,7 +169,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
         const int mt = first + it * step;
         if (mt >= MT) break;
         const int buf = it % NS;
-        cp_wait<NS - 2>();
+        cp_wait_ring(NS);
         __syncthreads(); // tile it landed; buffer (it - 1) % NS free (tile it - 1 done)
         {
             int nt = first + (it + NS - 1) * step;
@@ -264,20 +278,50 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
     cp_wait<0>();
 }
 
-template <int BM, int BN, int WM, int WN, int NS, int EPI>
+// PRECIS_CUDA_Q1X1_NS (0: the launcher's choice)
+int ns_env() {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("PRECIS_CUDA_Q1X1_NS");
+        int n = e ? atoi(e) : 0;
+        v = n >= 2 && n <= NS_MAX ? n : 0;
+    }
+    return v;
+}
+
+template <int BM, int BN, int WM, int WN, int EPI>
 int launch_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
                const pr_cu_qepi *q, int Kp) {
     constexpr int T = WM * WN * 32;
-    size_t smem = (size_t)BN * Kp + (size_t)NS * BM * Kp +
-                  (EPI ? (size_t)NS * BM * (BN + 16) : 0) + (size_t)3 * BN * 4;
-    int dev = 0, sms = 0, optin = 0, occ = 0;
+    auto smem_of = [&](int ns) {
+        return (size_t)BN * Kp + (size_t)ns * BM * Kp + (EPI ? (size_t)ns * BM * (BN + 16) : 0) +
+               (size_t)3 * BN * 4;
+    };
+    int dev = 0, sms = 0, optin = 0, per_sm = 0, occ = 0;
     cudaError_t e;
     if ((e = cudaGetDevice(&dev)) ||
         (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
-        (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
+        (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+        (e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)))
         return (int)e;
-    if (smem > (size_t)optin) return (int)cudaErrorInvalidValue;
-    auto kern = k_q1x1<BM, BN, WM, WN, NS, EPI>;
+    // the ring depth: the deepest with 2 blocks an SM (__launch_bounds__' most) when
+    // that is 3 or more, else the deepest with 1; PRECIS_CUDA_Q1X1_NS=n forces n
+    // (2..6, where it fits: A/B)
+    int ns = 0, ns1 = 0, force = ns_env();
+    for (int n = 2; n <= NS_MAX; n++) {
+        size_t sm = smem_of(n);
+        if (sm > (size_t)optin) break;
+        if (force && n == force) {
+            ns = n;
+            break;
+        }
+        if (2 * (sm + 1024) <= (size_t)per_sm) ns = n;
+        ns1 = n;
+    }
+    if (force ? ns != force : ns < 3) ns = ns1;
+    if (!ns) return (int)cudaErrorInvalidValue;
+    size_t smem = smem_of(ns);
+    auto kern = k_q1x1<BM, BN, WM, WN, EPI>;
     if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ||
         (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T, smem)))
         return (int)e;
@@ -288,18 +332,18 @@ int launch_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *
     if (gx < 1) gx = 1;
     if (gx > MT) gx = MT;
     kern<<<dim3((unsigned)gx, (unsigned)gy), T, smem, s>>>((const signed char *)x,
-                                                          (const signed char *)w, *p, *q, Kp);
+                                                          (const signed char *)w, *p, *q, Kp, ns);
     return launch_result();
 }
 
-template <int BM, int BN, int WM, int WN, int NS>
+template <int BM, int BN, int WM, int WN>
 int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
            const pr_cu_qepi *q) {
     int Kp = p->K <= 64 ? 64 : (int)((p->K + 127) / 128 * 128);
-    if (!q1x1_fast_ok(q)) return launch_one<BM, BN, WM, WN, NS, 0>(s, x, w, p, q, Kp);
-    if (!q->z) return launch_one<BM, BN, WM, WN, NS, 1>(s, x, w, p, q, Kp);
-    if (q->pre.kind != ACT_RELU) return launch_one<BM, BN, WM, WN, NS, 2>(s, x, w, p, q, Kp);
-    return launch_one<BM, BN, WM, WN, NS, 3>(s, x, w, p, q, Kp);
+    if (!q1x1_fast_ok(q)) return launch_one<BM, BN, WM, WN, 0>(s, x, w, p, q, Kp);
+    if (!q->z) return launch_one<BM, BN, WM, WN, 1>(s, x, w, p, q, Kp);
+    if (q->pre.kind != ACT_RELU) return launch_one<BM, BN, WM, WN, 2>(s, x, w, p, q, Kp);
+    return launch_one<BM, BN, WM, WN, 3>(s, x, w, p, q, Kp);
 }
 
 } // namespace
@@ -314,10 +358,10 @@ extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const p
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     switch (p->tile) {
-    case PR_CU_IGEMM_Q64x256: return launch<64, 256, 2, 4, 3>(s, x, w, p, q);
-    case PR_CU_IGEMM_Q64x64: return launch<64, 64, 2, 4, 3>(s, x, w, p, q);
-    case PR_CU_IGEMM_Q128x64: return launch<128, 64, 4, 2, 3>(s, x, w, p, q);
-    case PR_CU_IGEMM_Q64x128: return launch<64, 128, 2, 4, 3>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q64x256: return launch<64, 256, 2, 4>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q64x64: return launch<64, 64, 2, 4>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q128x64: return launch<128, 64, 4, 2>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q64x128: return launch<64, 128, 2, 4>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
 }
