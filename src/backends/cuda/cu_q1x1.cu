@@ -304,9 +304,12 @@ int launch_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *
         (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
         (e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)))
         return (int)e;
-    // the ring depth: the deepest with 2 blocks an SM (__launch_bounds__' most) when
-    // that is 3 or more, else the deepest with 1; PRECIS_CUDA_Q1X1_NS=n forces n
-    // (2..6, where it fits: A/B)
+    // the ring depth: 3 (two M tiles in flight) where 2 blocks an SM
+    // (__launch_bounds__' most) fit so, else the deepest that fits 1 block.
+    // Measured (gpu_phase15r_final.md, PRECIS_CUDA_Q1X1_NS=n forces n, 2..6,
+    // where it fits: A/B): the deepest ring with 2 blocks (4 at K 64) ran
+    // layer1's downsample 0.237 ms vs 0.190 with 3, the rest within ~3%; 6
+    // (1 block) 5-25% slower on layer1 / layer2.
     int ns = 0, ns1 = 0, force = ns_env();
     for (int n = 2; n <= NS_MAX; n++) {
         size_t sm = smem_of(n);
@@ -315,7 +318,7 @@ int launch_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *
             ns = n;
             break;
         }
-        if (2 * (sm + 1024) <= (size_t)per_sm) ns = n;
+        if (n <= 3 && 2 * (sm + 1024) <= (size_t)per_sm) ns = n;
         ns1 = n;
     }
     if (force ? ns != force : ns < 3) ns = ns1;
