@@ -189,10 +189,10 @@ static void test_igemm(void) {
                      {.name = "b", .rank = 1, .dims = {40}, .init = true},
                      {.name = "z", .rank = 4, .dims = {8, 40, 13, 11}, .dtype = I8, .nhwc = true,
                       .raw = rand_i8(zb, 8 * 40 * 13 * 11, -128, 127)}};
-    static const char *const tiles[PR_CU_IGEMM_TILES] = {"t0", "t1", "t2", "t3", "t4", "t5",
-                                                         "t6", "t7", "t8"};
+    static const char *const tiles[PR_CU_IGEMM_Q1X1_FIRST] = {"t0", "t1", "t2", "t3", "t4",
+                                                              "t5", "t6", "t7", "t8"};
     char label[96];
-    for (int i = 0; i < PR_CU_IGEMM_TILES; i++) {
+    for (int i = 0; i < PR_CU_IGEMM_Q1X1_FIRST; i++) {
         if (i >= PR_CU_IGEMM_WG_FIRST && !wgmma_dev()) continue;
         setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
         qconv_node(&t, 3, 1, 1, 0.08f);
@@ -291,9 +291,9 @@ static void test_igemm_wg(void) {
     u2[0].dtype = u2[4].dtype = U8;
     u2[0].raw = rand_u8(u2x, 4 * 64 * 17 * 19, 0, 255);
     u2[4].raw = rand_u8(u2z, 4 * 256 * 17 * 19, 0, 255);
-    static const char *const all[PR_CU_IGEMM_TILES] = {"t0", "t1", "t2", "t3", "t4",
-                                                       "t5", "t6", "t7", "t8"};
-    for (int i = 0; i < PR_CU_IGEMM_TILES; i++) {
+    static const char *const all[PR_CU_IGEMM_Q1X1_FIRST] = {"t0", "t1", "t2", "t3", "t4",
+                                                            "t5", "t6", "t7", "t8"};
+    for (int i = 0; i < PR_CU_IGEMM_Q1X1_FIRST; i++) {
         setenv("PRECIS_CUDA_IGEMM", all[i], 1);
         qconv_node(&t, 3, 1, 1, 0.3f);
         n_float(&t, "z_scale", 0.03f);
@@ -373,6 +373,93 @@ static void test_igemm_wg(void) {
         }
     }
     unsetenv("PRECIS_CUDA_IGEMM");
+}
+
+/* One 1x1 QConv case of test_q1x1: x [nb, K, h, w] (int8, or uint8 when u8),
+ * Nout outputs, stride st; ys > 0: int8 (uint8 when u8) out, else float;
+ * act / act2 ReLU; zk: residual (0 none, 1 int8, 2 uint8); bias: the
+ * biased uint8 storage of x, the residual and y (PRECIS_CUDA_U8_BIAS=all). */
+static void q1x1_case(const char *tile, int nb, int K, int h, int w, int Nout, int st, float ys,
+                      bool act, bool act2, int zk, bool u8, bool bias) {
+    static int8_t xb[4 * 512 * 96 * 96 / 8], wb[272 * 2048], zb[4 * 272 * 96 * 96];
+    static const bool Y1[1] = {true};
+    const pr_dtype I8 = PRECIS_INT8, U8 = PRECIS_UINT8;
+    int oh = (h - 1) / st + 1, ow = (w - 1) / st + 1;
+    if ((int64_t)nb * K * h * w > (int64_t)sizeof xb || (int64_t)Nout * K > (int64_t)sizeof wb ||
+        (int64_t)nb * Nout * oh * ow > (int64_t)sizeof zb) {
+        CHECK(!"q1x1_case: buffers too small");
+        return;
+    }
+    cc_input a[5] = {{.name = "x", .rank = 4, .dims = {nb, K, h, w}, .dtype = u8 ? U8 : I8,
+                      .nhwc = true, .raw = rand_i8(xb, (int64_t)nb * K * h * w, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {Nout, K, 1, 1}, .init = true, .dtype = I8,
+                      .raw = rand_i8(wb, (int64_t)Nout * K, -127, 127)},
+                     {.name = "ws", .rank = 1, .dims = {Nout}, .init = true, .lo = 1e-3f,
+                      .hi = 4e-3f},
+                     {.name = "b", .rank = 1, .dims = {Nout}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {nb, Nout, oh, ow},
+                      .dtype = zk == 2 ? U8 : I8, .nhwc = true,
+                      .raw = rand_i8(zb, (int64_t)nb * Nout * oh * ow, -128, 127)}};
+    tnode t;
+    cu_fused_node(&t, PR_OP_QConv, "QConv");
+    n_ints(&t, "kernel_shape", (int64_t[]){1, 1}, 2);
+    n_ints(&t, "strides", (int64_t[]){st, st}, 2);
+    n_float(&t, "x_scale", u8 ? 0.01f : 0.02f);
+    float sc = 0.2f * sqrtf((float)K / 64.0f); /* y_scale: keep outputs inside the range */
+    if (ys > 0) {
+        n_int(&t, "y_type", u8 ? 2 : 3);
+        n_float(&t, "y_scale", ys * sc);
+    }
+    if (zk) n_float(&t, "z_scale", 0.03f);
+    if (act) n_str(&t, "act", "Relu");
+    if (act2) n_str(&t, "act2", "Relu");
+    if (bias) {
+        setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+        cu_bias_io = (u8 ? 1u : 0u) | (zk == 2 ? 1u << 4 : 0u) | (ys > 0 && u8 ? 1u << 16 : 0u);
+    }
+    char label[160];
+    snprintf(label, sizeof label, "%sq1x1 %s %dx%dx%dx%d K %d N %d s%d%s%s%s -> %s",
+             bias ? "[biased] " : "", tile, nb, K, h, w, K, Nout, st, u8 ? " u8 x" : "",
+             act ? " relu" : "", zk == 1 ? " +int8 residual" : zk == 2 ? " +u8 residual" : "",
+             ys > 0 ? (u8 ? "u8" : "int8") : "float");
+    if (act2) strncat(label, " (relu after)", sizeof label - strlen(label) - 1);
+    cu_run_lay(&t, zk ? 5 : 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm,
+               ys > 0 ? Q_TOL : QF_TOL, label);
+    cu_bias_io = 0;
+    unsetenv("PRECIS_CUDA_U8_BIAS");
+}
+
+/* The Q1X1 tiles (cu_q1x1.cu, PRECIS_CUDA_IGEMM=t9..t12), each forced: M over
+ * several tiles a block (the persistent loop and its cp.async ring), M and N
+ * not multiples of the tile, K 16..512 (K % 32 == 16 too), int8 / uint8 /
+ * biased x, int8 / uint8 / biased residuals, ReLU before / after the add,
+ * float out, N % 16 != 0 (the general epilogue), stride 2; then the timed
+ * choice over K 1024 / 2048 (where the tiles refuse: the timing skips them). */
+static void test_q1x1(void) {
+    printf("int8 q1x1\n");
+    static const char *const tiles[4] = {"t9", "t10", "t11", "t12"};
+    for (int i = 0; i < 4; i++) {
+        const char *tl = tiles[i];
+        setenv("PRECIS_CUDA_IGEMM", tl, 1);
+        q1x1_case(tl, 4, 64, 96, 96, 272, 1, 1.0f, false, true, 1, false, false);
+        q1x1_case(tl, 2, 64, 37, 29, 256, 1, 1.0f, true, false, 2, true, false);
+        q1x1_case(tl, 2, 64, 37, 29, 256, 1, 1.0f, true, false, 2, true, true);
+        q1x1_case(tl, 2, 48, 23, 19, 80, 1, 1.0f, false, true, 2, true, true);
+        q1x1_case(tl, 3, 16, 21, 17, 64, 1, 1.0f, true, false, 0, false, false);
+        q1x1_case(tl, 2, 128, 21, 17, 40, 1, 1.0f, true, false, 1, false, false);
+        q1x1_case(tl, 2, 64, 21, 17, 256, 1, 1.0f, true, true, 1, false, false);
+        q1x1_case(tl, 2, 256, 21, 19, 264, 1, 0.0f, false, false, 0, false, false);
+        q1x1_case(tl, 2, 256, 23, 17, 128, 2, 1.0f, false, true, 1, false, false);
+        q1x1_case(tl, 2, 256, 23, 17, 96, 2, 1.0f, false, true, 2, true, true);
+        /* the largest K each tile's shared memory takes (about (BN + 3 BM) * K bytes) */
+        q1x1_case(tl, 2, i == 3 ? 512 : i == 1 ? 768 : 384, 15, 13, 64, 1, 1.0f, true, false, 0,
+                  false, false);
+        q1x1_case(tl, 2, 96, 15, 13, 128, 1, 1.0f, false, true, 1, false, false);
+    }
+    unsetenv("PRECIS_CUDA_IGEMM");
+    q1x1_case("timed", 2, 1024, 7, 9, 64, 1, 1.0f, true, false, 0, false, false);
+    q1x1_case("timed", 1, 2048, 7, 7, 48, 1, 1.0f, false, true, 1, false, false);
+    q1x1_case("timed", 4, 64, 30, 30, 256, 1, 1.0f, false, true, 1, false, false);
 }
 
 /* The CNN kernels of phase 6: our depthwise conv (forced: PRECIS_CUDA_DWCONV=1)
@@ -611,6 +698,7 @@ int main(void) {
     test_int8();
     test_igemm();
     test_igemm_wg();
+    test_q1x1();
     test_cnn();
     test_fp8();
     cu_teardown();

@@ -296,8 +296,13 @@ enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_6
        PR_CU_IGEMM_WG128x128K, /* the same, 128 bytes of k a pipeline stage (64) */
        PR_CU_IGEMM_WG128x256K,
        PR_CU_IGEMM_WG128x64,
+       PR_CU_IGEMM_Q64x256,  /* 1x1 no-pad convs only, built for bandwidth (cu_q1x1.cu: */
+       PR_CU_IGEMM_Q64x64,   /* pr_cu_q1x1_s8, any arch with mma.sync int8) */
+       PR_CU_IGEMM_Q128x64,
+       PR_CU_IGEMM_Q64x128,
        PR_CU_IGEMM_TILES };
 #define PR_CU_IGEMM_WG_FIRST PR_CU_IGEMM_WG128x128
+#define PR_CU_IGEMM_Q1X1_FIRST PR_CU_IGEMM_Q64x256
 typedef struct pr_cu_igemm {
     int64_t N, H, W, C, OH, OW, Nout, K;
     int kh, kw, sh, sw, ph, pw, dh, dw;
@@ -310,6 +315,14 @@ int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm
  * for another tile, cudaErrorNoKernelImageForDevice off sm_90a builds / GPUs. */
 int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                       const pr_cu_qepi *q);
+/* The Q1X1 tiles (cu_q1x1.cu): pr_cu_igemm_s8's contract for kh = kw = 1,
+ * no padding (any stride), K == C; a persistent grid, the block's weights
+ * [BN][K] in shared memory, the next M tiles' A and residual in flight
+ * during this one's MMAs and epilogue. cudaErrorInvalidValue for another
+ * tile, another conv, or a shape whose shared footprint (about (BN + 3 BM) *
+ * K bytes) exceeds the device's. */
+int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                  const pr_cu_qepi *q);
 
 /* Implicit-GEMM fp16/bf16 convolution (cu_hconv.cu, mma.sync, float32
  * accumulation, group 1): x NHWC [N, H, W, C] of type dt with C % 8 == 0,

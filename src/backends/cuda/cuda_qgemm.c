@@ -30,7 +30,10 @@
  * also its wgmma tiles, cu_igemm_wg.cu): at a shape's first run the cuBLASLt
  * route and each of the kernel's tiles are timed and the fastest kept (and
  * recorded in the timing cache). PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles
- * out (A/B).
+ * out (A/B). A 1x1 unpadded QConv also times the Q1X1 tiles (cu_q1x1.cu: a
+ * persistent kernel built for memory bandwidth, the next tiles' x and
+ * residual loads in flight during this one's MMAs and epilogue);
+ * PRECIS_CUDA_Q1X1=0 leaves them out (A/B).
  *
  * A stride-2 QConv over C <= 4 channels (the stem: 7x7 s2 over RGB) has no
  * 16-channel rows for that kernel; its candidates are instead the implicit
@@ -93,6 +96,7 @@ typedef struct qgemm_state {
 #define ROUTE_LT (-1)
 
 static bool wgmma_on(void);
+static bool q1x1_on(void);
 
 static bool q8(pr_dtype d) { return d == PRECIS_INT8; }
 
@@ -379,7 +383,8 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
     if (s->ig_ok)
         snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 %s%s%s (epilogue: "
                  "scale+bias%s%s%s) or %.100s, the faster per shape",
-                 wgmma_on() ? "mma.sync/wgmma" : "mma.sync",
+                 wgmma_on() ? (q1x1_on() ? "mma.sync/wgmma/q1x1" : "mma.sync/wgmma")
+                            : q1x1_on() ? "mma.sync/q1x1" : "mma.sync",
                  s->s2d ? " on a space-to-depth copy" : "",
                  s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
                  s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
@@ -462,7 +467,8 @@ static precis_status run_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qg
         xa = scr;
         w = s->w2;
     }
-    KL_TRY(pr_cu_igemm_s8(x->stream, xa, w, &o->ig, &o->q));
+    if (route >= PR_CU_IGEMM_Q1X1_FIRST) KL_TRY(pr_cu_q1x1_s8(x->stream, xa, w, &o->ig, &o->q));
+    else KL_TRY(pr_cu_igemm_s8(x->stream, xa, w, &o->ig, &o->q));
     return PRECIS_OK;
 fail:
     return st;
@@ -491,7 +497,8 @@ static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo
 
 static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
-    "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64"};
+    "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 64x64",
+    "q1x1 128x64", "q1x1 64x128"};
 
 /* PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles (cu_igemm_wg.cu, Hopper) out of
  * the timed choice (A/B); default on: they run only where they win. */
@@ -500,9 +507,30 @@ static bool wgmma_on(void) {
     return !(e && !strcmp(e, "0"));
 }
 
+/* PRECIS_CUDA_Q1X1=0 leaves the Q1X1 tiles (cu_q1x1.cu) out of the timed
+ * choice (A/B); default on: they run only where they win. */
+static bool q1x1_on(void) {
+    const char *e = getenv("PRECIS_CUDA_Q1X1");
+    return !(e && !strcmp(e, "0"));
+}
+
+/* The Q1X1 tiles take this conv: 1x1, no padding (any stride). */
+static bool q1x1_shape(const qgemm_state *s, const pr_cu_igemm *g) {
+    return s->conv && !s->s2d && g->kh == 1 && g->kw == 1 && g->ph == 0 && g->pw == 0 &&
+           g->C == g->K;
+}
+
+/* Route c among the timed candidates (wgmma / Q1X1 tiles when on and, for
+ * Q1X1, the shape fits). */
+static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool wg, bool q1) {
+    if (c >= PR_CU_IGEMM_Q1X1_FIRST) return q1 && q1x1_shape(s, g);
+    if (c >= PR_CU_IGEMM_WG_FIRST) return wg;
+    return true;
+}
+
 /* The route for this M: remembered, from the timing cache, or timed now
- * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t8 one tile:
- * t4..t8 the wgmma tiles). */
+ * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t12 one
+ * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones). */
 static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                 int *route) {
     precis_status st = PRECIS_OK;
@@ -518,27 +546,30 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     const char *env = getenv("PRECIS_CUDA_IGEMM");
     char key[200];
     const pr_cu_igemm *g = &o->ig;
-    const bool wg = wgmma_on();
-    const int n_cand = wg ? PR_CU_IGEMM_TILES : PR_CU_IGEMM_WG_FIRST;
-    /* v2: the candidates gained the wgmma tiles (" nowg" without them) */
-    snprintf(key, sizeof key, "qconv.route v2%s x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d "
-             "p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", (long long)g->N,
+    const bool wg = wgmma_on(), q1 = q1x1_on();
+    /* v2: the candidates gained the wgmma tiles (" nowg" without them); v3: the
+     * Q1X1 tiles (" noq" without them) */
+    snprintf(key, sizeof key, "qconv.route v3%s%s x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d "
+             "p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", q1 ? "" : " noq", (long long)g->N,
              (long long)g->H, (long long)g->W, (long long)g->C, (long long)g->Nout, g->kh, g->kw,
              g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0,
              s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
              s->s2d ? " s2d" : "");
     int32_t r = 0;
-    char times[256] = "";
-    if (env && env[0] == 't' && env[1] >= '0' && env[1] < '0' + PR_CU_IGEMM_TILES) {
-        *route = env[1] - '0';
+    char times[400] = "";
+    char *tend = NULL;
+    long tf = env && env[0] == 't' ? strtol(env + 1, &tend, 10) : -1;
+    if (tend && tend != env + 1 && !*tend && tf >= 0 && tf < PR_CU_IGEMM_TILES) {
+        *route = (int)tf;
     } else if (!env && pr_cuda_tcache_get(s->tc, key, &r, sizeof r) && r >= ROUTE_LT &&
-               r < n_cand) {
+               r < PR_CU_IGEMM_TILES && (r == ROUTE_LT || route_cand(s, g, r, wg, q1))) {
         *route = r;
     } else if (x->capturing) {
         st = pr_errf(k->err, PRECIS_ERR_INTERNAL, "int8 conv: new shape during a graph capture");
     } else {
         float best = -1;
-        for (int c = (env && !strcmp(env, "1")) ? 0 : ROUTE_LT; c < n_cand; c++) {
+        for (int c = (env && !strcmp(env, "1")) ? 0 : ROUTE_LT; c < PR_CU_IGEMM_TILES; c++) {
+            if (c != ROUTE_LT && !route_cand(s, g, c, wg, q1)) continue;
             float t = time_route(s, k, x, o, c);
             size_t tl = strlen(times);
             snprintf(times + tl, sizeof times - tl, " %s %.4f",
@@ -558,10 +589,18 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
         }
         s->routes[s->n_routes].m = o->M;
         s->routes[s->n_routes++].route = *route;
-        if (getenv("PRECIS_VERBOSE")) /* which route runs (inspect shows the candidates) */
-            fprintf(stderr, "precis: node '%s' m=%lld: %s%s%s\n", k->node->name,
-                    (long long)o->M, *route == ROUTE_LT ? "cublasLt" : tile_names[*route],
+        if (getenv("PRECIS_VERBOSE")) { /* which route runs (inspect shows the candidates) */
+            char mb[64] = ""; /* a 1x1's least traffic: x, w, y and the residual once */
+            if (q1x1_shape(s, g))
+                snprintf(mb, sizeof mb, " (1x1 K %lld N %lld: %.1f MB)", (long long)g->K,
+                         (long long)g->Nout,
+                         (double)(o->M * g->K + g->Nout * g->K +
+                                  o->M * g->Nout * (int64_t)pr_dtype_size(k->out[0]->dtype) +
+                                  (o->q.z ? o->M * g->Nout : 0)) / 1e6);
+            fprintf(stderr, "precis: node '%s' m=%lld: %s%s%s%s\n", k->node->name,
+                    (long long)o->M, *route == ROUTE_LT ? "cublasLt" : tile_names[*route], mb,
                     *times ? ", timed ms:" : "", times);
+        }
         if (*route != ROUTE_LT)
             snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 %s%s tile%s%s "
                      "(epilogue: scale+bias%s%s%s -> %s)",

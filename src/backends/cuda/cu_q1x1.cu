@@ -1,0 +1,370 @@
+// A 1x1 int8 convolution built for memory bandwidth (the Q1X1 tiles of
+// pr_cu_igemm_s8): pr_cu_igemm's contract (NHWC int8 / uint8 / biased uint8
+// x, w [Nout][K], pr_cu_qepi epilogue) restricted to kh = kw = 1 and no
+// padding (any stride). Every ResNet-50 1x1 at int8 moves more bytes than
+// it computes (arithmetic intensity ~2KN / (K + 2N) <= ~170 ops/byte vs the
+// H100's ~590), so the kernel is shaped for bytes in flight, not for MMA:
+//
+// - a persistent grid (blocks per SM from the occupancy query), each block
+//   one column tile n0 (BN output channels) and every gridDim.x-th M tile;
+// - the block's weights [BN][K] loaded once into shared memory (K <= ~512:
+//   where the footprint exceeds the device's shared memory the launch
+//   refuses, cudaErrorInvalidValue, and the timed choice skips the tile);
+// - the A tile (BM rows x K bytes) AND the residual tile (BM x BN bytes) of
+//   the next NS - 1 M tiles in flight (cp.async) while this tile's MMAs
+//   (mma.sync m16n8k32) and epilogue run;
+// - the epilogue in registers, reading the residual from shared memory and
+//   writing the requantized bytes back in its place, then 16-byte coalesced
+//   stores of the whole tile.
+//
+// Shared rows of A / W are Kp bytes (K rounded up to 64, or to 128 above
+// 64), 16-byte chunks XOR-swizzled (cu_mma.cuh's swz for 64-byte rows, else
+// chunk ^ (row & 7)) so ldmatrix's 8-row reads are conflict-free; the
+// residual / output staging rows are BN + 16 bytes (conflict-free 2-byte
+// accesses from the mma layout). K % 16 == 0 (padding chunks zero-filled:
+// the weights' zeros cancel a uint8 x's flipped padding).
+//
+// Fast epilogue (q1x1_fast_ok; EPI 1..3): int8 / uint8 NHWC y, act ReLU or
+// none, no or an int8 / uint8 residual, N % 16 == 0, y / z 16-byte aligned;
+// else (EPI 0) each element through igemm_epi_general (float y, NCHW, other
+// activations). Hopper converts int <-> float at 16 lanes a clock per SM (a
+// quarter of an FFMA's rate): an epilogue with three conversions an element
+// (I2F acc, I2F residual, F2I out) runs at ~5 elements a clock per SM, which
+// bounds layer1's conv3 (205M outputs) near 0.17 ms before any byte moves.
+// So the fast epilogue converts only the accumulator (I2F); the residual
+// byte becomes a float by PRMT into the mantissa of 2^23 and one FADD, the
+// output byte by clamping in float, adding 1.5 * 2^23 (the FADD rounds to
+// nearest even, as rintf) and taking the low byte of the bits. Everything
+// is pre-multiplied by 1 / y_scale (scale, bias, residual scale: as
+// cuBLASLt's fused route does), so requantized bytes may land one unit from
+// igemm's epilogue, as any route from ref's float sums.
+#include "backends/cuda/cu_igemm_epi.cuh"
+#include "backends/cuda/cu_mma.cuh"
+
+using namespace prmma;
+
+namespace {
+
+__device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// byte offset of 16-byte chunk c of shared row `row` (Kp bytes a row)
+__device__ __forceinline__ int qsw(int row, int c, int Kp) {
+    return Kp == 64 ? swz(row, c) : row * Kp + ((c ^ (row & 7)) << 4);
+}
+
+// EPI: 0 general; 1 fast, no residual; 2 fast + residual; 3 fast, ReLU before the residual
+bool q1x1_fast_ok(const pr_cu_qepi *q) {
+    return igemm_fast_ok(q) && q->N % 16 == 0 && ((uintptr_t)q->y & 15) == 0 &&
+           ((uintptr_t)q->z & 15) == 0;
+}
+
+// the float of byte k of u, plus 2^23 (exact): PRMT into 0x4B000000's low byte
+__device__ __forceinline__ float q1_byte_f(uint32_t u, int k) {
+    return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + (uint32_t)k));
+}
+
+// cp.async.wait_group with a run-time depth: at most n - 2 groups pending
+__device__ __forceinline__ void cp_wait_ring(int n) {
+    switch (n) {
+    case 2: cp_wait<0>(); break;
+    case 3: cp_wait<1>(); break;
+    case 4: cp_wait<2>(); break;
+    case 5: cp_wait<3>(); break;
+    default: cp_wait<4>(); break;
+    }
+}
+
+constexpr int NS_MAX = 6;
+
+// BM x BN tiles, WM x WN warps, NS (2..NS_MAX, chosen at launch) buffers of
+// (A, residual) tiles: NS - 1 M tiles in flight.
+template <int BM, int BN, int WM, int WN, int EPI>
+__global__ void __launch_bounds__(WM *WN * 32, 2)
+    k_q1x1(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
+           pr_cu_qepi q, int Kp, int NS) {
+    constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
+    constexpr int ZS = BN + 16, ZC = BN / 16; // staging row bytes; 16-byte chunks a row
+    constexpr bool FAST = EPI > 0;
+    static_assert(NJ % 2 == 0 && MI >= 1, "tile shape");
+    extern __shared__ __align__(128) unsigned char q1_smem[];
+    signed char *sw_ = (signed char *)q1_smem;          // [BN][Kp]
+    signed char *sa = sw_ + BN * Kp;                     // NS x [BM][Kp]
+    unsigned char *sz = (unsigned char *)(sa + NS * BM * Kp); // NS x [BM][ZS] (FAST)
+    float *cs = (float *)(sz + (FAST ? NS * BM * ZS : 0)); // scale [BN], bias [BN]
+    int *co = (int *)(cs + 2 * BN);                      // acc_off [BN]
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const int64_t M = p.N * p.OH * p.OW;
+    const int MT = (int)((M + BM - 1) / BM);
+    const int n0 = blockIdx.y * BN;
+    const int Ki = (int)p.K, CPR = Kp / 16, KS = (Ki + 31) / 32;
+    const bool s1 = p.sh == 1 && p.sw == 1 && p.OH == p.H && p.OW == p.W;
+    const uint32_t xflip = p.x_u8 == PR_CU_X_U8 ? 0x80808080u : 0u; // uint8 x read as x - 128
+
+    // the weights, once (in the first commit group, with the first tile)
+    for (int idx = tid; idx < BN * CPR; idx += T) {
+        int row = idx / CPR, c = idx - row * CPR, n = n0 + row;
+        bool ok = n < p.Nout && c * 16 < Ki;
+        cp16(smem_u32(&sw_[qsw(row, c, Kp)]), ok ? w + (int64_t)n * Ki + c * 16 : w, ok);
+    }
+    // the residual's real value: (byte ^ zflip) - zc (int8: flipped, less 128;
+    // biased uint8: flipped; uint8: as is), times zs (/ y_scale in the fast forms)
+    const bool zu8 = q.z && q.zdt == DT_U8;
+    const uint32_t zflip = q.z && !zu8 ? 0x80808080u : 0u;
+    const float zc = 8388608.0f + (q.z && !zu8 && !q.z_bias ? 128.0f : 0.0f);
+    const float ys = FAST ? q.y_inv : 1.0f;
+    const float zs = q.z_scale * ys;
+    for (int nl = tid; nl < BN; nl += T) {
+        int n = n0 + nl;
+        bool in = n < p.Nout;
+        cs[nl] = in ? q.a_scale * q.w_scale[q.n_wscale == 1 ? 0 : n] * ys : 0.0f;
+        cs[BN + nl] = in && q.bias ? q.bias[n] * ys : 0.0f;
+        co[nl] = in && q.acc_off ? q.acc_off[n] : 0;
+    }
+
+    auto load = [&](int buf, int mt) { // A and residual tiles of M tile mt into buffer buf
+        int64_t m0 = (int64_t)mt * BM;
+        signed char *A = sa + buf * BM * Kp;
+        for (int idx = tid; idx < BM * CPR; idx += T) {
+            int row = idx / CPR, c = idx - row * CPR;
+            int64_t m = m0 + row;
+            bool ok = m < M && c * 16 < Ki;
+            int64_t base = m * p.C;
+            if (!s1 && ok) {
+                int64_t ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
+                base = ((b * p.H + oh * p.sh) * p.W + ow * p.sw) * p.C;
+            }
+            cp16(smem_u32(&A[qsw(row, c, Kp)]), ok ? x + base + c * 16 : x, ok);
+        }
+        if (EPI >= 2) {
+            unsigned char *Z = sz + buf * BM * ZS;
+            for (int idx = tid; idx < BM * ZC; idx += T) {
+                int row = idx / ZC, c = idx - row * ZC;
+                int64_t m = m0 + row;
+                int n = n0 + c * 16;
+                bool ok = m < M && n < p.Nout;
+                cp16(smem_u32(&Z[row * ZS + c * 16]),
+                     ok ? (const unsigned char *)q.z + m * q.N + n : (const unsigned char *)q.z,
+                     ok);
+            }
+        }
+    };
+
+    const int first = blockIdx.x, step = gridDim.x;
+    for (int s = 0; s < NS - 1; s++) {
+        int mt = first + s * step;
+        if (mt < MT) load(s, mt);
+        cp_commit();
+    }
+    const int g = lane >> 2, t4 = lane & 3;
+    const bool post = q.post.kind == ACT_RELU || (EPI == 1 && q.pre.kind == ACT_RELU);
+#pragma unroll 1
+    for (int it = 0;; it++) {
+        const int mt = first + it * step;
+        if (mt >= MT) break;
+        const int buf = it % NS;
+        cp_wait_ring(NS);
+        __syncthreads(); // tile it landed; buffer (it - 1) % NS free (tile it - 1 done)
+        {
+            int nt = first + (it + NS - 1) * step;
+            if (nt < MT) load((it + NS - 1) % NS, nt);
+            cp_commit();
+        }
+        int acc[MI][NJ][4];
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int v = 0; v < 4; v++) acc[i][j][v] = 0;
+        const signed char *A = sa + buf * BM * Kp;
+#pragma unroll 2
+        for (int ks = 0; ks < KS; ks++) {
+            uint32_t af[MI][4], bf[NJ][2];
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                int row = wm * TM + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                ldsm4(af[i], smem_u32(&A[qsw(row, ks * 2 + (lane >> 4), Kp)]));
+                af[i][0] ^= xflip;
+                af[i][1] ^= xflip;
+                af[i][2] ^= xflip;
+                af[i][3] ^= xflip;
+            }
+#pragma unroll
+            for (int j = 0; j < NJ; j += 2) {
+                int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
+                uint32_t t[4];
+                ldsm4(t, smem_u32(&sw_[qsw(row, ks * 2 + ((lane >> 3) & 1), Kp)]));
+                bf[j][0] = t[0];
+                bf[j][1] = t[1];
+                bf[j + 1][0] = t[2];
+                bf[j + 1][1] = t[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++) mma8(acc[i][j], af[i], bf[j]);
+        }
+        const int64_t m0 = (int64_t)mt * BM;
+        if (FAST) {
+            // c0, c1 at (row g, cols 2t4, 2t4 + 1) of each 16 x 8 block; c2, c3 at
+            // row g + 8: requantized (see the top) into the staging rows (the
+            // residual's bytes, read first, in place)
+            unsigned char *Z = sz + buf * BM * ZS;
+            const bool u8y = q.ydt == DT_U8;
+            const float lo = u8y || post ? 0.0f : -128.0f, hi = u8y ? 255.0f : 127.0f;
+            const uint32_t yflip = q.y_bias ? 0x8080u : 0u;
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int nl = wn * TN + j * 8 + t4 * 2;
+                const float2 sc = *(const float2 *)&cs[nl], bi = *(const float2 *)&cs[BN + nl];
+                const int2 of = *(const int2 *)&co[nl];
+#pragma unroll
+                for (int i = 0; i < MI; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int row = wm * TM + i * 16 + g + h * 8;
+                        unsigned short *zp = (unsigned short *)&Z[row * ZS + nl];
+                        float e0 = (float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x;
+                        float e1 = (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y;
+                        if (EPI >= 2) {
+                            if (EPI == 3) {
+                                e0 = fmaxf(e0, 0.0f);
+                                e1 = fmaxf(e1, 0.0f);
+                            }
+                            uint32_t zz = (uint32_t)*zp ^ zflip;
+                            e0 = fmaf(q1_byte_f(zz, 0) - zc, zs, e0);
+                            e1 = fmaf(q1_byte_f(zz, 1) - zc, zs, e1);
+                        }
+                        // (ReLU before without a residual, or after: the clamp's lo)
+                        e0 = fminf(fmaxf(e0, lo), hi) + 12582912.0f;
+                        e1 = fminf(fmaxf(e1, lo), hi) + 12582912.0f;
+                        *zp = (unsigned short)(__byte_perm(__float_as_uint(e0),
+                                                           __float_as_uint(e1), 0x0040u) ^
+                                               yflip);
+                    }
+            }
+            __syncthreads(); // the tile's bytes staged
+            for (int idx = tid; idx < BM * ZC; idx += T) {
+                int row = idx / ZC, c = idx - row * ZC;
+                int64_t m = m0 + row;
+                int n = n0 + c * 16;
+                if (m < M && n < p.Nout)
+                    *(uint4 *)((unsigned char *)q.y + m * q.N + n) =
+                        *(const uint4 *)&Z[row * ZS + c * 16];
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                int n = n0 + wn * TN + j * 8 + t4 * 2;
+#pragma unroll
+                for (int i = 0; i < MI; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
+                        if (m >= M) continue;
+                        if (n < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2], m, n);
+                        if (n + 1 < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
+                    }
+            }
+        }
+    }
+    cp_wait<0>();
+}
+
+// PRECIS_CUDA_Q1X1_NS (0: the launcher's choice)
+int ns_env() {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("PRECIS_CUDA_Q1X1_NS");
+        int n = e ? atoi(e) : 0;
+        v = n >= 2 && n <= NS_MAX ? n : 0;
+    }
+    return v;
+}
+
+template <int BM, int BN, int WM, int WN, int EPI>
+int launch_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+               const pr_cu_qepi *q, int Kp) {
+    constexpr int T = WM * WN * 32;
+    auto smem_of = [&](int ns) {
+        return (size_t)BN * Kp + (size_t)ns * BM * Kp + (EPI ? (size_t)ns * BM * (BN + 16) : 0) +
+               (size_t)3 * BN * 4;
+    };
+    int dev = 0, sms = 0, optin = 0, per_sm = 0, occ = 0;
+    cudaError_t e;
+    if ((e = cudaGetDevice(&dev)) ||
+        (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+        (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+        (e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)))
+        return (int)e;
+    // the ring depth: 3 (two M tiles in flight) where 2 blocks an SM
+    // (__launch_bounds__' most) fit so, else the deepest that fits 1 block.
+    // Measured (gpu_phase15r_final.md, PRECIS_CUDA_Q1X1_NS=n forces n, 2..6,
+    // where it fits: A/B): the deepest ring with 2 blocks (4 at K 64) ran
+    // layer1's downsample 0.237 ms vs 0.190 with 3, the rest within ~3%; 6
+    // (1 block) 5-25% slower on layer1 / layer2.
+    int ns = 0, ns1 = 0, force = ns_env();
+    for (int n = 2; n <= NS_MAX; n++) {
+        size_t sm = smem_of(n);
+        if (sm > (size_t)optin) break;
+        if (force && n == force) {
+            ns = n;
+            break;
+        }
+        if (n <= 3 && 2 * (sm + 1024) <= (size_t)per_sm) ns = n;
+        ns1 = n;
+    }
+    if (force ? ns != force : ns < 3) ns = ns1;
+    if (!ns) return (int)cudaErrorInvalidValue;
+    size_t smem = smem_of(ns);
+    auto kern = k_q1x1<BM, BN, WM, WN, EPI>;
+    if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ||
+        (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T, smem)))
+        return (int)e;
+    if (occ < 1) return (int)cudaErrorInvalidValue;
+    int64_t M = p->N * p->OH * p->OW, MT = (M + BM - 1) / BM;
+    int gy = (int)((p->Nout + BN - 1) / BN);
+    int64_t gx = (int64_t)occ * sms / gy;
+    if (gx < 1) gx = 1;
+    if (gx > MT) gx = MT;
+    kern<<<dim3((unsigned)gx, (unsigned)gy), T, smem, s>>>((const signed char *)x,
+                                                          (const signed char *)w, *p, *q, Kp, ns);
+    return launch_result();
+}
+
+template <int BM, int BN, int WM, int WN>
+int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+           const pr_cu_qepi *q) {
+    int Kp = p->K <= 64 ? 64 : (int)((p->K + 127) / 128 * 128);
+    if (!q1x1_fast_ok(q)) return launch_one<BM, BN, WM, WN, 0>(s, x, w, p, q, Kp);
+    if (!q->z) return launch_one<BM, BN, WM, WN, 1>(s, x, w, p, q, Kp);
+    if (q->pre.kind != ACT_RELU) return launch_one<BM, BN, WM, WN, 2>(s, x, w, p, q, Kp);
+    return launch_one<BM, BN, WM, WN, 3>(s, x, w, p, q, Kp);
+}
+
+} // namespace
+
+extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                             const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    if (M <= 0 || p->Nout <= 0) return 0;
+    if (p->kh != 1 || p->kw != 1 || p->ph || p->pw || p->C % 16 || p->K != p->C ||
+        ((uintptr_t)x & 15) || ((uintptr_t)w & 15) || (p->N * p->H * p->W * p->C) >> 31 ||
+        p->K > 4096 || M >> 31)
+        return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (p->tile) {
+    case PR_CU_IGEMM_Q64x256: return launch<64, 256, 2, 4>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q64x64: return launch<64, 64, 2, 4>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q128x64: return launch<128, 64, 4, 2>(s, x, w, p, q);
+    case PR_CU_IGEMM_Q64x128: return launch<64, 128, 2, 4>(s, x, w, p, q);
+    default: return (int)cudaErrorInvalidValue;
+    }
+}
