@@ -38,6 +38,27 @@ template <> __device__ __forceinline__ void mma16<__nv_bfloat16>(float *c, const
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// act on 8 values with its kind resolved once (act_apply's switch folds away
+// for a literal kind) instead of once an element.
+__device__ __forceinline__ void act8(float *v, pr_cu_act a) {
+    switch (a.kind) {
+    case ACT_NONE: return;
+    case ACT_RELU:
+        a.kind = ACT_RELU;
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = act_apply(a, v[j]);
+        return;
+    case ACT_CLIP:
+        a.kind = ACT_CLIP;
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = act_apply(a, v[j]);
+        return;
+    default:
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = act_apply(a, v[j]);
+    }
+}
+
 // 8 consecutive channels: bias, a1, residual, a2, stored as 16 bytes.
 template <typename T>
 __device__ __forceinline__ void epi8(float *v, const pr_cu_hc &p, const float *bias,
@@ -47,18 +68,14 @@ __device__ __forceinline__ void epi8(float *v, const pr_cu_hc &p, const float *b
         v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w;
         v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
     }
-    if (p.a1.kind != ACT_NONE)
-#pragma unroll
-        for (int j = 0; j < 8; j++) v[j] = act_apply(p.a1, v[j]);
+    act8(v, p.a1);
     if (z) {
         uint4 zz = *(const uint4 *)(z + yi);
         const T *zt = (const T *)&zz;
 #pragma unroll
         for (int j = 0; j < 8; j++) v[j] += tof(zt[j]);
     }
-    if (p.a2.kind != ACT_NONE)
-#pragma unroll
-        for (int j = 0; j < 8; j++) v[j] = act_apply(p.a2, v[j]);
+    act8(v, p.a2);
     uint4 o;
     T *ot = (T *)&o;
 #pragma unroll
