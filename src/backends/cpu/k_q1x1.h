@@ -69,6 +69,20 @@ Q1_INLINE __m512i q1_epv(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, int A
     return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
+/* q1_epv with an int8/uint8 residual (zf: its values as floats, zs: its
+ * scale) between the act and act2, the late epilogue's order (k_qact.c:
+ * act2(act(x) + z_scale * Z) * inv): Swish (unfolded), where dnnl.qconv
+ * runs that late pass (YOLOv8n's bottlenecks). */
+Q1_INLINE __m512i q1_epvz(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, bool A2, __m512 zf,
+                          __m512 zs) {
+    __m512 r = qa_swish(_mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bi), sc));
+    r = _mm512_fmadd_ps(zf, zs, r);
+    if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
+    r = _mm512_mul_ps(r, c->inv);
+    r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
+    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
 #endif
 
 #endif
