@@ -77,10 +77,34 @@ bool pr_cpu_qamx_available(void) {
 #endif
 }
 
-/* Where qamx takes a conv (measured: see NOTES.md, session 14) */
-static bool qa_shape_ok(int64_t IC, int64_t OC, int64_t KH, int64_t KW) {
-    (void)KH, (void)KW;
-    return IC >= 8 && OC >= 16;
+/* Where qamx takes a conv (YOLOv8n / PP-OCRv4 det b1 t1, per-step minima
+ * over 5 interleaved rounds, us, the other impls -> qamx; NOTES.md, session
+ * 14). The epilogue, the same operations as q1x1's and the late pass's
+ * (Swish: one division a value), costs what it costs; the tiles pay where K
+ * is long enough:
+ *   KxK: IC >= 32 (3x3 32->32 at 40x40 68 -> 57, 64->64 at 20x20 59 -> 28,
+ *     det's 96->24 at 96x192 2661 -> 1227); IC 16 loses (3x3 16->16 at 80x80
+ *     99 -> 183, 3x3s2 16->32 191 -> 226).
+ *   1x1 that q1x1 takes (images up to Q1X1_MAX_PIX): IC >= 192 (256->128 at
+ *     20x20 52 -> 37, 192->128 at 40x40 44 -> 39); 64..128 lose to q1x1
+ *     (64->64 at 40x40 46 -> 67, 96->64 56 -> 81, 128->128 33 -> 34).
+ *   other 1x1 (dnnl.qconv's): IC a multiple of 4 under 64 or any IC from 64
+ *     (det's 16->32 at 192x384 814 -> 503, 48->96 194 -> 101, 96->96 253 ->
+ *     170), not with Swish under IC 128 (dnnl + the late pass: YOLOv8n's
+ *     32->32 at 80x80 92 -> 141) nor IC not a multiple of 4 under 64 (det's
+ *     18->96 69 -> 92, 12->96 209 -> 264, 42->96 26 -> 25). */
+static bool qa_shape_ok(const pr_graph *g, const pr_node *n, int64_t IC, int64_t OC, int64_t KH,
+                        int64_t KW, pr_act_kind act) {
+    const char *all = getenv("PRECIS_QAMX_ALL"); /* every conv it can run (tests, A/B) */
+    if (all && !strcmp(all, "1")) return true;
+    if (OC < 16) return false;
+    if (KH * KW > 1) return IC >= 32;
+    const pr_tensor *X = pr_node_tin(g, n, 0);
+    const bool small_img = !pr_dim_known(X->dims[2]) || !pr_dim_known(X->dims[3]) ||
+                           X->dims[2] * X->dims[3] <= Q1X1_MAX_PIX;
+    if (small_img && pr_cpu_impl_q1x1.supports(g, n)) return IC >= 192;
+    if (act == PR_ACT_SWISH && IC < 128) return false;
+    return IC >= 64 || IC % 4 == 0;
 }
 
 static bool qa_supports(const pr_graph *g, const pr_node *n) {
@@ -100,7 +124,6 @@ static bool qa_supports(const pr_graph *g, const pr_node *n) {
     if (pr_dim_known(X->dims[1]) && X->dims[1] != IC) return false;
     if (X->dims[2] == 1 && X->dims[3] == 1 && W->dims[2] == 1 && W->dims[3] == 1)
         return false; /* qfc's */
-    if (!qa_shape_ok(IC, OC, W->dims[2], W->dims[3])) return false;
     if (!init_of(S, PRECIS_FLOAT32) || S->rank != 1 || S->dims[0] != OC) return false;
     if (B && (!init_of(B, PRECIS_FLOAT32) || B->rank != 1 || B->dims[0] != OC)) return false;
     const float xs = pr_attr_float(n, "x_scale", 0.0f), ys = pr_attr_float(n, "y_scale", 0.0f);
@@ -118,6 +141,7 @@ static bool qa_supports(const pr_graph *g, const pr_node *n) {
         a.kind != PR_ACT_HARD_SWISH && a.kind != PR_ACT_SWISH)
         return false;
     if (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_AFFINE) return false;
+    if (IC < 4 || !qa_shape_ok(g, n, IC, OC, W->dims[2], W->dims[3], a.kind)) return false;
     /* a residual with Swish (YOLOv8n's bottlenecks): the late epilogue's
      * order, as dnnl.qconv runs it (k_q1x1.h q1_epvz) */
     const pr_tensor *Z = pr_node_tin(g, n, 4);
@@ -206,8 +230,10 @@ static precis_status qa_prepare(const pr_graph *g, const pr_node *n, const pr_cp
                         w[((m * s->IC + c) * s->KH + ky) * s->KW + kx];
                 }
     }
-    snprintf(s->desc, sizeof s->desc, "qamx.amx_int8 %lldx%lld", (long long)s->KH,
-             (long long)s->KW);
+    const int64_t *sv;
+    const int64_t st0 = pr_attr_ints(n, "strides", &sv) == 2 ? sv[0] : 1;
+    snprintf(s->desc, sizeof s->desc, "qamx.amx_int8 %lldx%lld%s %lld->%lld", (long long)s->KH,
+             (long long)s->KW, st0 == 2 ? "s2" : "", (long long)s->IC, (long long)s->OC);
     *state = s;
     return PRECIS_OK;
 }
@@ -404,7 +430,7 @@ static const qa_epi_fn qa_fns[7][2] = {{qa_none, qa_none_a2}, {qa_relu, qa_relu_
                                        {qa_sw_zu8, qa_sw_a2_zu8}};
 
 /* Blocks b0 .. b1 - 1 of 32 output pixels on this thread (A: 32 x Kp
- * bytes, C: 32 x 32 int32, both 64-byte aligned scratch). */
+ * bytes, C: 2 x 32 x 32 int32, both 64-byte aligned scratch). */
 static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t *x, uint8_t *y,
                             const uint8_t *z, int64_t b0, int64_t b1, uint8_t *A, int32_t *C) {
     const qfc_state *q = s->q;
@@ -420,14 +446,28 @@ static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t 
                                                       : 0;
     const qa_epi_fn epi = qa_fns[ak][q->act2.kind == PR_ACT_AFFINE];
     const bool u8 = q->xdt == PRECIS_UINT8;
-    /* 1x1, stride 1, no pads, K a multiple of 64: the image rows are the
-     * matrix (full blocks) */
-    const bool direct = s->KH == 1 && s->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
-                        g->pl == 0 && s->K == s->Kp;
+    /* 1x1, stride 1, no pads: the image rows are the matrix (full blocks),
+     * when K is a multiple of 64 or under 64 (the A tiles' rows then IC
+     * bytes, the B tiles' IC / 4 rows: this call's own configuration) */
+    const bool plain = s->KH == 1 && s->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
+                       g->pl == 0 && g->OH == g->IH && g->OW == g->IW;
+    const bool small = plain && s->IC < 64 && s->IC % 4 == 0;
+    const bool direct = plain && (s->K == s->Kp || small);
+    qa_cfg cfg = qa_config;
+    if (small) {
+        cfg.colsb[4] = cfg.colsb[5] = (uint16_t)s->IC;
+        cfg.rows[6] = cfg.rows[7] = (uint8_t)(s->IC / 4);
+    }
     const int64_t NB = s->OCp / QA_NR;
     memset(A, 0, (size_t)(QA_MR * s->Kp)); /* the K padding's bytes (zero weights) */
     QA_BARRIER();
-    _tile_loadconfig(&qa_config);
+    _tile_loadconfig(&cfg);
+    /* two C buffers: block j's products are issued before block j - 1's
+     * epilogue runs, so that the tiles' work overlaps it */
+    int32_t *Cb[2] = {C, C + QA_MR * QA_NR};
+    int cur = 0;
+    bool pend = false;
+    int64_t pp0 = 0, prows = 0, pob = 0;
     for (int64_t b = b0; b < b1; b++) {
         const int64_t p0 = b * QA_MR, rows = g->P - p0 < QA_MR ? g->P - p0 : QA_MR;
         const uint8_t *a = A;
@@ -439,10 +479,16 @@ static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t 
             qa_pack(s, g, x, A, p0, rows);
         }
         for (int64_t ob = 0; ob < NB; ob++) {
-            qa_mm(s, a, lda, ob, C, u8);
-            epi(&c, C, y, z, s->zs, p0, rows, ob);
+            qa_mm(s, a, lda, ob, Cb[cur], u8);
+            if (pend) epi(&c, Cb[cur ^ 1], y, z, s->zs, pp0, prows, pob);
+            pend = true;
+            pp0 = p0;
+            prows = rows;
+            pob = ob;
+            cur ^= 1;
         }
     }
+    if (pend) epi(&c, Cb[cur ^ 1], y, z, s->zs, pp0, prows, pob);
     _tile_release();
 }
 #endif
@@ -481,7 +527,7 @@ static precis_status qa_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
     if (Y->numel * s->K < 16 * PR_CPU_PAR_MIN) nt = 1;
     if (nblk < nt) nt = (int)nblk;
-    const size_t abytes = (size_t)(QA_MR * s->Kp + 63) / 64 * 64, per = abytes + 32 * 32 * 4;
+    const size_t abytes = (size_t)(QA_MR * s->Kp + 63) / 64 * 64, per = abytes + 2 * QA_MR * QA_NR * 4;
     uint8_t *scr = pr_cpu_scratch(xc, (size_t)nt * per);
     if (!scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     if (nt < 2) {
