@@ -136,7 +136,7 @@ static void vs_dnnl(const qconv_case *c, pr_dtype xdt, pr_dtype ydt, bool bias, 
             } else {
                 CHECK(bad == 0);
             }
-            if (bad && (!hsw || far || bad * 500 > (int64_t)ya.nbytes))
+            if (bad)
                 fprintf(stderr, "%s: %lld of %zu bytes differ (first at %lld: %d vs %d)\n", label,
                         (long long)bad, ya.nbytes, (long long)first, a[first], d[first]);
             if (!bad) {

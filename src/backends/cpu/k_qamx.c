@@ -46,9 +46,11 @@ typedef struct qamx_state {
     qfc_state *q; /* scales, biases, acts, output type (pr_qfc_state_new) */
     int64_t IC, OC, OCp, KH, KW, K, Kp;
     int8_t *wb; /* [OCp / 16][Kp / 64][16 rows][16 channels][4 bytes] */
+    void *q1; /* q1x1's state where it may run this conv (qa_to_q1x1) */
+    bool q1able; /* q1x1 takes this conv (up to Q1X1_MAX_PIX pixels) */
     pr_dtype zdt; /* the residual's type, PRECIS_UNDEFINED: none */
     float zs;     /* its scale */
-    char desc[48];
+    char desc[64];
 } qamx_state;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -93,18 +95,33 @@ bool pr_cpu_qamx_available(void) {
  *     170), not with Swish under IC 128 (dnnl + the late pass: YOLOv8n's
  *     32->32 at 80x80 92 -> 141) nor IC not a multiple of 4 under 64 (det's
  *     18->96 69 -> 92, 12->96 209 -> 264, 42->96 26 -> 25). */
+static bool qa_all(void) {
+    const char *all = getenv("PRECIS_QAMX_ALL"); /* every conv it can run (tests, A/B) */
+    return all && !strcmp(all, "1");
+}
+
+/* A 1x1 conv over pix pixels (-1: not known) that q1x1 takes (q1) is left
+ * to q1x1 (and its dnnl.qconv state over Q1X1_MAX_PIX pixels)? */
+static bool qa_to_q1x1(bool q1, int64_t pix, int64_t IC, pr_act_kind act) {
+    if (!q1) return false;
+    if (pix >= 0 && pix <= Q1X1_MAX_PIX) return IC < 192;
+    return act == PR_ACT_SWISH && IC < 128;
+}
+
 static bool qa_shape_ok(const pr_graph *g, const pr_node *n, int64_t IC, int64_t OC, int64_t KH,
                         int64_t KW, pr_act_kind act) {
-    const char *all = getenv("PRECIS_QAMX_ALL"); /* every conv it can run (tests, A/B) */
-    if (all && !strcmp(all, "1")) return true;
+    if (qa_all()) return true;
     if (OC < 16) return false;
     if (KH * KW > 1) return IC >= 32;
+    if (act == PR_ACT_SWISH && IC < 128 && !pr_cpu_impl_q1x1.supports(g, n))
+        return false; /* dnnl.qconv + the late pass */
+    if (IC < 64 && IC % 4) return false;
+    /* known dims: decided here; else at run time (qa_run: q1x1's state) */
     const pr_tensor *X = pr_node_tin(g, n, 0);
-    const bool small_img = !pr_dim_known(X->dims[2]) || !pr_dim_known(X->dims[3]) ||
-                           X->dims[2] * X->dims[3] <= Q1X1_MAX_PIX;
-    if (small_img && pr_cpu_impl_q1x1.supports(g, n)) return IC >= 192;
-    if (act == PR_ACT_SWISH && IC < 128) return false;
-    return IC >= 64 || IC % 4 == 0;
+    const int64_t pix = pr_dim_known(X->dims[2]) && pr_dim_known(X->dims[3])
+                            ? X->dims[2] * X->dims[3]
+                            : -1;
+    return pix < 0 || !qa_to_q1x1(pr_cpu_impl_q1x1.supports(g, n), pix, IC, act);
 }
 
 static bool qa_supports(const pr_graph *g, const pr_node *n) {
@@ -179,13 +196,13 @@ static void qa_destroy(void *state) {
     qamx_state *s = state;
     if (!s) return;
     pr_qfc_destroy(s->q);
+    if (s->q1) pr_cpu_impl_q1x1.destroy(s->q1);
     free(s->wb);
     free(s);
 }
 
 static precis_status qa_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
                                 void **state, pr_err *e) {
-    (void)cfg;
     *state = NULL;
     if (!qa_supports(g, n))
         return pr_errf(e, PRECIS_ERR_UNSUPPORTED, "node '%s' (%s): not supported by qamx",
@@ -232,8 +249,18 @@ static precis_status qa_prepare(const pr_graph *g, const pr_node *n, const pr_cp
     }
     const int64_t *sv;
     const int64_t st0 = pr_attr_ints(n, "strides", &sv) == 2 ? sv[0] : 1;
-    snprintf(s->desc, sizeof s->desc, "qamx.amx_int8 %lldx%lld%s %lld->%lld", (long long)s->KH,
-             (long long)s->KW, st0 == 2 ? "s2" : "", (long long)s->IC, (long long)s->OC);
+    s->q1able = s->KH * s->KW == 1 && pr_cpu_impl_q1x1.supports(g, n);
+    if (!qa_all() && s->q1able &&
+        qa_to_q1x1(true, -1, s->IC, s->q->act.kind)) {
+        st = pr_cpu_impl_q1x1.prepare(g, n, cfg, &s->q1, e);
+        if (st) {
+            qa_destroy(s);
+            return st;
+        }
+    }
+    snprintf(s->desc, sizeof s->desc, "qamx.amx_int8 %lldx%lld%s %lld->%lld%s", (long long)s->KH,
+             (long long)s->KW, st0 == 2 ? "s2" : "", (long long)s->IC, (long long)s->OC,
+             s->q1 ? " (or q1x1)" : "");
     *state = s;
     return PRECIS_OK;
 }
@@ -416,6 +443,8 @@ QA_VAR(qa_clip, PR_ACT_CLIP, false, 0)
 QA_VAR(qa_clip_a2, PR_ACT_CLIP, true, 0)
 QA_VAR(qa_hsw, PR_ACT_HARD_SWISH, false, 0)
 QA_VAR(qa_hsw_a2, PR_ACT_HARD_SWISH, true, 0)
+QA_VAR(qa_hswd, PR_ACT_HARD_SWISH_DNNL, false, 0)
+QA_VAR(qa_hswd_a2, PR_ACT_HARD_SWISH_DNNL, true, 0)
 QA_VAR(qa_sw, PR_ACT_SWISH, false, 0)
 QA_VAR(qa_sw_a2, PR_ACT_SWISH, true, 0)
 QA_VAR(qa_sw_z8, PR_ACT_SWISH, false, 1)
@@ -423,16 +452,18 @@ QA_VAR(qa_sw_a2_z8, PR_ACT_SWISH, true, 1)
 QA_VAR(qa_sw_zu8, PR_ACT_SWISH, false, 2)
 QA_VAR(qa_sw_a2_zu8, PR_ACT_SWISH, true, 2)
 #undef QA_VAR
-/* [act: none, Relu, Clip, HardSwish, Swish, Swish + int8 Z, Swish + uint8 Z][act2 Affine] */
-static const qa_epi_fn qa_fns[7][2] = {{qa_none, qa_none_a2}, {qa_relu, qa_relu_a2},
-                                       {qa_clip, qa_clip_a2}, {qa_hsw, qa_hsw_a2},
-                                       {qa_sw, qa_sw_a2},     {qa_sw_z8, qa_sw_a2_z8},
-                                       {qa_sw_zu8, qa_sw_a2_zu8}};
+/* [act: none, Relu, Clip, HardSwish, Swish, Swish + int8 Z, Swish + uint8 Z, HardSwish as
+ * oneDNN rounds it][act2 Affine] */
+static const qa_epi_fn qa_fns[8][2] = {
+    {qa_none, qa_none_a2}, {qa_relu, qa_relu_a2},     {qa_clip, qa_clip_a2},
+    {qa_hsw, qa_hsw_a2},   {qa_sw, qa_sw_a2},         {qa_sw_z8, qa_sw_a2_z8},
+    {qa_sw_zu8, qa_sw_a2_zu8}, {qa_hswd, qa_hswd_a2}};
 
 /* Blocks b0 .. b1 - 1 of 32 output pixels on this thread (A: 32 x Kp
  * bytes, C: 2 x 32 x 32 int32, both 64-byte aligned scratch). */
 static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t *x, uint8_t *y,
-                            const uint8_t *z, int64_t b0, int64_t b1, uint8_t *A, int32_t *C) {
+                            const uint8_t *z, int64_t b0, int64_t b1, uint8_t *A, int32_t *C,
+                            bool hswd) {
     const qfc_state *q = s->q;
     const q1_c c = {q->sc, q->bi, NULL, NULL, s->IC, s->OC, 0, 0u, q->ydt == PRECIS_UINT8,
                     PV_C(q->act.alpha), PV_C(q->act.beta), PV_C(q->act2.alpha),
@@ -441,7 +472,7 @@ static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t 
                    : s->zdt == PRECIS_UINT8           ? 6
                    : q->act.kind == PR_ACT_RELU       ? 1
                    : q->act.kind == PR_ACT_CLIP       ? 2
-                   : q->act.kind == PR_ACT_HARD_SWISH ? 3
+                   : q->act.kind == PR_ACT_HARD_SWISH ? (hswd ? 7 : 3)
                    : q->act.kind == PR_ACT_SWISH      ? 4
                                                       : 0;
     const qa_epi_fn epi = qa_fns[ak][q->act2.kind == PR_ACT_AFFINE];
@@ -503,6 +534,8 @@ static precis_status qa_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
                           pr_dtype_name(X->dtype), pr_dtype_name(Y->dtype));
     if (X->rank != 4 || X->dims[1] != s->IC)
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "input must be [N, %lld, H, W]", (long long)s->IC);
+    if (s->q1 && qa_to_q1x1(true, X->dims[2] * X->dims[3], s->IC, s->q->act.kind))
+        return pr_cpu_impl_q1x1.run(s->q1, k, xc);
     pr_conv_geom geo;
     int64_t in_sp[2] = {X->dims[2], X->dims[3]}, wk[2] = {s->KH, s->KW};
     precis_status st = pr_conv_geom_init(k->node, PR_CONV_KIND_CONV, 2, in_sp, wk, k->err, &geo);
@@ -524,6 +557,10 @@ static precis_status qa_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
                       geo.stride[0], geo.stride[1], geo.dil[0],    geo.dil[1],
                       geo.pad_b[0],  geo.pad_b[1],  X->dims[0] * geo.out[0] * geo.out[1]};
     const int64_t nblk = (g.P + QA_MR - 1) / QA_MR;
+    /* HardSwish rounded as the impl this conv ran on before qamx: q1x1's
+     * where it takes it (1x1, up to Q1X1_MAX_PIX pixels), else oneDNN's:
+     * the same bytes as before */
+    const bool hswd = !(s->q1able && g.IH * g.IW <= Q1X1_MAX_PIX);
     int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;
     if (Y->numel * s->K < 16 * PR_CPU_PAR_MIN) nt = 1;
     if (nblk < nt) nt = (int)nblk;
@@ -531,7 +568,7 @@ static precis_status qa_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     uint8_t *scr = pr_cpu_scratch(xc, (size_t)nt * per);
     if (!scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     if (nt < 2) {
-        qa_range(s, &g, X->data, Y->data, zd, 0, nblk, scr, (int32_t *)(scr + abytes));
+        qa_range(s, &g, X->data, Y->data, zd, 0, nblk, scr, (int32_t *)(scr + abytes), hswd);
         return PRECIS_OK;
     }
 #pragma omp parallel num_threads(nt)
@@ -539,7 +576,8 @@ static precis_status qa_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
         const int64_t b0 = nblk * t / T, b1 = nblk * (t + 1) / T;
         uint8_t *mine = scr + (size_t)t * per;
-        if (b1 > b0) qa_range(s, &g, X->data, Y->data, zd, b0, b1, mine, (int32_t *)(mine + abytes));
+        if (b1 > b0) qa_range(s, &g, X->data, Y->data, zd, b0, b1, mine, (int32_t *)(mine + abytes),
+                            hswd);
     }
     return PRECIS_OK;
 #else
