@@ -100,11 +100,20 @@ static bool qa_all(void) {
     return all && !strcmp(all, "1");
 }
 
+/* HardSwish convs where qamx would replace dnnl.qconv: taken unless
+ * PRECIS_QAMX_HSW=0 (oneDNN's post-op and q1_epv's round one value in ~1e5
+ * differently: =0 keeps those convs' bytes) */
+static bool qa_hsw_off(void) {
+    const char *e = getenv("PRECIS_QAMX_HSW");
+    return e && !strcmp(e, "0");
+}
+
 /* A 1x1 conv over pix pixels (-1: not known) that q1x1 takes (q1) is left
  * to q1x1 (and its dnnl.qconv state over Q1X1_MAX_PIX pixels)? */
 static bool qa_to_q1x1(bool q1, int64_t pix, int64_t IC, pr_act_kind act) {
     if (!q1) return false;
-    if (pix >= 0 && pix <= Q1X1_MAX_PIX) return IC < 192;
+    if (pix >= 0 && pix <= Q1X1_MAX_PIX) return IC < (act == PR_ACT_SWISH ? 192 : 64);
+    if (act == PR_ACT_HARD_SWISH && qa_hsw_off()) return true;
     return act == PR_ACT_SWISH && IC < 128;
 }
 
@@ -112,7 +121,12 @@ static bool qa_shape_ok(const pr_graph *g, const pr_node *n, int64_t IC, int64_t
                         int64_t KW, pr_act_kind act) {
     if (qa_all()) return true;
     if (OC < 16) return false;
+    if (act == PR_ACT_HARD_SWISH && qa_hsw_off() &&
+        (KH * KW > 1 || !pr_cpu_impl_q1x1.supports(g, n)))
+        return false;
     if (KH * KW > 1) return IC >= 32;
+    if (OC <= 16) return false; /* half the tiles' columns idle: EfficientNet-Lite0's 32->16
+                                 * at 112x112 35 -> 41, CenterFace's at 160x160 310 -> 375 */
     if (act == PR_ACT_SWISH && IC < 128 && !pr_cpu_impl_q1x1.supports(g, n))
         return false; /* dnnl.qconv + the late pass */
     if (IC < 64 && IC % 4) return false;
@@ -251,7 +265,8 @@ static precis_status qa_prepare(const pr_graph *g, const pr_node *n, const pr_cp
     const int64_t st0 = pr_attr_ints(n, "strides", &sv) == 2 ? sv[0] : 1;
     s->q1able = s->KH * s->KW == 1 && pr_cpu_impl_q1x1.supports(g, n);
     if (!qa_all() && s->q1able &&
-        qa_to_q1x1(true, -1, s->IC, s->q->act.kind)) {
+        (qa_to_q1x1(true, Q1X1_MAX_PIX, s->IC, s->q->act.kind) ||
+         qa_to_q1x1(true, -1, s->IC, s->q->act.kind))) { /* small or large images */
         st = pr_cpu_impl_q1x1.prepare(g, n, cfg, &s->q1, e);
         if (st) {
             qa_destroy(s);
