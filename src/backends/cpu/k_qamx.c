@@ -87,25 +87,35 @@ bool pr_cpu_qamx_available(void) {
  *   KxK: IC >= 32 (3x3 32->32 at 40x40 68 -> 57, 64->64 at 20x20 59 -> 28,
  *     det's 96->24 at 96x192 2661 -> 1227); IC 16 loses (3x3 16->16 at 80x80
  *     99 -> 183, 3x3s2 16->32 191 -> 226).
- *   1x1 that q1x1 takes (images up to Q1X1_MAX_PIX): IC >= 192 (256->128 at
- *     20x20 52 -> 37, 192->128 at 40x40 44 -> 39); 64..128 lose to q1x1
- *     (64->64 at 40x40 46 -> 67, 96->64 56 -> 81, 128->128 33 -> 34).
+ *   1x1 that q1x1 takes (images up to Q1X1_MAX_PIX): IC >= 192 with Swish
+ *     (256->128 at 20x20 52 -> 37, 192->128 at 40x40 44 -> 39; 64..128 lose:
+ *     64->64 at 40x40 46 -> 67, 96->64 56 -> 81, 128->128 33 -> 34), IC >= 64
+ *     with the cheaper epilogues (rec's HardSwish 64->64 at 24x160 74 -> 60,
+ *     128->128 120 -> 65; 16->32 / 32->64 lose 27 -> 31, 51 -> 59). Graphs of
+ *     unknown dims: decided per run (qa_run: q1x1's state, prepared here).
  *   other 1x1 (dnnl.qconv's): IC a multiple of 4 under 64 or any IC from 64
  *     (det's 16->32 at 192x384 814 -> 503, 48->96 194 -> 101, 96->96 253 ->
  *     170), not with Swish under IC 128 (dnnl + the late pass: YOLOv8n's
- *     32->32 at 80x80 92 -> 141) nor IC not a multiple of 4 under 64 (det's
- *     18->96 69 -> 92, 12->96 209 -> 264, 42->96 26 -> 25). */
+ *     32->32 at 80x80 92 -> 141), nor IC not a multiple of 4 under 64 (det's
+ *     18->96 69 -> 92, 12->96 209 -> 264, 42->96 26 -> 25), nor OC 16.
+ * The other CNNs (same method, whole step sums, us, PRECIS_QAMX=0 -> on):
+ * rec 3584 -> 2289, EfficientNet-Lite0 2290 -> 1951, CenterFace 15779 ->
+ * 13860, cls 187 -> 187. */
 static bool qa_all(void) {
     const char *all = getenv("PRECIS_QAMX_ALL"); /* every conv it can run (tests, A/B) */
     return all && !strcmp(all, "1");
 }
 
-/* HardSwish convs where qamx would replace dnnl.qconv: taken unless
- * PRECIS_QAMX_HSW=0 (oneDNN's post-op and q1_epv's round one value in ~1e5
- * differently: =0 keeps those convs' bytes) */
+/* HardSwish convs where qamx would replace dnnl.qconv: left to it unless
+ * PRECIS_QAMX_HSW=1. oneDNN's post-op and q1_epv's round about one value in
+ * 1e5 differently (test_cpu_qamx; neither formula matches every oneDNN
+ * kernel), and PP-OCRv4 det / rec, whose backbones are HardSwish convs,
+ * move a little with it (zoo, calibrator bests: rec cer 0.01493 -> 0.01431,
+ * det mask IoU 0.9176 -> 0.9169): the default keeps their bytes. =1 is
+ * faster (per-step sums, us, b1 t1: rec 3005 -> 2370, det 9651 -> 8402). */
 static bool qa_hsw_off(void) {
     const char *e = getenv("PRECIS_QAMX_HSW");
-    return e && !strcmp(e, "0");
+    return !(e && !strcmp(e, "1"));
 }
 
 /* A 1x1 conv over pix pixels (-1: not known) that q1x1 takes (q1) is left

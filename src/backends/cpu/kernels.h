@@ -42,7 +42,8 @@
  *       dilation, pads >= 0, on AMX-INT8 tiles (an implicit GEMM), NHWC
  *       int8/uint8 in and out, act none/Relu/Clip/HardSwish/Swish, act2
  *       none/Affine, no Z; needs AMX-INT8 (palette 1 set by hand: no cpuid
- *       leaf 0x1D needed). PRECIS_QAMX=0 declines everything (A/B).
+ *       leaf 0x1D needed); HardSwish convs oneDNN would run only with
+ *       PRECIS_QAMX_HSW=1 (rounding). PRECIS_QAMX=0 declines everything (A/B).
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
