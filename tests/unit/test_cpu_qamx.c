@@ -14,7 +14,8 @@
  * asymmetric pads, dilation 2, 5x5, 1x7, batches, int8 and uint8 src and out,
  * with and without bias, every act it takes (none, Relu, Clip, HardSwish,
  * Swish) with and without act2 Affine, Swish with an int8 / uint8 residual,
- * zero w_scale channels, 1 and 2 threads; what it declines. Every shape
+ * no act with an int8 / uint8 residual, zero w_scale channels, 1 and 2
+ * threads; what it declines. Every shape
  * rule is switched off (PRECIS_QAMX_ALL=1) so that the small cases run.
  * Where the CPU has no AMX-INT8 (or the kernel refuses the tile state) the
  * checks are skipped with a message. */
@@ -202,6 +203,18 @@ static void test_qamx(void) {
                           a2, th, "qamx residual vs ref");
                 qconv_impl = &pr_cpu_impl_dnnl_qconv;
             }
+    /* no act with a residual (the linear bottlenecks' projections + Add:
+     * oneDNN's sum post-op, folded scales) */
+    for (int i = 0; i < N_CASES; i++)
+        for (int zt = 0; zt < 2; zt++) {
+            const int th = 1 + (i + zt) % 2;
+            vs_dnnl(&CASES[i], T[(i + zt + 1) % 2], T[zt], i % 3 != 1, T[(zt + i) % 2], NULL, NULL,
+                    th, NULL, "residual, no act");
+            qconv_impl = &pr_cpu_impl_qamx;
+            qconv_one(&CASES[i], T[(i + zt + 1) % 2], T[zt], i % 3 != 1, T[(zt + i) % 2], true,
+                      NULL, NULL, th, "qamx residual, no act vs ref");
+            qconv_impl = &pr_cpu_impl_dnnl_qconv;
+        }
     /* zero w_scale channels: real weights 0, the output is act(bias) */
     for (int x = 0; x < 2; x++) {
         vs_dnnl(&CASES[9], T[x], PRECIS_INT8, true, PRECIS_UNDEFINED, &HSW, NULL, 1 + x,

@@ -96,6 +96,16 @@ Q1_INLINE __m512i q1_epvz(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, bool
     return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
+/* No act, a residual, folded scales (sc and zsf hold 1 / y_scale): oneDNN's
+ * sum post-op as dnnl.qconv sets it (scale z_scale / y_scale). */
+Q1_INLINE __m512i q1_epvzf(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, __m512 zf,
+                           __m512 zsf) {
+    __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bi), sc);
+    r = _mm512_fmadd_ps(zf, zsf, r);
+    r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
+    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
 #endif
 
 #endif

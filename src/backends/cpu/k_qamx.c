@@ -183,14 +183,20 @@ static bool qa_supports(const pr_graph *g, const pr_node *n) {
         return false;
     if (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_AFFINE) return false;
     if (IC < 4 || !qa_shape_ok(g, n, IC, OC, W->dims[2], W->dims[3], a.kind)) return false;
-    /* a residual with Swish (YOLOv8n's bottlenecks): the late epilogue's
-     * order, as dnnl.qconv runs it (k_q1x1.h q1_epvz) */
+    /* a residual with Swish (YOLOv8n's bottlenecks: the late epilogue's
+     * order, as dnnl.qconv runs it, k_q1x1.h q1_epvz) or with no act at all
+     * (the linear bottlenecks' projections: oneDNN's sum post-op, q1_epvzf) */
     const pr_tensor *Z = pr_node_tin(g, n, 4);
     if (n->n_inputs == 5 && n->inputs[4] >= 0) {
         const float zs = pr_attr_float(n, "z_scale", 0.0f);
         if (!Z || !q8(Z->dtype) || Z->rank != 4 || Z->layout != PR_LAYOUT_NHWC ||
-            a.kind != PR_ACT_SWISH || !(zs > 0.0f) || !isfinite(zs))
+            !(a.kind == PR_ACT_SWISH || (a.kind == PR_ACT_NONE && a2.kind == PR_ACT_NONE)) ||
+            !(zs > 0.0f) || !isfinite(zs))
             return false;
+        /* under 32 outputs the residual's extra bytes cost more than the
+         * tiles gain (144->24 + Z at 160x160 497 -> 575 us, at 56x56 54 ->
+         * 69; 144->32 at 80x80 102 -> 88, 576->96 at 20x20 223 -> 72) */
+        if (a.kind == PR_ACT_NONE && OC < 32 && !qa_all()) return false;
     }
     const int64_t *v;
     int nv = pr_attr_ints(n, "kernel_shape", &v);
@@ -244,6 +250,8 @@ static precis_status qa_prepare(const pr_graph *g, const pr_node *n, const pr_cp
     const int8_t *w = W->data;
     s->zdt = n->n_inputs == 5 && n->inputs[4] >= 0 && Z ? Z->dtype : PRECIS_UNDEFINED;
     s->zs = pr_attr_float(n, "z_scale", 1.0f);
+    if (s->q->act.kind == PR_ACT_NONE) s->zs *= 1.0f / pr_attr_float(n, "y_scale", 1.0f);
+    /* (no act: folded, oneDNN's sum scale z_scale / y_scale) */
     const float *ws = pr_node_tin(g, n, 2)->data;
     s->OC = W->dims[0];
     s->IC = W->dims[1];
@@ -413,6 +421,8 @@ QA_INLINE __m512 qa_z(const uint8_t *zp, __mmask16 k, int ZT) {
 /* 16 sums' epilogue (ZT: no residual, int8, uint8 one at zp, lanes k). */
 QA_INLINE __m128i qa_ep16(const q1_c *c, __m512i a, __m512 bi, __m512 sc, int AK, bool A2, int ZT,
                           const uint8_t *zp, __mmask16 k, __m512 zs) {
+    if (ZT && AK == PR_ACT_NONE)
+        return _mm512_cvtepi32_epi8(q1_epvzf(c, a, bi, sc, qa_z(zp, k, ZT), zs));
     if (ZT) return _mm512_cvtepi32_epi8(q1_epvz(c, a, bi, sc, A2, qa_z(zp, k, ZT), zs));
     return _mm512_cvtepi32_epi8(q1_epv(c, a, bi, sc, AK, A2, false));
 }
@@ -476,13 +486,16 @@ QA_VAR(qa_sw_z8, PR_ACT_SWISH, false, 1)
 QA_VAR(qa_sw_a2_z8, PR_ACT_SWISH, true, 1)
 QA_VAR(qa_sw_zu8, PR_ACT_SWISH, false, 2)
 QA_VAR(qa_sw_a2_zu8, PR_ACT_SWISH, true, 2)
+QA_VAR(qa_none_z8, PR_ACT_NONE, false, 1)
+QA_VAR(qa_none_zu8, PR_ACT_NONE, false, 2)
 #undef QA_VAR
 /* [act: none, Relu, Clip, HardSwish, Swish, Swish + int8 Z, Swish + uint8 Z, HardSwish as
- * oneDNN rounds it][act2 Affine] */
-static const qa_epi_fn qa_fns[8][2] = {
-    {qa_none, qa_none_a2}, {qa_relu, qa_relu_a2},     {qa_clip, qa_clip_a2},
-    {qa_hsw, qa_hsw_a2},   {qa_sw, qa_sw_a2},         {qa_sw_z8, qa_sw_a2_z8},
-    {qa_sw_zu8, qa_sw_a2_zu8}, {qa_hswd, qa_hswd_a2}};
+ * oneDNN rounds it, none + int8 Z, none + uint8 Z][act2 Affine] */
+static const qa_epi_fn qa_fns[10][2] = {
+    {qa_none, qa_none_a2},     {qa_relu, qa_relu_a2},   {qa_clip, qa_clip_a2},
+    {qa_hsw, qa_hsw_a2},       {qa_sw, qa_sw_a2},       {qa_sw_z8, qa_sw_a2_z8},
+    {qa_sw_zu8, qa_sw_a2_zu8}, {qa_hswd, qa_hswd_a2},   {qa_none_z8, qa_none_z8},
+    {qa_none_zu8, qa_none_zu8}};
 
 /* Blocks b0 .. b1 - 1 of 32 output pixels on this thread (A: 32 x Kp
  * bytes, C: 2 x 32 x 32 int32, both 64-byte aligned scratch). */
@@ -493,8 +506,9 @@ static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t 
     const q1_c c = {q->sc, q->bi, NULL, NULL, s->IC, s->OC, 0, 0u, q->ydt == PRECIS_UINT8,
                     PV_C(q->act.alpha), PV_C(q->act.beta), PV_C(q->act2.alpha),
                     PV_C(q->act2.beta), PV_C(q->inv), PV_C(q->lo), PV_C(q->hi)};
-    const int ak = s->zdt == PRECIS_INT8              ? 5
-                   : s->zdt == PRECIS_UINT8           ? 6
+    const bool zn = q->act.kind == PR_ACT_NONE;
+    const int ak = s->zdt == PRECIS_INT8              ? (zn ? 8 : 5)
+                   : s->zdt == PRECIS_UINT8           ? (zn ? 9 : 6)
                    : q->act.kind == PR_ACT_RELU       ? 1
                    : q->act.kind == PR_ACT_CLIP       ? 2
                    : q->act.kind == PR_ACT_HARD_SWISH ? (hswd ? 7 : 3)
