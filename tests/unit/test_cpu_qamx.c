@@ -223,7 +223,7 @@ static void test_qamx(void) {
                 (const float[]){0}, "zero w_scale");
     }
     /* declined: groups, depthwise, 3 input channels, float out, plain
-     * layout, a residual without Swish, SAME_UPPER */
+     * layout, a residual with Relu, SAME_UPPER */
     static const qconv_case no[] = {
         {"groups 4", 1, 16, 9, 9, 32, 3, 3, 4, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
         {"depthwise", 1, 32, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},

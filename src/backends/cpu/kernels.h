@@ -41,7 +41,7 @@
  *   pr_cpu_impl_qamx  (k_qamx.c) QConv, group 1, any kernel / stride /
  *       dilation, pads >= 0, on AMX-INT8 tiles (an implicit GEMM), NHWC
  *       int8/uint8 in and out, act none/Relu/Clip/HardSwish/Swish, act2
- *       none/Affine, no Z; needs AMX-INT8 (palette 1 set by hand: no cpuid
+ *       none/Affine, an int8/uint8 Z with Swish or no act; needs AMX-INT8 (palette 1 set by hand: no cpuid
  *       leaf 0x1D needed); HardSwish convs oneDNN would run only with
  *       PRECIS_QAMX_HSW=1 (rounding). PRECIS_QAMX=0 declines everything (A/B).
  *
