@@ -8,7 +8,7 @@
 #include "backends/cpu/dnnl_common.h"
 
 const pr_cpu_impl *const pr_cpu_impls[] = {
-    &pr_cpu_impl_qfc, &pr_cpu_impl_q1x1, &pr_cpu_impl_qdwconv, &pr_cpu_impl_qstem, &pr_cpu_impl_dnnl_qconv, &pr_cpu_impl_dnnl_qmatmul,
+    &pr_cpu_impl_qfc, &pr_cpu_impl_qamx, &pr_cpu_impl_q1x1, &pr_cpu_impl_qdwconv, &pr_cpu_impl_qstem, &pr_cpu_impl_dnnl_qconv, &pr_cpu_impl_dnnl_qmatmul,
     &pr_cpu_impl_quantize, &pr_cpu_impl_dequantize, &pr_cpu_impl_qbinary,
     &pr_cpu_impl_f16_conv, &pr_cpu_impl_f16_matmul,
     &pr_cpu_impl_dnnl_conv, &pr_cpu_impl_dnnl_deconv, &pr_cpu_impl_dnnl_matmul,

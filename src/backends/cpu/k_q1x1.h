@@ -16,6 +16,13 @@
 #define Q1_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
 #define Q1_INLINE static inline __attribute__((always_inline)) Q1_VNNI
 
+/* q1_epv's HardSwish as oneDNN 2.6's post-op computes it (x * relu6(x +
+ * 3) * (1/6)), for kernels that replace dnnl.qconv (k_qamx.c); q1x1's own
+ * (qfc's pv_act: x * clamp(x / 6 + 1/2, 0, 1)) stays as it was. Neither
+ * matches every oneDNN kernel bit for bit: one unit on ~1e-5 of the values
+ * either way (test_cpu_qamx counts them). */
+#define PR_ACT_HARD_SWISH_DNNL (-2)
+
 /* a + dot(b u8, w s8) per lane: vpdpbusd in a one-instruction asm, whose
  * plain in-out operand GCC 12 allocates without the copies (and stack
  * stores) it makes around the intrinsic's in a loop of 16 sums. */
@@ -62,10 +69,40 @@ Q1_INLINE __m512i q1_epv(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, int A
         v = _mm512_max_ps(_mm512_min_ps(v, PV_C(1.0f)), _mm512_setzero_ps());
         r = _mm512_mul_ps(r, v);
     }
+    if (AK == PR_ACT_HARD_SWISH_DNNL) { /* oneDNN 2.6's eltwise injector */
+        __m512 v = _mm512_add_ps(r, PV_C(3.0f));
+        v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), PV_C(6.0f));
+        r = _mm512_mul_ps(_mm512_mul_ps(v, r), PV_C(1.0f / 6.0f));
+    }
     if (AK == PR_ACT_SWISH) r = qa_swish(r); /* the late epilogue's (k_qact.h) */
     if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
-    if (AK == PR_ACT_HARD_SWISH || AK == PR_ACT_SWISH) r = _mm512_mul_ps(r, c->inv);
+    if (AK == PR_ACT_HARD_SWISH || AK == PR_ACT_HARD_SWISH_DNNL || AK == PR_ACT_SWISH)
+        r = _mm512_mul_ps(r, c->inv);
     if (!SAT) r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
+    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* q1_epv with an int8/uint8 residual (zf: its values as floats, zs: its
+ * scale) between the act and act2, the late epilogue's order (k_qact.c:
+ * act2(act(x) + z_scale * Z) * inv): Swish (unfolded), where dnnl.qconv
+ * runs that late pass (YOLOv8n's bottlenecks). */
+Q1_INLINE __m512i q1_epvz(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, bool A2, __m512 zf,
+                          __m512 zs) {
+    __m512 r = qa_swish(_mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bi), sc));
+    r = _mm512_fmadd_ps(zf, zs, r);
+    if (A2) r = _mm512_fmadd_ps(r, c->a2a, c->a2b);
+    r = _mm512_mul_ps(r, c->inv);
+    r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
+    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* No act, a residual, folded scales (sc and zsf hold 1 / y_scale): oneDNN's
+ * sum post-op as dnnl.qconv sets it (scale z_scale / y_scale). */
+Q1_INLINE __m512i q1_epvzf(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, __m512 zf,
+                           __m512 zsf) {
+    __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bi), sc);
+    r = _mm512_fmadd_ps(zf, zsf, r);
+    r = _mm512_min_ps(_mm512_max_ps(r, c->lo), c->hi);
     return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 

@@ -38,6 +38,12 @@
  *       channels into 8 (PP-OCR cls's stem), int8/uint8 in and
  *       out, pads 0/1, act none/Relu/Clip/HardSwish, act2 none/Affine, no
  *       Z; needs AVX512-VNNI and VBMI (declined otherwise).
+ *   pr_cpu_impl_qamx  (k_qamx.c) QConv, group 1, any kernel / stride /
+ *       dilation, pads >= 0, on AMX-INT8 tiles (an implicit GEMM), NHWC
+ *       int8/uint8 in and out, act none/Relu/Clip/HardSwish/Swish, act2
+ *       none/Affine, an int8/uint8 Z with Swish or no act; needs AMX-INT8 (palette 1 set by hand: no cpuid
+ *       leaf 0x1D needed); HardSwish convs oneDNN would run only with
+ *       PRECIS_QAMX_HSW=1 (rounding). PRECIS_QAMX=0 declines everything (A/B).
  *
  * describe() gives "<impl>.avx512" or "<impl>.scalar". */
 #ifndef PR_BACKENDS_CPU_KERNELS_H
@@ -56,6 +62,10 @@ extern const pr_cpu_impl pr_cpu_impl_qdwconv;
 extern const pr_cpu_impl pr_cpu_impl_qfc;
 extern const pr_cpu_impl pr_cpu_impl_q1x1;
 extern const pr_cpu_impl pr_cpu_impl_qstem;
+extern const pr_cpu_impl pr_cpu_impl_qamx;
+/* AMX-INT8 tiles usable here (cpuid, the kernel's XTILEDATA permission) and
+ * not switched off by PRECIS_QAMX=0 (k_qamx.c) */
+bool pr_cpu_qamx_available(void);
 
 /* The broadcasting driver of the binary kernels (k_binary.c), shared with
  * QBinary. A row function computes o[i] = f(a[i sa], b[i sb]) for i < n (a,
