@@ -17,7 +17,10 @@
  * ncu), and the flash kernel staged [B,1,S,S] mask tiles; now 8 K elements
  * and a mask row per batch (rs 0: cuda_attention.c's broadcast-rows load).
  * PRECIS_CUDA_MASK_ROW=0 keeps the [B,1,S,S] mask. The dead And / Expand go
- * when nothing else reads them (pr_fold_attention_heads compacts after). */
+ * when nothing else reads them (pr_fold_attention_heads compacts after).
+ * The same entry point folds Add(Add(a, b), c) -> Sum(a, b, c) (fold_add3:
+ * the embeddings' word + token type + position sum as one cu.sum3 launch;
+ * PRECIS_CUDA_SUM3=0 keeps the Adds). */
 #include <stdlib.h>
 #include <string.h>
 
