@@ -17,7 +17,10 @@
  * ncu), and the flash kernel staged [B,1,S,S] mask tiles; now 8 K elements
  * and a mask row per batch (rs 0: cuda_attention.c's broadcast-rows load).
  * PRECIS_CUDA_MASK_ROW=0 keeps the [B,1,S,S] mask. The dead And / Expand go
- * when nothing else reads them (pr_fold_attention_heads compacts after). */
+ * when nothing else reads them (pr_fold_attention_heads compacts after).
+ * The same entry point folds Add(Add(a, b), c) -> Sum(a, b, c) (fold_add3:
+ * the embeddings' word + token type + position sum as one cu.sum3 launch;
+ * PRECIS_CUDA_SUM3=0 keeps the Adds). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,15 +112,56 @@ static int fold_where(pr_graph *g, pr_uses *u, int wi, pr_err *e) {
     return 1;
 }
 
+static bool f3dt(const pr_graph *g, int t) {
+    pr_dtype d = g->tensors[t].dtype;
+    return d == PRECIS_FLOAT32 || d == PRECIS_FLOAT16 || d == PRECIS_BFLOAT16;
+}
+
+/* Add node oi: Add(Add(a, b), c) (either operand order) -> Sum(a, b, c) in
+ * oi's place when the inner Add's output T has oi as its only reader, is no
+ * graph output and has oi's output dtype (ref Sum folds pairwise into the
+ * output: RN(RN(a + b) + c), the Adds' numbers; float addition commutes), all
+ * float32 / fp16 / bf16 (cuda_elem.c's cu.sum3). Rewritten (1), left (0). */
+static int fold_add3(pr_graph *g, pr_uses *u, int oi, pr_err *e) {
+    const pr_node *o = &g->nodes[oi];
+    if (o->n_inputs != 2 || o->n_attrs || pr_node_out(o, 0) < 0) return 0;
+    int y = pr_node_out(o, 0);
+    if (!f3dt(g, y)) return 0;
+    for (int j = 0; j < 2; j++) {
+        int t = pr_node_in(o, j), c = pr_node_in(o, 1 - j);
+        if (t < 0 || c < 0 || pr_is_graph_output(g, t) || pr_single_consumer(g, u, t) != oi)
+            continue;
+        int p = pr_producer(g, t);
+        if (!live_op(g, p, PR_OP_Add) || g->nodes[p].n_inputs != 2 || g->nodes[p].n_attrs) continue;
+        int a = pr_node_in(&g->nodes[p], 0), b = pr_node_in(&g->nodes[p], 1);
+        if (a < 0 || b < 0 || !f3dt(g, a) || !f3dt(g, b) || !f3dt(g, c) || !f3dt(g, t) ||
+            g->tensors[t].dtype != g->tensors[y].dtype)
+            continue;
+        if (pr_node_set_input(g, u, oi, 0, a, e) || pr_node_set_input(g, u, oi, 1, b, e) ||
+            pr_node_set_input(g, u, oi, 2, c, e) || pr_node_merge_origins(g, oi, &p, 1, e))
+            return -1;
+        pr_node_retype(g, oi, PR_OP_Sum, 13);
+        if (pr_uses_of(u, t) == 0) pr_node_kill(g, u, p);
+        return 1;
+    }
+    return 0;
+}
+
+/* Also the embeddings' Add(Add(.)) -> Sum (PRECIS_CUDA_SUM3=0 keeps them). */
 precis_status pr_fold_attention_mask(pr_graph *g, pr_err *e) {
-    const char *env = getenv("PRECIS_CUDA_MASK_ROW");
-    if (env && !strcmp(env, "0")) return PRECIS_OK;
+    const char *env = getenv("PRECIS_CUDA_MASK_ROW"), *s3 = getenv("PRECIS_CUDA_SUM3");
+    bool mask = !(env && !strcmp(env, "0")), sum3 = !(s3 && !strcmp(s3, "0"));
+    if (!mask && !sum3) return PRECIS_OK;
     pr_uses u;
     precis_status st = pr_uses_build(g, &u, e);
     if (st) return st;
-    for (int ni = 0; ni < g->n_nodes && !st; ni++) {
+    for (int ni = 0; ni < g->n_nodes && !st && mask; ni++) {
         if (!live_op(g, ni, PR_OP_Where)) continue;
         if (fold_where(g, &u, ni, e) < 0) st = e->status ? e->status : PRECIS_ERR_OOM;
+    }
+    for (int ni = 0; ni < g->n_nodes && !st && sum3; ni++) {
+        if (!live_op(g, ni, PR_OP_Add)) continue;
+        if (fold_add3(g, &u, ni, e) < 0) st = e->status ? e->status : PRECIS_ERR_OOM;
     }
     pr_uses_free(&u);
     return st;

@@ -320,6 +320,18 @@ static void test_eltwise(void) {
     cc_input a8i[2] = {{.name = "a", .rank = 3, .dims = {4, 6, 24}}, {.name = "b", .rank = 2, .dims = {6, 24}, .init = true}};
     ALL_DT((snprintf(label, sizeof label, "add float32 initializer rows of 24 %s", cu_dtn(D)),
             cu_run(&t, 2, a8i, 1, D, &pr_cuda_impl_eltwise, label)));
+    /* Sum of three (pass_attn_mask.c's embeddings fold, cu.sum3): rows of 8k with a float32
+     * initializer broadcast over the batch (8 elements a thread), and odd shapes with
+     * broadcasts (the scalar kernel) */
+    n_init(&t, PR_OP_Sum, "Sum", 13);
+    cc_input s8[3] = {{.name = "a", .rank = 3, .dims = {4, 6, 24}}, {.name = "b", .rank = 3, .dims = {4, 6, 24}},
+                      {.name = "c", .rank = 2, .dims = {6, 24}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "sum3 rows of 24, float32 initializer %s", cu_dtn(D)),
+            cu_run(&t, 3, s8, 1, D, &pr_cuda_impl_eltwise, label)));
+    cc_input s1[3] = {{.name = "a", .rank = 3, .dims = {3, 5, 7}}, {.name = "b", .rank = 2, .dims = {5, 1}},
+                      {.name = "c", .rank = 3, .dims = {3, 1, 7}}};
+    ALL_DT((snprintf(label, sizeof label, "sum3 broadcast [3,5,7] %s", cu_dtn(D)),
+            cu_run(&t, 3, s1, 1, D, &pr_cuda_impl_eltwise, label)));
     n_init(&t, PR_OP_Mul, "Mul", 14);
     cc_input m8[2] = {{.name = "a", .rank = 2, .dims = {5, 16}}, {.name = "b", .rank = 2, .dims = {5, 16}}};
     ALL_DT((snprintf(label, sizeof label, "mul flat %s", cu_dtn(D)),

@@ -3,7 +3,11 @@
  * ([B,1,1,S] for HF's [B,1,S,S] padding mask). The graph is built twice, one
  * copy folded; ref runs both and every output must agree byte for byte.
  * Then the cases the pass must leave alone: a constant that is not all true,
- * a mask with another reader, the A/B switch. */
+ * a mask with another reader, the A/B switch. The same pass folds the
+ * embeddings' Add(Add(a, b), c) into Sum(a, b, c) (cu.sum3): ref outputs
+ * byte-equal before / after (float32 and fp16, either operand order), left
+ * when the inner sum is a graph output or has another reader, or under
+ * PRECIS_CUDA_SUM3=0. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,8 +100,70 @@ static void test_leave(void) {
     pr_graph_destroy(g);
 }
 
+/* y = Add(Add(a, b), c) (swap: Add(c, Add(a, b))), c a [1,4,16] initializer
+ * broadcast over the batch; mode 1: the inner sum is a graph output too, 2:
+ * it has another reader (z = Add(t, a), an output). */
+static pr_graph *build_sum(pr_dtype dt, bool swap, int mode) {
+    pr_graph *g = pr_graph_create();
+    g->inputs = pr_arena_alloc(g->arena, 8 * sizeof(int));
+    g->outputs = pr_arena_alloc(g->arena, 8 * sizeof(int));
+    const int64_t xd[3] = {2, 4, 16}, cd[3] = {1, 4, 16};
+    float cv[64];
+    rng = 777;
+    for (int i = 0; i < 64; i++) cv[i] = rnd(-2, 2) * 1.37f;
+    int a = act(g, "a", dt, 3, xd), b = act(g, "b", dt, 3, xd), t = act(g, "t", dt, 3, xd);
+    int y = act(g, "y", dt, 3, xd), c = init(g, "c", dt, 3, cd, cv);
+    mark(g, a, true);
+    mark(g, b, true);
+    node(g, PR_OP_Add, 14, "add1", 2, (int[]){a, b}, t);
+    node(g, PR_OP_Add, 14, "add2", 2, swap ? (int[]){c, t} : (int[]){t, c}, y);
+    mark(g, y, false);
+    if (mode == 1) mark(g, t, false);
+    if (mode == 2) {
+        int z = act(g, "z", dt, 3, xd);
+        node(g, PR_OP_Add, 14, "add3", 2, (int[]){t, a}, z);
+        mark(g, z, false);
+    }
+    CHECK(err.status == PRECIS_OK);
+    return g;
+}
+
+static void test_sum3(void) {
+    for (int k = 0; k < 4; k++) {
+        pr_dtype dt = k & 1 ? PRECIS_FLOAT16 : PRECIS_FLOAT32;
+        pr_graph *g0 = build_sum(dt, k & 2, 0), *g1 = build_sum(dt, k & 2, 0);
+        CHECK(pr_graph_infer(g0, &err) == PRECIS_OK && pr_graph_infer(g1, &err) == PRECIS_OK);
+        CHECK(pr_fold_attention_mask(g1, &err) == PRECIS_OK);
+        CHECK(pr_graph_compact(g1, &err) == PRECIS_OK);
+        CHECK(pr_graph_check(g1, &err) == PRECIS_OK);
+        CHECK(pr_graph_infer(g1, &err) == PRECIS_OK);
+        if (err.status) fprintf(stderr, "sum3 fold: %s\n", err.msg);
+        CHECK(count(g1, PR_OP_Add) == 0 && count(g1, PR_OP_Sum) == 1 && count(g0, PR_OP_Add) == 2);
+        void *o0[8] = {0}, *o1[8] = {0};
+        size_t n0[8] = {0}, n1[8] = {0};
+        CHECK(run(g0, o0, n0, NAN) && run(g1, o1, n1, NAN));
+        CHECK(o0[0] && o1[0] && n0[0] == n1[0] && n0[0] == 128 * pr_dtype_size(dt));
+        if (o0[0] && o1[0] && n0[0] == n1[0] && memcmp(o0[0], o1[0], n0[0]))
+            fprintf(stderr, "sum3 %d: the output differs after the fold\n", k);
+        CHECK(o0[0] && o1[0] && n0[0] == n1[0] && !memcmp(o0[0], o1[0], n0[0]));
+        free(o0[0]);
+        free(o1[0]);
+        pr_graph_destroy(g0);
+        pr_graph_destroy(g1);
+    }
+    for (int mode = 1; mode <= 3; mode++) { /* left alone */
+        pr_graph *g = build_sum(PRECIS_FLOAT16, false, mode == 3 ? 0 : mode);
+        if (mode == 3) setenv("PRECIS_CUDA_SUM3", "0", 1);
+        CHECK(pr_graph_infer(g, &err) == PRECIS_OK && pr_fold_attention_mask(g, &err) == PRECIS_OK);
+        unsetenv("PRECIS_CUDA_SUM3");
+        CHECK(count(g, PR_OP_Sum) == 0 && count(g, PR_OP_Add) == (mode == 2 ? 3 : 2));
+        pr_graph_destroy(g);
+    }
+}
+
 int main(void) {
     test_fold();
     test_leave();
+    test_sum3();
     return check_report("test_attn_mask");
 }

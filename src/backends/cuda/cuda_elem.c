@@ -16,7 +16,15 @@ typedef struct ew_state {
     float alpha, beta;
     int n_in; /* operands read: 1 (unary, Cast), 2 (binary), 3 (Where) */
     int reorder; /* Cast: 0 same layout, 1 plain -> NHWC, 2 NHWC -> plain (pass_layout.c) */
+    bool sum3;   /* Sum of three float inputs (pass_attn_mask.c's embeddings fold) */
 } ew_state;
+
+/* cu_elem.cu: y = RN(RN(a + b) + c) over pr_cu_ew_setup's operands (y, a, b, c). */
+int pr_cu_sum3(void *stream, const pr_cu_ew *w);
+
+static bool f3dt(pr_dtype d) {
+    return d == PRECIS_FLOAT32 || d == PRECIS_FLOAT16 || d == PRECIS_BFLOAT16;
+}
 
 static int binary_op(pr_op op) {
     switch (op) {
@@ -140,6 +148,11 @@ static bool ew_supports(const pr_graph *g, const pr_node *n) {
         float lo, hi;
         return pr_cu_float(ad) && pr_cu_float(yd) && clip_bounds(g, n, &lo, &hi);
     }
+    if (n->op == PR_OP_Sum && n->n_inputs == 3) {
+        for (int i = 0; i < 3; i++)
+            if (!f3dt(pr_cu_tdt(g, n->inputs[i]))) return false;
+        return f3dt(yd);
+    }
     int b = binary_op(n->op);
     if (b >= 0) {
         if (n->n_inputs != 2) return false;
@@ -202,6 +215,10 @@ static precis_status ew_prepare(const pr_graph *g, const pr_node *n, const pr_cu
         s->op = PR_EW_ACT;
         s->act = (pr_cu_act){PR_ACT_CLIP, lo, hi};
         s->n_in = 1;
+    } else if (n->op == PR_OP_Sum && n->n_inputs == 3) {
+        s->op = PR_EW_ADD;
+        s->n_in = 3;
+        s->sum3 = true;
     } else if (binary_op(n->op) >= 0) {
         s->op = binary_op(n->op);
         s->n_in = 2;
@@ -247,6 +264,11 @@ static precis_status ew_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     pr_cu_ew w;
     memset(&w, 0, sizeof w);
     pr_cu_ew_setup(&w, Y, s->n_in, k->in);
+    if (s->sum3) {
+        w.op = s->op;
+        KL_TRY(pr_cu_sum3(x->stream, &w));
+        return PRECIS_OK;
+    }
     if (s->reorder == 1 && k->in[0]->dtype == PRECIS_FLOAT32 &&
         (Y->dtype == PRECIS_FLOAT16 || Y->dtype == PRECIS_BFLOAT16) &&
         (Y->dims[1] == 1 || Y->dims[1] == 3 || Y->dims[1] == 4) &&
@@ -285,6 +307,7 @@ fail:
 static const char *ew_describe(void *p) {
     ew_state *s = p;
     if (s->reorder) return s->reorder == 1 ? "cu.cast + reorder to nhwc" : "cu.cast + reorder to plain";
+    if (s->sum3) return "cu.sum3";
     return s->op == PR_EW_COPY ? "cu.cast" : s->n_in == 1 ? "cu.unary" : s->n_in == 2 ? "cu.binary broadcast" : "cu.where";
 }
 
