@@ -588,11 +588,11 @@ int main(void) {
         test_rows();
         for (int j = 0; j < 5; j++) unsetenv(lnn[j]);
     }
-    /* the Gathers of float32 tables into fp16 / bf16 rows from the float32 table (A/B) */
-    setenv("PRECIS_CUDA_GATHER_PACK", "0", 1);
-    printf("(move: gather pack 0)\n");
+    /* the Gathers' 64-bit index arithmetic (A/B) */
+    setenv("PRECIS_CUDA_GATHER_I32", "0", 1);
+    printf("(move: gather i32 0)\n");
     test_move();
-    unsetenv("PRECIS_CUDA_GATHER_PACK");
+    unsetenv("PRECIS_CUDA_GATHER_I32");
     test_spatial();
     cu_teardown();
     return check_report("test_cuda_ops");

@@ -2,8 +2,7 @@
  * Unsqueeze, Identity, Dropout, Reorder: a device copy, or nothing when the
  * memory planner gives the output the input's buffer), and the strided
  * copies (Transpose, Slice, Expand, Concat, Split) through the n-ary kernel;
- * Gather (a float32 table read into fp16 / bf16 rows uploaded once in their
- * dtype). Integer vectors (shape arithmetic) stay on the host. */
+ * Gather. Integer vectors (shape arithmetic) stay on the host. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,53 +241,7 @@ static bool gather_supports(const pr_graph *g, const pr_node *n) {
     return types && !pr_cu_shape_like(g, d) && (it == PRECIS_INT64 || it == PRECIS_INT32);
 }
 
-/* A float32 table (an initializer: the embeddings) read into fp16 / bf16 rows
- * is uploaded once in the rows' dtype (RN, as the converting kernel rounds each
- * element it copies): the lookup then moves 16-byte chunks as stored (k_gather16)
- * and reads half the bytes (MiniLM b64's word embeddings: k_gather8, 5.6 us under
- * ncu). PRECIS_CUDA_GATHER_PACK=0 reads the float32 table (A/B). */
-typedef struct gather_state {
-    void *tab; /* the packed table (Y's dtype) or NULL */
-    pr_dtype tdt;
-} gather_state;
-
-static bool gather_pack_ok(const pr_graph *g, const pr_node *n) {
-    const char *env = getenv("PRECIS_CUDA_GATHER_PACK");
-    if (env && !strcmp(env, "0")) return false;
-    int d = n->inputs[0], y = n->outputs[0];
-    pr_dtype yd = pr_cu_tdt(g, y);
-    const pr_tensor *D = &g->tensors[d];
-    return pr_cu_is_init(g, d) && D->dtype == PRECIS_FLOAT32 && D->data &&
-           (yd == PRECIS_FLOAT16 || yd == PRECIS_BFLOAT16) && D->rank >= 1 &&
-           pr_numel(D->rank, D->dims) > 0 &&
-           D->nbytes >= (size_t)pr_numel(D->rank, D->dims) * sizeof(float);
-}
-
-static bool gather_packs(const pr_graph *g, const pr_node *n, int i) {
-    return i == 0 && gather_pack_ok(g, n);
-}
-
-static precis_status gather_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
-                                    void **out, pr_err *e) {
-    gather_state *s = calloc(1, sizeof *s);
-    if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-    *out = s;
-    if (!gather_pack_ok(g, n)) return PRECIS_OK;
-    const pr_tensor *D = &g->tensors[n->inputs[0]];
-    s->tdt = pr_cu_tdt(g, n->outputs[0]);
-    return pr_cu_upload_as(D->data, pr_numel(D->rank, D->dims), s->tdt, &s->tab,
-                           (cudaStream_t)cfg->x->stream, e);
-}
-
-static void gather_destroy(void *p) {
-    gather_state *s = p;
-    if (!s) return;
-    if (s->tab) cudaFree(s->tab);
-    free(s);
-}
-
 static precis_status gather_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
-    gather_state *s = p;
     pr_err *e = k->err;
     precis_status st = PRECIS_OK;
     const pr_buf *D = k->in[0], *I = k->in[1];
@@ -298,10 +251,8 @@ static precis_status gather_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; d++) outer *= D->dims[d];
     for (int d = axis + 1; d < D->rank; d++) inner *= D->dims[d];
-    const void *dd = s && s->tab ? s->tab : D->data;
-    int ddt = s && s->tab ? (int)s->tdt : (int)D->dtype;
-    KL_TRY(pr_cu_gather(x->stream, dd, ddt, I->data, (int)I->dtype, Y->data, (int)Y->dtype,
-                        outer, D->dims[axis], I->numel, inner));
+    KL_TRY(pr_cu_gather(x->stream, D->data, (int)D->dtype, I->data, (int)I->dtype, Y->data,
+                        (int)Y->dtype, outer, D->dims[axis], I->numel, inner));
     return PRECIS_OK;
 fail:
     pr_err_prefix(e, "node '%s'", k->node->name);
@@ -313,9 +264,7 @@ static const char *gather_describe(void *p) { return "cu.gather"; }
 const pr_cuda_impl pr_cuda_impl_gather = {
     .name = "cu.gather",
     .supports = gather_supports,
-    .packs = gather_packs,
-    .prepare = gather_prepare,
+    .prepare = move_prepare,
     .run = gather_run,
     .describe = gather_describe,
-    .destroy = gather_destroy,
 };
