@@ -20,7 +20,15 @@
  * when nothing else reads them (pr_fold_attention_heads compacts after).
  * The same entry point folds Add(Add(a, b), c) -> Sum(a, b, c) (fold_add3:
  * the embeddings' word + token type + position sum as one cu.sum3 launch;
- * PRECIS_CUDA_SUM3=0 keeps the Adds). */
+ * PRECIS_CUDA_SUM3=0 keeps the Adds).
+ * And the identities in HF's key-padding chain in front of that Where
+ * (fold_mask_ids): Cast(int64 -> bool) -> Flatten [B*S,1] -> Gather(axis 0,
+ * I) with I the constant b * S + s -> Reshape -> Cast(bool -> bool) -> Where.
+ * A Gather along axis 0 whose constant indices are 0, 1, ..., n - 1 with n
+ * the data's first dim is a Reshape to its output shape (the same elements in
+ * the same order), a Cast to the dtype it reads (same layout, same dims) an
+ * Identity: both become aliases in cuda plans (cuda_move.c) instead of two
+ * launches on [B,S]. PRECIS_CUDA_MASK_IDS=0 keeps them (A/B). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,11 +155,61 @@ static int fold_add3(pr_graph *g, pr_uses *u, int oi, pr_err *e) {
     return 0;
 }
 
-/* Also the embeddings' Add(Add(.)) -> Sum (PRECIS_CUDA_SUM3=0 keeps them). */
+/* Gather node gi along axis 0 with constant indices 0..n-1 (n = the data's
+ * first dim) -> Reshape(data, Y's dims). Rewritten (1), left (0). */
+static int fold_gather_id(pr_graph *g, pr_uses *u, int gi, pr_err *e) {
+    const pr_node *n = &g->nodes[gi];
+    if (n->n_inputs != 2) return 0;
+    int d = pr_node_in(n, 0), ix = pr_node_in(n, 1), y = pr_node_out(n, 0);
+    if (d < 0 || ix < 0 || y < 0 || !known(&g->tensors[d]) || !known(&g->tensors[y]) ||
+        !pr_is_init(g, ix) || pr_is_init(g, d))
+        return 0;
+    const pr_tensor *D = &g->tensors[d], *I = &g->tensors[ix], *Y = &g->tensors[y];
+    int64_t axis = pr_attr_int(n, "axis", 0);
+    if (D->rank < 1 || (axis != 0 && axis != -(int64_t)D->rank) || Y->dtype != D->dtype ||
+        Y->rank < 1 || Y->rank > PR_MAX_RANK)
+        return 0;
+    int64_t ni = pr_numel(I->rank, I->dims);
+    if (I->rank < 0 || ni != D->dims[0] || pr_numel(Y->rank, Y->dims) != pr_numel(D->rank, D->dims))
+        return 0;
+    size_t es = I->dtype == PRECIS_INT64 ? 8 : I->dtype == PRECIS_INT32 ? 4 : 0;
+    if (!es || !I->data || I->nbytes < (size_t)ni * es) return 0;
+    for (int64_t i = 0; i < ni; i++) {
+        int64_t v = es == 8 ? ((const int64_t *)I->data)[i] : ((const int32_t *)I->data)[i];
+        if (v != i) return 0;
+    }
+    int64_t r = Y->rank, *sh = pr_edit_alloc(sizeof(int64_t) * (size_t)r);
+    if (!sh) return pr_errf(e, PRECIS_ERR_OOM, "out of memory"), -1;
+    memcpy(sh, Y->dims, sizeof(int64_t) * (size_t)r);
+    int st = pr_graph_add_init(g, "mask_ids_shape", PRECIS_INT64, 1, &r, sh, e);
+    if (st < 0 || pr_node_set_input(g, u, gi, 1, st, e)) return -1;
+    pr_node_retype(g, gi, PR_OP_Reshape, 14);
+    pr_node_clear_attrs(g, gi);
+    return 1;
+}
+
+/* Cast node ci to the dtype it reads (same layout and dims) -> Identity. */
+static int fold_cast_id(pr_graph *g, int ci) {
+    const pr_node *n = &g->nodes[ci];
+    int x = pr_node_in(n, 0), y = pr_node_out(n, 0);
+    if (n->n_inputs != 1 || x < 0 || y < 0) return 0;
+    const pr_tensor *X = &g->tensors[x], *Y = &g->tensors[y];
+    if (X->dtype != Y->dtype || X->layout != Y->layout || !known(X) || X->rank != Y->rank ||
+        memcmp(X->dims, Y->dims, sizeof(int64_t) * (size_t)X->rank))
+        return 0;
+    pr_node_retype(g, ci, PR_OP_Identity, 14);
+    pr_node_clear_attrs(g, ci);
+    return 1;
+}
+
+/* Also the embeddings' Add(Add(.)) -> Sum (PRECIS_CUDA_SUM3=0 keeps them) and
+ * the mask chain's identity Gather / Cast (PRECIS_CUDA_MASK_IDS=0 keeps them). */
 precis_status pr_fold_attention_mask(pr_graph *g, pr_err *e) {
     const char *env = getenv("PRECIS_CUDA_MASK_ROW"), *s3 = getenv("PRECIS_CUDA_SUM3");
+    const char *mi = getenv("PRECIS_CUDA_MASK_IDS");
     bool mask = !(env && !strcmp(env, "0")), sum3 = !(s3 && !strcmp(s3, "0"));
-    if (!mask && !sum3) return PRECIS_OK;
+    bool ids = !(mi && !strcmp(mi, "0"));
+    if (!mask && !sum3 && !ids) return PRECIS_OK;
     pr_uses u;
     precis_status st = pr_uses_build(g, &u, e);
     if (st) return st;
@@ -162,6 +220,11 @@ precis_status pr_fold_attention_mask(pr_graph *g, pr_err *e) {
     for (int ni = 0; ni < g->n_nodes && !st && sum3; ni++) {
         if (!live_op(g, ni, PR_OP_Add)) continue;
         if (fold_add3(g, &u, ni, e) < 0) st = e->status ? e->status : PRECIS_ERR_OOM;
+    }
+    for (int ni = 0; ni < g->n_nodes && !st && ids; ni++) {
+        if (live_op(g, ni, PR_OP_Cast)) fold_cast_id(g, ni);
+        else if (live_op(g, ni, PR_OP_Gather) && fold_gather_id(g, &u, ni, e) < 0)
+            st = e->status ? e->status : PRECIS_ERR_OOM;
     }
     pr_uses_free(&u);
     return st;

@@ -475,6 +475,13 @@ static void test_rows(void) {
                       {.name = "b", .rank = 1, .dims = {384}, .init = true}};
     ALL_DT((snprintf(label, sizeof label, "layernorm 384 %s", cu_dtn(D)),
             cu_run(&t, 3, l4, 1, D, &pr_cuda_impl_norm, label)));
+    /* no B (the staged Scale alone: k_layernorm_vec's SG), 33 rows: a block and a row past it */
+    cc_input l5[2] = {{.name = "x", .rank = 2, .dims = {33, 384}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {384}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm 384 no B %s", cu_dtn(D)),
+            cu_run(&t, 2, l5, 1, D, &pr_cuda_impl_norm, label)));
+    cc_input l6[2] = {{.name = "x", .rank = 2, .dims = {9, 1024}, .lo = -2, .hi = 3}, {.name = "g", .rank = 1, .dims = {1024}, .init = true}};
+    ALL_DT((snprintf(label, sizeof label, "layernorm 1024 no B %s", cu_dtn(D)),
+            cu_run(&t, 2, l6, 1, D, &pr_cuda_impl_norm, label)));
     /* q_scale (fp8 plans): output 1 = e4m3(Y / q_scale), in the same pass (768: fp16 / bf16
      * chunks) or by the quantize kernel after it (100; float32); ref quantizes its float32 Y,
      * the GPU its rounded Y: one e4m3 step (1/8) apart at most */
@@ -566,19 +573,26 @@ int main(void) {
     test_move();
     test_rows();
     /* the LayerNorm's A/B forms: div.rn for the e4m3 output, the packed one-pass form,
-     * register caps of 6 / 8 blocks an SM (FASTQ, FORM, MINB) */
-    static const char *lnv[7][4] = {{"0", "", "", ""}, {"", "", "6", ""}, {"", "", "8", ""},
-                                    {"", "1", "", ""}, {"", "1", "6", ""}, {"", "1", "8", ""},
-                                    {"", "", "", "32"}};
-    static const char *lnn[4] = {"PRECIS_CUDA_LN_FASTQ", "PRECIS_CUDA_LN_FORM", "PRECIS_CUDA_LN_MINB",
-                                 "PRECIS_CUDA_LN_LPR"};
-    for (int i = 0; i < 7; i++) {
-        for (int j = 0; j < 4; j++)
+     * register caps of 6 / 8 blocks an SM, a warp a row, Scale / B from global memory
+     * (FASTQ, FORM, MINB, LPR, STAGE) */
+    static const char *lnv[9][5] = {{"0", "", "", "", ""}, {"", "", "6", "", ""}, {"", "", "8", "", ""},
+                                    {"", "1", "", "", ""}, {"", "1", "6", "", ""}, {"", "1", "8", "", ""},
+                                    {"", "", "", "32", ""}, {"", "", "", "", "0"}, {"", "", "", "32", "0"}};
+    static const char *lnn[5] = {"PRECIS_CUDA_LN_FASTQ", "PRECIS_CUDA_LN_FORM", "PRECIS_CUDA_LN_MINB",
+                                 "PRECIS_CUDA_LN_LPR", "PRECIS_CUDA_LN_STAGE"};
+    for (int i = 0; i < 9; i++) {
+        for (int j = 0; j < 5; j++)
             if (lnv[i][j][0]) setenv(lnn[j], lnv[i][j], 1);
-        printf("(rows: LN fastq %s form %s minb %s lpr %s)\n", lnv[i][0], lnv[i][1], lnv[i][2], lnv[i][3]);
+        printf("(rows: LN fastq %s form %s minb %s lpr %s stage %s)\n", lnv[i][0], lnv[i][1], lnv[i][2],
+               lnv[i][3], lnv[i][4]);
         test_rows();
-        for (int j = 0; j < 4; j++) unsetenv(lnn[j]);
+        for (int j = 0; j < 5; j++) unsetenv(lnn[j]);
     }
+    /* the Gathers' 64-bit index arithmetic (A/B) */
+    setenv("PRECIS_CUDA_GATHER_I32", "0", 1);
+    printf("(move: gather i32 0)\n");
+    test_move();
+    unsetenv("PRECIS_CUDA_GATHER_I32");
     test_spatial();
     cu_teardown();
     return check_report("test_cuda_ops");

@@ -7,7 +7,10 @@
  * embeddings' Add(Add(a, b), c) into Sum(a, b, c) (cu.sum3): ref outputs
  * byte-equal before / after (float32 and fp16, either operand order), left
  * when the inner sum is a graph output or has another reader, or under
- * PRECIS_CUDA_SUM3=0. */
+ * PRECIS_CUDA_SUM3=0. And the mask chain's identities (HF's Cast -> Flatten ->
+ * Gather(b * S + s) -> Reshape -> Cast(bool -> bool) -> Where): the Gather
+ * becomes a Reshape, the bool Cast an Identity, ref outputs byte-equal;
+ * left for indices that are not 0..n-1 and under PRECIS_CUDA_MASK_IDS=0. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,9 +164,84 @@ static void test_sum3(void) {
     }
 }
 
+/* am int64 [2,8] -> Cast(bool) -> Flatten(2) [16,1] -> Gather(idx [2,1,1,8])
+ * -> [2,1,1,8,1] -> Reshape [2,1,1,8] -> Cast(bool) -> Where(., 0, -10000).
+ * swap: idx has two entries exchanged (no identity). */
+static pr_graph *build_ids(bool swap) {
+    pr_graph *g = pr_graph_create();
+    g->inputs = pr_arena_alloc(g->arena, 8 * sizeof(int));
+    g->outputs = pr_arena_alloc(g->arena, 8 * sizeof(int));
+    const pr_dtype B = PRECIS_BOOL, I = PRECIS_INT64, F = PRECIS_FLOAT32;
+    const int64_t ad[2] = {2, 8}, fd[2] = {16, 1}, id[4] = {2, 1, 1, 8}, gd[5] = {2, 1, 1, 8, 1},
+                  four = 4, one = 1;
+    float iv[16], shape[4] = {2, 1, 1, 8}, zero = 0, big = -10000;
+    for (int i = 0; i < 16; i++) iv[i] = (float)i;
+    if (swap) iv[3] = 4, iv[4] = 3;
+    int am = act(g, "am", I, 2, ad), c = act(g, "c", B, 2, ad), f = act(g, "f", B, 2, fd);
+    int ga = act(g, "ga", B, 5, gd), r = act(g, "r", B, 4, id), c5 = act(g, "c5", B, 4, id);
+    int w = act(g, "w", F, 4, id);
+    int ix = init(g, "ix", I, 4, id, iv), sh = init(g, "sh", I, 1, &four, shape);
+    int x0 = init(g, "x0", F, 0, &one, &zero), x1 = init(g, "x1", F, 0, &one, &big);
+    mark(g, am, true);
+    int n1 = node(g, PR_OP_Cast, 13, "cast", 1, (int[]){am}, c);
+    pr_node_set_int(g, n1, "to", PRECIS_BOOL, &err);
+    int n2 = node(g, PR_OP_Flatten, 13, "flatten", 1, (int[]){c}, f);
+    pr_node_set_int(g, n2, "axis", 2, &err);
+    int n3 = node(g, PR_OP_Gather, 13, "gather", 2, (int[]){f, ix}, ga);
+    pr_node_set_int(g, n3, "axis", 0, &err);
+    node(g, PR_OP_Reshape, 14, "reshape", 2, (int[]){ga, sh}, r);
+    int n5 = node(g, PR_OP_Cast, 13, "cast5", 1, (int[]){r}, c5);
+    pr_node_set_int(g, n5, "to", PRECIS_BOOL, &err);
+    node(g, PR_OP_Where, 16, "where", 3, (int[]){c5, x0, x1}, w);
+    mark(g, w, false);
+    CHECK(err.status == PRECIS_OK);
+    if (err.status) fprintf(stderr, "build_ids: %s\n", err.msg);
+    return g;
+}
+
+static void test_ids(void) {
+    pr_graph *g0 = build_ids(false), *g1 = build_ids(false);
+    CHECK(pr_graph_infer(g0, &err) == PRECIS_OK && pr_graph_infer(g1, &err) == PRECIS_OK);
+    CHECK(pr_fold_attention_mask(g1, &err) == PRECIS_OK);
+    CHECK(pr_graph_compact(g1, &err) == PRECIS_OK);
+    CHECK(pr_graph_check(g1, &err) == PRECIS_OK);
+    CHECK(pr_graph_infer(g1, &err) == PRECIS_OK);
+    if (err.status) fprintf(stderr, "ids fold: %s\n", err.msg);
+    CHECK(count(g1, PR_OP_Gather) == 0 && count(g1, PR_OP_Cast) == 1 &&
+          count(g1, PR_OP_Identity) == 1 && count(g1, PR_OP_Reshape) == 2 &&
+          count(g0, PR_OP_Gather) == 1 && count(g0, PR_OP_Cast) == 2);
+    const pr_tensor *ga = &g1->tensors[pr_graph_get_tensor(g1, "ga", &err)];
+    CHECK(ga->rank == 5 && ga->dims[0] == 2 && ga->dims[3] == 8 && ga->dims[4] == 1);
+    void *o0[8] = {0}, *o1[8] = {0};
+    size_t n0[8] = {0}, n1[8] = {0};
+    CHECK(run(g0, o0, n0, NAN) && run(g1, o1, n1, NAN));
+    CHECK(o0[0] && o1[0] && n0[0] == n1[0] && n0[0] == 16 * sizeof(float));
+    if (o0[0] && o1[0] && n0[0] == n1[0] && memcmp(o0[0], o1[0], n0[0]))
+        fprintf(stderr, "ids: the output differs after the fold\n");
+    CHECK(o0[0] && o1[0] && n0[0] == n1[0] && !memcmp(o0[0], o1[0], n0[0]));
+    int nz = 0; /* the inputs reach both Where branches */
+    for (int i = 0; o0[0] && i < 16; i++) nz += ((const float *)o0[0])[i] != 0.0f;
+    CHECK(nz > 0 && nz < 16);
+    free(o0[0]);
+    free(o1[0]);
+    pr_graph_destroy(g0);
+    pr_graph_destroy(g1);
+    pr_graph *g = build_ids(true); /* not an identity index: the Gather stays */
+    CHECK(pr_graph_infer(g, &err) == PRECIS_OK && pr_fold_attention_mask(g, &err) == PRECIS_OK);
+    CHECK(count(g, PR_OP_Gather) == 1 && count(g, PR_OP_Identity) == 1);
+    pr_graph_destroy(g);
+    g = build_ids(false); /* the A/B switch */
+    setenv("PRECIS_CUDA_MASK_IDS", "0", 1);
+    CHECK(pr_graph_infer(g, &err) == PRECIS_OK && pr_fold_attention_mask(g, &err) == PRECIS_OK);
+    unsetenv("PRECIS_CUDA_MASK_IDS");
+    CHECK(count(g, PR_OP_Gather) == 1 && count(g, PR_OP_Cast) == 2);
+    pr_graph_destroy(g);
+}
+
 int main(void) {
     test_fold();
     test_leave();
     test_sum3();
+    test_ids();
     return check_report("test_attn_mask");
 }

@@ -590,30 +590,32 @@ __global__ void k_gather(const void *data, int ddt, const void *idx, int idt, vo
 
 // Same type, rows of a multiple of 16 bytes (embedding lookups): one 16-byte
 // chunk a thread (the one-element-a-thread loop moved MiniLM b64's 6 MB embedding
-// lookups at ~250 GB/s).
+// lookups at ~250 GB/s). I: the index arithmetic's type (unsigned 32-bit where
+// every chunk index fits: a 64-bit division is a ~70-instruction routine, and
+// the four a thread made the lookups instruction-bound).
+template <typename I>
 __global__ void k_gather16(const uint4 *data, const void *idx, int idt, uint4 *out,
-                           int64_t outer, int64_t axis_dim, int64_t nidx, int64_t cpr) {
-    int64_t n = outer * nidx * cpr;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t c = i % cpr, t = i / cpr, j = t % nidx, o = t / nidx;
-        int64_t x = gather_row(idx, idt, j, axis_dim);
-        out[i] = x < 0 ? make_uint4(0, 0, 0, 0) : data[(o * axis_dim + x) * cpr + c];
+                           int64_t outer, int64_t axis_dim, I nidx, I cpr) {
+    const I n = (I)outer * nidx * cpr;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        const I t = i / cpr, c = i - t * cpr, o = t / nidx, j = t - o * nidx;
+        int64_t x = gather_row(idx, idt, (int64_t)j, axis_dim);
+        out[i] = x < 0 ? make_uint4(0, 0, 0, 0) : data[((int64_t)o * axis_dim + x) * cpr + c];
     }
 }
 
 // Float rows of 8k elements between float types (a float32 embedding table
 // into an fp16 activation): 8 elements a thread, converted.
+template <typename I>
 __global__ void k_gather8(const void *data, int ddt, const void *idx, int idt, void *out, int odt,
-                          int64_t outer, int64_t axis_dim, int64_t nidx, int64_t cpr) {
-    int64_t n = outer * nidx * cpr;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t c = i % cpr, t = i / cpr, j = t % nidx, o = t / nidx;
-        int64_t x = gather_row(idx, idt, j, axis_dim);
+                          int64_t outer, int64_t axis_dim, I nidx, I cpr) {
+    const I n = (I)outer * nidx * cpr;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        const I t = i / cpr, c = i - t * cpr, o = t / nidx, j = t - o * nidx;
+        int64_t x = gather_row(idx, idt, (int64_t)j, axis_dim);
         float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        if (x >= 0) ld8f(data, ddt, (o * axis_dim + x) * cpr + c, v);
-        st8f(out, odt, i, v);
+        if (x >= 0) ld8f(data, ddt, ((int64_t)o * axis_dim + x) * cpr + c, v);
+        st8f(out, odt, (int64_t)i, v);
     }
 }
 
@@ -622,25 +624,38 @@ extern "C" int pr_cu_gather(void *stream, const void *data, int ddt, const void 
                             int64_t inner) {
     int64_t n = outer * nidx * inner;
     if (n <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
     int64_t es = elem_size(ddt);
     int64_t rb = inner * es;
+    // 32-bit index arithmetic where every chunk index and the grid's stride fit
+    // (PRECIS_CUDA_GATHER_I32=0: 64-bit, A/B; read each launch: tests flip it)
+    const char *e32 = getenv("PRECIS_CUDA_GATHER_I32");
+    const bool i32 = !(e32 && e32[0] == '0') && n < ((int64_t)1 << 31);
     if (ddt == odt && es > 0 && rb % 16 == 0 && ((uintptr_t)data & 15) == 0 &&
         ((uintptr_t)out & 15) == 0) {
         int64_t cpr = rb / 16, nc = outer * nidx * cpr;
-        k_gather16<<<grid_for(nc, 256), 256, 0, (cudaStream_t)stream>>>(
-            (const uint4 *)data, idx, idt, (uint4 *)out, outer, axis_dim, nidx, cpr);
+        if (i32)
+            k_gather16<unsigned><<<grid_for(nc, 256), 256, 0, s>>>(
+                (const uint4 *)data, idx, idt, (uint4 *)out, outer, axis_dim, (unsigned)nidx, (unsigned)cpr);
+        else
+            k_gather16<int64_t><<<grid_for(nc, 256), 256, 0, s>>>(
+                (const uint4 *)data, idx, idt, (uint4 *)out, outer, axis_dim, nidx, cpr);
         return launch_result();
     }
     const bool fl = (ddt == DT_F32 || ddt == DT_F16 || ddt == DT_BF16) &&
                     (odt == DT_F32 || odt == DT_F16 || odt == DT_BF16);
     if (fl && inner % 8 == 0 && ((uintptr_t)data & 15) == 0 && ((uintptr_t)out & 15) == 0) {
         int64_t cpr = inner / 8, nc = outer * nidx * cpr;
-        k_gather8<<<grid_for(nc, 256), 256, 0, (cudaStream_t)stream>>>(
-            data, ddt, idx, idt, out, odt, outer, axis_dim, nidx, cpr);
+        if (i32)
+            k_gather8<unsigned><<<grid_for(nc, 256), 256, 0, s>>>(
+                data, ddt, idx, idt, out, odt, outer, axis_dim, (unsigned)nidx, (unsigned)cpr);
+        else
+            k_gather8<int64_t><<<grid_for(nc, 256), 256, 0, s>>>(data, ddt, idx, idt, out, odt,
+                                                                outer, axis_dim, nidx, cpr);
         return launch_result();
     }
-    k_gather<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(data, ddt, idx, idt, out, odt,
-                                                                 outer, axis_dim, nidx, inner);
+    k_gather<<<grid_for(n, 256), 256, 0, s>>>(data, ddt, idx, idt, out, odt, outer, axis_dim,
+                                              nidx, inner);
     return launch_result();
 }
 

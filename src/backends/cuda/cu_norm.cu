@@ -170,6 +170,70 @@ __device__ __forceinline__ unsigned e4m3x2(float2 f) {
     return (unsigned)__nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, __NV_E4M3);
 }
 
+// Scale and B of one 16-byte chunk c (8 elements): float32 as two 16-byte loads
+// each (from global memory or the block's staged copy), else element by element.
+__device__ __forceinline__ void ln_gb8(const void *g, int gdt, const void *bb, int bdt, int c,
+                                       float *gv, float *bv) {
+    if (gdt == DT_F32 && (!bb || bdt == DT_F32)) { // float32 Scale / B: 32-byte loads
+        const float4 *g4 = reinterpret_cast<const float4 *>(g) + 2 * c;
+        float4 a = g4[0], b = g4[1];
+        gv[0] = a.x, gv[1] = a.y, gv[2] = a.z, gv[3] = a.w;
+        gv[4] = b.x, gv[5] = b.y, gv[6] = b.z, gv[7] = b.w;
+        if (bb) {
+            const float4 *b4 = reinterpret_cast<const float4 *>(bb) + 2 * c;
+            a = b4[0], b = b4[1];
+            bv[0] = a.x, bv[1] = a.y, bv[2] = a.z, bv[3] = a.w;
+            bv[4] = b.x, bv[5] = b.y, bv[6] = b.z, bv[7] = b.w;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            gv[i] = ldf(g, gdt, c * 8 + i);
+            if (bb) bv[i] = ldf(bb, bdt, c * 8 + i);
+        }
+    }
+}
+
+// One output chunk of the vector LayerNorms: y = (v - mean) rstd Scale + B
+// stored as T (16 bytes at yc) and, when yq, e4m3(y / qs) of the stored y
+// (8 bytes at yq): QuantizeLinear's numbers (cu_fp8.cu's k_q8_vec).
+template <typename T, bool FQ>
+__device__ __forceinline__ void ln_out8(const float *v, float mean, float rstd, const void *g,
+                                        int gdt, const void *bb, int bdt, int c, uint4 *yc,
+                                        uint2 *yq, float qs, float qr) {
+    uint4 w;
+    T *h = reinterpret_cast<T *>(&w);
+    float gv[8], bv[8];
+    ln_gb8(g, gdt, bb, bdt, c, gv, bv);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        float o = (v[i] - mean) * rstd * gv[i];
+        if (bb) o += bv[i];
+        h[i] = fromf<T>(o);
+    }
+    *yc = w;
+    if (yq) {
+        unsigned p[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            float a = tof(h[2 * i]), b = tof(h[2 * i + 1]);
+            float2 f = FQ ? make_float2(q8_div(a, qs, qr), q8_div(b, qs, qr))
+                          : make_float2(a / qs, b / qs);
+            p[i] = e4m3x2(f);
+        }
+        uint2 u;
+        u.x = p[0] | (p[1] << 16);
+        u.y = p[2] | (p[3] << 16);
+        *yq = u;
+    }
+}
+
+// 16 B global -> shared without registers (cp.async, sm_80+).
+__device__ __forceinline__ void ln_cp16(void *dst, const void *src) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(src));
+}
+
 // fp16 / bf16 rows of L % 8 == 0 elements: one warp a row, NV 16-byte chunks
 // a lane held in registers (L <= 256 NV). yq (may be NULL): also e4m3(y / qs)
 // of the stored y (QuantizeLinear's numbers: cu_fp8.cu's k_q8_vec), 8 bytes a
@@ -182,7 +246,11 @@ template <int LPR> __device__ __forceinline__ float row_sum(float v) {
     return v;
 }
 
-template <typename T, int NV, bool FQ, int MINB, int LPR = 32>
+// SG: float32 Scale and B staged in shared memory by cp.async at the start (they
+// were loaded after the two reductions, on the path of every warp of the one wave
+// a launch is: MiniLM b64 512 blocks, 0.97 waves; ncu 18 cycles an issued
+// instruction); PRECIS_CUDA_LN_STAGE=0 loads them from global memory (A/B).
+template <typename T, int NV, bool FQ, int MINB, int LPR = 32, bool SG = false>
 __global__ __launch_bounds__(256, MINB) void k_layernorm_vec(const T *__restrict__ x, const void *g, int gdt, const void *bb,
                                 int bdt, T *__restrict__ y, int64_t rows, int L, float eps,
                                 uint2 *__restrict__ yq, float qs, float qr) {
@@ -190,7 +258,15 @@ __global__ __launch_bounds__(256, MINB) void k_layernorm_vec(const T *__restrict
     int64_t row = (blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) +
                   lane0 / LPR;
     const bool ok = row < rows; // half-warps: both halves stay for the shuffles
-    if (LPR == 32 && !ok) return;
+    __shared__ __align__(16) float4 sgb[SG ? 2 * 2 * NV * LPR : 1]; // Scale, then B
+    if (SG) { // nc * 2 float4 of each; every thread stays for the barrier below
+        for (int i = threadIdx.x; i < 2 * nc; i += blockDim.x) {
+            ln_cp16(&sgb[i], reinterpret_cast<const float4 *>(g) + i);
+            if (bb) ln_cp16(&sgb[2 * nc + i], reinterpret_cast<const float4 *>(bb) + i);
+        }
+        asm volatile("cp.async.commit_group;");
+    }
+    if (LPR == 32 && !SG && !ok) return;
     if (!ok) row = 0;
     const uint4 *xr = reinterpret_cast<const uint4 *>(x + row * L);
     uint4 *yr = reinterpret_cast<uint4 *>(y + row * L);
@@ -216,53 +292,20 @@ __global__ __launch_bounds__(256, MINB) void k_layernorm_vec(const T *__restrict
                 q += d * d;
             }
     float rstd = rsqrtf(row_sum<LPR>(q) / (float)L + eps);
-    if (!ok) return; // past the shuffles
+    const void *gs = g, *bs = bb;
+    if (SG) {
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();
+        gs = sgb;
+        bs = bb ? (const void *)(sgb + 2 * nc) : nullptr;
+    }
+    if (!ok) return; // past the shuffles (and the barrier)
 #pragma unroll
     for (int k = 0; k < NV; k++) {
         int c = lane + LPR * k;
         if (c >= nc) break;
-        uint4 w;
-        T *h = reinterpret_cast<T *>(&w);
-        float gv[8], bv[8];
-        if (gdt == DT_F32 && (!bb || bdt == DT_F32)) { // float32 Scale / B: 32-byte loads
-            const float4 *g4 = reinterpret_cast<const float4 *>(g) + 2 * c;
-            float4 a = g4[0], b = g4[1];
-            gv[0] = a.x, gv[1] = a.y, gv[2] = a.z, gv[3] = a.w;
-            gv[4] = b.x, gv[5] = b.y, gv[6] = b.z, gv[7] = b.w;
-            if (bb) {
-                const float4 *b4 = reinterpret_cast<const float4 *>(bb) + 2 * c;
-                a = b4[0], b = b4[1];
-                bv[0] = a.x, bv[1] = a.y, bv[2] = a.z, bv[3] = a.w;
-                bv[4] = b.x, bv[5] = b.y, bv[6] = b.z, bv[7] = b.w;
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                gv[i] = ldf(g, gdt, c * 8 + i);
-                if (bb) bv[i] = ldf(bb, bdt, c * 8 + i);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            float o = (v[k][i] - mean) * rstd * gv[i];
-            if (bb) o += bv[i];
-            h[i] = fromf<T>(o);
-        }
-        yr[c] = w;
-        if (yq) {
-            unsigned p[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                float a = tof(h[2 * i]), b = tof(h[2 * i + 1]);
-                float2 f = FQ ? make_float2(q8_div(a, qs, qr), q8_div(b, qs, qr))
-                              : make_float2(a / qs, b / qs);
-                p[i] = e4m3x2(f);
-            }
-            uint2 u;
-            u.x = p[0] | (p[1] << 16);
-            u.y = p[2] | (p[3] << 16);
-            yq[row * nc + c] = u;
-        }
+        ln_out8<T, FQ>(v[k], mean, rstd, gs, gdt, bs, bdt, c, yr + c, yq ? yq + row * nc + c : nullptr,
+                       qs, qr);
     }
 }
 
@@ -311,48 +354,11 @@ __global__ __launch_bounds__(256, MINB) void k_layernorm_pk(const T *__restrict_
         int c = lane + 32 * k;
         if (c >= nc) break;
         const T *hx = reinterpret_cast<const T *>(&w[k]);
-        uint4 o4;
-        T *h = reinterpret_cast<T *>(&o4);
-        float gv[8], bv[8];
-        if (gdt == DT_F32 && (!bb || bdt == DT_F32)) {
-            const float4 *g4 = reinterpret_cast<const float4 *>(g) + 2 * c;
-            float4 a = g4[0], b = g4[1];
-            gv[0] = a.x, gv[1] = a.y, gv[2] = a.z, gv[3] = a.w;
-            gv[4] = b.x, gv[5] = b.y, gv[6] = b.z, gv[7] = b.w;
-            if (bb) {
-                const float4 *b4 = reinterpret_cast<const float4 *>(bb) + 2 * c;
-                a = b4[0], b = b4[1];
-                bv[0] = a.x, bv[1] = a.y, bv[2] = a.z, bv[3] = a.w;
-                bv[4] = b.x, bv[5] = b.y, bv[6] = b.z, bv[7] = b.w;
-            }
-        } else {
+        float v[8];
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                gv[i] = ldf(g, gdt, c * 8 + i);
-                if (bb) bv[i] = ldf(bb, bdt, c * 8 + i);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            float o = (tof(hx[i]) - mean) * rstd * gv[i];
-            if (bb) o += bv[i];
-            h[i] = fromf<T>(o);
-        }
-        yr[c] = o4;
-        if (yq) {
-            unsigned p[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                float a = tof(h[2 * i]), b = tof(h[2 * i + 1]);
-                float2 f = FQ ? make_float2(q8_div(a, qs, qr), q8_div(b, qs, qr))
-                              : make_float2(a / qs, b / qs);
-                p[i] = e4m3x2(f);
-            }
-            uint2 u;
-            u.x = p[0] | (p[1] << 16);
-            u.y = p[2] | (p[3] << 16);
-            yq[row * nc + c] = u;
-        }
+        for (int i = 0; i < 8; i++) v[i] = tof(hx[i]);
+        ln_out8<T, FQ>(v, mean, rstd, g, gdt, bb, bdt, c, yr + c, yq ? yq + row * nc + c : nullptr,
+                       qs, qr);
     }
 }
 
@@ -368,23 +374,24 @@ static bool layernorm_pk_launch(cudaStream_t s, const T *xx, const void *g, int 
     return true;
 }
 
-template <typename T, bool FQ, int MINB>
+template <typename T, bool FQ, int MINB, bool SG = false>
 static bool layernorm_vec_launch(cudaStream_t s, const T *xx, const void *g, int gdt,
                                  const void *b, int bdt, T *yy, int64_t rows, int l, float eps,
                                  uint2 *yq, float qs, float qr, unsigned grid, unsigned tpb) {
     const char *lp = getenv("PRECIS_CUDA_LN_LPR"); // 32: a warp a row at L <= 384 too (A/B)
-    if (l <= 384 && !(lp && !strcmp(lp, "32"))) { // two rows a warp, 16 lanes each
-        const unsigned g2 = (unsigned)((rows + 15) / 16);
-        if (l <= 128) k_layernorm_vec<T, 1, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
-        else if (l <= 256) k_layernorm_vec<T, 2, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
-        else k_layernorm_vec<T, 3, FQ, MINB, 16><<<g2, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
-        return true;
-    }
-    if (l <= 256) k_layernorm_vec<T, 1, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
-    else if (l <= 512) k_layernorm_vec<T, 2, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
-    else if (l <= 768) k_layernorm_vec<T, 3, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
-    else if (l <= 1024) k_layernorm_vec<T, 4, FQ, MINB><<<grid, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr);
+    const bool l16 = l <= 384 && !(lp && !strcmp(lp, "32")); // two rows a warp, 16 lanes each
+    const unsigned gr = l16 ? (unsigned)((rows + 15) / 16) : grid;
+#define LN_VEC(NV, LPR) k_layernorm_vec<T, NV, FQ, MINB, LPR, SG><<<gr, tpb, 0, s>>>(xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr)
+    if (l16) {
+        if (l <= 128) LN_VEC(1, 16);
+        else if (l <= 256) LN_VEC(2, 16);
+        else LN_VEC(3, 16);
+    } else if (l <= 256) LN_VEC(1, 32);
+    else if (l <= 512) LN_VEC(2, 32);
+    else if (l <= 768) LN_VEC(3, 32);
+    else if (l <= 1024) LN_VEC(4, 32);
     else return false;
+#undef LN_VEC
     return true;
 }
 
@@ -423,6 +430,10 @@ static bool layernorm_vec(cudaStream_t s, const void *x, const void *g, int gdt,
         return layernorm_vec_launch<T, true, 6>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
     if (minb == 8)
         return layernorm_vec_launch<T, true, 8>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
+    // float32 Scale / B staged in shared memory (k_layernorm_vec's SG; PRECIS_CUDA_LN_STAGE=0: not)
+    const char *sg = getenv("PRECIS_CUDA_LN_STAGE");
+    if (gdt == DT_F32 && (!b || bdt == DT_F32) && !(sg && sg[0] == '0'))
+        return layernorm_vec_launch<T, true, 1, true>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
     return layernorm_vec_launch<T, true, 1>(s, xx, g, gdt, b, bdt, yy, rows, l, eps, yq, qs, qr, grid, tpb);
 }
 
