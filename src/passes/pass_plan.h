@@ -29,8 +29,10 @@ precis_status pr_fold_attention_heads(pr_graph *g, pr_err *e);
 /* cuda (called by pr_fold_attention_heads, before its compaction): an Attention
  * mask Where(And(all-true, M) [-> Expand]) of a broadcast row M becomes
  * Where(M) of M's shape (pass_attn_mask.c; PRECIS_CUDA_MASK_ROW=0 keeps it);
- * and Add(Add(a, b), c) with a private inner sum becomes Sum(a, b, c), one
- * kernel (PRECIS_CUDA_SUM3=0 keeps the Adds). */
+ * Add(Add(a, b), c) with a private inner sum becomes Sum(a, b, c), one
+ * kernel (PRECIS_CUDA_SUM3=0 keeps the Adds); a Gather whose constant indices
+ * are 0..n-1 becomes a Reshape and a Cast to its input's own dtype an Identity,
+ * both free aliases (PRECIS_CUDA_MASK_IDS=0 keeps them). */
 precis_status pr_fold_attention_mask(pr_graph *g, pr_err *e);
 
 /* cuda fp8 plans, after fold_attention_heads: e4m3 QuantizeLinear steps after
