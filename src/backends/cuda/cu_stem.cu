@@ -1,0 +1,217 @@
+// The INT8 stem's convolution on its space-to-depth copy (cuda_qgemm.c: a
+// 7x7 stride-2 conv over C <= 4 channels runs as a 4x4 stride-1 conv over
+// the 16-channel copy, K = 256): pr_cu_igemm's contract restricted to C 16,
+// kh = kw = 4, stride 1, no dilation, Nout % 16 == 0, and the fast epilogue
+// without a residual (int8 / uint8 NHWC y, ReLU or none).
+//
+// Why not the igemm tiles (0.67 ms at b256, 88 TOPS): each block gathers
+// its A tile as K = 256 bytes a row (16 taps of 16 bytes: each input pixel
+// read 16 times from L2), refetches the 16 KB of weights, and requantizes
+// through the int <-> float units with no overlap. Here a block tile is 64
+// output pixels of one output row: its A rows are the 4 input rows x 67
+// pixels (a 4.3 KB strip) in shared memory, and A's row m, tap (r, s) is
+// the strip's pixel (r, m + s): ldmatrix takes a row address per lane, so
+// the im2col never exists. The weights live in registers (each warp's 32
+// columns x 256 k: 64 registers) for the whole persistent loop; the next
+// tile's strip loads (cp.async) while this one computes; the epilogue
+// requantizes without conversions but the accumulator's (cu_igemm_epi.cuh's
+// top: same operations, same bytes as the igemm tiles) into a byte stage,
+// then 16-byte stores of the tile's contiguous rows.
+//
+// 4 warps, 2 x 2: warp (wm, wn) owns rows 32 wm .. + 31 and columns
+// 32 wn .. + 31 of the 64 x 64 block tile (mma.sync m16n8k32; a uint8 x runs
+// the u8 x s8 form with zero padding, biased storage the s8 form with -128
+// padding and acc_off, as cu_igemm_wg.cu).
+#include "backends/cuda/cu_igemm_epi.cuh"
+#include "backends/cuda/cu_mma.cuh"
+
+using namespace prmma;
+
+namespace {
+
+constexpr int TW = 64, BNB = 64, T = 128, KS = 8; // tile pixels, columns, threads, k32 steps
+constexpr int SW = TW + 3;                       // strip width (pixels)
+constexpr int SP = BNB + 16;                     // byte stage row pitch
+
+template <bool U8>
+__device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *b) {
+    if (U8)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <bool U8>
+__global__ void __launch_bounds__(T, 3)
+    k_stem(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
+           pr_cu_qepi q, int64_t NT, int TPR) {
+    __shared__ __align__(128) unsigned char strip[2][4 * SW * 16];
+    __shared__ __align__(16) unsigned char stage[TW * SP];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int n0 = blockIdx.y * BNB;
+    const int Nout = (int)p.Nout;
+    const bool xpad = p.x_u8 == PR_CU_X_U8B; // biased x: the real zero is stored 0x80
+
+    // this warp's weights: b[ks][j] = the k32 step ks of column n0 + 32 wn + 8 j + g
+    uint32_t bf[KS][4][2];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        int n = n0 + wn * 32 + j * 8 + g;
+        const signed char *wr = w + (int64_t)(n < Nout ? n : 0) * 256 + t4 * 4;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            bf[ks][j][0] = n < Nout ? *(const uint32_t *)(wr + ks * 32) : 0u;
+            bf[ks][j][1] = n < Nout ? *(const uint32_t *)(wr + ks * 32 + 16) : 0u;
+        }
+    }
+    // per column pair: scale, bias, acc_off (cu_igemm_epi.cuh's igemm_pre)
+    igemm_col2 cs[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        int n = n0 + wn * 32 + j * 8 + t4 * 2;
+        cs[j] = igemm_cols(q, n, n < Nout);
+    }
+    const bool pre = q.pre.kind == ACT_RELU, post = q.post.kind == ACT_RELU;
+    const bool u8y = q.ydt == DT_U8;
+    const float lo = u8y ? 0.0f : -128.0f, hi = u8y ? 255.0f : 127.0f, yinv = q.y_inv;
+    const uint32_t yflip = q.y_bias ? 0x8080u : 0u;
+
+    auto tile_at = [&](int64_t t, int64_t &b, int64_t &oy, int &ox0) {
+        int64_t r = t / TPR;
+        ox0 = (int)(t - r * TPR) * TW;
+        oy = r % p.OH;
+        b = r / p.OH;
+    };
+    auto load = [&](int buf, int64_t t) {
+        int64_t b, oy;
+        int ox0;
+        tile_at(t, b, oy, ox0);
+        for (int idx = tid; idx < 4 * SW; idx += T) {
+            int r = idx / SW, c = idx - r * SW;
+            int64_t iy = oy - p.ph + r, ix = ox0 - p.pw + c;
+            bool ok = iy >= 0 && iy < p.H && ix >= 0 && ix < p.W;
+            unsigned char *dst = &strip[buf][idx * 16];
+            if (xpad && !ok)
+                *(uint4 *)dst = make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+            else
+                cp16(smem_u32(dst), ok ? x + ((b * p.H + iy) * p.W + ix) * 16 : x, ok);
+        }
+    };
+
+    const int64_t step = gridDim.x;
+    int64_t t = blockIdx.x;
+    if (t < NT) load(0, t);
+    cp_commit();
+    // this lane's ldmatrix row within an m16 tile and its tap of the k32 step
+    const int lrow = (lane & 7) + ((lane >> 3) & 1) * 8, lh = lane >> 4;
+#pragma unroll 1
+    for (int buf = 0; t < NT; t += step, buf ^= 1) {
+        cp_wait<0>();
+        __syncthreads(); // strip[buf] landed; the last tile's stage and strip reads done
+        if (t + step < NT) load(buf ^ 1, t + step);
+        cp_commit();
+        int64_t b, oy;
+        int ox0;
+        tile_at(t, b, oy, ox0);
+        const int valid = (int)(p.OW - ox0 < TW ? p.OW - ox0 : TW);
+
+        int acc[2][4][4];
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int v = 0; v < 4; v++) acc[i][j][v] = 0;
+        const uint32_t sbase = smem_u32(&strip[buf][0]);
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            const int tap = ks * 2 + lh, r = tap >> 2, s = tap & 3;
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int row0 = wm * 32 + i * 16;
+                if (row0 >= valid) continue; // warp-uniform
+                uint32_t af[4];
+                ldsm4(af, sbase + (uint32_t)((r * SW + row0 + lrow + s) * 16));
+#pragma unroll
+                for (int j = 0; j < 4; j++) mma8<U8>(acc[i][j], af, bf[ks][j]);
+            }
+        }
+        // requantize into the byte stage: c0, c1 at (row g, cols 2 t4, + 1), c2, c3 at row g + 8
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float2 e = igemm_pre(cs[j], acc[i][j][h * 2], acc[i][j][h * 2 + 1], pre);
+                    if (post) {
+                        e.x = fmaxf(e.x, 0.0f);
+                        e.y = fmaxf(e.y, 0.0f);
+                    }
+                    uint32_t u0 = __float_as_uint(fminf(fmaxf(e.x * yinv, lo), hi) + 12582912.0f);
+                    uint32_t u1 = __float_as_uint(fminf(fmaxf(e.y * yinv, lo), hi) + 12582912.0f);
+                    int row = wm * 32 + i * 16 + g + h * 8, col = wn * 32 + j * 8 + t4 * 2;
+                    *(unsigned short *)&stage[row * SP + col] =
+                        (unsigned short)(__byte_perm(u0, u1, 0x0040u) ^ yflip);
+                }
+        __syncthreads();
+        const int64_t m0 = (b * p.OH + oy) * p.OW + ox0;
+        for (int idx = tid; idx < TW * (BNB / 16); idx += T) {
+            int row = idx >> 2, c = idx & 3, n = n0 + c * 16;
+            if (row < valid && n < Nout)
+                *(uint4 *)((unsigned char *)q.y + (m0 + row) * q.N + n) =
+                    *(const uint4 *)&stage[row * SP + c * 16];
+        }
+    }
+    cp_wait<0>();
+}
+
+template <bool U8>
+int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+           const pr_cu_qepi *q, int64_t NT, int TPR) {
+    auto kern = k_stem<U8>;
+    int dev = 0, sms = 0, occ = 0;
+    cudaError_t e;
+    if ((e = cudaGetDevice(&dev)) ||
+        (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+        (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T, 0)))
+        return (int)e;
+    if (occ < 1) return (int)cudaErrorInvalidValue;
+    int gy = (int)((p->Nout + BNB - 1) / BNB);
+    int64_t gx = (int64_t)occ * sms / gy;
+    if (gx < 1) gx = 1;
+    if (gx > NT) gx = NT;
+    kern<<<dim3((unsigned)gx, (unsigned)gy), T, 0, s>>>((const signed char *)x,
+                                                       (const signed char *)w, *p, *q, NT, TPR);
+    return launch_result();
+}
+
+} // namespace
+
+extern "C" int pr_cu_stem_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                             const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    if (M <= 0 || p->Nout <= 0) return 0;
+    if (p->C != 16 || p->K != 256 || p->kh != 4 || p->kw != 4 || p->sh != 1 || p->sw != 1 ||
+        p->dh != 1 || p->dw != 1 || p->Nout % 16 || q->N != p->Nout || q->z ||
+        !igemm_fast_ok(q) || ((uintptr_t)x & 15) || ((uintptr_t)w & 3) ||
+        ((uintptr_t)q->y & 15))
+        return (int)cudaErrorInvalidValue;
+    int TPR = (int)((p->OW + TW - 1) / TW);
+    int64_t NT = p->N * p->OH * TPR;
+    if (NT >> 40) return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
+        pr_cu_qepi q2 = *q;
+        q2.acc_off = NULL;
+        return launch<true>(s, x, w, p, &q2, NT, TPR);
+    }
+    return launch<false>(s, x, w, p, q, NT, TPR);
+}
