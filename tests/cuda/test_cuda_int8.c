@@ -375,38 +375,75 @@ static void test_igemm_wg(void) {
     unsetenv("PRECIS_CUDA_IGEMM");
 }
 
+/* The plan input's QuantizeLinear with the Reorder to NHWC folded in
+ * (pr_cu_quantize_nhwc): the four-pixel form (float32 x, C 1..4, H * W % 4
+ * == 0) and the general one (C 5, H * W odd, PRECIS_CUDA_QNHWC_V4=0), uint8
+ * and int8 y, saturating both ways: exact. */
+static void test_quant_nhwc(void) {
+    printf("int8 quantize to nhwc\n");
+    static const float qs[1] = {0.02f};
+    static const uint8_t zpu[1] = {0};
+    static const int8_t zps[1] = {0};
+    static const bool Q1[1] = {true};
+    static const int shp[7][4] = {{2, 3, 8, 12}, {1, 1, 4, 4}, {2, 4, 6, 6}, {2, 2, 5, 4},
+                                  {3, 3, 9, 7},  {2, 5, 4, 4}, {2, 3, 8, 12}};
+    tnode t;
+    char label[96];
+    for (int i = 0; i < 7; i++)
+        for (int u = 0; u < 2; u++) {
+            if (i == 6) setenv("PRECIS_CUDA_QNHWC_V4", "0", 1);
+            cc_input q[3] = {{.name = "x", .rank = 4,
+                              .dims = {shp[i][0], shp[i][1], shp[i][2], shp[i][3]},
+                              .lo = -4, .hi = 6},
+                             {.name = "s", .rank = 0, .init = true, .data = qs},
+                             {.name = "zp", .rank = 0, .init = true,
+                              .dtype = u ? PRECIS_UINT8 : PRECIS_INT8,
+                              .raw = u ? (const void *)zpu : (const void *)zps}};
+            n_init(&t, PR_OP_QuantizeLinear, "QuantizeLinear", 13);
+            snprintf(label, sizeof label, "quantize fp32 [%d, %d, %d, %d] -> %s nhwc%s",
+                     shp[i][0], shp[i][1], shp[i][2], shp[i][3], u ? "u8" : "int8",
+                     i == 6 ? " (QNHWC_V4=0)" : "");
+            cu_run_lay(&t, 3, q, 1, Q1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+                       label);
+            unsetenv("PRECIS_CUDA_QNHWC_V4");
+        }
+}
+
 /* cu_stem.cu's kernel (route t3 of a space-to-depth conv; PRECIS_CUDA_STEM=0:
  * the mma.sync 64x128 tile as before) and the igemm tiles' epilogue with and
  * without its int <-> float conversions (PRECIS_CUDA_IGEMM_EPI=0, wgmma
  * 128x64): the stem 7x7 s2 pad 3 over 3 channels; uint8 x (plain, biased:
- * PRECIS_CUDA_U8_BIAS=all) and int8 x, NCHW and NHWC x; odd H / W, batch 3,
+ * PRECIS_CUDA_U8_BIAS=all) and int8 x of 1, 3, 4 channels, NCHW and NHWC x;
+ * odd H / W, batch 3,
  * OW over one 64-pixel tile (75, 66: a partial tile), Nout 16 / 64 / 80 (two
  * column blocks, the last partial); ReLU or none; int8 / uint8 y; then the
  * timed choice; and the N 256 residual epilogues (int8, uint8, biased). */
 static void test_stem(void) {
     printf("int8 stem on the space-to-depth copy, igemm epilogue forms\n");
     static unsigned char ux[3 * 3 * 17 * 150];
-    static int8_t sx[3 * 3 * 17 * 150], sw[80 * 3 * 49];
+    static int8_t sx[3 * 3 * 17 * 150], sw[80 * 4 * 49];
     static const bool Y1[1] = {true};
-    static const int shp[3][4] = {{2, 21, 19, 16}, {3, 17, 150, 64}, {1, 9, 131, 80}};
+    /* batch, H, W, Nout, channels (the space-to-depth copy's C 1 / 3 / 4 forms) */
+    static const int shp[3][5] = {{2, 21, 19, 16, 1}, {3, 17, 150, 64, 3}, {1, 9, 131, 80, 4}};
     const bool wg = wgmma_dev();
     tnode t;
     char label[160];
     rand_u8(ux, 3 * 3 * 17 * 150, 0, 255);
     rand_i8(sx, 3 * 3 * 17 * 150, -128, 127);
-    rand_i8(sw, 80 * 3 * 49, -127, 127);
+    rand_i8(sw, 80 * 4 * 49, -127, 127);
     /* modes: 0 stem kernel (t3), 1 t3 with PRECIS_CUDA_STEM=0, 2 wgmma 128x64 with
      * conversions, 3 wgmma 128x64 without */
     static const char *const mname[4] = {"stem", "STEM=0 t3", "EPI=0 t8", "t8"};
     for (int si = 0; si < 3; si++)
         for (int xk = 0; xk < 3; xk++) /* uint8, biased uint8, int8 x */
             for (int v = 0; v < 4; v++) { /* bit 0: ReLU; bit 1: NHWC x (uint8 y when xk < 2) */
-                const int nb = shp[si][0], H = shp[si][1], W = shp[si][2], No = shp[si][3];
+                const int nb = shp[si][0], H = shp[si][1], W = shp[si][2], No = shp[si][3],
+                          ci = shp[si][4];
                 const bool u8y = xk < 2 && (v & 1), relu = v & 1, nhwc = v >> 1;
-                cc_input st[4] = {{.name = "x", .rank = 4, .dims = {nb, 3, H, W},
+                cc_input st[4] = {{.name = "x", .rank = 4, .dims = {nb, ci, H, W},
                                    .dtype = xk < 2 ? PRECIS_UINT8 : PRECIS_INT8, .nhwc = nhwc,
                                    .raw = xk < 2 ? (void *)ux : (void *)sx},
-                                  {.name = "w", .rank = 4, .dims = {No, 3, 7, 7}, .init = true,
+                                  {.name = "w", .rank = 4, .dims = {No, ci, 7, 7}, .init = true,
                                    .dtype = PRECIS_INT8, .raw = sw},
                                   {.name = "ws", .rank = 1, .dims = {No}, .init = true,
                                    .lo = 1e-3f, .hi = 6e-3f},
@@ -426,8 +463,8 @@ static void test_stem(void) {
                     n_int(&t, "y_type", u8y ? 2 : 3);
                     n_float(&t, "y_scale", 0.1f);
                     if (relu) n_str(&t, "act", "Relu");
-                    snprintf(label, sizeof label, "%s %s x %dx3x%dx%d%s N %d%s -> %s", mname[mode],
-                             xk == 0 ? "u8" : xk == 1 ? "u8 biased" : "s8", nb, H, W,
+                    snprintf(label, sizeof label, "%s %s x %dx%dx%dx%d%s N %d%s -> %s", mname[mode],
+                             xk == 0 ? "u8" : xk == 1 ? "u8 biased" : "s8", nb, ci, H, W,
                              nhwc ? " nhwc" : "", No, relu ? " relu" : "", u8y ? "u8" : "s8");
                     cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
                                label);
@@ -438,8 +475,8 @@ static void test_stem(void) {
                 }
                 unsetenv("PRECIS_CUDA_IGEMM");
                 if (v == 1 && xk == 0) { /* the timed choice (the stem kernel among the routes) */
-                    snprintf(label, sizeof label, "timed stem u8 x %dx3x%dx%d N %d relu -> u8",
-                             nb, H, W, No);
+                    snprintf(label, sizeof label, "timed stem u8 x %dx%dx%dx%d N %d relu -> u8",
+                             nb, ci, H, W, No);
                     cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
                                label);
                 }
@@ -820,6 +857,7 @@ int main(void) {
     test_igemm();
     test_igemm_wg();
     test_stem();
+    test_quant_nhwc();
     test_q1x1();
     test_cnn();
     test_fp8();

@@ -50,7 +50,7 @@ __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *
 template <bool U8>
 __global__ void __launch_bounds__(T, 3)
     k_stem(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
-           pr_cu_qepi q, int64_t NT, int TPR) {
+           pr_cu_qepi q, int NT, int TPR) {
     __shared__ __align__(128) unsigned char strip[2][4 * SW * 16];
     __shared__ __align__(16) unsigned char stage[TW * SP];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
@@ -83,31 +83,35 @@ __global__ void __launch_bounds__(T, 3)
     const float lo = u8y ? 0.0f : -128.0f, hi = u8y ? 255.0f : 127.0f, yinv = q.y_inv;
     const uint32_t yflip = q.y_bias ? 0x8080u : 0u;
 
-    auto tile_at = [&](int64_t t, int64_t &b, int64_t &oy, int &ox0) {
-        int64_t r = t / TPR;
-        ox0 = (int)(t - r * TPR) * TW;
-        oy = r % p.OH;
-        b = r / p.OH;
+    // tile t: image b, output row oy, first column ox0 (32-bit: NT < 2^31, checked by the
+    // launcher; 64-bit divisions here cost more issue slots than the tile's MMAs)
+    const int OH = (int)p.OH, H = (int)p.H, W = (int)p.W;
+    auto tile_at = [&](int t, int &b, int &oy, int &ox0) {
+        int r = t / TPR;
+        ox0 = (t - r * TPR) * TW;
+        b = r / OH;
+        oy = r - b * OH;
     };
-    auto load = [&](int buf, int64_t t) {
-        int64_t b, oy;
-        int ox0;
-        tile_at(t, b, oy, ox0);
+    auto load = [&](int buf, int b, int oy, int ox0) {
+        const signed char *xb = x + (int64_t)b * H * W * 16;
         for (int idx = tid; idx < 4 * SW; idx += T) {
             int r = idx / SW, c = idx - r * SW;
-            int64_t iy = oy - p.ph + r, ix = ox0 - p.pw + c;
-            bool ok = iy >= 0 && iy < p.H && ix >= 0 && ix < p.W;
+            int iy = oy - p.ph + r, ix = ox0 - p.pw + c;
+            bool ok = iy >= 0 && iy < H && ix >= 0 && ix < W;
             unsigned char *dst = &strip[buf][idx * 16];
             if (xpad && !ok)
                 *(uint4 *)dst = make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
             else
-                cp16(smem_u32(dst), ok ? x + ((b * p.H + iy) * p.W + ix) * 16 : x, ok);
+                cp16(smem_u32(dst), ok ? xb + ((int64_t)iy * W + ix) * 16 : x, ok);
         }
     };
 
-    const int64_t step = gridDim.x;
-    int64_t t = blockIdx.x;
-    if (t < NT) load(0, t);
+    const int step = gridDim.x;
+    int t = blockIdx.x, nb_ = 0, noy = 0, nox = 0; // the next tile's coordinates
+    if (t < NT) {
+        tile_at(t, nb_, noy, nox);
+        load(0, nb_, noy, nox);
+    }
     cp_commit();
     // this lane's ldmatrix row within an m16 tile and its tap of the k32 step
     const int lrow = (lane & 7) + ((lane >> 3) & 1) * 8, lh = lane >> 4;
@@ -115,11 +119,12 @@ __global__ void __launch_bounds__(T, 3)
     for (int buf = 0; t < NT; t += step, buf ^= 1) {
         cp_wait<0>();
         __syncthreads(); // strip[buf] landed; the last tile's stage and strip reads done
-        if (t + step < NT) load(buf ^ 1, t + step);
+        const int b = nb_, oy = noy, ox0 = nox;
+        if (t + step < NT) {
+            tile_at(t + step, nb_, noy, nox);
+            load(buf ^ 1, nb_, noy, nox);
+        }
         cp_commit();
-        int64_t b, oy;
-        int ox0;
-        tile_at(t, b, oy, ox0);
         const int valid = (int)(p.OW - ox0 < TW ? p.OW - ox0 : TW);
 
         int acc[2][4][4];
@@ -130,17 +135,23 @@ __global__ void __launch_bounds__(T, 3)
 #pragma unroll
                 for (int v = 0; v < 4; v++) acc[i][j][v] = 0;
         const uint32_t sbase = smem_u32(&strip[buf][0]);
+        const bool in0 = wm * 32 < valid, in1 = wm * 32 + 16 < valid; // warp-uniform
+        // A fragments of k32 step ks (both m16 tiles), one step loaded ahead of the MMAs
+        uint32_t af[2][2][4];
+        auto lda = [&](int ks, uint32_t (*a)[4]) {
+            const int tap = ks * 2 + lh, r = tap >> 2, s = tap & 3;
+            const uint32_t ad = sbase + (uint32_t)((r * SW + wm * 32 + lrow + s) * 16);
+            if (in0) ldsm4(a[0], ad);
+            if (in1) ldsm4(a[1], ad + 16 * 16);
+        };
+        lda(0, af[0]);
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
-            const int tap = ks * 2 + lh, r = tap >> 2, s = tap & 3;
+            if (ks + 1 < KS) lda(ks + 1, af[(ks + 1) & 1]);
 #pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const int row0 = wm * 32 + i * 16;
-                if (row0 >= valid) continue; // warp-uniform
-                uint32_t af[4];
-                ldsm4(af, sbase + (uint32_t)((r * SW + row0 + lrow + s) * 16));
-#pragma unroll
-                for (int j = 0; j < 4; j++) mma8<U8>(acc[i][j], af, bf[ks][j]);
+            for (int j = 0; j < 4; j++) {
+                if (in0) mma8<U8>(acc[0][j], af[ks & 1][0], bf[ks][j]);
+                if (in1) mma8<U8>(acc[1][j], af[ks & 1][1], bf[ks][j]);
             }
         }
         // requantize into the byte stage: c0, c1 at (row g, cols 2 t4, + 1), c2, c3 at row g + 8
@@ -150,8 +161,12 @@ __global__ void __launch_bounds__(T, 3)
             for (int j = 0; j < 4; j++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    float2 e = igemm_pre(cs[j], acc[i][j][h * 2], acc[i][j][h * 2 + 1], pre);
-                    if (post) {
+                    // igemm_pre's operations (a uint8 x has no acc_off: no add)
+                    const igemm_col2 &c = cs[j];
+                    const int a0 = acc[i][j][h * 2], a1 = acc[i][j][h * 2 + 1];
+                    float2 e = make_float2((float)(U8 ? a0 : a0 + c.o0) * c.s0 + c.b0,
+                                           (float)(U8 ? a1 : a1 + c.o1) * c.s1 + c.b1);
+                    if (pre || post) {
                         e.x = fmaxf(e.x, 0.0f);
                         e.y = fmaxf(e.y, 0.0f);
                     }
@@ -162,7 +177,7 @@ __global__ void __launch_bounds__(T, 3)
                         (unsigned short)(__byte_perm(u0, u1, 0x0040u) ^ yflip);
                 }
         __syncthreads();
-        const int64_t m0 = (b * p.OH + oy) * p.OW + ox0;
+        const int64_t m0 = ((int64_t)b * OH + oy) * p.OW + ox0;
         for (int idx = tid; idx < TW * (BNB / 16); idx += T) {
             int row = idx >> 2, c = idx & 3, n = n0 + c * 16;
             if (row < valid && n < Nout)
@@ -175,7 +190,7 @@ __global__ void __launch_bounds__(T, 3)
 
 template <bool U8>
 int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
-           const pr_cu_qepi *q, int64_t NT, int TPR) {
+           const pr_cu_qepi *q, int NT, int TPR) {
     auto kern = k_stem<U8>;
     int dev = 0, sms = 0, occ = 0;
     cudaError_t e;
@@ -185,7 +200,7 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
         return (int)e;
     if (occ < 1) return (int)cudaErrorInvalidValue;
     int gy = (int)((p->Nout + BNB - 1) / BNB);
-    int64_t gx = (int64_t)occ * sms / gy;
+    int gx = occ * sms / gy;
     if (gx < 1) gx = 1;
     if (gx > NT) gx = NT;
     kern<<<dim3((unsigned)gx, (unsigned)gy), T, 0, s>>>((const signed char *)x,
@@ -204,14 +219,15 @@ extern "C" int pr_cu_stem_s8(void *stream, const void *x, const void *w, const p
         !igemm_fast_ok(q) || ((uintptr_t)x & 15) || ((uintptr_t)w & 3) ||
         ((uintptr_t)q->y & 15))
         return (int)cudaErrorInvalidValue;
-    int TPR = (int)((p->OW + TW - 1) / TW);
-    int64_t NT = p->N * p->OH * TPR;
-    if (NT >> 40) return (int)cudaErrorInvalidValue;
+    int64_t TPR = (p->OW + TW - 1) / TW, NT = p->N * p->OH * TPR;
+    if (NT + (int64_t)2 * 65535 * 32 >= ((int64_t)1 << 31) || p->H + 8 >= (1 << 30) ||
+        p->W + 8 >= (1 << 30)) // 32-bit tile indices (+ a grid's step) and coordinates
+        return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
         pr_cu_qepi q2 = *q;
         q2.acc_off = NULL;
-        return launch<true>(s, x, w, p, &q2, NT, TPR);
+        return launch<true>(s, x, w, p, &q2, (int)NT, (int)TPR);
     }
-    return launch<false>(s, x, w, p, q, NT, TPR);
+    return launch<false>(s, x, w, p, q, (int)NT, (int)TPR);
 }
