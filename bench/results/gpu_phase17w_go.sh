@@ -3,7 +3,8 @@
 # with bg.tar.xz: stripped precis + tests/cuda/test_cuda_int8 under build-gpu-bins/, and
 # analyze.py = gpu_phase15r_analyze.py). "Off" = PRECIS_CUDA_STEM=0 PRECIS_CUDA_IGEMM_EPI=0
 # PRECIS_CUDA_QNHWC_V4=0 (main's stem route, the converting igemm epilogue, the one-pixel
-# input quantize), "on" = the defaults. Phases: test bench ab verbose ncu.
+# input quantize), "on" = the defaults, 2 = PRECIS_CUDA_STEM=2 (the stem kernel's 1 x 4 warps).
+# Phases: test bench ab verbose ncu (VV: the verbose runs' values, default "1 0").
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 D=$ROOT/.gpu/cuda17w
@@ -19,7 +20,8 @@ export LD_LIBRARY_PATH="$libdirs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 rc=0
 offv() { # the A/B's "off" environment (v=0) or the defaults (v=1)
-  if [ "$1" = 0 ]; then echo "PRECIS_CUDA_STEM=0 PRECIS_CUDA_IGEMM_EPI=0 PRECIS_CUDA_QNHWC_V4=0"; else echo "PRECIS_CUDA_STEM=1"; fi
+  if [ "$1" = 0 ]; then echo "PRECIS_CUDA_STEM=0 PRECIS_CUDA_IGEMM_EPI=0 PRECIS_CUDA_QNHWC_V4=0";
+  elif [ "$1" = 2 ]; then echo "PRECIS_CUDA_STEM=2"; else echo "PRECIS_CUDA_STEM=1"; fi
 }
 for ph in "$@"; do
   case "$ph" in
@@ -61,7 +63,8 @@ for ph in "$@"; do
       python3 $D/analyze.py $OUT/prof$v.json ${VB:-256} > $OUT/groups$v.txt 2>&1; tail -n 6 $OUT/groups$v.txt
       python3 -c "import json; p = json.load(open('$OUT/prof$v.json')); [print(s['name'], s['ms']) for s in p['profile'][:3]]"
     done
-    grep "timed ms" $OUT/verbose1.log | grep -v "1x1 K" | sed 's/.*node .\/m\///' | cut -c1-420 | head -24
+    for v in ${VV:-1 0}; do grep "conv1/Conv" $OUT/verbose$v.log | sed 's/.*node .\/m\///' | cut -c1-420; done
+    grep "timed ms" $OUT/verbose1.log | grep -v "1x1 K" | sed 's/.*node .\/m\///' | cut -c1-420 | head -${VL:-24}
     ;;
   ncu)  # the stem's kernels (s2d copy, stem, input quantize) from Nsight Compute, at VB (256)
     NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)

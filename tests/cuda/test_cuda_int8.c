@@ -409,12 +409,12 @@ static void test_quant_nhwc(void) {
         }
 }
 
-/* cu_stem.cu's kernel (route t3 of a space-to-depth conv; PRECIS_CUDA_STEM=0:
- * the mma.sync 64x128 tile as before) and the igemm tiles' epilogue with and
- * without its int <-> float conversions (PRECIS_CUDA_IGEMM_EPI=0, wgmma
- * 128x64): the stem 7x7 s2 pad 3 over 3 channels; uint8 x (plain, biased:
- * PRECIS_CUDA_U8_BIAS=all) and int8 x of 1, 3, 4 channels, NCHW and NHWC x;
- * odd H / W, batch 3,
+/* cu_stem.cu's kernel (route t3 of a space-to-depth conv, and its 1 x 4 warp
+ * form: PRECIS_CUDA_STEM=2; PRECIS_CUDA_STEM=0: the mma.sync 64x128 tile as
+ * before) and the igemm tiles' epilogue with and without its int <-> float
+ * conversions (PRECIS_CUDA_IGEMM_EPI=0, wgmma 128x64): the stem 7x7 s2 pad 3
+ * over 1, 3 and 4 channels (the copy's C forms); uint8 x (plain, biased:
+ * PRECIS_CUDA_U8_BIAS=all) and int8 x, NCHW and NHWC x; odd H / W, batch 3,
  * OW over one 64-pixel tile (75, 66: a partial tile), Nout 16 / 64 / 80 (two
  * column blocks, the last partial); ReLU or none; int8 / uint8 y; then the
  * timed choice; and the N 256 residual epilogues (int8, uint8, biased). */
@@ -432,8 +432,8 @@ static void test_stem(void) {
     rand_i8(sx, 3 * 3 * 17 * 150, -128, 127);
     rand_i8(sw, 80 * 4 * 49, -127, 127);
     /* modes: 0 stem kernel (t3), 1 t3 with PRECIS_CUDA_STEM=0, 2 wgmma 128x64 with
-     * conversions, 3 wgmma 128x64 without */
-    static const char *const mname[4] = {"stem", "STEM=0 t3", "EPI=0 t8", "t8"};
+     * conversions, 3 wgmma 128x64 without, 4 the stem kernel's 1 x 4 warps (STEM=2) */
+    static const char *const mname[5] = {"stem", "STEM=0 t3", "EPI=0 t8", "t8", "STEM=2 stem"};
     for (int si = 0; si < 3; si++)
         for (int xk = 0; xk < 3; xk++) /* uint8, biased uint8, int8 x */
             for (int v = 0; v < 4; v++) { /* bit 0: ReLU; bit 1: NHWC x (uint8 y when xk < 2) */
@@ -448,10 +448,11 @@ static void test_stem(void) {
                                   {.name = "ws", .rank = 1, .dims = {No}, .init = true,
                                    .lo = 1e-3f, .hi = 6e-3f},
                                   {.name = "b", .rank = 1, .dims = {No}, .init = true}};
-                for (int mode = 0; mode < 4; mode++) {
-                    if (mode >= 2 && !wg) continue;
-                    setenv("PRECIS_CUDA_IGEMM", mode < 2 ? "t3" : "t8", 1);
+                for (int mode = 0; mode < 5; mode++) {
+                    if ((mode == 2 || mode == 3) && !wg) continue;
+                    setenv("PRECIS_CUDA_IGEMM", mode == 2 || mode == 3 ? "t8" : "t3", 1);
                     if (mode == 1) setenv("PRECIS_CUDA_STEM", "0", 1);
+                    if (mode == 4) setenv("PRECIS_CUDA_STEM", "2", 1);
                     if (mode == 2) setenv("PRECIS_CUDA_IGEMM_EPI", "0", 1);
                     if (xk == 1) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
                     cu_bias_io = xk == 1 ? 1u | (u8y ? 1u << 16 : 0) : 0;

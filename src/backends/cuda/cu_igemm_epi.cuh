@@ -26,14 +26,11 @@
 #include "backends/cuda/cu_int8.cuh"
 
 // PRECIS_CUDA_IGEMM_EPI=0: the 16-byte store loop converts with I2F / FRND /
-// F2I as before (A/B); default the conversion-free form (see the top).
+// F2I as before (A/B); default the conversion-free form (see the top). Read at
+// each launch (the tests switch it within one process).
 static inline bool igemm_epi_nocvt(void) {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("PRECIS_CUDA_IGEMM_EPI");
-        v = !(e && !strcmp(e, "0"));
-    }
-    return v != 0;
+    const char *e = getenv("PRECIS_CUDA_IGEMM_EPI");
+    return !(e && !strcmp(e, "0"));
 }
 
 // the float of byte k of u, plus 2^23 (exact): PRMT into 0x4B000000's low byte

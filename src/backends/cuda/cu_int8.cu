@@ -313,14 +313,11 @@ __global__ void k_quant_nhwc_v4(const float4 *__restrict__ x, uint32_t *__restri
     }
 }
 
-// PRECIS_CUDA_QNHWC_V4=0: every QuantizeLinear to NHWC through k_quant_nhwc (A/B)
+// PRECIS_CUDA_QNHWC_V4=0: every QuantizeLinear to NHWC through k_quant_nhwc (A/B);
+// read at each launch (the tests switch it within one process)
 static bool quant_v4_on() {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("PRECIS_CUDA_QNHWC_V4");
-        v = !(e && !strcmp(e, "0"));
-    }
-    return v != 0;
+    const char *e = getenv("PRECIS_CUDA_QNHWC_V4");
+    return !(e && !strcmp(e, "0"));
 }
 
 template <int C>

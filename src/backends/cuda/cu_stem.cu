@@ -47,23 +47,26 @@ __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <bool U8>
-__global__ void __launch_bounds__(T, 3)
+// WM x (4 / WM) warps: warp (wm, wn) owns TMW = 64 / WM rows and TNW = 64 / (4 / WM) columns
+// (WM 2: 32 x 32, 64 weight registers, 3 blocks an SM; WM 1: 64 x 16, 32, 4 blocks)
+template <bool U8, int WM>
+__global__ void __launch_bounds__(T, WM == 1 ? 4 : 3)
     k_stem(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
            pr_cu_qepi q, int NT, int TPR) {
     __shared__ __align__(128) unsigned char strip[2][4 * SW * 16];
     __shared__ __align__(16) unsigned char stage[TW * SP];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
+    constexpr int WN = 4 / WM, TMW = TW / WM, TNW = BNB / WN, MI = TMW / 16, NJ = TNW / 8;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp / WN, wn = warp % WN;
     const int g = lane >> 2, t4 = lane & 3;
     const int n0 = blockIdx.y * BNB;
     const int Nout = (int)p.Nout;
     const bool xpad = p.x_u8 == PR_CU_X_U8B; // biased x: the real zero is stored 0x80
 
-    // this warp's weights: b[ks][j] = the k32 step ks of column n0 + 32 wn + 8 j + g
-    uint32_t bf[KS][4][2];
+    // this warp's weights: b[ks][j] = the k32 step ks of column n0 + TNW wn + 8 j + g
+    uint32_t bf[KS][NJ][2];
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        int n = n0 + wn * 32 + j * 8 + g;
+    for (int j = 0; j < NJ; j++) {
+        int n = n0 + wn * TNW + j * 8 + g;
         const signed char *wr = w + (int64_t)(n < Nout ? n : 0) * 256 + t4 * 4;
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
@@ -72,10 +75,10 @@ __global__ void __launch_bounds__(T, 3)
         }
     }
     // per column pair: scale, bias, acc_off (cu_igemm_epi.cuh's igemm_pre)
-    igemm_col2 cs[4];
+    igemm_col2 cs[NJ];
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        int n = n0 + wn * 32 + j * 8 + t4 * 2;
+    for (int j = 0; j < NJ; j++) {
+        int n = n0 + wn * TNW + j * 8 + t4 * 2;
         cs[j] = igemm_cols(q, n, n < Nout);
     }
     const bool pre = q.pre.kind == ACT_RELU, post = q.post.kind == ACT_RELU;
@@ -127,38 +130,41 @@ __global__ void __launch_bounds__(T, 3)
         cp_commit();
         const int valid = (int)(p.OW - ox0 < TW ? p.OW - ox0 : TW);
 
-        int acc[2][4][4];
+        int acc[MI][NJ][4];
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < MI; i++)
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < NJ; j++)
 #pragma unroll
                 for (int v = 0; v < 4; v++) acc[i][j][v] = 0;
         const uint32_t sbase = smem_u32(&strip[buf][0]);
-        const bool in0 = wm * 32 < valid, in1 = wm * 32 + 16 < valid; // warp-uniform
-        // A fragments of k32 step ks (both m16 tiles), one step loaded ahead of the MMAs
-        uint32_t af[2][2][4];
+        bool in[MI]; // m16 tiles inside the row (warp-uniform)
+#pragma unroll
+        for (int i = 0; i < MI; i++) in[i] = wm * TMW + i * 16 < valid;
+        // A fragments of k32 step ks (the warp's m16 tiles), one step loaded ahead of the MMAs
+        uint32_t af[2][MI][4];
         auto lda = [&](int ks, uint32_t (*a)[4]) {
             const int tap = ks * 2 + lh, r = tap >> 2, s = tap & 3;
-            const uint32_t ad = sbase + (uint32_t)((r * SW + wm * 32 + lrow + s) * 16);
-            if (in0) ldsm4(a[0], ad);
-            if (in1) ldsm4(a[1], ad + 16 * 16);
+            const uint32_t ad = sbase + (uint32_t)((r * SW + wm * TMW + lrow + s) * 16);
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+                if (in[i]) ldsm4(a[i], ad + i * 16 * 16);
         };
         lda(0, af[0]);
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
             if (ks + 1 < KS) lda(ks + 1, af[(ks + 1) & 1]);
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                if (in0) mma8<U8>(acc[0][j], af[ks & 1][0], bf[ks][j]);
-                if (in1) mma8<U8>(acc[1][j], af[ks & 1][1], bf[ks][j]);
-            }
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int i = 0; i < MI; i++)
+                    if (in[i]) mma8<U8>(acc[i][j], af[ks & 1][i], bf[ks][j]);
         }
         // requantize into the byte stage: c0, c1 at (row g, cols 2 t4, + 1), c2, c3 at row g + 8
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < MI; i++)
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < NJ; j++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     // igemm_pre's operations (a uint8 x has no acc_off: no add)
@@ -172,7 +178,7 @@ __global__ void __launch_bounds__(T, 3)
                     }
                     uint32_t u0 = __float_as_uint(fminf(fmaxf(e.x * yinv, lo), hi) + 12582912.0f);
                     uint32_t u1 = __float_as_uint(fminf(fmaxf(e.y * yinv, lo), hi) + 12582912.0f);
-                    int row = wm * 32 + i * 16 + g + h * 8, col = wn * 32 + j * 8 + t4 * 2;
+                    int row = wm * TMW + i * 16 + g + h * 8, col = wn * TNW + j * 8 + t4 * 2;
                     *(unsigned short *)&stage[row * SP + col] =
                         (unsigned short)(__byte_perm(u0, u1, 0x0040u) ^ yflip);
                 }
@@ -188,10 +194,10 @@ __global__ void __launch_bounds__(T, 3)
     cp_wait<0>();
 }
 
-template <bool U8>
+template <bool U8, int WM>
 int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
            const pr_cu_qepi *q, int NT, int TPR) {
-    auto kern = k_stem<U8>;
+    auto kern = k_stem<U8, WM>;
     int dev = 0, sms = 0, occ = 0;
     cudaError_t e;
     if ((e = cudaGetDevice(&dev)) ||
@@ -206,6 +212,13 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     kern<<<dim3((unsigned)gx, (unsigned)gy), T, 0, s>>>((const signed char *)x,
                                                        (const signed char *)w, *p, *q, NT, TPR);
     return launch_result();
+}
+
+// PRECIS_CUDA_STEM=2: the 1 x 4 warp layout (an experiment's switch; default 2 x 2).
+// Read at each launch (the tests switch it within one process).
+bool stem_wm1() {
+    const char *e = getenv("PRECIS_CUDA_STEM");
+    return e && !strcmp(e, "2");
 }
 
 } // namespace
@@ -224,10 +237,13 @@ extern "C" int pr_cu_stem_s8(void *stream, const void *x, const void *w, const p
         p->W + 8 >= (1 << 30)) // 32-bit tile indices (+ a grid's step) and coordinates
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
+    const bool wm1 = stem_wm1();
     if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
         pr_cu_qepi q2 = *q;
         q2.acc_off = NULL;
-        return launch<true>(s, x, w, p, &q2, (int)NT, (int)TPR);
+        return wm1 ? launch<true, 1>(s, x, w, p, &q2, (int)NT, (int)TPR)
+                   : launch<true, 2>(s, x, w, p, &q2, (int)NT, (int)TPR);
     }
-    return launch<false>(s, x, w, p, q, (int)NT, (int)TPR);
+    return wm1 ? launch<false, 1>(s, x, w, p, q, (int)NT, (int)TPR)
+               : launch<false, 2>(s, x, w, p, q, (int)NT, (int)TPR);
 }
