@@ -43,7 +43,7 @@ for ph in "$@"; do
     ;;
   ab)     # precis only: off (before) vs on (after), interleaved
     for r in $(seq ${AB_ROUNDS:-2}); do
-      for v in 0 1; do
+      for v in ${AB_VALS:-0 1}; do
         echo "== on=$v round $r"
         env $(offv $v) PYTHONUNBUFFERED=1 OUT=$OUT/ab$v$r bash $ROOT/bench/gpu/run.sh bench -- \
           --models resnet50 --int8 --no-correctness --batches resnet50=${VB:-256} --only int8 \
