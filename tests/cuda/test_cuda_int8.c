@@ -375,6 +375,165 @@ static void test_igemm_wg(void) {
     unsetenv("PRECIS_CUDA_IGEMM");
 }
 
+/* The plan input's QuantizeLinear with the Reorder to NHWC folded in
+ * (pr_cu_quantize_nhwc): the four-pixel form (float32 x, C 1..4, H * W % 4
+ * == 0) and the general one (C 5, H * W odd, PRECIS_CUDA_QNHWC_V4=0), uint8
+ * and int8 y, saturating both ways: exact. */
+static void test_quant_nhwc(void) {
+    printf("int8 quantize to nhwc\n");
+    static const float qs[1] = {0.02f};
+    static const uint8_t zpu[1] = {0};
+    static const int8_t zps[1] = {0};
+    static const bool Q1[1] = {true};
+    static const int shp[7][4] = {{2, 3, 8, 12}, {1, 1, 4, 4}, {2, 4, 6, 6}, {2, 2, 5, 4},
+                                  {3, 3, 9, 7},  {2, 5, 4, 4}, {2, 3, 8, 12}};
+    tnode t;
+    char label[96];
+    for (int i = 0; i < 7; i++)
+        for (int u = 0; u < 2; u++) {
+            if (i == 6) setenv("PRECIS_CUDA_QNHWC_V4", "0", 1);
+            cc_input q[3] = {{.name = "x", .rank = 4,
+                              .dims = {shp[i][0], shp[i][1], shp[i][2], shp[i][3]},
+                              .lo = -4, .hi = 6},
+                             {.name = "s", .rank = 0, .init = true, .data = qs},
+                             {.name = "zp", .rank = 0, .init = true,
+                              .dtype = u ? PRECIS_UINT8 : PRECIS_INT8,
+                              .raw = u ? (const void *)zpu : (const void *)zps}};
+            n_init(&t, PR_OP_QuantizeLinear, "QuantizeLinear", 13);
+            snprintf(label, sizeof label, "quantize fp32 [%d, %d, %d, %d] -> %s nhwc%s",
+                     shp[i][0], shp[i][1], shp[i][2], shp[i][3], u ? "u8" : "int8",
+                     i == 6 ? " (QNHWC_V4=0)" : "");
+            cu_run_lay(&t, 3, q, 1, Q1, PRECIS_FLOAT32, &pr_cuda_impl_qelem, (cc_tolerance){0, 0},
+                       label);
+            unsetenv("PRECIS_CUDA_QNHWC_V4");
+        }
+}
+
+/* cu_stem.cu's kernel (route t3 of a space-to-depth conv, and its 1 x 4 warp
+ * form: PRECIS_CUDA_STEM=2; PRECIS_CUDA_STEM=0: the mma.sync 64x128 tile as
+ * before) and the igemm tiles' epilogue with and without its int <-> float
+ * conversions (PRECIS_CUDA_IGEMM_EPI=0, wgmma 128x64): the stem 7x7 s2 pad 3
+ * over 1, 3 and 4 channels (the copy's C forms); uint8 x (plain, biased:
+ * PRECIS_CUDA_U8_BIAS=all) and int8 x, NCHW and NHWC x; odd H / W, batch 3,
+ * OW over one 64-pixel tile (75, 66: a partial tile), Nout 16 / 64 / 80 (two
+ * column blocks, the last partial); ReLU or none; int8 / uint8 y; then the
+ * timed choice; and the N 256 residual epilogues (int8, uint8, biased). */
+static void test_stem(void) {
+    printf("int8 stem on the space-to-depth copy, igemm epilogue forms\n");
+    static unsigned char ux[3 * 3 * 17 * 150];
+    static int8_t sx[3 * 3 * 17 * 150], sw[80 * 4 * 49];
+    static const bool Y1[1] = {true};
+    /* batch, H, W, Nout, channels (the space-to-depth copy's C 1 / 3 / 4 forms) */
+    static const int shp[3][5] = {{2, 21, 19, 16, 1}, {3, 17, 150, 64, 3}, {1, 9, 131, 80, 4}};
+    const bool wg = wgmma_dev();
+    tnode t;
+    char label[160];
+    rand_u8(ux, 3 * 3 * 17 * 150, 0, 255);
+    rand_i8(sx, 3 * 3 * 17 * 150, -128, 127);
+    rand_i8(sw, 80 * 4 * 49, -127, 127);
+    /* modes: 0 stem kernel (t3), 1 t3 with PRECIS_CUDA_STEM=0, 2 wgmma 128x64 with
+     * conversions, 3 wgmma 128x64 without, 4 the stem kernel's 1 x 4 warps (STEM=2) */
+    static const char *const mname[5] = {"stem", "STEM=0 t3", "EPI=0 t8", "t8", "STEM=2 stem"};
+    for (int si = 0; si < 3; si++)
+        for (int xk = 0; xk < 3; xk++) /* uint8, biased uint8, int8 x */
+            for (int v = 0; v < 4; v++) { /* bit 0: ReLU; bit 1: NHWC x (uint8 y when xk < 2) */
+                const int nb = shp[si][0], H = shp[si][1], W = shp[si][2], No = shp[si][3],
+                          ci = shp[si][4];
+                const bool u8y = xk < 2 && (v & 1), relu = v & 1, nhwc = v >> 1;
+                cc_input st[4] = {{.name = "x", .rank = 4, .dims = {nb, ci, H, W},
+                                   .dtype = xk < 2 ? PRECIS_UINT8 : PRECIS_INT8, .nhwc = nhwc,
+                                   .raw = xk < 2 ? (void *)ux : (void *)sx},
+                                  {.name = "w", .rank = 4, .dims = {No, ci, 7, 7}, .init = true,
+                                   .dtype = PRECIS_INT8, .raw = sw},
+                                  {.name = "ws", .rank = 1, .dims = {No}, .init = true,
+                                   .lo = 1e-3f, .hi = 6e-3f},
+                                  {.name = "b", .rank = 1, .dims = {No}, .init = true}};
+                for (int mode = 0; mode < 5; mode++) {
+                    if ((mode == 2 || mode == 3) && !wg) continue;
+                    setenv("PRECIS_CUDA_IGEMM", mode == 2 || mode == 3 ? "t8" : "t3", 1);
+                    if (mode == 1) setenv("PRECIS_CUDA_STEM", "0", 1);
+                    if (mode == 4) setenv("PRECIS_CUDA_STEM", "2", 1);
+                    if (mode == 2) setenv("PRECIS_CUDA_IGEMM_EPI", "0", 1);
+                    if (xk == 1) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+                    cu_bias_io = xk == 1 ? 1u | (u8y ? 1u << 16 : 0) : 0;
+                    cu_fused_node(&t, PR_OP_QConv, "QConv");
+                    n_ints(&t, "pads", (int64_t[]){3, 3, 3, 3}, 4);
+                    n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+                    n_ints(&t, "kernel_shape", (int64_t[]){7, 7}, 2);
+                    n_float(&t, "x_scale", 0.01f);
+                    n_int(&t, "y_type", u8y ? 2 : 3);
+                    n_float(&t, "y_scale", 0.1f);
+                    if (relu) n_str(&t, "act", "Relu");
+                    snprintf(label, sizeof label, "%s %s x %dx%dx%dx%d%s N %d%s -> %s", mname[mode],
+                             xk == 0 ? "u8" : xk == 1 ? "u8 biased" : "s8", nb, ci, H, W,
+                             nhwc ? " nhwc" : "", No, relu ? " relu" : "", u8y ? "u8" : "s8");
+                    cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+                               label);
+                    cu_bias_io = 0;
+                    unsetenv("PRECIS_CUDA_U8_BIAS");
+                    unsetenv("PRECIS_CUDA_STEM");
+                    unsetenv("PRECIS_CUDA_IGEMM_EPI");
+                }
+                unsetenv("PRECIS_CUDA_IGEMM");
+                if (v == 1 && xk == 0) { /* the timed choice (the stem kernel among the routes) */
+                    snprintf(label, sizeof label, "timed stem u8 x %dx%dx%dx%d N %d relu -> u8",
+                             nb, ci, H, W, No);
+                    cu_run_lay(&t, 4, st, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+                               label);
+                }
+            }
+    if (!wg) return;
+    /* the 16-byte store loop's residual forms with / without conversions: 3x3 N 256,
+     * int8 x + int8 residual (ReLU after), uint8 x + uint8 residual (plain, biased; ReLU
+     * before the add), every wgmma tile */
+    static int8_t xb[2 * 64 * 9 * 11], wb[256 * 64 * 9], zb[2 * 256 * 9 * 11];
+    static unsigned char xu[2 * 64 * 9 * 11], zu[2 * 256 * 9 * 11];
+    cc_input a[5] = {{.name = "x", .rank = 4, .dims = {2, 64, 9, 11}, .dtype = PRECIS_INT8,
+                      .nhwc = true, .raw = rand_i8(xb, 2 * 64 * 9 * 11, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {256, 64, 3, 3}, .init = true,
+                      .dtype = PRECIS_INT8, .raw = rand_i8(wb, 256 * 64 * 9, -127, 127)},
+                     {.name = "ws", .rank = 1, .dims = {256}, .init = true, .lo = 1e-3f,
+                      .hi = 4e-3f},
+                     {.name = "b", .rank = 1, .dims = {256}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {2, 256, 9, 11}, .dtype = PRECIS_INT8,
+                      .nhwc = true, .raw = rand_i8(zb, 2 * 256 * 9 * 11, -128, 127)}};
+    cc_input u[5] = {a[0], a[1], a[2], a[3], a[4]};
+    u[0].dtype = u[4].dtype = PRECIS_UINT8;
+    u[0].raw = rand_u8(xu, 2 * 64 * 9 * 11, 0, 255);
+    u[4].raw = rand_u8(zu, 2 * 256 * 9 * 11, 0, 255);
+    static const char *const tiles[5] = {"t4", "t5", "t6", "t7", "t8"};
+    for (int i = 0; i < 5; i++)
+        for (int e = 0; e < 2; e++) {
+            setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
+            if (e) setenv("PRECIS_CUDA_IGEMM_EPI", "0", 1);
+            qconv_node(&t, 3, 1, 1, 0.3f);
+            n_float(&t, "z_scale", 0.03f);
+            n_str(&t, "act2", "Relu");
+            snprintf(label, sizeof label, "igemm %s%s 3x3 N 256 +s8 residual+relu -> s8",
+                     tiles[i], e ? " EPI=0" : "");
+            cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+            for (int b = 0; b < 2; b++) {
+                if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+                cu_bias_io = b ? 1u | 1u << 4 | 1u << 16 : 0;
+                cu_fused_node(&t, PR_OP_QConv, "QConv");
+                n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+                n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+                n_float(&t, "x_scale", 0.01f);
+                n_int(&t, "y_type", 2);
+                n_float(&t, "y_scale", 0.08f);
+                n_float(&t, "z_scale", 0.03f);
+                n_str(&t, "act", "Relu");
+                snprintf(label, sizeof label, "%sigemm %s%s u8 3x3 N 256 relu +u8 residual -> u8",
+                         b ? "[biased] " : "", tiles[i], e ? " EPI=0" : "");
+                cu_run_lay(&t, 5, u, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+                cu_bias_io = 0;
+                unsetenv("PRECIS_CUDA_U8_BIAS");
+            }
+            unsetenv("PRECIS_CUDA_IGEMM_EPI");
+        }
+    unsetenv("PRECIS_CUDA_IGEMM");
+}
+
 /* One 1x1 QConv case of test_q1x1: x [nb, K, h, w] (int8, or uint8 when u8),
  * Nout outputs, stride st; ys > 0: int8 (uint8 when u8) out, else float;
  * act / act2 ReLU; zk: residual (0 none, 1 int8, 2 uint8); bias: the
@@ -698,6 +857,8 @@ int main(void) {
     test_int8();
     test_igemm();
     test_igemm_wg();
+    test_stem();
+    test_quant_nhwc();
     test_q1x1();
     test_cnn();
     test_fp8();

@@ -30,7 +30,7 @@ __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *
 template <int BM, int BN, int WM, int WN, int ST, bool FAST>
 __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
     k_igemm(const signed char *__restrict__ x, const signed char *__restrict__ w,
-            pr_cu_igemm p, pr_cu_qepi q) {
+            pr_cu_igemm p, pr_cu_qepi q, bool nocvt) {
     constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
     constexpr int AP = BM * 4 / T, BP = BN * 4 / T; // 16-byte chunks a thread loads per stage
     static_assert(AP >= 1 && BP >= 1 && NJ % 2 == 0, "tile shape");
@@ -167,7 +167,8 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
                 }
             }
             __syncthreads();
-            igemm_store_rows<BN, SP, T, TM>(q, stage, m0 + ph * TM, n0, M, p.Nout, tid);
+            igemm_store_rows<BN, SP, T, TM>(q, stage, m0 + ph * TM, n0, M, p.Nout, tid,
+                                            nocvt);
             __syncthreads();
         }
     } else {
@@ -194,10 +195,10 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((p->Nout + BN - 1) / BN));
     if (igemm_fast_ok(q))
         k_igemm<BM, BN, WM, WN, ST, true><<<grid, WM * WN * 32, 0, s>>>(
-            (const signed char *)x, (const signed char *)w, *p, *q);
+            (const signed char *)x, (const signed char *)w, *p, *q, igemm_epi_nocvt());
     else
         k_igemm<BM, BN, WM, WN, ST, false><<<grid, WM * WN * 32, 0, s>>>(
-            (const signed char *)x, (const signed char *)w, *p, *q);
+            (const signed char *)x, (const signed char *)w, *p, *q, false);
     return launch_result();
 }
 

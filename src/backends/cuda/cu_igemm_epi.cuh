@@ -8,10 +8,35 @@
 // (or 4) channels a thread (coalesced residual loads and stores). Else
 // igemm_epi_general, one out-of-line call an element (an inlined general
 // epilogue per accumulator would not fit the instruction cache).
+//
+// The 16-byte store loop converts no byte through the int <-> float units
+// (Hopper runs I2F / F2I / FRND at 16 lanes a clock per SM, a quarter of
+// FFMA's rate; phase 15r's lesson): the residual byte becomes a float by PRMT
+// into 0x4B000000's low byte less 2^23 (exact), the output byte by clamping in
+// float, adding 1.5 * 2^23 (the FADD rounds half to even, as rintf) and
+// taking the low byte of the bits. Same operations on the same floats as
+// qepi_one + sat_q: the bytes are those of the converting loop, which
+// PRECIS_CUDA_IGEMM_EPI=0 keeps (A/B).
 #ifndef PR_BACKENDS_CUDA_CU_IGEMM_EPI_CUH
 #define PR_BACKENDS_CUDA_CU_IGEMM_EPI_CUH
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "backends/cuda/cu_int8.cuh"
+
+// PRECIS_CUDA_IGEMM_EPI=0: the 16-byte store loop converts with I2F / FRND /
+// F2I as before (A/B); default the conversion-free form (see the top). Read at
+// each launch (the tests switch it within one process).
+static inline bool igemm_epi_nocvt(void) {
+    const char *e = getenv("PRECIS_CUDA_IGEMM_EPI");
+    return !(e && !strcmp(e, "0"));
+}
+
+// the float of byte k of u, plus 2^23 (exact): PRMT into 0x4B000000's low byte
+static __device__ __forceinline__ float igemm_byte_f(uint32_t u, int k) {
+    return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + (uint32_t)k));
+}
 
 static inline bool igemm_fast_ok(const pr_cu_qepi *q) {
     bool relu_or_none = (q->pre.kind == ACT_NONE || q->pre.kind == ACT_RELU) &&
@@ -64,11 +89,12 @@ static __device__ __forceinline__ int igemm_scol(int nl) {
 // i is output row m0 + i, column c is n0 + c): residual, act2, requantize,
 // store; T threads, tid this one's index. 16 channels a thread (16-byte
 // residual loads and stores, one step's load ahead) where
-// N % 16 == 0 and y / z are 16-byte aligned, else 4.
+// N % 16 == 0 and y / z are 16-byte aligned, else 4. nocvt: the 16-byte
+// loop without int <-> float conversions (see the top).
 template <int BN, int SP, int T, int ROWS>
 static __device__ __forceinline__ void igemm_store_rows(const pr_cu_qepi &q, const float *stage,
                                                         int64_t m0, int n0, int64_t M,
-                                                        int64_t Nout, int tid) {
+                                                        int64_t Nout, int tid, bool nocvt) {
     const bool post = q.post.kind == ACT_RELU;
     const float zs = q.z_scale, zo = q.z_bias ? 128.0f : 0.0f;
     const bool zu8 = q.z && q.zdt == DT_U8;
@@ -89,6 +115,47 @@ static __device__ __forceinline__ void igemm_store_rows(const pr_cu_qepi &q, con
         // not unrolled (unrolled, the wgmma 128x256 tile ran up to 1.9x slower:
         // likely instruction-cache misses, not profiled); one load in flight ahead
         uint4 zn = zload(0);
+        if (nocvt) {
+            // the residual's real value: (byte ^ zflip) + 2^23 - zc (int8: flipped, less
+            // 128; biased int8 (+128): flipped; uint8: as is)
+            const uint32_t zflip = q.z && !zu8 ? 0x80808080u : 0u;
+            const float zc = 8388608.0f + (q.z && !zu8 && !q.z_bias ? 128.0f : 0.0f);
+            const bool u8y = q.ydt == DT_U8;
+            const float lo = u8y ? 0.0f : -128.0f, hi = u8y ? 255.0f : 127.0f;
+            const uint32_t yflip = q.y_bias ? 0x80808080u : 0u;
+            const float yinv = q.y_inv;
+#pragma unroll 1
+            for (int it = 0; it < IT; it++) {
+                uint4 zc4 = zn;
+                if (it + 1 < IT) zn = zload(it + 1);
+                int idx = tid + it * T, row = idx / CPR, c = idx - row * CPR;
+                int64_t m = m0 + row;
+                int n = n0 + c * 16;
+                if (m >= M || n >= Nout) continue;
+                const float *sr = &stage[row * SP + c * 16];
+                const uint32_t zw[4] = {zc4.x ^ zflip, zc4.y ^ zflip, zc4.z ^ zflip,
+                                        zc4.w ^ zflip};
+                uint32_t ow[4];
+#pragma unroll
+                for (int v = 0; v < 4; v++) {
+                    float4 r = *(const float4 *)&sr[((v + (c >> 1)) & 3) << 2]; // igemm_scol
+                    float e[4] = {r.x, r.y, r.z, r.w};
+                    uint32_t u[4];
+#pragma unroll
+                    for (int b = 0; b < 4; b++) {
+                        if (q.z) e[b] += (igemm_byte_f(zw[v], b) - zc) * zs;
+                        if (post) e[b] = fmaxf(e[b], 0.0f);
+                        u[b] = __float_as_uint(fminf(fmaxf(e[b] * yinv, lo), hi) + 12582912.0f);
+                    }
+                    ow[v] = __byte_perm(__byte_perm(u[0], u[1], 0x0040u),
+                                        __byte_perm(u[2], u[3], 0x0040u), 0x5410u) ^
+                            yflip;
+                }
+                *(uint4 *)((unsigned char *)q.y + m * q.N + n) =
+                    make_uint4(ow[0], ow[1], ow[2], ow[3]);
+            }
+            return;
+        }
 #pragma unroll 1
         for (int it = 0; it < IT; it++) {
             uint4 zc = zn;

@@ -160,7 +160,7 @@ template <int BN, int ST, int P> constexpr int smem_bytes() {
 template <int BN, int ST, int P, bool U8, bool FAST>
 __global__ void __launch_bounds__(T, BN == 256 ? 1 : 2)
     k_igemm_wg(const signed char *__restrict__ x, const signed char *__restrict__ w,
-               pr_cu_igemm p, pr_cu_qepi q) {
+               pr_cu_igemm p, pr_cu_qepi q, bool nocvt) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int AP = BM * 4 / T, BP = BN * 4 / T, NJ = BN / 8, ACC = BN / 2;
     constexpr int SA = P * BM * BK, SB = P * BN * BK; // bytes of a stage's A / B
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(T, BN == 256 ? 1 : 2)
                     igemm_pre(cs, acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1], pre);
         }
         __syncthreads();
-        igemm_store_rows<BN, SP, T, BM>(q, stage, m0, n0, M, p.Nout, tid);
+        igemm_store_rows<BN, SP, T, BM>(q, stage, m0, n0, M, p.Nout, tid, nocvt);
     } else {
 #pragma unroll
         for (int j = 0; j < NJ; j++) {
@@ -318,7 +318,8 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
         (void)cudaGetLastError(); // not left behind for the next launch's check
         return (int)e;
     }
-    k<<<grid, T, SMEM, s>>>((const signed char *)x, (const signed char *)w, *p, *q);
+    k<<<grid, T, SMEM, s>>>((const signed char *)x, (const signed char *)w, *p, *q,
+                            FAST && igemm_epi_nocvt());
     return launch_result();
 }
 

@@ -125,35 +125,55 @@ extern "C" int pr_cu_im2col_s8(void *stream, const void *x, void *col, const pr_
 
 // --------------------------------------------------------- space-to-depth
 
-// One output pixel (16 bytes) a thread.
+// One output pixel (16 bytes) a thread. C a template argument (1..4): the
+// 16 bytes stay in registers (a runtime C indexed a local-memory array: 16
+// bytes of stack a thread); I: the index type (32-bit division where the
+// pixel count fits).
+template <int C, typename I>
 __global__ void k_s2d(const signed char *__restrict__ x, uint4 *__restrict__ y, pr_cu_s2d p,
                       int64_t Hs, int64_t Ws, int64_t n) {
-    const int C = (int)p.C;
     const unsigned char zero = p.x_u8 == PR_CU_X_U8B ? 0x80 : 0; // the real zero as stored
+    const I ws = (I)Ws, hs = (I)Hs;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t S = i % Ws, t = i / Ws, R = t % Hs, b = t / Hs;
+        I ii = (I)i, t = ii / ws, S = ii - t * ws, b = t / hs, R = t - b * hs;
         unsigned char v[16];
 #pragma unroll
         for (int e = 0; e < 16; e++) v[e] = zero;
 #pragma unroll
         for (int d = 0; d < 4; d++) {
-            int64_t h = 2 * R + (d >> 1), w = 2 * S + (d & 1);
+            int64_t h = 2 * (int64_t)R + (d >> 1), w = 2 * (int64_t)S + (d & 1);
             if (h >= p.H || w >= p.W) continue;
-            const signed char *px = x + b * p.sN + h * p.sH + w * p.sW;
+            const signed char *px = x + (int64_t)b * p.sN + h * p.sH + w * p.sW;
+#pragma unroll
             for (int c = 0; c < C; c++) v[d * C + c] = (unsigned char)px[c * p.sC];
         }
-        uint4 o = pack16(v);
-        y[i] = o;
+        y[i] = pack16(v);
     }
+}
+
+template <int C>
+void launch_s2d(cudaStream_t s, const void *x, void *y, const pr_cu_s2d *p, int64_t Hs,
+                int64_t Ws, int64_t n) {
+    if (n < (1LL << 31))
+        k_s2d<C, int><<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, (uint4 *)y, *p,
+                                                        Hs, Ws, n);
+    else
+        k_s2d<C, int64_t><<<grid_for(n, 256), 256, 0, s>>>((const signed char *)x, (uint4 *)y,
+                                                            *p, Hs, Ws, n);
 }
 
 extern "C" int pr_cu_s2d_s8(void *stream, const void *x, void *y, const pr_cu_s2d *p) {
     if (p->C < 1 || p->C > 4 || ((uintptr_t)y & 15)) return (int)cudaErrorInvalidValue;
     int64_t Hs = (p->H + 1) / 2, Ws = (p->W + 1) / 2, n = p->N * Hs * Ws;
     if (n <= 0) return 0;
-    k_s2d<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((const signed char *)x, (uint4 *)y,
-                                                               *p, Hs, Ws, n);
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (p->C) {
+    case 1: launch_s2d<1>(s, x, y, p, Hs, Ws, n); break;
+    case 2: launch_s2d<2>(s, x, y, p, Hs, Ws, n); break;
+    case 3: launch_s2d<3>(s, x, y, p, Hs, Ws, n); break;
+    default: launch_s2d<4>(s, x, y, p, Hs, Ws, n); break;
+    }
     return launch_result();
 }
 
@@ -261,12 +281,74 @@ __global__ void k_quant_nhwc(const void *x, int xdt, void *y, int ydt, int64_t C
     }
 }
 
+// The same for float32 x, C (1..4) a template argument, HW % 4 == 0: four
+// pixels a thread (C float4 loads, C 4-byte stores), 32-bit indices (I)
+// where they fit. Same operations on each value (x / scale, sat_q).
+template <int C, typename I>
+__global__ void k_quant_nhwc_v4(const float4 *__restrict__ x, uint32_t *__restrict__ y, bool u8,
+                                I HW4, I n4, float scale) {
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n4; i += (I)gridDim.x * blockDim.x) {
+        I b = i / HW4, p = i - b * HW4;
+        float v[C][4];
+#pragma unroll
+        for (int c = 0; c < C; c++) {
+            float4 f = x[(b * C + c) * HW4 + p];
+            v[c][0] = f.x;
+            v[c][1] = f.y;
+            v[c][2] = f.z;
+            v[c][3] = f.w;
+        }
+        unsigned char o[4 * C];
+#pragma unroll
+        for (int px = 0; px < 4; px++)
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                float q = sat_q(v[c][px] / scale, u8 ? DT_U8 : DT_I8);
+                o[px * C + c] = u8 ? (unsigned char)q : (unsigned char)(signed char)q;
+            }
+#pragma unroll
+        for (int w = 0; w < C; w++)
+            y[i * C + w] = (uint32_t)o[4 * w] | (uint32_t)o[4 * w + 1] << 8 |
+                           (uint32_t)o[4 * w + 2] << 16 | (uint32_t)o[4 * w + 3] << 24;
+    }
+}
+
+// PRECIS_CUDA_QNHWC_V4=0: every QuantizeLinear to NHWC through k_quant_nhwc (A/B);
+// read at each launch (the tests switch it within one process)
+static bool quant_v4_on() {
+    const char *e = getenv("PRECIS_CUDA_QNHWC_V4");
+    return !(e && !strcmp(e, "0"));
+}
+
+template <int C>
+void launch_quant_v4(cudaStream_t s, const void *x, void *y, bool u8, int64_t HW, int64_t n,
+                     float scale) {
+    int64_t n4 = n / 4;
+    if (n * C < (1LL << 31))
+        k_quant_nhwc_v4<C, int><<<grid_for(n4, 256), 256, 0, s>>>(
+            (const float4 *)x, (uint32_t *)y, u8, (int)(HW / 4), (int)n4, scale);
+    else
+        k_quant_nhwc_v4<C, int64_t><<<grid_for(n4, 256), 256, 0, s>>>(
+            (const float4 *)x, (uint32_t *)y, u8, HW / 4, n4, scale);
+}
+
 extern "C" int pr_cu_quantize_nhwc(void *stream, const void *x, int xdt, void *y, int ydt,
                                    int64_t N, int64_t C, int64_t HW, float scale) {
     int64_t n = N * HW;
     if (n <= 0 || C <= 0) return 0;
-    k_quant_nhwc<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(x, xdt, y, ydt, C, HW, n,
-                                                                      scale);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (xdt == DT_F32 && (ydt == DT_U8 || ydt == DT_I8) && C <= 4 && HW % 4 == 0 &&
+        ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 3) == 0 && quant_v4_on()) {
+        bool u8 = ydt == DT_U8;
+        switch (C) {
+        case 1: launch_quant_v4<1>(s, x, y, u8, HW, n, scale); break;
+        case 2: launch_quant_v4<2>(s, x, y, u8, HW, n, scale); break;
+        case 3: launch_quant_v4<3>(s, x, y, u8, HW, n, scale); break;
+        default: launch_quant_v4<4>(s, x, y, u8, HW, n, scale); break;
+        }
+        return launch_result();
+    }
+    k_quant_nhwc<<<grid_for(n, 256), 256, 0, s>>>(x, xdt, y, ydt, C, HW, n, scale);
     return launch_result();
 }
 

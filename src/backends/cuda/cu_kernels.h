@@ -323,6 +323,14 @@ int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_ig
  * K bytes) exceeds the device's. */
 int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                   const pr_cu_qepi *q);
+/* The stem on its space-to-depth copy (cu_stem.cu): pr_cu_igemm_s8's
+ * contract for C 16, kh = kw = 4, stride 1, no dilation, K 256, Nout % 16 ==
+ * 0 and the fast epilogue without a residual (int8 / uint8 NHWC y of row
+ * stride Nout, ReLU or none; p->tile ignored): 64-pixel output row strips in
+ * shared memory, weights in registers, a persistent grid.
+ * cudaErrorInvalidValue for another conv. */
+int pr_cu_stem_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                  const pr_cu_qepi *q);
 
 /* Implicit-GEMM fp16/bf16 convolution (cu_hconv.cu, mma.sync, float32
  * accumulation, group 1): x NHWC [N, H, W, C] of type dt with C % 8 == 0,

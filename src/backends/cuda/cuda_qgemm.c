@@ -453,6 +453,19 @@ fail:
     return st;
 }
 
+/* PRECIS_CUDA_STEM=0: a space-to-depth conv's route t3 is the mma.sync 64x128
+ * tile as before (A/B); default it is cu_stem.cu's kernel (pr_cu_stem_s8:
+ * the 128-column tile never won the 64-column stem; the timed choice keeps
+ * whichever route is fastest). */
+static bool stem_on(void) {
+    const char *e = getenv("PRECIS_CUDA_STEM");
+    return !(e && !strcmp(e, "0"));
+}
+#define ROUTE_STEM PR_CU_IGEMM_64x128
+static bool stem_route(const qgemm_state *s, int route) {
+    return s->s2d && route == ROUTE_STEM && stem_on();
+}
+
 static precis_status run_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                int route) {
     pr_err *e = k->err;
@@ -467,7 +480,9 @@ static precis_status run_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qg
         xa = scr;
         w = s->w2;
     }
-    if (route >= PR_CU_IGEMM_Q1X1_FIRST) KL_TRY(pr_cu_q1x1_s8(x->stream, xa, w, &o->ig, &o->q));
+    if (stem_route(s, route)) KL_TRY(pr_cu_stem_s8(x->stream, xa, w, &o->ig, &o->q));
+    else if (route >= PR_CU_IGEMM_Q1X1_FIRST)
+        KL_TRY(pr_cu_q1x1_s8(x->stream, xa, w, &o->ig, &o->q));
     else KL_TRY(pr_cu_igemm_s8(x->stream, xa, w, &o->ig, &o->q));
     return PRECIS_OK;
 fail:
@@ -499,6 +514,11 @@ static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
     "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 64x64",
     "q1x1 128x64", "q1x1 64x128"};
+
+/* A route's name in PRECIS_VERBOSE's lines and the description */
+static const char *route_name(const qgemm_state *s, int c) {
+    return c == ROUTE_LT ? "lt" : stem_route(s, c) ? "stem 64x64 (mma.sync)" : tile_names[c];
+}
 
 /* PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles (cu_igemm_wg.cu, Hopper) out of
  * the timed choice (A/B); default on: they run only where they win. */
@@ -554,7 +574,7 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
              (long long)g->H, (long long)g->W, (long long)g->C, (long long)g->Nout, g->kh, g->kw,
              g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0,
              s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
-             s->s2d ? " s2d" : "");
+             s->s2d ? (stem_on() ? " s2d stem" : " s2d") : "");
     int32_t r = 0;
     char times[400] = "";
     char *tend = NULL;
@@ -573,7 +593,7 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
             float t = time_route(s, k, x, o, c);
             size_t tl = strlen(times);
             snprintf(times + tl, sizeof times - tl, " %s %.4f",
-                     c == ROUTE_LT ? "lt" : tile_names[c], (double)t);
+                     route_name(s, c), (double)t);
             if (t >= 0 && (best < 0 || t < best)) {
                 best = t;
                 *route = c;
@@ -598,13 +618,14 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
                                   o->M * g->Nout * (int64_t)pr_dtype_size(k->out[0]->dtype) +
                                   (o->q.z ? o->M * g->Nout : 0)) / 1e6);
             fprintf(stderr, "precis: node '%s' m=%lld: %s%s%s%s\n", k->node->name,
-                    (long long)o->M, *route == ROUTE_LT ? "cublasLt" : tile_names[*route], mb,
+                    (long long)o->M, *route == ROUTE_LT ? "cublasLt" : route_name(s, *route), mb,
                     *times ? ", timed ms:" : "", times);
         }
         if (*route != ROUTE_LT)
             snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 %s%s tile%s%s "
                      "(epilogue: scale+bias%s%s%s -> %s)",
-                     *route >= PR_CU_IGEMM_WG_FIRST ? "" : "mma.sync ", tile_names[*route],
+                     *route >= PR_CU_IGEMM_WG_FIRST || stem_route(s, *route) ? "" : "mma.sync ",
+                     route_name(s, *route),
                      s->s2d ? " on a space-to-depth copy" : "",
                      s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
                      s->pre.kind ? "+act" : "",
