@@ -300,9 +300,14 @@ enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_6
        PR_CU_IGEMM_Q64x64,   /* pr_cu_q1x1_s8, any arch with mma.sync int8) */
        PR_CU_IGEMM_Q128x64,
        PR_CU_IGEMM_Q64x128,
+       PR_CU_IGEMM_QK64x128,  /* the same contract, K streamed with A (weights not */
+       PR_CU_IGEMM_QK128x128, /* resident: any K; cu_q1x1.cu's k_q1x1k) */
+       PR_CU_IGEMM_QK64x256,
+       PR_CU_IGEMM_QK128x256,
        PR_CU_IGEMM_TILES };
 #define PR_CU_IGEMM_WG_FIRST PR_CU_IGEMM_WG128x128
 #define PR_CU_IGEMM_Q1X1_FIRST PR_CU_IGEMM_Q64x256
+#define PR_CU_IGEMM_Q1X1K_FIRST PR_CU_IGEMM_QK64x128
 typedef struct pr_cu_igemm {
     int64_t N, H, W, C, OH, OW, Nout, K;
     int kh, kw, sh, sw, ph, pw, dh, dw;
@@ -320,7 +325,8 @@ int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_ig
  * [BN][K] in shared memory, the next M tiles' A and residual in flight
  * during this one's MMAs and epilogue. cudaErrorInvalidValue for another
  * tile, another conv, or a shape whose shared footprint (about (BN + 3 BM) *
- * K bytes) exceeds the device's. */
+ * K bytes) exceeds the device's. The Q1X1K tiles (PR_CU_IGEMM_Q1X1K_FIRST
+ * on) stream the weights with A in 128-byte k chunks instead: any K. */
 int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                   const pr_cu_qepi *q);
 
