@@ -38,10 +38,10 @@
 // is pre-multiplied by 1 / y_scale (scale, bias, residual scale: as
 // cuBLASLt's fused route does), so requantized bytes may land one unit from
 // igemm's epilogue, as any route from ref's float sums.
-#include "backends/cuda/cu_igemm_epi.cuh"
-#include "backends/cuda/cu_mma.cuh"
+#include "backends/cuda/cu_q1x1.cuh"
 
 using namespace prmma;
+using namespace prq1;
 
 namespace {
 
@@ -50,109 +50,6 @@ __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// byte offset of 16-byte chunk c of shared row `row` (Kp bytes a row)
-__device__ __forceinline__ int qsw(int row, int c, int Kp) {
-    return Kp == 64 ? swz(row, c) : row * Kp + ((c ^ (row & 7)) << 4);
-}
-
-// EPI: 0 general; 1 fast, no residual; 2 fast + residual; 3 fast, ReLU before the residual
-bool q1x1_fast_ok(const pr_cu_qepi *q) {
-    return igemm_fast_ok(q) && q->N % 16 == 0 && ((uintptr_t)q->y & 15) == 0 &&
-           ((uintptr_t)q->z & 15) == 0;
-}
-
-// the float of byte k of u, plus 2^23 (exact): PRMT into 0x4B000000's low byte
-__device__ __forceinline__ float q1_byte_f(uint32_t u, int k) {
-    return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + (uint32_t)k));
-}
-
-// cp.async.wait_group with a run-time depth: at most n - 2 groups pending
-__device__ __forceinline__ void cp_wait_ring(int n) {
-    switch (n) {
-    case 2: cp_wait<0>(); break;
-    case 3: cp_wait<1>(); break;
-    case 4: cp_wait<2>(); break;
-    case 5: cp_wait<3>(); break;
-    default: cp_wait<4>(); break;
-    }
-}
-
-// The tile's epilogue (EPI as k_q1x1's): Z the tile's staging rows (the
-// residual's bytes, landed, for EPI >= 2; unused for EPI 0), cs / co the
-// block's scale, bias and acc_off columns, m0 / n0 the tile's origin.
-template <int BM, int BN, int WM, int WN, int EPI>
-__device__ __forceinline__ void
-q1_epilogue(int (&acc)[BM / WM / 16][BN / WN / 8][4], unsigned char *Z, const float *cs,
-            const int *co, const pr_cu_igemm &p, const pr_cu_qepi &q, int64_t m0, int n0,
-            int64_t M, uint32_t zflip, float zc, float zs, bool post) {
-    constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
-    constexpr int ZS = BN + 16, ZC = BN / 16;
-    constexpr bool FAST = EPI > 0;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t4 = lane & 3;
-    if (FAST) {
-        // c0, c1 at (row g, cols 2t4, 2t4 + 1) of each 16 x 8 block; c2, c3 at
-        // row g + 8: requantized (see the top) into the staging rows (the
-        // residual's bytes, read first, in place)
-        const bool u8y = q.ydt == DT_U8;
-        const float lo = u8y || post ? 0.0f : -128.0f, hi = u8y ? 255.0f : 127.0f;
-        const uint32_t yflip = q.y_bias ? 0x8080u : 0u;
-#pragma unroll
-        for (int j = 0; j < NJ; j++) {
-            const int nl = wn * TN + j * 8 + t4 * 2;
-            const float2 sc = *(const float2 *)&cs[nl], bi = *(const float2 *)&cs[BN + nl];
-            const int2 of = *(const int2 *)&co[nl];
-#pragma unroll
-            for (int i = 0; i < MI; i++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int row = wm * TM + i * 16 + g + h * 8;
-                    unsigned short *zp = (unsigned short *)&Z[row * ZS + nl];
-                    float e0 = (float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x;
-                    float e1 = (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y;
-                    if (EPI >= 2) {
-                        if (EPI == 3) {
-                            e0 = fmaxf(e0, 0.0f);
-                            e1 = fmaxf(e1, 0.0f);
-                        }
-                        uint32_t zz = (uint32_t)*zp ^ zflip;
-                        e0 = fmaf(q1_byte_f(zz, 0) - zc, zs, e0);
-                        e1 = fmaf(q1_byte_f(zz, 1) - zc, zs, e1);
-                    }
-                    // (ReLU before without a residual, or after: the clamp's lo)
-                    e0 = fminf(fmaxf(e0, lo), hi) + 12582912.0f;
-                    e1 = fminf(fmaxf(e1, lo), hi) + 12582912.0f;
-                    *zp = (unsigned short)(__byte_perm(__float_as_uint(e0),
-                                                       __float_as_uint(e1), 0x0040u) ^
-                                           yflip);
-                }
-        }
-        __syncthreads(); // the tile's bytes staged
-        for (int idx = tid; idx < BM * ZC; idx += T) {
-            int row = idx / ZC, c = idx - row * ZC;
-            int64_t m = m0 + row;
-            int n = n0 + c * 16;
-            if (m < M && n < p.Nout)
-                *(uint4 *)((unsigned char *)q.y + m * q.N + n) =
-                    *(const uint4 *)&Z[row * ZS + c * 16];
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < NJ; j++) {
-            int n = n0 + wn * TN + j * 8 + t4 * 2;
-#pragma unroll
-            for (int i = 0; i < MI; i++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
-                    if (m >= M) continue;
-                    if (n < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2], m, n);
-                    if (n + 1 < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
-                }
-        }
-    }
 }
 
 constexpr int NS_MAX = 6;
@@ -164,7 +61,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
     k_q1x1(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
            pr_cu_qepi q, int Kp, int NS) {
     constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
-    constexpr int ZS = BN + 16, ZC = BN / 16; // staging row bytes; 16-byte chunks a row
+    constexpr int ZS = BN + 16; // staging row bytes
     constexpr bool FAST = EPI > 0;
     static_assert(NJ % 2 == 0 && MI >= 1, "tile shape");
     extern __shared__ __align__(128) unsigned char q1_smem[];
@@ -196,13 +93,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
     const float zc = 8388608.0f + (q.z && !zu8 && !q.z_bias ? 128.0f : 0.0f);
     const float ys = FAST ? q.y_inv : 1.0f;
     const float zs = q.z_scale * ys;
-    for (int nl = tid; nl < BN; nl += T) {
-        int n = n0 + nl;
-        bool in = n < p.Nout;
-        cs[nl] = in ? q.a_scale * q.w_scale[q.n_wscale == 1 ? 0 : n] * ys : 0.0f;
-        cs[BN + nl] = in && q.bias ? q.bias[n] * ys : 0.0f;
-        co[nl] = in && q.acc_off ? q.acc_off[n] : 0;
-    }
+    q1_cols<BN, T>(cs, co, q, n0, p.Nout, ys);
 
     auto load = [&](int buf, int mt) { // A and residual tiles of M tile mt into buffer buf
         int64_t m0 = (int64_t)mt * BM;
@@ -218,18 +109,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
             }
             cp16(smem_u32(&A[qsw(row, c, Kp)]), ok ? x + base + c * 16 : x, ok);
         }
-        if (EPI >= 2) {
-            unsigned char *Z = sz + buf * BM * ZS;
-            for (int idx = tid; idx < BM * ZC; idx += T) {
-                int row = idx / ZC, c = idx - row * ZC;
-                int64_t m = m0 + row;
-                int n = n0 + c * 16;
-                bool ok = m < M && n < p.Nout;
-                cp16(smem_u32(&Z[row * ZS + c * 16]),
-                     ok ? (const unsigned char *)q.z + m * q.N + n : (const unsigned char *)q.z,
-                     ok);
-            }
-        }
+        if (EPI >= 2) q1_load_z<BM, BN, T>(sz + buf * BM * ZS, q, m0, n0, M, p.Nout);
     };
 
     const int first = blockIdx.x, step = gridDim.x;
@@ -305,7 +185,7 @@ __global__ void __launch_bounds__(WM *WN * 32, MINB)
     k_q1x1k(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
             pr_cu_qepi q, int NS) {
     constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
-    constexpr int ZS = BN + 16, ZC = BN / 16, CPR = KC / 16;
+    constexpr int ZS = BN + 16, CPR = KC / 16;
     constexpr bool FAST = EPI > 0;
     static_assert(NJ % 2 == 0 && MI >= 1, "tile shape");
     extern __shared__ __align__(128) unsigned char q1_smem[];
@@ -330,13 +210,7 @@ __global__ void __launch_bounds__(WM *WN * 32, MINB)
     const float zc = 8388608.0f + (q.z && !zu8 && !q.z_bias ? 128.0f : 0.0f);
     const float ys = FAST ? q.y_inv : 1.0f;
     const float zs = q.z_scale * ys;
-    for (int nl = tid; nl < BN; nl += T) {
-        int n = n0 + nl;
-        bool in = n < p.Nout;
-        cs[nl] = in ? q.a_scale * q.w_scale[q.n_wscale == 1 ? 0 : n] * ys : 0.0f;
-        cs[BN + nl] = in && q.bias ? q.bias[n] * ys : 0.0f;
-        co[nl] = in && q.acc_off ? q.acc_off[n] : 0;
-    }
+    q1_cols<BN, T>(cs, co, q, n0, p.Nout, ys);
 
     const int first = blockIdx.x, step = gridDim.x;
     auto load = [&](int s) { // step s: chunk s % KCH of this block's M tile s / KCH
@@ -361,18 +235,8 @@ __global__ void __launch_bounds__(WM *WN * 32, MINB)
             bool ok = n < p.Nout && k0 + c * 16 < Ki;
             cp16(smem_u32(&B[qsw(row, c, KC)]), ok ? w + (int64_t)n * Ki + k0 + c * 16 : w, ok);
         }
-        if (EPI >= 2 && kc == KCH - 1) {
-            unsigned char *Z = sz + (t & 1) * BM * ZS;
-            for (int idx = tid; idx < BM * ZC; idx += T) {
-                int row = idx / ZC, c = idx - row * ZC;
-                int64_t m = m0 + row;
-                int n = n0 + c * 16;
-                bool ok = m < M && n < p.Nout;
-                cp16(smem_u32(&Z[row * ZS + c * 16]),
-                     ok ? (const unsigned char *)q.z + m * q.N + n : (const unsigned char *)q.z,
-                     ok);
-            }
-        }
+        if (EPI >= 2 && kc == KCH - 1)
+            q1_load_z<BM, BN, T>(sz + (t & 1) * BM * ZS, q, m0, n0, M, p.Nout);
     };
 
     for (int s = 0; s < NS - 1; s++) {
@@ -573,10 +437,9 @@ extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const p
     case PR_CU_IGEMM_Q64x64: return launch<64, 64, 2, 4>(s, x, w, p, q);
     case PR_CU_IGEMM_Q128x64: return launch<128, 64, 4, 2>(s, x, w, p, q);
     case PR_CU_IGEMM_Q64x128: return launch<64, 128, 2, 4>(s, x, w, p, q);
-    case PR_CU_IGEMM_QK64x128: return launch_k<64, 128, 2, 4, 2>(s, x, w, p, q);
-    case PR_CU_IGEMM_QK128x128: return launch_k<128, 128, 2, 4, 2>(s, x, w, p, q);
-    case PR_CU_IGEMM_QK64x256: return launch_k<64, 256, 2, 4, 1>(s, x, w, p, q);
     case PR_CU_IGEMM_QK128x256: return launch_k<128, 256, 2, 4, 1>(s, x, w, p, q);
+    case PR_CU_IGEMM_QW128x256:
+    case PR_CU_IGEMM_QW128x128: return pr_cu_q1x1_wg_s8(stream, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
 }

@@ -499,8 +499,7 @@ static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo
 static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
     "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 64x64",
-    "q1x1 128x64", "q1x1 64x128", "q1x1k 64x128", "q1x1k 128x128", "q1x1k 64x256",
-    "q1x1k 128x256"};
+    "q1x1 128x64", "q1x1 64x128", "q1x1k 128x256", "q1x1 wgmma 128x256", "q1x1 wgmma 128x128"};
 
 /* PRECIS_CUDA_WGMMA=0 leaves the wgmma tiles (cu_igemm_wg.cu, Hopper) out of
  * the timed choice (A/B); default on: they run only where they win. */
@@ -516,8 +515,8 @@ static bool q1x1_on(void) {
     return !(e && !strcmp(e, "0"));
 }
 
-/* PRECIS_CUDA_Q1X1K=0 leaves the K-streamed Q1X1K tiles (cu_q1x1.cu's
- * k_q1x1k: any K) out of the timed choice (A/B); default on. */
+/* PRECIS_CUDA_Q1X1K=0 leaves the K-streamed tiles (cu_q1x1.cu's k_q1x1k,
+ * cu_q1x1_wg.cu's wgmma ones: any K) out of the timed choice (A/B); default on. */
 static bool q1x1k_on(void) {
     const char *e = getenv("PRECIS_CUDA_Q1X1K");
     return !(e && !strcmp(e, "0"));
@@ -540,7 +539,7 @@ static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool w
 
 /* The route for this M: remembered, from the timing cache, or timed now
  * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t12 one
- * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones, t13..t16 Q1X1K). */
+ * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones, t13..t15 the K-streamed). */
 static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                 int *route) {
     precis_status st = PRECIS_OK;
