@@ -434,7 +434,8 @@ static void q1x1_case(const char *tile, int nb, int K, int h, int w, int Nout, i
  * not multiples of the tile, K 16..512 (K % 32 == 16 too), int8 / uint8 /
  * biased x, int8 / uint8 / biased residuals, ReLU before / after the add,
  * float out, N % 16 != 0 (the general epilogue), stride 2; then the timed
- * choice over K 1024 / 2048 (where the tiles refuse: the timing skips them). */
+ * choice over K 1024 / 2048 (where the resident tiles refuse: the timing
+ * skips them; the K-streamed ones, test_q1x1k, take them). */
 static void test_q1x1(void) {
     printf("int8 q1x1\n");
     static const char *const tiles[4] = {"t9", "t10", "t11", "t12"};

@@ -320,20 +320,21 @@ int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm
  * for another tile, cudaErrorNoKernelImageForDevice off sm_90a builds / GPUs. */
 int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                       const pr_cu_qepi *q);
+/* The QW tiles of pr_cu_q1x1_s8 (cu_q1x1_wg.cu: K streamed, wgmma; the
+ * Q1X1K tiles from PR_CU_IGEMM_Q1X1K_FIRST on stream the weights with A in
+ * k chunks instead of keeping them resident: any K): cudaErrorInvalidValue
+ * for another tile, cudaErrorNotSupported without an sm_90a build (nvcc <
+ * 12), a launch error on another GPU. */
+int pr_cu_q1x1_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                     const pr_cu_qepi *q);
 /* The Q1X1 tiles (cu_q1x1.cu): pr_cu_igemm_s8's contract for kh = kw = 1,
  * no padding (any stride), K == C; a persistent grid, the block's weights
  * [BN][K] in shared memory, the next M tiles' A and residual in flight
  * during this one's MMAs and epilogue. cudaErrorInvalidValue for another
  * tile, another conv, or a shape whose shared footprint (about (BN + 3 BM) *
- * K bytes) exceeds the device's. The Q1X1K tiles (PR_CU_IGEMM_Q1X1K_FIRST
- * on) stream the weights with A in 128-byte k chunks instead: any K. */
+ * K bytes) exceeds the device's. */
 int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                   const pr_cu_qepi *q);
-/* The QW tiles of pr_cu_q1x1_s8 (cu_q1x1_wg.cu: K streamed, wgmma):
- * cudaErrorInvalidValue for another tile, cudaErrorNotSupported without an
- * sm_90a build (nvcc < 12), a launch error on another GPU. */
-int pr_cu_q1x1_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
-                     const pr_cu_qepi *q);
 
 /* Implicit-GEMM fp16/bf16 convolution (cu_hconv.cu, mma.sync, float32
  * accumulation, group 1): x NHWC [N, H, W, C] of type dt with C % 8 == 0,

@@ -9,7 +9,8 @@
 //   one column tile n0 (BN output channels) and every gridDim.x-th M tile;
 // - the block's weights [BN][K] loaded once into shared memory (K <= ~512:
 //   where the footprint exceeds the device's shared memory the launch
-//   refuses, cudaErrorInvalidValue, and the timed choice skips the tile);
+//   refuses, cudaErrorInvalidValue, and the timed choice skips the tile;
+//   k_q1x1k below, and cu_q1x1_wg.cu on Hopper, stream them with A instead);
 // - the A tile (BM rows x K bytes) AND the residual tile (BM x BN bytes) of
 //   the next NS - 1 M tiles in flight (cp.async) while this tile's MMAs
 //   (mma.sync m16n8k32) and epilogue run;
