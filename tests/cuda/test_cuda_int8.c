@@ -540,7 +540,7 @@ static void test_stem(void) {
  * biased uint8 storage of x, the residual and y (PRECIS_CUDA_U8_BIAS=all). */
 static void q1x1_case(const char *tile, int nb, int K, int h, int w, int Nout, int st, float ys,
                       bool act, bool act2, int zk, bool u8, bool bias) {
-    static int8_t xb[4 * 512 * 96 * 96 / 8], wb[272 * 2048], zb[4 * 272 * 96 * 96];
+    static int8_t xb[4 * 512 * 96 * 96 / 8], wb[2048 * 2048], zb[4 * 272 * 96 * 96];
     static const bool Y1[1] = {true};
     const pr_dtype I8 = PRECIS_INT8, U8 = PRECIS_UINT8;
     int oh = (h - 1) / st + 1, ow = (w - 1) / st + 1;
@@ -593,7 +593,8 @@ static void q1x1_case(const char *tile, int nb, int K, int h, int w, int Nout, i
  * not multiples of the tile, K 16..512 (K % 32 == 16 too), int8 / uint8 /
  * biased x, int8 / uint8 / biased residuals, ReLU before / after the add,
  * float out, N % 16 != 0 (the general epilogue), stride 2; then the timed
- * choice over K 1024 / 2048 (where the tiles refuse: the timing skips them). */
+ * choice over K 1024 / 2048 (where the resident tiles refuse: the timing
+ * skips them; the K-streamed ones, test_q1x1k, take them). */
 static void test_q1x1(void) {
     printf("int8 q1x1\n");
     static const char *const tiles[4] = {"t9", "t10", "t11", "t12"};
@@ -619,6 +620,35 @@ static void test_q1x1(void) {
     q1x1_case("timed", 2, 1024, 7, 9, 64, 1, 1.0f, true, false, 0, false, false);
     q1x1_case("timed", 1, 2048, 7, 7, 48, 1, 1.0f, false, true, 1, false, false);
     q1x1_case("timed", 4, 64, 30, 30, 256, 1, 1.0f, false, true, 1, false, false);
+}
+
+/* The K-streamed tiles (cu_q1x1.cu's k_q1x1k: PRECIS_CUDA_IGEMM=t13;
+ * cu_q1x1_wg.cu's wgmma ones, on Hopper: t14, t15), each forced: K 512 / 1024 / 2048 (and 1040: a partial 128-byte
+ * chunk), N 1024 / 2048 and partial column tiles, M over several tiles a
+ * block with a residual at K 128 / 256 (the ring across tiles, its depth
+ * capped by the residual buffers), stride 2, int8 / uint8 / biased x and
+ * residuals, ReLU before / after, float out (the general epilogue). */
+static void test_q1x1k(void) {
+    printf("int8 q1x1k\n");
+    static const char *const tiles[3] = {"t13", "t14", "t15"};
+    for (int i = 0; i < 3; i++) {
+        const char *tl = tiles[i];
+        if (i > 0 && !wgmma_dev()) continue;
+        setenv("PRECIS_CUDA_IGEMM", tl, 1);
+        q1x1_case(tl, 2, 256, 48, 48, 1024, 1, 1.0f, false, true, 1, false, false);
+        q1x1_case(tl, 2, 128, 48, 48, 512, 1, 1.0f, true, false, 2, true, true);
+        q1x1_case(tl, 2, 1024, 14, 14, 256, 1, 1.0f, true, false, 0, false, false);
+        q1x1_case(tl, 1, 2048, 7, 7, 512, 1, 1.0f, true, false, 0, true, false);
+        q1x1_case(tl, 1, 512, 7, 7, 2048, 1, 1.0f, false, true, 1, false, false);
+        q1x1_case(tl, 1, 512, 7, 9, 1024, 1, 1.0f, true, false, 2, true, true);
+        q1x1_case(tl, 2, 1024, 14, 14, 2048, 2, 1.0f, false, false, 0, false, false);
+        q1x1_case(tl, 2, 512, 15, 13, 1024, 2, 1.0f, false, true, 1, true, true);
+        q1x1_case(tl, 2, 1040, 9, 7, 80, 1, 1.0f, true, false, 1, true, false);
+        q1x1_case(tl, 2, 384, 11, 9, 128, 1, 1.0f, true, false, 2, true, false);
+        q1x1_case(tl, 2, 256, 21, 19, 264, 1, 0.0f, false, false, 0, false, false);
+        q1x1_case(tl, 3, 48, 21, 17, 64, 1, 1.0f, true, false, 2, true, true);
+    }
+    unsetenv("PRECIS_CUDA_IGEMM");
 }
 
 /* The CNN kernels of phase 6: our depthwise conv (forced: PRECIS_CUDA_DWCONV=1)
@@ -860,6 +890,7 @@ int main(void) {
     test_stem();
     test_quant_nhwc();
     test_q1x1();
+    test_q1x1k();
     test_cnn();
     test_fp8();
     cu_teardown();

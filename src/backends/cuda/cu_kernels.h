@@ -300,9 +300,14 @@ enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_6
        PR_CU_IGEMM_Q64x64,   /* pr_cu_q1x1_s8, any arch with mma.sync int8) */
        PR_CU_IGEMM_Q128x64,
        PR_CU_IGEMM_Q64x128,
+       PR_CU_IGEMM_QK128x256, /* the same contract, K streamed with A (weights not */
+                              /* resident: any K; cu_q1x1.cu's k_q1x1k) */
+       PR_CU_IGEMM_QW128x256, /* the same on Hopper's wgmma (cu_q1x1_wg.cu, sm_90a */
+       PR_CU_IGEMM_QW128x128, /* only: elsewhere the launch fails, the timing skips it) */
        PR_CU_IGEMM_TILES };
 #define PR_CU_IGEMM_WG_FIRST PR_CU_IGEMM_WG128x128
 #define PR_CU_IGEMM_Q1X1_FIRST PR_CU_IGEMM_Q64x256
+#define PR_CU_IGEMM_Q1X1K_FIRST PR_CU_IGEMM_QK128x256
 typedef struct pr_cu_igemm {
     int64_t N, H, W, C, OH, OW, Nout, K;
     int kh, kw, sh, sw, ph, pw, dh, dw;
@@ -315,6 +320,13 @@ int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm
  * for another tile, cudaErrorNoKernelImageForDevice off sm_90a builds / GPUs. */
 int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                       const pr_cu_qepi *q);
+/* The QW tiles of pr_cu_q1x1_s8 (cu_q1x1_wg.cu: K streamed, wgmma; the
+ * Q1X1K tiles from PR_CU_IGEMM_Q1X1K_FIRST on stream the weights with A in
+ * k chunks instead of keeping them resident: any K): cudaErrorInvalidValue
+ * for another tile, cudaErrorNotSupported without an sm_90a build (nvcc <
+ * 12), a launch error on another GPU. */
+int pr_cu_q1x1_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                     const pr_cu_qepi *q);
 /* The Q1X1 tiles (cu_q1x1.cu): pr_cu_igemm_s8's contract for kh = kw = 1,
  * no padding (any stride), K == C; a persistent grid, the block's weights
  * [BN][K] in shared memory, the next M tiles' A and residual in flight

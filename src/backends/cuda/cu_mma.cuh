@@ -36,6 +36,19 @@ __device__ __forceinline__ void ldsm4(uint32_t *r, uint32_t addr) {
                  : "r"(addr));
 }
 
+// The mma.sync B fragments of two adjacent n8 column blocks (b0: j, b1: j + 1)
+// from one ldmatrix x4: lanes 0-7 / 8-15 address rows 0-7 of the block's two
+// 16-byte k chunks, lanes 16-23 / 24-31 those of the next block (the callers'
+// row = j * 8 + (lane & 7) + (lane >> 4) * 8, chunk + ((lane >> 3) & 1)).
+__device__ __forceinline__ void ldsm_b2(uint32_t *b0, uint32_t *b1, uint32_t addr) {
+    uint32_t t[4];
+    ldsm4(t, addr);
+    b0[0] = t[0];
+    b0[1] = t[1];
+    b1[0] = t[2];
+    b1[1] = t[3];
+}
+
 } // namespace prmma
 
 #endif

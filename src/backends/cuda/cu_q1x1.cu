@@ -9,7 +9,8 @@
 //   one column tile n0 (BN output channels) and every gridDim.x-th M tile;
 // - the block's weights [BN][K] loaded once into shared memory (K <= ~512:
 //   where the footprint exceeds the device's shared memory the launch
-//   refuses, cudaErrorInvalidValue, and the timed choice skips the tile);
+//   refuses, cudaErrorInvalidValue, and the timed choice skips the tile;
+//   k_q1x1k below, and cu_q1x1_wg.cu on Hopper, stream them with A instead);
 // - the A tile (BM rows x K bytes) AND the residual tile (BM x BN bytes) of
 //   the next NS - 1 M tiles in flight (cp.async) while this tile's MMAs
 //   (mma.sync m16n8k32) and epilogue run;
@@ -38,10 +39,10 @@
 // is pre-multiplied by 1 / y_scale (scale, bias, residual scale: as
 // cuBLASLt's fused route does), so requantized bytes may land one unit from
 // igemm's epilogue, as any route from ref's float sums.
-#include "backends/cuda/cu_igemm_epi.cuh"
-#include "backends/cuda/cu_mma.cuh"
+#include "backends/cuda/cu_q1x1.cuh"
 
 using namespace prmma;
+using namespace prq1;
 
 namespace {
 
@@ -50,33 +51,6 @@ __device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// byte offset of 16-byte chunk c of shared row `row` (Kp bytes a row)
-__device__ __forceinline__ int qsw(int row, int c, int Kp) {
-    return Kp == 64 ? swz(row, c) : row * Kp + ((c ^ (row & 7)) << 4);
-}
-
-// EPI: 0 general; 1 fast, no residual; 2 fast + residual; 3 fast, ReLU before the residual
-bool q1x1_fast_ok(const pr_cu_qepi *q) {
-    return igemm_fast_ok(q) && q->N % 16 == 0 && ((uintptr_t)q->y & 15) == 0 &&
-           ((uintptr_t)q->z & 15) == 0;
-}
-
-// the float of byte k of u, plus 2^23 (exact): PRMT into 0x4B000000's low byte
-__device__ __forceinline__ float q1_byte_f(uint32_t u, int k) {
-    return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + (uint32_t)k));
-}
-
-// cp.async.wait_group with a run-time depth: at most n - 2 groups pending
-__device__ __forceinline__ void cp_wait_ring(int n) {
-    switch (n) {
-    case 2: cp_wait<0>(); break;
-    case 3: cp_wait<1>(); break;
-    case 4: cp_wait<2>(); break;
-    case 5: cp_wait<3>(); break;
-    default: cp_wait<4>(); break;
-    }
 }
 
 constexpr int NS_MAX = 6;
@@ -88,7 +62,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
     k_q1x1(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
            pr_cu_qepi q, int Kp, int NS) {
     constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
-    constexpr int ZS = BN + 16, ZC = BN / 16; // staging row bytes; 16-byte chunks a row
+    constexpr int ZS = BN + 16; // staging row bytes
     constexpr bool FAST = EPI > 0;
     static_assert(NJ % 2 == 0 && MI >= 1, "tile shape");
     extern __shared__ __align__(128) unsigned char q1_smem[];
@@ -120,13 +94,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
     const float zc = 8388608.0f + (q.z && !zu8 && !q.z_bias ? 128.0f : 0.0f);
     const float ys = FAST ? q.y_inv : 1.0f;
     const float zs = q.z_scale * ys;
-    for (int nl = tid; nl < BN; nl += T) {
-        int n = n0 + nl;
-        bool in = n < p.Nout;
-        cs[nl] = in ? q.a_scale * q.w_scale[q.n_wscale == 1 ? 0 : n] * ys : 0.0f;
-        cs[BN + nl] = in && q.bias ? q.bias[n] * ys : 0.0f;
-        co[nl] = in && q.acc_off ? q.acc_off[n] : 0;
-    }
+    q1_cols<BN, T>(cs, co, q, n0, p.Nout, ys);
 
     auto load = [&](int buf, int mt) { // A and residual tiles of M tile mt into buffer buf
         int64_t m0 = (int64_t)mt * BM;
@@ -142,18 +110,7 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
             }
             cp16(smem_u32(&A[qsw(row, c, Kp)]), ok ? x + base + c * 16 : x, ok);
         }
-        if (EPI >= 2) {
-            unsigned char *Z = sz + buf * BM * ZS;
-            for (int idx = tid; idx < BM * ZC; idx += T) {
-                int row = idx / ZC, c = idx - row * ZC;
-                int64_t m = m0 + row;
-                int n = n0 + c * 16;
-                bool ok = m < M && n < p.Nout;
-                cp16(smem_u32(&Z[row * ZS + c * 16]),
-                     ok ? (const unsigned char *)q.z + m * q.N + n : (const unsigned char *)q.z,
-                     ok);
-            }
-        }
+        if (EPI >= 2) q1_load_z<BM, BN, T>(sz + buf * BM * ZS, q, m0, n0, M, p.Nout);
     };
 
     const int first = blockIdx.x, step = gridDim.x;
@@ -162,7 +119,6 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
         if (mt < MT) load(s, mt);
         cp_commit();
     }
-    const int g = lane >> 2, t4 = lane & 3;
     const bool post = q.post.kind == ACT_RELU || (EPI == 1 && q.pre.kind == ACT_RELU);
 #pragma unroll 1
     for (int it = 0;; it++) {
@@ -199,81 +155,142 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
 #pragma unroll
             for (int j = 0; j < NJ; j += 2) {
                 int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
-                uint32_t t[4];
-                ldsm4(t, smem_u32(&sw_[qsw(row, ks * 2 + ((lane >> 3) & 1), Kp)]));
-                bf[j][0] = t[0];
-                bf[j][1] = t[1];
-                bf[j + 1][0] = t[2];
-                bf[j + 1][1] = t[3];
+                ldsm_b2(bf[j], bf[j + 1], smem_u32(&sw_[qsw(row, ks * 2 + ((lane >> 3) & 1), Kp)]));
             }
 #pragma unroll
             for (int i = 0; i < MI; i++)
 #pragma unroll
                 for (int j = 0; j < NJ; j++) mma8(acc[i][j], af[i], bf[j]);
         }
+        q1_epilogue<BM, BN, WM, WN, EPI>(acc, sz + buf * BM * ZS, cs, co, p, q,
+                                         (int64_t)mt * BM, n0, M, zflip, zc, zs, post);
+    }
+    cp_wait<0>();
+}
+
+// The K-streamed form (the Q1X1K tiles): the same persistent grid, column
+// tile and epilogue, but the weights are not resident: k runs in KC-byte
+// chunks, each pipeline stage one chunk of the A tile [BM][KC] AND of the
+// weights [BN][KC] (the weights re-read from L2 every M tile), so any K
+// (512..2048: layer3 / layer4's convs and downsamples) and larger tiles fit.
+// A flat ring of NS stages runs over (M tile, chunk) steps, NS - 1 steps in
+// flight across tile boundaries (the next tile's first chunks land during
+// this tile's epilogue). The residual / staging rows: 2 buffers, tile t's
+// residual loaded with its last chunk's step into buffer t & 1; buffer t & 1
+// was last read by tile t - 2's stores, which end before step (t - 1) * KCH
+// begins, and that load is issued at step t * KCH + KCH - NS: NS <= 2 * KCH.
+constexpr int KC = 128;
+
+template <int BM, int BN, int WM, int WN, int EPI, int MINB>
+__global__ void __launch_bounds__(WM *WN * 32, MINB)
+    k_q1x1k(const signed char *__restrict__ x, const signed char *__restrict__ w, pr_cu_igemm p,
+            pr_cu_qepi q, int NS) {
+    constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
+    constexpr int ZS = BN + 16, CPR = KC / 16;
+    constexpr bool FAST = EPI > 0;
+    static_assert(NJ % 2 == 0 && MI >= 1, "tile shape");
+    extern __shared__ __align__(128) unsigned char q1_smem[];
+    signed char *sa = (signed char *)q1_smem;                 // NS x [BM][KC]
+    signed char *sb = sa + NS * BM * KC;                       // NS x [BN][KC]
+    unsigned char *sz = (unsigned char *)(sb + NS * BN * KC);  // 2 x [BM][ZS] (FAST)
+    float *cs = (float *)(sz + (FAST ? 2 * BM * ZS : 0));     // scale [BN], bias [BN]
+    int *co = (int *)(cs + 2 * BN);                            // acc_off [BN]
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const int64_t M = p.N * p.OH * p.OW;
+    const int MT = (int)((M + BM - 1) / BM);
+    const int n0 = blockIdx.y * BN;
+    const int Ki = (int)p.K, KCH = (Ki + KC - 1) / KC;
+    const int OW = (int)p.OW, OH = (int)p.OH, H = (int)p.H, W = (int)p.W, C = (int)p.C;
+    const bool s1 = p.sh == 1 && p.sw == 1 && p.OH == p.H && p.OW == p.W;
+    const uint32_t xflip = p.x_u8 == PR_CU_X_U8 ? 0x80808080u : 0u;
+
+    const bool zu8 = q.z && q.zdt == DT_U8;
+    const uint32_t zflip = q.z && !zu8 ? 0x80808080u : 0u;
+    const float zc = 8388608.0f + (q.z && !zu8 && !q.z_bias ? 128.0f : 0.0f);
+    const float ys = FAST ? q.y_inv : 1.0f;
+    const float zs = q.z_scale * ys;
+    q1_cols<BN, T>(cs, co, q, n0, p.Nout, ys);
+
+    const int first = blockIdx.x, step = gridDim.x;
+    auto load = [&](int s) { // step s: chunk s % KCH of this block's M tile s / KCH
+        const int t = s / KCH, kc = s - t * KCH, mt = first + t * step;
+        if (mt >= MT) return;
         const int64_t m0 = (int64_t)mt * BM;
-        if (FAST) {
-            // c0, c1 at (row g, cols 2t4, 2t4 + 1) of each 16 x 8 block; c2, c3 at
-            // row g + 8: requantized (see the top) into the staging rows (the
-            // residual's bytes, read first, in place)
-            unsigned char *Z = sz + buf * BM * ZS;
-            const bool u8y = q.ydt == DT_U8;
-            const float lo = u8y || post ? 0.0f : -128.0f, hi = u8y ? 255.0f : 127.0f;
-            const uint32_t yflip = q.y_bias ? 0x8080u : 0u;
+        const int k0 = kc * KC, buf = s % NS;
+        signed char *A = sa + buf * BM * KC, *B = sb + buf * BN * KC;
+        for (int idx = tid; idx < BM * CPR; idx += T) {
+            int row = idx / CPR, c = idx - row * CPR;
+            int64_t m = m0 + row;
+            bool ok = m < M && k0 + c * 16 < Ki;
+            int64_t base = m * p.C;
+            if (!s1 && ok) { // 32-bit: M and x's size < 2^31 (pr_cu_q1x1_s8)
+                int mi = (int)m, ow = mi % OW, u = mi / OW, oh = u % OH, b = u / OH;
+                base = (int64_t)(((b * H + oh * p.sh) * W + ow * p.sw) * C);
+            }
+            cp16(smem_u32(&A[qsw(row, c, KC)]), ok ? x + base + k0 + c * 16 : x, ok);
+        }
+        for (int idx = tid; idx < BN * CPR; idx += T) {
+            int row = idx / CPR, c = idx - row * CPR, n = n0 + row;
+            bool ok = n < p.Nout && k0 + c * 16 < Ki;
+            cp16(smem_u32(&B[qsw(row, c, KC)]), ok ? w + (int64_t)n * Ki + k0 + c * 16 : w, ok);
+        }
+        if (EPI >= 2 && kc == KCH - 1)
+            q1_load_z<BM, BN, T>(sz + (t & 1) * BM * ZS, q, m0, n0, M, p.Nout);
+    };
+
+    for (int s = 0; s < NS - 1; s++) {
+        load(s);
+        cp_commit();
+    }
+    const bool post = q.post.kind == ACT_RELU || (EPI == 1 && q.pre.kind == ACT_RELU);
+    int s = 0;
+#pragma unroll 1
+    for (int it = 0;; it++) {
+        const int mt = first + it * step;
+        if (mt >= MT) break;
+        int acc[MI][NJ][4];
 #pragma unroll
-            for (int j = 0; j < NJ; j++) {
-                const int nl = wn * TN + j * 8 + t4 * 2;
-                const float2 sc = *(const float2 *)&cs[nl], bi = *(const float2 *)&cs[BN + nl];
-                const int2 of = *(const int2 *)&co[nl];
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int v = 0; v < 4; v++) acc[i][j][v] = 0;
+#pragma unroll 1
+        for (int kc = 0; kc < KCH; kc++, s++) {
+            cp_wait_ring(NS);
+            __syncthreads(); // step s landed; stage (s - 1) % NS free (step s - 1 done)
+            load(s + NS - 1);
+            cp_commit();
+            const int buf = s % NS;
+            const signed char *A = sa + buf * BM * KC, *B = sb + buf * BN * KC;
+#pragma unroll
+            for (int ks = 0; ks < KC / 32; ks++) {
+                uint32_t af[MI][4], bf[NJ][2];
+#pragma unroll
+                for (int i = 0; i < MI; i++) {
+                    int row = wm * TM + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                    ldsm4(af[i], smem_u32(&A[qsw(row, ks * 2 + (lane >> 4), KC)]));
+                    af[i][0] ^= xflip;
+                    af[i][1] ^= xflip;
+                    af[i][2] ^= xflip;
+                    af[i][3] ^= xflip;
+                }
+#pragma unroll
+                for (int j = 0; j < NJ; j += 2) {
+                    int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
+                    ldsm_b2(bf[j], bf[j + 1],
+                            smem_u32(&B[qsw(row, ks * 2 + ((lane >> 3) & 1), KC)]));
+                }
 #pragma unroll
                 for (int i = 0; i < MI; i++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int row = wm * TM + i * 16 + g + h * 8;
-                        unsigned short *zp = (unsigned short *)&Z[row * ZS + nl];
-                        float e0 = (float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x;
-                        float e1 = (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y;
-                        if (EPI >= 2) {
-                            if (EPI == 3) {
-                                e0 = fmaxf(e0, 0.0f);
-                                e1 = fmaxf(e1, 0.0f);
-                            }
-                            uint32_t zz = (uint32_t)*zp ^ zflip;
-                            e0 = fmaf(q1_byte_f(zz, 0) - zc, zs, e0);
-                            e1 = fmaf(q1_byte_f(zz, 1) - zc, zs, e1);
-                        }
-                        // (ReLU before without a residual, or after: the clamp's lo)
-                        e0 = fminf(fmaxf(e0, lo), hi) + 12582912.0f;
-                        e1 = fminf(fmaxf(e1, lo), hi) + 12582912.0f;
-                        *zp = (unsigned short)(__byte_perm(__float_as_uint(e0),
-                                                           __float_as_uint(e1), 0x0040u) ^
-                                               yflip);
-                    }
-            }
-            __syncthreads(); // the tile's bytes staged
-            for (int idx = tid; idx < BM * ZC; idx += T) {
-                int row = idx / ZC, c = idx - row * ZC;
-                int64_t m = m0 + row;
-                int n = n0 + c * 16;
-                if (m < M && n < p.Nout)
-                    *(uint4 *)((unsigned char *)q.y + m * q.N + n) =
-                        *(const uint4 *)&Z[row * ZS + c * 16];
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < NJ; j++) {
-                int n = n0 + wn * TN + j * 8 + t4 * 2;
-#pragma unroll
-                for (int i = 0; i < MI; i++)
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
-                        if (m >= M) continue;
-                        if (n < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2], m, n);
-                        if (n + 1 < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
-                    }
+                    for (int j = 0; j < NJ; j++) mma8(acc[i][j], af[i], bf[j]);
             }
         }
+        q1_epilogue<BM, BN, WM, WN, EPI>(acc, sz + (it & 1) * BM * ZS, cs, co, p, q,
+                                         (int64_t)mt * BM, n0, M, zflip, zc, zs, post);
     }
     cp_wait<0>();
 }
@@ -349,6 +366,62 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     return launch_one<BM, BN, WM, WN, 3>(s, x, w, p, q, Kp);
 }
 
+// The Q1X1K launch: the ring as deep as fits (NS <= 2 * KCH with a residual,
+// NS_MAX at most): for MINB 2 tiles 3 with 2 blocks an SM where that fits
+// (as k_q1x1), else the deepest ring for 1 block.
+template <int BM, int BN, int WM, int WN, int EPI, int MINB>
+int launch_k_one(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+                 const pr_cu_qepi *q) {
+    constexpr int T = WM * WN * 32;
+    auto smem_of = [&](int ns) {
+        return (size_t)ns * (BM + BN) * KC + (EPI ? (size_t)2 * BM * (BN + 16) : 0) +
+               (size_t)3 * BN * 4;
+    };
+    int dev = 0, sms = 0, optin = 0, per_sm = 0, occ = 0;
+    cudaError_t e;
+    if ((e = cudaGetDevice(&dev)) ||
+        (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+        (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+        (e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)))
+        return (int)e;
+    const int kch = (int)((p->K + KC - 1) / KC);
+    const int cap = EPI >= 2 && 2 * kch < NS_MAX ? 2 * kch : NS_MAX;
+    int ns = 0, ns1 = 0, ns2 = 0, force = ns_env();
+    for (int n = 2; n <= cap; n++) {
+        size_t sm = smem_of(n);
+        if (sm > (size_t)optin) break;
+        if (force && n == force) ns = n;
+        if (MINB == 2 && n <= 3 && 2 * (sm + 1024) <= (size_t)per_sm) ns2 = n;
+        ns1 = n;
+    }
+    if (!force) ns = ns2 >= 3 || (ns2 && ns2 == ns1) ? ns2 : ns1;
+    else if (!ns) ns = ns1;
+    if (!ns) return (int)cudaErrorInvalidValue;
+    size_t smem = smem_of(ns);
+    auto kern = k_q1x1k<BM, BN, WM, WN, EPI, MINB>;
+    if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ||
+        (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T, smem)))
+        return (int)e;
+    if (occ < 1) return (int)cudaErrorInvalidValue;
+    int64_t M = p->N * p->OH * p->OW, MT = (M + BM - 1) / BM;
+    int gy = (int)((p->Nout + BN - 1) / BN);
+    int64_t gx = (int64_t)occ * sms / gy;
+    if (gx < 1) gx = 1;
+    if (gx > MT) gx = MT;
+    kern<<<dim3((unsigned)gx, (unsigned)gy), T, smem, s>>>((const signed char *)x,
+                                                          (const signed char *)w, *p, *q, ns);
+    return launch_result();
+}
+
+template <int BM, int BN, int WM, int WN, int MINB>
+int launch_k(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+             const pr_cu_qepi *q) {
+    if (!q1x1_fast_ok(q)) return launch_k_one<BM, BN, WM, WN, 0, MINB>(s, x, w, p, q);
+    if (!q->z) return launch_k_one<BM, BN, WM, WN, 1, MINB>(s, x, w, p, q);
+    if (q->pre.kind != ACT_RELU) return launch_k_one<BM, BN, WM, WN, 2, MINB>(s, x, w, p, q);
+    return launch_k_one<BM, BN, WM, WN, 3, MINB>(s, x, w, p, q);
+}
+
 } // namespace
 
 extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
@@ -365,6 +438,9 @@ extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const p
     case PR_CU_IGEMM_Q64x64: return launch<64, 64, 2, 4>(s, x, w, p, q);
     case PR_CU_IGEMM_Q128x64: return launch<128, 64, 4, 2>(s, x, w, p, q);
     case PR_CU_IGEMM_Q64x128: return launch<64, 128, 2, 4>(s, x, w, p, q);
+    case PR_CU_IGEMM_QK128x256: return launch_k<128, 256, 2, 4, 1>(s, x, w, p, q);
+    case PR_CU_IGEMM_QW128x256:
+    case PR_CU_IGEMM_QW128x128: return pr_cu_q1x1_wg_s8(stream, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
 }

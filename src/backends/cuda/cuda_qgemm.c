@@ -33,7 +33,8 @@
  * out (A/B). A 1x1 unpadded QConv also times the Q1X1 tiles (cu_q1x1.cu: a
  * persistent kernel built for memory bandwidth, the next tiles' x and
  * residual loads in flight during this one's MMAs and epilogue);
- * PRECIS_CUDA_Q1X1=0 leaves them out (A/B).
+ * PRECIS_CUDA_Q1X1=0 leaves them out (A/B); PRECIS_CUDA_Q1X1K=0 only the
+ * K-streamed ones (their weights not resident: K 512..2048 too).
  *
  * A stride-2 QConv over C <= 4 channels (the stem: 7x7 s2 over RGB) has no
  * 16-channel rows for that kernel; its candidates are instead the implicit
@@ -513,7 +514,7 @@ static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo
 static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
     "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 64x64",
-    "q1x1 128x64", "q1x1 64x128"};
+    "q1x1 128x64", "q1x1 64x128", "q1x1k 128x256", "q1x1 wgmma 128x256", "q1x1 wgmma 128x128"};
 
 /* A route's name in PRECIS_VERBOSE's lines and the description */
 static const char *route_name(const qgemm_state *s, int c) {
@@ -534,15 +535,23 @@ static bool q1x1_on(void) {
     return !(e && !strcmp(e, "0"));
 }
 
+/* PRECIS_CUDA_Q1X1K=0 leaves the K-streamed tiles (cu_q1x1.cu's k_q1x1k,
+ * cu_q1x1_wg.cu's wgmma ones: any K) out of the timed choice (A/B); default on. */
+static bool q1x1k_on(void) {
+    const char *e = getenv("PRECIS_CUDA_Q1X1K");
+    return !(e && !strcmp(e, "0"));
+}
+
 /* The Q1X1 tiles take this conv: 1x1, no padding (any stride). */
 static bool q1x1_shape(const qgemm_state *s, const pr_cu_igemm *g) {
     return s->conv && !s->s2d && g->kh == 1 && g->kw == 1 && g->ph == 0 && g->pw == 0 &&
            g->C == g->K;
 }
 
-/* Route c among the timed candidates (wgmma / Q1X1 tiles when on and, for
- * Q1X1, the shape fits). */
+/* Route c among the timed candidates (wgmma / Q1X1 / Q1X1K tiles when on
+ * and, for Q1X1 / Q1X1K, the shape fits). */
 static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool wg, bool q1) {
+    if (c >= PR_CU_IGEMM_Q1X1K_FIRST) return q1 && q1x1k_on() && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_Q1X1_FIRST) return q1 && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_WG_FIRST) return wg;
     return true;
@@ -550,7 +559,7 @@ static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool w
 
 /* The route for this M: remembered, from the timing cache, or timed now
  * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t12 one
- * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones). */
+ * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones, t13..t15 the K-streamed). */
 static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                 int *route) {
     precis_status st = PRECIS_OK;
@@ -568,15 +577,16 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     const pr_cu_igemm *g = &o->ig;
     const bool wg = wgmma_on(), q1 = q1x1_on();
     /* v2: the candidates gained the wgmma tiles (" nowg" without them); v3: the
-     * Q1X1 tiles (" noq" without them) */
-    snprintf(key, sizeof key, "qconv.route v3%s%s x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d "
-             "p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", q1 ? "" : " noq", (long long)g->N,
+     * Q1X1 tiles (" noq" without them); v4: the Q1X1K tiles (" nok") */
+    snprintf(key, sizeof key, "qconv.route v4%s%s%s x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d "
+             "p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", q1 ? "" : " noq",
+             q1x1k_on() ? "" : " nok", (long long)g->N,
              (long long)g->H, (long long)g->W, (long long)g->C, (long long)g->Nout, g->kh, g->kw,
              g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0,
              s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
              s->s2d ? (stem_on() ? " s2d stem" : " s2d") : "");
     int32_t r = 0;
-    char times[400] = "";
+    char times[600] = "";
     char *tend = NULL;
     long tf = env && env[0] == 't' ? strtol(env + 1, &tend, 10) : -1;
     if (tend && tend != env + 1 && !*tend && tf >= 0 && tf < PR_CU_IGEMM_TILES) {

@@ -1,0 +1,149 @@
+// What cu_q1x1.cu's kernels (mma.sync) and cu_q1x1_wg.cu's (Hopper wgmma)
+// share: the shared-row swizzle, the fast-epilogue test, the column and
+// residual loads and the tile's epilogue (cu_q1x1.cu's top comment says how
+// the fast epilogue requantizes).
+#ifndef PR_BACKENDS_CUDA_CU_Q1X1_CUH
+#define PR_BACKENDS_CUDA_CU_Q1X1_CUH
+
+#include "backends/cuda/cu_igemm_epi.cuh"
+#include "backends/cuda/cu_mma.cuh"
+
+namespace prq1 {
+
+using namespace prmma;
+
+// byte offset of 16-byte chunk c of shared row `row` (Kp bytes a row)
+static __device__ __forceinline__ int qsw(int row, int c, int Kp) {
+    return Kp == 64 ? swz(row, c) : row * Kp + ((c ^ (row & 7)) << 4);
+}
+
+// EPI: 0 general; 1 fast, no residual; 2 fast + residual; 3 fast, ReLU before the residual
+static inline bool q1x1_fast_ok(const pr_cu_qepi *q) {
+    return igemm_fast_ok(q) && q->N % 16 == 0 && ((uintptr_t)q->y & 15) == 0 &&
+           ((uintptr_t)q->z & 15) == 0;
+}
+
+// the float of byte k of u, plus 2^23 (exact): PRMT into 0x4B000000's low byte
+static __device__ __forceinline__ float q1_byte_f(uint32_t u, int k) {
+    return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u + (uint32_t)k));
+}
+
+// cp.async.wait_group with a run-time depth: at most n - 2 groups pending
+static __device__ __forceinline__ void cp_wait_ring(int n) {
+    switch (n) {
+    case 2: cp_wait<0>(); break;
+    case 3: cp_wait<1>(); break;
+    case 4: cp_wait<2>(); break;
+    case 5: cp_wait<3>(); break;
+    default: cp_wait<4>(); break;
+    }
+}
+
+// The tile's epilogue (EPI as k_q1x1's): Z the tile's staging rows (the
+// residual's bytes, landed, for EPI >= 2; unused for EPI 0), cs / co the
+// block's scale, bias and acc_off columns, m0 / n0 the tile's origin.
+template <int BM, int BN, int WM, int WN, int EPI>
+__device__ __forceinline__ void
+q1_epilogue(int (&acc)[BM / WM / 16][BN / WN / 8][4], unsigned char *Z, const float *cs,
+            const int *co, const pr_cu_igemm &p, const pr_cu_qepi &q, int64_t m0, int n0,
+            int64_t M, uint32_t zflip, float zc, float zs, bool post) {
+    constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
+    constexpr int ZS = BN + 16, ZC = BN / 16;
+    constexpr bool FAST = EPI > 0;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t4 = lane & 3;
+    if (FAST) {
+        // c0, c1 at (row g, cols 2t4, 2t4 + 1) of each 16 x 8 block; c2, c3 at
+        // row g + 8: requantized (see the top) into the staging rows (the
+        // residual's bytes, read first, in place)
+        const bool u8y = q.ydt == DT_U8;
+        const float lo = u8y || post ? 0.0f : -128.0f, hi = u8y ? 255.0f : 127.0f;
+        const uint32_t yflip = q.y_bias ? 0x8080u : 0u;
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            const int nl = wn * TN + j * 8 + t4 * 2;
+            const float2 sc = *(const float2 *)&cs[nl], bi = *(const float2 *)&cs[BN + nl];
+            const int2 of = *(const int2 *)&co[nl];
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = wm * TM + i * 16 + g + h * 8;
+                    unsigned short *zp = (unsigned short *)&Z[row * ZS + nl];
+                    float e0 = (float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x;
+                    float e1 = (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y;
+                    if (EPI >= 2) {
+                        if (EPI == 3) {
+                            e0 = fmaxf(e0, 0.0f);
+                            e1 = fmaxf(e1, 0.0f);
+                        }
+                        uint32_t zz = (uint32_t)*zp ^ zflip;
+                        e0 = fmaf(q1_byte_f(zz, 0) - zc, zs, e0);
+                        e1 = fmaf(q1_byte_f(zz, 1) - zc, zs, e1);
+                    }
+                    // (ReLU before without a residual, or after: the clamp's lo)
+                    e0 = fminf(fmaxf(e0, lo), hi) + 12582912.0f;
+                    e1 = fminf(fmaxf(e1, lo), hi) + 12582912.0f;
+                    *zp = (unsigned short)(__byte_perm(__float_as_uint(e0),
+                                                       __float_as_uint(e1), 0x0040u) ^
+                                           yflip);
+                }
+        }
+        __syncthreads(); // the tile's bytes staged
+        for (int idx = tid; idx < BM * ZC; idx += T) {
+            int row = idx / ZC, c = idx - row * ZC;
+            int64_t m = m0 + row;
+            int n = n0 + c * 16;
+            if (m < M && n < p.Nout)
+                *(uint4 *)((unsigned char *)q.y + m * q.N + n) =
+                    *(const uint4 *)&Z[row * ZS + c * 16];
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            int n = n0 + wn * TN + j * 8 + t4 * 2;
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
+                    if (m >= M) continue;
+                    if (n < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2], m, n);
+                    if (n + 1 < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
+                }
+        }
+    }
+}
+
+// The block's columns n0 .. n0 + BN - 1: cs[0, BN) scale, cs[BN, 2 BN) bias (both
+// times ys), co acc_off (zero where q has none or past Nout).
+template <int BN, int T>
+__device__ __forceinline__ void q1_cols(float *cs, int *co, const pr_cu_qepi &q, int n0,
+                                        int64_t Nout, float ys) {
+    for (int nl = threadIdx.x; nl < BN; nl += T) {
+        int n = n0 + nl;
+        bool in = n < Nout;
+        cs[nl] = in ? q.a_scale * q.w_scale[q.n_wscale == 1 ? 0 : n] * ys : 0.0f;
+        cs[BN + nl] = in && q.bias ? q.bias[n] * ys : 0.0f;
+        co[nl] = in && q.acc_off ? q.acc_off[n] : 0;
+    }
+}
+
+// cp.async of the residual tile (rows m0.., columns n0..) into staging rows Z
+template <int BM, int BN, int T>
+__device__ __forceinline__ void q1_load_z(unsigned char *Z, const pr_cu_qepi &q, int64_t m0,
+                                          int n0, int64_t M, int64_t Nout) {
+    constexpr int ZS = BN + 16, ZC = BN / 16;
+    for (int idx = threadIdx.x; idx < BM * ZC; idx += T) {
+        int row = idx / ZC, c = idx - row * ZC;
+        int64_t m = m0 + row;
+        int n = n0 + c * 16;
+        bool ok = m < M && n < Nout;
+        cp16(smem_u32(&Z[row * ZS + c * 16]),
+             ok ? (const unsigned char *)q.z + m * q.N + n : (const unsigned char *)q.z, ok);
+    }
+}
+
+} // namespace prq1
+
+#endif
