@@ -19,9 +19,8 @@
 // and rows past M meet zero weights / are not stored). The accumulators are
 // in the mma.sync C layout per warp (warp w: rows 16 w + lane / 4 (+8),
 // columns 8 j + 2 (lane % 4) (+1)), so the epilogue is q1_epilogue with 8 x
-// 1 warps. The wgmma wrappers follow cu_igemm_wg.cu's (copied: that file is
-// another helper's this session; a shared cu_wgmma.cuh would remove the
-// copy).
+// 1 warps. The wgmma wrappers are cu_wgmma.cuh's (shared with
+// cu_igemm_wg.cu).
 //
 // Built only for sm_90a (CMakeLists.txt: the precis_sm90a object library);
 // PRECIS_NO_SM90A (nvcc < 12) builds a stub that refuses every call.
@@ -39,73 +38,11 @@ extern "C" int pr_cu_q1x1_wg_s8(void *stream, const void *x, const void *w,
 using namespace prmma;
 using namespace prq1;
 
+#include "backends/cuda/cu_wgmma.cuh"
+
 namespace {
 
 constexpr int BM = 128, BK = 64, T = 256, ST_MAX = 7; // cp_wait_ring: 4 pending at most
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// K-major operand descriptor of a 64-byte-swizzled tile at shared address
-// addr: leading byte offset 16 (unused), stride byte offset 512 (8 rows of
-// 64 bytes), swizzle mode 2 (64 bytes)
-__device__ __forceinline__ uint64_t qw_desc(uint32_t addr) {
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(512 >> 4) << 32) |
-           ((uint64_t)2 << 62);
-}
-__device__ __forceinline__ void qw_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void qw_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void qw_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void qw_fence_async() {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-__device__ __forceinline__ void qw_reg(int &r) { asm volatile("" : "+r"(r)::"memory"); }
-
-#define QW_R8(i)                                                                                   \
-    "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3]), "+r"(d[i + 4]), "+r"(d[i + 5]),    \
-        "+r"(d[i + 6]), "+r"(d[i + 7])
-#define QW_R64 QW_R8(0), QW_R8(8), QW_R8(16), QW_R8(24), QW_R8(32), QW_R8(40), QW_R8(48), QW_R8(56)
-#define QW_R128                                                                                    \
-    QW_R64, QW_R8(64), QW_R8(72), QW_R8(80), QW_R8(88), QW_R8(96), QW_R8(104), QW_R8(112),         \
-        QW_R8(120)
-#define QW_S64                                                                                     \
-    "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"      \
-    "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,"    \
-    "%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-#define QW_S128                                                                                    \
-    QW_S64 ",%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,"    \
-           "%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,"      \
-           "%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,"     \
-           "%119,%120,%121,%122,%123,%124,%125,%126,%127"
-// D (64 x N) += A (64 x 32, desc da: TY u8 or s8) * B (N x 32, desc db: s8)^T
-// (P: the operand number of scale-d's register, 1: accumulate)
-#define QW_MMA(N, TY, S, R, DA, DB, P)                                                             \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #P ", 0;\n"                                 \
-                 "wgmma.mma_async.sync.aligned.m64n" #N "k32.s32." TY ".s8 {" S "},"             \
-                 " %" #DA ", %" #DB ", p;\n}\n"                                                  \
-                 : R                                                                               \
-                 : "l"(da), "l"(db), "r"(1))
-
-template <int BN, bool U8> struct qw_mma;
-template <bool U8> struct qw_mma<128, U8> {
-    static __device__ __forceinline__ void run(int *d, uint64_t da, uint64_t db) {
-        if (U8)
-            QW_MMA(128, "u8", QW_S64, QW_R64, 64, 65, 66);
-        else
-            QW_MMA(128, "s8", QW_S64, QW_R64, 64, 65, 66);
-    }
-};
-template <bool U8> struct qw_mma<256, U8> {
-    static __device__ __forceinline__ void run(int *d, uint64_t da, uint64_t db) {
-        if (U8)
-            QW_MMA(256, "u8", QW_S128, QW_R128, 128, 129, 130);
-        else
-            QW_MMA(256, "s8", QW_S128, QW_R128, 128, 129, 130);
-    }
-};
-#endif
 
 // BN columns, P 64-byte panels of k a stage, U8: uint8 x (u8 x s8), EPI as
 // k_q1x1's; ST stages (3..ST_MAX, the deepest that fits, chosen at launch).
@@ -186,29 +123,29 @@ __global__ void __launch_bounds__(T, 1)
 #pragma unroll 1
         for (int kc = 0; kc < KCH; kc++, s++) {
             cp_wait_ring(ST - 1); // at most ST - 3 groups pending: step s landed
-            qw_fence_async();
+            fence_async_smem();
             __syncthreads(); // every thread's copies of step s; step s - 2's group done
             load(s + ST - 2);
             cp_commit();
             const int buf = s % ST;
             const uint32_t a = smem_u32(sa + buf * SA + wg * 64 * BK), b = smem_u32(sb + buf * SB);
 #pragma unroll
-            for (int i = 0; i < ACC; i++) qw_reg(a1[i]);
-            qw_fence();
+            for (int i = 0; i < ACC; i++) reg_fence(a1[i]);
+            wg_fence();
 #pragma unroll
             for (int pp = 0; pp < P; pp++) {
                 uint32_t ap = a + pp * BM * BK, bp = b + pp * BN * BK;
-                qw_mma<BN, U8>::run(a1, qw_desc(ap), qw_desc(bp));
-                qw_mma<BN, U8>::run(a1, qw_desc(ap + 32), qw_desc(bp + 32));
+                wgmma<BN>::template run<U8>(a1, wg_desc(ap), wg_desc(bp));
+                wgmma<BN>::template run<U8>(a1, wg_desc(ap + 32), wg_desc(bp + 32));
             }
-            qw_commit();
-            qw_wait<1>();
+            wg_commit();
+            wg_wait<1>();
 #pragma unroll
-            for (int i = 0; i < ACC; i++) qw_reg(a1[i]);
+            for (int i = 0; i < ACC; i++) reg_fence(a1[i]);
         }
-        qw_wait<0>();
+        wg_wait<0>();
 #pragma unroll
-        for (int i = 0; i < ACC; i++) qw_reg(a1[i]);
+        for (int i = 0; i < ACC; i++) reg_fence(a1[i]);
         q1_epilogue<BM, BN, 8, 1, EPI>(acc, sz + (it & 1) * BM * ZS, cs, co, p, q,
                                        (int64_t)mt * BM, n0, M, zflip, zc, zs, post);
     }
