@@ -283,6 +283,16 @@ dd_flat(const qdw_state *s, const int64_t *g, const dd_ep *e, const float *prow,
     }
 }
 
+/* PRECIS_QDW_PACK=0: dd_flat4 stores each vector with vpmovdb (A/B). */
+static bool dd_pack_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *env = getenv("PRECIS_QDW_PACK");
+        on = !(env && !strcmp(env, "0"));
+    }
+    return on;
+}
+
 /* The rows [r0, r1) an output band reads for dd_flat4: value f of a row
  * (f = column * C + channel, columns as dd_convert's) as the dword of
  * bytes x[f], x[f + C], x[f + 2 C], 0: a kernel row's three taps for
@@ -326,6 +336,21 @@ static PR_DD4 void dd_convert4(const qdw_state *s, const int64_t *g, const uint8
 #define DD_ST4(i)                                                                                  \
     _mm512_mask_cvtepi32_storeu_epi8(yr + (v + (i)) * 16, dd_mask(n, v + (i)),                    \
                                      dd_q(_mm512_cvtepi32_ps(a##i), DD_SC(i), DD_BI(i), e, RL))
+/* Vectors i..i + 3 (values in the output type's range) packed with
+ * saturation (exact here) into 64 bytes: vpackssdw, vpack{us,ss}wb leave
+ * them interleaved by 128-bit lanes, vpermd puts the dwords back (4 + 4
+ * shuffles where 4 vpmovdb stores take 8) */
+#define DD_PK4(i, j, k, l)                                                                         \
+    do {                                                                                           \
+        const __m512i p0 = _mm512_packs_epi32(                                                     \
+            dd_q(_mm512_cvtepi32_ps(a##i), DD_SC(i), DD_BI(i), e, RL),                             \
+            dd_q(_mm512_cvtepi32_ps(a##j), DD_SC(j), DD_BI(j), e, RL));                            \
+        const __m512i p1 = _mm512_packs_epi32(                                                     \
+            dd_q(_mm512_cvtepi32_ps(a##k), DD_SC(k), DD_BI(k), e, RL),                             \
+            dd_q(_mm512_cvtepi32_ps(a##l), DD_SC(l), DD_BI(l), e, RL));                            \
+        const __m512i b = u8 ? _mm512_packus_epi16(p0, p1) : _mm512_packs_epi16(p0, p1);           \
+        _mm512_storeu_si512((void *)(yr + (v + (i)) * 16), _mm512_permutexvar_epi32(pk, b));      \
+    } while (0)
 static inline __attribute__((always_inline)) PR_DD4 void
 dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *prow, uint8_t *yr,
          int64_t ncol, bool RL, int NP, int64_t v0, int64_t v1) {
@@ -335,6 +360,8 @@ dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *pr
                  sc2 = _mm512_load_ps(s->dsc + 16 * (2 % NP));
     const __m512 bi0 = _mm512_load_ps(s->dbi), bi1 = _mm512_load_ps(s->dbi + 16 * (1 % NP)),
                  bi2 = _mm512_load_ps(s->dbi + 16 * (2 % NP));
+    const bool u8 = s->ydt == PRECIS_UINT8, qp = dd_pack_on();
+    const __m512i pk = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     int64_t v = v0;
     for (; v + 12 <= nvec; v += 12) {
         __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
@@ -356,6 +383,12 @@ dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *pr
             DD_DP(9);
             DD_DP(10);
             DD_DP(11);
+        }
+        if ((v + 12) * 16 <= n && qp) { /* 4 vectors a 64-byte store */
+            DD_PK4(0, 1, 2, 3);
+            DD_PK4(4, 5, 6, 7);
+            DD_PK4(8, 9, 10, 11);
+            continue;
         }
         DD_ST4(0);
         DD_ST4(1);
