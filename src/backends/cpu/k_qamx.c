@@ -136,11 +136,7 @@ static bool qa_to_q1x1(bool q1, int64_t pix, int64_t IC, pr_act_kind act) {
  * lost 41 -> 53, 24->96 tied). PRECIS_QAMX_Q1BIG=0: the tiles (A/B). */
 static bool qa_q1big(int64_t IC, int64_t OC, pr_act_kind act) {
     static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("PRECIS_QAMX_Q1BIG");
-        on = !(e && !strcmp(e, "0"));
-    }
-    return on && IC < 32 && OC >= 6 * IC &&
+    return pr_cpu_switch_on("PRECIS_QAMX_Q1BIG", &on) && IC < 32 && OC >= 6 * IC &&
            (act == PR_ACT_NONE || act == PR_ACT_RELU || act == PR_ACT_CLIP);
 }
 

@@ -42,11 +42,7 @@
  * state keeps it), as before session 12 (A/B timing). */
 bool pr_qdw_direct_big(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *env = getenv("PRECIS_QDW_DIRECT_BIG");
-        on = !(env && !strcmp(env, "0"));
-    }
-    return on;
+    return pr_cpu_switch_on("PRECIS_QDW_DIRECT_BIG", &on);
 }
 
 bool pr_qdw_direct_ok(const pr_graph *g, const pr_node *n) {
@@ -286,11 +282,7 @@ dd_flat(const qdw_state *s, const int64_t *g, const dd_ep *e, const float *prow,
 /* PRECIS_QDW_PACK=0: dd_flat4 stores each vector with vpmovdb (A/B). */
 static bool dd_pack_on(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *env = getenv("PRECIS_QDW_PACK");
-        on = !(env && !strcmp(env, "0"));
-    }
-    return on;
+    return pr_cpu_switch_on("PRECIS_QDW_PACK", &on);
 }
 
 /* The rows [r0, r1) an output band reads for dd_flat4: value f of a row

@@ -217,11 +217,7 @@ PR_VINLINE __m512i quant16r(__m512 v, __m512 sc, __m512 rc, __m512 lo, __m512 hi
 /* PRECIS_QUANT_RCP=0: every value divided (A/B). */
 static bool quant_rcp_on(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("PRECIS_QUANT_RCP");
-        on = !(e && !strcmp(e, "0"));
-    }
-    return on;
+    return pr_cpu_switch_on("PRECIS_QUANT_RCP", &on);
 }
 
 #define QUANT_512_BODY(Q)                                                                          \
