@@ -484,6 +484,37 @@ static void test_quant(void) {
                        label);
                 qc_free(in, 3);
             }
+    /* values a few ulps around x / scale = half-integers (and the clamp
+     * bounds' halves): the multiply by 1 / scale (k_quant.c quant16r) must
+     * give the division's bytes; scales with inexact reciprocals */
+    {
+        static const float nsc[5] = {0.0371f, 0.1f, 1.0f / 3.0f, 0.007f, 13.7f};
+        const int64_t n = 60000;
+        for (int si = 0; si < 5; si++)
+            for (int z = 0; z < 2; z++) {
+                const float sc = nsc[si];
+                qnode q;
+                qn_init(&q, PR_OP_QuantizeLinear, "QuantizeLinear", 13, false);
+                qc_in in[3];
+                memset(in, 0, sizeof in);
+                in[0] = q_act("x", 1, &n, PRECIS_FLOAT32, false);
+                float *x = in[0].data;
+                for (int64_t i = 0; i < n; i++) {
+                    float v = ((float)(i % 600) - 300.0f + 0.5f) * sc;
+                    for (int64_t u = (i / 600) % 13 - 6; u != 0; u += u > 0 ? -1 : 1)
+                        v = nextafterf(v, u > 0 ? INFINITY : -INFINITY);
+                    x[i] = v;
+                }
+                in[1] = q_init("s", 0, NULL, PRECIS_FLOAT32, &sc);
+                const uint8_t zero = 0;
+                in[2] = q_init("zp", 0, NULL, z ? PRECIS_INT8 : PRECIS_UINT8, &zero);
+                char label[96];
+                snprintf(label, sizeof label, "quantize near halves scale %g -> %s", (double)sc,
+                         z ? "int8" : "uint8");
+                qc_run(&q.t, 3, in, 1, false, &pr_cpu_impl_quantize, 1 + si % 2, 0, true, label);
+                qc_free(in, 3);
+            }
+    }
     /* NHWC tensors (layout-agnostic), 2 threads */
     {
         qnode q;

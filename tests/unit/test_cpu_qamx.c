@@ -253,6 +253,26 @@ static void test_qamx(void) {
     qconv_inputs(&CASES[7], PRECIS_INT8, true, PRECIS_INT8, true, in);
     CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_qamx));
     qc_free(in, 5);
+    /* large images of small-IC expansions (over 4096 pixels, no act / Relu /
+     * Clip): qamx hands them to q1x1's own rows (qa_q1big), with the shape
+     * rules on (q1x1's state is made only then); 24->24 stays on the tiles */
+    static const qconv_case big[] = {
+        {"1x1 16->96 72x64 (q1x1 rows)", 1, 16, 72, 64, 96, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+         NULL},
+        {"1x1 24->144 65x67 batch 2 (q1x1 rows)", 2, 24, 65, 67, 144, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+        {"1x1 24->24 65x67 (tiles)", 1, 24, 65, 67, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+    };
+    unsetenv("PRECIS_QAMX_ALL");
+    const qact *BA[3] = {NULL, &RELU, &CLIP};
+    for (int i = 0; i < 3; i++)
+        for (int xt = 0; xt < 2; xt++)
+            for (int a = 0; a < 3; a++) {
+                const int th = 1 + (i + xt + a) % 2;
+                vs_dnnl(&big[i], T[xt], T[(xt + a) % 2], a != 1, PRECIS_UNDEFINED, BA[a],
+                        (a + i) % 2 ? &AFF : NULL, th, NULL, "large image");
+            }
+    setenv("PRECIS_QAMX_ALL", "1", 1);
     /* PRECIS_QAMX=0 declines everything */
     qconv_node(&q, &CASES[8], PRECIS_INT8, PRECIS_INT8);
     qconv_inputs(&CASES[8], PRECIS_INT8, true, PRECIS_UNDEFINED, true, in);

@@ -53,6 +53,9 @@ const pr_cpu_features *pr_cpu_features_get(void);
 /* Short name of the best ISA level our kernels use: "avx512_fp16",
  * "avx512", "avx2" or "scalar". */
 const char *pr_cpu_isa_name(void);
+/* An A/B switch of a kernel path: on unless the environment sets `name` to
+ * "0"; read once into *cache (a static int starting at -1). */
+bool pr_cpu_switch_on(const char *name, int *cache);
 
 /* Build-time settings every impl sees. */
 typedef struct pr_cpu_cfg {

@@ -129,3 +129,13 @@ const char *pr_cpu_isa_name(void) {
     if (f->avx2 && f->fma && f->f16c) return "avx2";
     return "scalar";
 }
+
+bool pr_cpu_switch_on(const char *name, int *cache) {
+    int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv(name);
+        v = !(e && !strcmp(e, "0"));
+        __atomic_store_n(cache, v, __ATOMIC_RELAXED);
+    }
+    return v != 0;
+}

@@ -382,6 +382,12 @@ static precis_status q1x1_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
                           (long long)X->dims[3]);
     if (s->big && X->dims[2] * X->dims[3] > Q1X1_MAX_PIX)
         return pr_cpu_impl_dnnl_qconv.run(s->big, k, xc);
+    return pr_q1x1_rows_run(s, k, xc);
+}
+
+precis_status pr_q1x1_rows_run(const qfc_state *s, pr_kernel *k, pr_cpu_exec *xc) {
+    const pr_buf *X = k->in[0];
+    pr_buf *Y = k->out[0];
 #ifdef PR_CPU_X86
     const int64_t P = X->dims[0] * X->dims[2] * X->dims[3];
     int nt = xc && xc->num_threads > 0 ? xc->num_threads : 1;

@@ -127,6 +127,19 @@ static bool qa_to_q1x1(bool q1, int64_t pix, int64_t IC, pr_act_kind act) {
     return act == PR_ACT_SWISH && IC < 128;
 }
 
+/* Large images (over Q1X1_MAX_PIX pixels) of a 1x1 expansion from under 32
+ * channels to at least 6 times as many, no act or Relu / Clip (the same
+ * bytes in both): q1x1's own rows rather than the tiles, whose int32 sums
+ * make a round trip through tile stores that costs more than K = 16..24
+ * of products (CenterFace at 320x320, b1 t1, per-step minima, us: 16->96
+ * at 160x160 449 -> 417, 24->144 at 80x80 179 -> 167 and 176 -> 165; 24->24
+ * lost 41 -> 53, 24->96 tied). PRECIS_QAMX_Q1BIG=0: the tiles (A/B). */
+static bool qa_q1big(int64_t IC, int64_t OC, pr_act_kind act) {
+    static int on = -1;
+    return pr_cpu_switch_on("PRECIS_QAMX_Q1BIG", &on) && IC < 32 && OC >= 6 * IC &&
+           (act == PR_ACT_NONE || act == PR_ACT_RELU || act == PR_ACT_CLIP);
+}
+
 static bool qa_shape_ok(const pr_graph *g, const pr_node *n, int64_t IC, int64_t OC, int64_t KH,
                         int64_t KW, pr_act_kind act) {
     if (qa_all()) return true;
@@ -567,25 +580,13 @@ static precis_status qa_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
     const qamx_state *s = state;
     const pr_buf *X = k->in[0];
     pr_buf *Y = k->out[0];
-    if (X->dtype != s->q->xdt || Y->dtype != s->q->ydt)
-        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "prepared for %s -> %s, got %s -> %s",
-                          pr_dtype_name(s->q->xdt), pr_dtype_name(s->q->ydt),
-                          pr_dtype_name(X->dtype), pr_dtype_name(Y->dtype));
-    if (X->rank != 4 || X->dims[1] != s->IC)
-        return pr_kernelf(k, PRECIS_ERR_SHAPE, "input must be [N, %lld, H, W]", (long long)s->IC);
+    pr_conv_geom geo;
+    precis_status st = pr_cpu_q_check_io(s->q, k, s->IC, s->OC, s->KH, s->KW, &geo);
+    if (st) return st;
     if (s->q1 && qa_to_q1x1(true, X->dims[2] * X->dims[3], s->IC, s->q->act.kind))
         return pr_cpu_impl_q1x1.run(s->q1, k, xc);
-    pr_conv_geom geo;
-    int64_t in_sp[2] = {X->dims[2], X->dims[3]}, wk[2] = {s->KH, s->KW};
-    precis_status st = pr_conv_geom_init(k->node, PR_CONV_KIND_CONV, 2, in_sp, wk, k->err, &geo);
-    if (st) return st;
-    if (!geo.pads_known || geo.pad_b[0] < 0 || geo.pad_b[1] < 0)
-        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "qamx: padding not known or negative");
-    if (Y->rank != 4 || Y->dims[0] != X->dims[0] || Y->dims[1] != s->OC ||
-        Y->dims[2] != geo.out[0] || Y->dims[3] != geo.out[1])
-        return pr_kernelf(k, PRECIS_ERR_SHAPE, "output is not [%lld,%lld,%lld,%lld]",
-                          (long long)X->dims[0], (long long)s->OC, (long long)geo.out[0],
-                          (long long)geo.out[1]);
+    if (s->q1 && X->dims[2] * X->dims[3] > Q1X1_MAX_PIX && qa_q1big(s->IC, s->OC, s->q->act.kind))
+        return pr_q1x1_rows_run(s->q1, k, xc);
     const pr_buf *Z = s->zdt != PRECIS_UNDEFINED ? pr_kin(k, 4) : NULL;
     if (s->zdt != PRECIS_UNDEFINED && (!Z || Z->numel != Y->numel || Z->dtype != s->zdt))
         return pr_kernelf(k, PRECIS_ERR_SHAPE, "residual does not match the output");

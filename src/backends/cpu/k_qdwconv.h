@@ -31,6 +31,8 @@ typedef struct qdw_state {
     int64_t Cv;        /* lcm(C, 16): lanes of the weight patterns */
     float *dwf;        /* [KH * KW][Cv] the weights as floats, lane l channel l % C */
     float *dsc, *dbi;  /* [Cv] x_scale * w_scale, B, lane l channel l % C */
+    int32_t *dwq;      /* 3-column kernels with VNNI: [KH][Cv] the row's 3 weights
+                          as bytes w0 w1 w2 0 (dd_flat4), or NULL */
     void *big;         /* dnnl.qconv's state for images over QDW_DIRECT_MAX_PIX
                           (PRECIS_QDW_DIRECT_BIG=0 only) */
 } qdw_state;

@@ -42,11 +42,7 @@
  * state keeps it), as before session 12 (A/B timing). */
 bool pr_qdw_direct_big(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *env = getenv("PRECIS_QDW_DIRECT_BIG");
-        on = !(env && !strcmp(env, "0"));
-    }
-    return on;
+    return pr_cpu_switch_on("PRECIS_QDW_DIRECT_BIG", &on);
 }
 
 bool pr_qdw_direct_ok(const pr_graph *g, const pr_node *n) {
@@ -74,6 +70,8 @@ bool pr_qdw_direct_ok(const pr_graph *g, const pr_node *n) {
 
 void pr_qdw_direct_free(qdw_state *s) {
     free(s->dwf);
+    free(s->dwq);
+    s->dwq = NULL;
     free(s->dsc);
     free(s->dbi);
     if (s->big) pr_cpu_impl_dnnl_qconv.destroy(s->big);
@@ -107,6 +105,23 @@ precis_status pr_qdw_direct_prepare(qdw_state *s, const pr_graph *g, const pr_no
         s->dbi[l] = real && bv ? bv[c] : 0.0f;
         if (!real || zero) continue;
         for (int64_t t = 0; t < KK; t++) s->dwf[t * ws_ + l] = (float)w[c * KK + t];
+    }
+    /* 3-column kernels: the weights of a kernel row as the bytes of a dword
+     * for vpdpbusd (dd_flat4) */
+    if (s->KW == 3 && pr_cpu_use_vnni("PRECIS_QDW_DIRECT_VNNI")) {
+        s->dwq = aligned_alloc(64, (size_t)(s->KH * ws_) * sizeof(int32_t));
+        if (!s->dwq) return PRECIS_ERR_OOM;
+        memset(s->dwq, 0, (size_t)(s->KH * ws_) * sizeof(int32_t));
+        for (int64_t l = 0; l < ws_; l++) {
+            const int64_t c = l % s->C;
+            if (ws[c] == 0.0f) continue;
+            for (int64_t kh = 0; kh < s->KH; kh++) {
+                uint32_t v = 0;
+                for (int64_t kw = 0; kw < 3; kw++)
+                    v |= (uint32_t)(uint8_t)w[c * KK + kh * 3 + kw] << (8 * kw);
+                s->dwq[kh * ws_ + l] = (int32_t)v;
+            }
+        }
     }
     /* larger images run here in bands of output rows (dd_band_rows); with
      * PRECIS_QDW_DIRECT_BIG=0 on oneDNN (if it takes the node) */
@@ -264,6 +279,134 @@ dd_flat(const qdw_state *s, const int64_t *g, const dd_ep *e, const float *prow,
     }
 }
 
+/* PRECIS_QDW_PACK=0: dd_flat4 stores each vector with vpmovdb (A/B). */
+static bool dd_pack_on(void) {
+    static int on = -1;
+    return pr_cpu_switch_on("PRECIS_QDW_PACK", &on);
+}
+
+/* The rows [r0, r1) an output band reads for dd_flat4: value f of a row
+ * (f = column * C + channel, columns as dd_convert's) as the dword of
+ * bytes x[f], x[f + C], x[f + 2 C], 0: a kernel row's three taps for
+ * vpdpbusd (uint8 x int8, exact int32 sums). nq dwords a row (the vectors
+ * an output row reads), row stride ncol * C; R: ncol * C + 64 bytes of
+ * scratch for the zero-padded byte row. */
+#define PR_DD4 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")))
+static PR_DD4 void dd_convert4(const qdw_state *s, const int64_t *g, const uint8_t *x, int64_t r0,
+                               int64_t r1, int64_t ncol, int64_t nq, int32_t *P, uint8_t *R) {
+    const int64_t C = s->C, IW = g[G_IW], pl = g[G_PL], rl = ncol * C;
+    const int64_t left = pl < 0 ? 0 : pl > ncol ? ncol : pl;
+    int64_t right = IW + pl < ncol ? IW + pl : ncol;
+    if (right < left) right = left;
+    memset(R + rl, 0, 64);
+    for (int64_t r = r0; r < r1; r++) {
+        int32_t *pr = P + (r - r0) * rl;
+        if (r < 0 || r >= g[G_IH]) {
+            memset(pr, 0, (size_t)nq * sizeof(int32_t));
+            continue;
+        }
+        memset(R, 0, (size_t)(left * C));
+        memcpy(R + left * C, x + (r * IW + (left - pl)) * C, (size_t)((right - left) * C));
+        memset(R + right * C, 0, (size_t)((ncol - right) * C));
+        for (int64_t f = 0; f < nq; f += 16) {
+            const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(R + f)));
+            const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(R + f + C)));
+            const __m512i c =
+                _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(R + f + 2 * C)));
+            _mm512_storeu_si512((void *)(pr + f),
+                                _mm512_ternarylogic_epi32(a, _mm512_slli_epi32(b, 8),
+                                                          _mm512_slli_epi32(c, 16), 0xfe));
+        }
+    }
+}
+
+/* dd_flat for 3 kernel columns at dilation 1 on dd_convert4's rows: per
+ * kernel row one vpdpbusd (its 3 taps) instead of 3 FMAs; the int32 sums
+ * equal the float path's (both exact), so do the bytes. */
+#define DD_DP(i)                                                                                   \
+    a##i = _mm512_dpbusd_epi32(a##i, _mm512_loadu_si512((const void *)(q + 16 * (i))), DD_W(i))
+#define DD_ST4(i)                                                                                  \
+    _mm512_mask_cvtepi32_storeu_epi8(yr + (v + (i)) * 16, dd_mask(n, v + (i)),                    \
+                                     dd_q(_mm512_cvtepi32_ps(a##i), DD_SC(i), DD_BI(i), e, RL))
+/* Vectors i..i + 3 (values in the output type's range) packed with
+ * saturation (exact here) into 64 bytes: vpackssdw, vpack{us,ss}wb leave
+ * them interleaved by 128-bit lanes, vpermd puts the dwords back (4 + 4
+ * shuffles where 4 vpmovdb stores take 8) */
+#define DD_PK4(i, j, k, l)                                                                         \
+    do {                                                                                           \
+        const __m512i p0 = _mm512_packs_epi32(                                                     \
+            dd_q(_mm512_cvtepi32_ps(a##i), DD_SC(i), DD_BI(i), e, RL),                             \
+            dd_q(_mm512_cvtepi32_ps(a##j), DD_SC(j), DD_BI(j), e, RL));                            \
+        const __m512i p1 = _mm512_packs_epi32(                                                     \
+            dd_q(_mm512_cvtepi32_ps(a##k), DD_SC(k), DD_BI(k), e, RL),                             \
+            dd_q(_mm512_cvtepi32_ps(a##l), DD_SC(l), DD_BI(l), e, RL));                            \
+        const __m512i b = u8 ? _mm512_packus_epi16(p0, p1) : _mm512_packs_epi16(p0, p1);           \
+        _mm512_storeu_si512((void *)(yr + (v + (i)) * 16), _mm512_permutexvar_epi32(pk, b));      \
+    } while (0)
+static inline __attribute__((always_inline)) PR_DD4 void
+dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *prow, uint8_t *yr,
+         int64_t ncol, bool RL, int NP, int64_t v0, int64_t v1) {
+    const int64_t C = s->C, KH = s->KH, dh = g[G_DH];
+    const int64_t n = g[G_OW] * C, nvec = v1, rs = dh * ncol * C, ws = NP * 16;
+    const __m512 sc0 = _mm512_load_ps(s->dsc), sc1 = _mm512_load_ps(s->dsc + 16 * (1 % NP)),
+                 sc2 = _mm512_load_ps(s->dsc + 16 * (2 % NP));
+    const __m512 bi0 = _mm512_load_ps(s->dbi), bi1 = _mm512_load_ps(s->dbi + 16 * (1 % NP)),
+                 bi2 = _mm512_load_ps(s->dbi + 16 * (2 % NP));
+    const bool u8 = s->ydt == PRECIS_UINT8, qp = dd_pack_on();
+    const __m512i pk = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    int64_t v = v0;
+    for (; v + 12 <= nvec; v += 12) {
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+        __m512i a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+        const int32_t *q = prow + v * 16, *wt = s->dwq;
+        for (int64_t kh = 0; kh < KH; kh++, q += rs, wt += ws) {
+            const __m512i w0 = _mm512_load_si512((const void *)wt),
+                          w1 = _mm512_load_si512((const void *)(wt + 16 * (1 % NP))),
+                          w2 = _mm512_load_si512((const void *)(wt + 16 * (2 % NP)));
+            DD_DP(0);
+            DD_DP(1);
+            DD_DP(2);
+            DD_DP(3);
+            DD_DP(4);
+            DD_DP(5);
+            DD_DP(6);
+            DD_DP(7);
+            DD_DP(8);
+            DD_DP(9);
+            DD_DP(10);
+            DD_DP(11);
+        }
+        if ((v + 12) * 16 <= n && qp) { /* 4 vectors a 64-byte store */
+            DD_PK4(0, 1, 2, 3);
+            DD_PK4(4, 5, 6, 7);
+            DD_PK4(8, 9, 10, 11);
+            continue;
+        }
+        DD_ST4(0);
+        DD_ST4(1);
+        DD_ST4(2);
+        DD_ST4(3);
+        DD_ST4(4);
+        DD_ST4(5);
+        DD_ST4(6);
+        DD_ST4(7);
+        DD_ST4(8);
+        DD_ST4(9);
+        DD_ST4(10);
+        DD_ST4(11);
+    }
+    for (; v < nvec; v++) {
+        const int64_t pat = (v % NP) * 16;
+        __m512i a0 = _mm512_setzero_si512();
+        for (int64_t kh = 0; kh < KH; kh++)
+            a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512((const void *)(prow + kh * rs + v * 16)),
+                                     _mm512_load_si512((const void *)(s->dwq + kh * ws + pat)));
+        _mm512_mask_cvtepi32_storeu_epi8(yr + v * 16, dd_mask(n, v),
+                                         dd_q(_mm512_cvtepi32_ps(a0), _mm512_load_ps(s->dsc + pat),
+                                              _mm512_load_ps(s->dbi + pat), e, RL));
+    }
+}
+
 /* One output row, column stride > 1 (8, 16 or 32 channels): per pixel and
  * 16 channels (8 channels: lanes 8..15 masked off), 8 pixels at a time. */
 static PR_DD void dd_row(const qdw_state *s, const int64_t *g, const dd_ep *e, const float *prow,
@@ -320,8 +463,16 @@ static PR_DD void dd_row(const qdw_state *s, const int64_t *g, const dd_ep *e, c
 
 /* Output rows [oh0, oh1) of one image: x (IH, IW, C) bytes, y its output,
  * P scratch for the rows they read. */
-static PR_DD void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e, const uint8_t *x,
-                          uint8_t *y, int64_t oh0, int64_t oh1, float *P) {
+#define DD_FLAT4_V(RL, NP) dd_flat4(s, g, (RL) ? &er : e, qrow, yr, ncol, RL, NP, v0, v1)
+/* dd_flat4's vectors per strip: the rows of a band are run a strip at a
+ * time, so that the strip's converted input rows (KH + band rows - 1 of
+ * DD_STRIP x 64 bytes) stay in L1 across the band's output rows rather
+ * than being read from L2 by every row (a 160-pixel row of 32 channels is
+ * 20 KB) */
+#define DD_STRIP 24
+
+static PR_DD4 void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e, const uint8_t *x,
+                           uint8_t *y, int64_t oh0, int64_t oh1, float *P) {
     const int64_t C = s->C, KH = s->KH, KW = s->KW;
     const int64_t OW = g[G_OW], sh = g[G_SH], sw = g[G_SW], dh = g[G_DH], dw = g[G_DW];
     const int64_t ncol = (OW - 1) * sw + (KW - 1) * dw + 1;
@@ -331,7 +482,14 @@ static PR_DD void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e, 
         cm[j] = C - 16 * j >= 16 ? (__mmask16)0xffff
                 : C > 16 * j     ? (__mmask16)((1u << (C - 16 * j)) - 1u)
                                  : (__mmask16)0;
-    dd_convert(s, g, x, r0, r1, ncol, P);
+    const bool k3 = KW == 3 && dw == 1;
+    const bool q4 = k3 && s->dwq && sw == 1;
+    const int64_t nq = (OW * C + 15) / 16 * 16;
+    if (q4)
+        dd_convert4(s, g, x, r0, r1, ncol, nq, (int32_t *)(void *)P,
+                    (uint8_t *)(void *)(P + (r1 - r0) * ncol * C));
+    else
+        dd_convert(s, g, x, r0, r1, ncol, P);
     /* Relu, or Clip [0, b] (ReLU6: EfficientNet-Lite0) with hi min(hi, b inv):
      * rounding is monotonic, so fl(min(f, b) inv) = min(fl(f inv), fl(b inv)),
      * the same bytes */
@@ -340,8 +498,24 @@ static PR_DD void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e, 
                     _mm512_cmp_ps_mask(e->alo, _mm512_setzero_ps(), _CMP_EQ_OQ) == 0xffff &&
                     _mm512_cmp_ps_mask(e->ahi, _mm512_setzero_ps(), _CMP_GT_OQ) == 0xffff;
     if (rl) er.hi = _mm512_min_ps(e->hi, _mm512_mul_ps(e->ahi, e->a2a));
-    const bool k3 = KW == 3 && dw == 1;
     const int np = (int)(s->Cv / 16);
+    if (q4) {
+        const int64_t nvec = nq / 16;
+        for (int64_t v0 = 0; v0 < nvec; v0 += DD_STRIP) {
+            const int64_t v1 = v0 + DD_STRIP < nvec ? v0 + DD_STRIP : nvec;
+            for (int64_t oh = oh0; oh < oh1; oh++) {
+                const int32_t *qrow = (const int32_t *)(const void *)P + ((oh - oh0) * sh) * ncol * C;
+                uint8_t *yr = y + oh * OW * C;
+                if (rl && np == 1) DD_FLAT4_V(true, 1);
+                else if (rl && np == 2) DD_FLAT4_V(true, 2);
+                else if (rl) DD_FLAT4_V(true, 3);
+                else if (np == 1) DD_FLAT4_V(false, 1);
+                else if (np == 2) DD_FLAT4_V(false, 2);
+                else DD_FLAT4_V(false, 3);
+            }
+        }
+        return;
+    }
     for (int64_t oh = oh0; oh < oh1; oh++) {
         const float *prow = P + ((oh - oh0) * sh) * ncol * C;
         uint8_t *yr = y + oh * OW * C;
@@ -400,10 +574,12 @@ precis_status pr_qdw_direct_run(const qdw_state *s, pr_kernel *k, pr_cpu_exec *x
         if (br > OH) br = OH;
     }
     const int64_t brows = (br - 1) * g[G_SH] + (s->KH - 1) * g[G_DH] + 1;
-    const size_t per = (size_t)((brows < rows ? brows : rows) * ncol * s->C + 32); /* + slack read by tail lanes */
+    /* + slack read by tail lanes, + dd_convert4's byte row */
+    const size_t per0 = (size_t)((brows < rows ? brows : rows) * ncol * s->C);
+    const size_t per = per0 + 32 + (s->dwq ? (size_t)((ncol * s->C + 64) / 4 + 16) : 0);
     float *scr = pr_cpu_scratch(x, per * sizeof(float) * (size_t)nt);
     if (!scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
-    for (int t = 0; t < nt; t++) memset(scr + (size_t)t * per + (per - 32), 0, 32 * sizeof(float));
+    for (int t = 0; t < nt; t++) memset(scr + (size_t)t * per + per0, 0, 32 * sizeof(float));
     const uint8_t *xd = X->data;
     uint8_t *yd = Y->data;
     const size_t xin = (size_t)(g[G_IH] * g[G_IW] * s->C), yout = (size_t)(OH * OW * s->C);

@@ -125,6 +125,28 @@ static bool qfc_supports(const pr_graph *g, const pr_node *n) {
 
 static bool qfc_nhwc_ok(const pr_graph *g, const pr_node *n) { return true; }
 
+precis_status pr_cpu_q_check_io(const qfc_state *q, pr_kernel *k, int64_t IC, int64_t OC,
+                                int64_t KH, int64_t KW, pr_conv_geom *geo) {
+    const pr_buf *X = k->in[0], *Y = k->out[0];
+    if (X->dtype != q->xdt || Y->dtype != q->ydt)
+        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "prepared for %s -> %s, got %s -> %s",
+                          pr_dtype_name(q->xdt), pr_dtype_name(q->ydt), pr_dtype_name(X->dtype),
+                          pr_dtype_name(Y->dtype));
+    if (X->rank != 4 || X->dims[1] != IC)
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "input must be [N, %lld, H, W]", (long long)IC);
+    int64_t in_sp[2] = {X->dims[2], X->dims[3]}, wk[2] = {KH, KW};
+    precis_status st = pr_conv_geom_init(k->node, PR_CONV_KIND_CONV, 2, in_sp, wk, k->err, geo);
+    if (st) return st;
+    if (!geo->pads_known || geo->pad_b[0] < 0 || geo->pad_b[1] < 0)
+        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "padding not known or negative");
+    if (Y->rank != 4 || Y->dims[0] != X->dims[0] || Y->dims[1] != OC ||
+        Y->dims[2] != geo->out[0] || Y->dims[3] != geo->out[1])
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "output is not [%lld,%lld,%lld,%lld]",
+                          (long long)X->dims[0], (long long)OC, (long long)geo->out[0],
+                          (long long)geo->out[1]);
+    return PRECIS_OK;
+}
+
 void pr_qfc_destroy(void *state) {
     qfc_state *s = state;
     if (!s) return;

@@ -5,6 +5,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "ir/act.h"
+#include "ir/infer_conv.h"
 
 /* q1x1: larger images run on the dnnl.qconv primitive in its state
  * (measured, see k_q1x1.c) */
@@ -36,5 +37,14 @@ bool pr_qfc_common(const pr_graph *g, const pr_node *n);
 precis_status pr_qfc_state_new(const pr_graph *g, const pr_node *n, qfc_state **state,
                                pr_err *e);
 void pr_qfc_destroy(void *state);
+/* q1x1's own rows whatever the image size (its checks done by the caller:
+ * k's X [N, IC, H, W] and Y [N, OC, H, W] of q's types; k_q1x1.c). */
+precis_status pr_q1x1_rows_run(const qfc_state *q, pr_kernel *k, pr_cpu_exec *xc);
+/* The run-time checks of an NHWC INT8 conv kernel that keeps a qfc_state
+ * (qamx, qstem): X and Y of the prepared types, X [N, IC, H, W], the
+ * geometry of a KH x KW kernel on X (pads known, not negative) into *geo,
+ * Y [N, OC, OH, OW]. PRECIS_OK or the kernel's error (k->err set). */
+precis_status pr_cpu_q_check_io(const qfc_state *q, pr_kernel *k, int64_t IC, int64_t OC,
+                                int64_t KH, int64_t KW, pr_conv_geom *geo);
 
 #endif

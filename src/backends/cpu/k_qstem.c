@@ -329,25 +329,12 @@ static precis_status qs_run(void *state, pr_kernel *k, pr_cpu_exec *x) {
     const qs_state *s = state;
     const pr_buf *X = k->in[0];
     pr_buf *Y = k->out[0];
-    if (X->dtype != s->q->xdt || Y->dtype != s->q->ydt)
-        return pr_kernelf(k, PRECIS_ERR_INTERNAL, "prepared for %s -> %s, got %s -> %s",
-                          pr_dtype_name(s->q->xdt), pr_dtype_name(s->q->ydt),
-                          pr_dtype_name(X->dtype), pr_dtype_name(Y->dtype));
-    if (X->rank != 4 || X->dims[1] != s->C)
-        return pr_kernelf(k, PRECIS_ERR_SHAPE, "input must be [N, %lld, H, W]", (long long)s->C);
     pr_conv_geom geo;
-    int64_t in_sp[2] = {X->dims[2], X->dims[3]}, wk[2] = {3, 3};
-    precis_status st = pr_conv_geom_init(k->node, PR_CONV_KIND_CONV, 2, in_sp, wk, k->err, &geo);
+    precis_status st = pr_cpu_q_check_io(s->q, k, s->C, s->OC, 3, 3, &geo);
     if (st) return st;
-    if (!geo.pads_known || geo.stride[0] != 2 || geo.stride[1] != 2 || geo.dil[0] != 1 ||
-        geo.dil[1] != 1 || geo.pad_b[0] < 0 || geo.pad_b[0] > 1 || geo.pad_b[1] < 0 ||
-        geo.pad_b[1] > 1)
+    if (geo.stride[0] != 2 || geo.stride[1] != 2 || geo.dil[0] != 1 || geo.dil[1] != 1 ||
+        geo.pad_b[0] > 1 || geo.pad_b[1] > 1)
         return pr_kernelf(k, PRECIS_ERR_INTERNAL, "qstem: geometry changed since prepare");
-    if (Y->rank != 4 || Y->dims[0] != X->dims[0] || Y->dims[1] != s->OC ||
-        Y->dims[2] != geo.out[0] || Y->dims[3] != geo.out[1])
-        return pr_kernelf(k, PRECIS_ERR_SHAPE, "output is not [%lld,%lld,%lld,%lld]",
-                          (long long)X->dims[0], (long long)s->OC, (long long)geo.out[0],
-                          (long long)geo.out[1]);
     if (Y->numel == 0) return PRECIS_OK;
 #ifdef PR_CPU_X86
     const int64_t N = X->dims[0];
