@@ -174,12 +174,7 @@ __global__ void __launch_bounds__(WM *WN * 32, WM *WN == 8 ? 2 : 1)
 #pragma unroll
             for (int j = 0; j < NJ; j += 2) {
                 int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
-                uint32_t t[4];
-                ldsm4(t, smem_u32(B + swz(row, ks * 2 + ((lane >> 3) & 1))));
-                bf[j][0] = t[0];
-                bf[j][1] = t[1];
-                bf[j + 1][0] = t[2];
-                bf[j + 1][1] = t[3];
+                ldsm_b2(bf[j], bf[j + 1], smem_u32(B + swz(row, ks * 2 + ((lane >> 3) & 1))));
             }
 #pragma unroll
             for (int i = 0; i < MI; i++)
@@ -297,12 +292,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
             for (int j = 0; j < NJ; j += 2) {
                 int r = j * 8 + (lane & 7) + (lane >> 4) * 8;
-                uint32_t t[4];
-                ldsm4(t, smem_u32(B + swz(r, ks * 2 + ((lane >> 3) & 1))));
-                bf[j][0] = t[0];
-                bf[j][1] = t[1];
-                bf[j + 1][0] = t[2];
-                bf[j + 1][1] = t[3];
+                ldsm_b2(bf[j], bf[j + 1], smem_u32(B + swz(r, ks * 2 + ((lane >> 3) & 1))));
             }
 #pragma unroll
             for (int i = 0; i < MI; i++)
