@@ -412,6 +412,52 @@ static pr_dtype build_dtype(const char *p) {
                                    : precision_dtype(p);
 }
 
+#ifdef PRECIS_HAVE_CUDA
+/* One run of a new cuda engine on zero inputs at its profile's opt shape, so
+ * the choices the impls time at a shape's first run (the int8 convolutions'
+ * routes) are made at build and travel with the plan (precis.cuda_tcache).
+ * Skipped (OK) when an input dim is unknown at opt. */
+static precis_status warm_cuda(precis_ctx *ctx, precis_engine *e) {
+    int n = e->g->n_inputs, no = e->g->n_outputs;
+    precis_tensor **in = calloc((size_t)(n ? n : 1), sizeof *in);
+    precis_tensor **out = calloc((size_t)(no ? no : 1), sizeof *out);
+    const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
+    precis_context *c = NULL;
+    precis_status st = PRECIS_OK;
+    if (!in || !out || !names) {
+        st = pr_errf(&ctx->err, PRECIS_ERR_OOM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        precis_value_info vi;
+        pr_value_info(e->g, e->g->inputs[i], &vi);
+        int64_t d[PRECIS_MAX_RANK];
+        for (int k = 0; k < vi.rank; k++) {
+            d[k] = vi.dims[k];
+            for (int p = 0; p < e->n_prof; p++)
+                if (e->prof[p].tensor == e->g->inputs[i] && k < e->prof[p].rank &&
+                    e->prof[p].opt[k] >= 0)
+                    d[k] = e->prof[p].opt[k];
+            if (d[k] < 0) goto done; /* no shape to run at: the first run times */
+        }
+        if (vi.rank < 0) goto done;
+        names[i] = vi.name;
+        if ((st = precis_tensor_create(ctx, vi.dtype, vi.rank, d, &in[i]))) goto done;
+    }
+    if ((st = precis_context_create(ctx, e, &c)) ||
+        (st = precis_context_run(ctx, c, n, names, (const precis_tensor *const *)in, out)))
+        pr_err_prefix(&ctx->err, "the build's run at the opt shape");
+done:
+    precis_context_destroy(c);
+    for (int j = 0; out && j < no; j++) precis_tensor_destroy(out[j]);
+    for (int i = 0; in && i < n; i++) precis_tensor_destroy(in[i]);
+    free(in);
+    free(out);
+    free(names);
+    return st;
+}
+#endif
+
 precis_status precis_build(precis_ctx *ctx, const char *onnx_path, const precis_build_options *o,
                            precis_engine **out) {
     return pr_build_engine(ctx, onnx_path, o, false, out);
@@ -557,6 +603,7 @@ precis_status pr_build_engine(precis_ctx *ctx, const char *onnx_path,
     e->requires = meta_get(e->g, "precis.requires");
     if ((st = engine_init(e, err))) goto fail;
 #ifdef PRECIS_HAVE_CUDA
+    if (cuda && !calibration && (st = warm_cuda(ctx, e))) goto fail;
     if (cuda && o->timing_cache) {
         int hits = 0, added = 0;
         if ((st = pr_cuda_dev_save_tcache(e->cuda, &hits, &added, err))) goto fail;
@@ -588,6 +635,13 @@ precis_status precis_engine_save(precis_ctx *ctx, const precis_engine *e, const 
     char *tac = pr_tactics_text(e->tactics);
     bool ok = tac && (!tac[0] || meta_set(e->g, "precis.tactics", tac));
     free(tac);
+#ifdef PRECIS_HAVE_CUDA
+    if (ok && e->cuda) { /* and the GPU's (cuda_tcache.h: the timing cache's text) */
+        char *tc = pr_cuda_dev_tcache_text(e->cuda);
+        ok = tc && meta_set(e->g, "precis.cuda_tcache", tc);
+        free(tc);
+    }
+#endif
     if (!ok) return pr_ctx_fail(ctx, PRECIS_ERR_OOM, "out of memory");
     return pr_plan_save(e->g, path, &ctx->err);
 }
@@ -628,6 +682,13 @@ precis_status precis_engine_load(precis_ctx *ctx, const char *path, int num_thre
                          e->requires, pr_cuda_dev_name(e->cuda), pr_cuda_dev_arch(e->cuda));
             goto fail;
         }
+        bool reused = false;
+        if ((st = pr_cuda_dev_use_plan_tcache(e->cuda, meta_get(e->g, "precis.cuda_tcache"),
+                                              &reused, err)))
+            goto fail;
+        if (!reused && meta_get(e->g, "precis.cuda_tcache") && getenv("PRECIS_VERBOSE"))
+            fprintf(stderr, "precis: the plan's timed choices were made on another GPU or with "
+                            "other CUDA library versions: timing again\n");
 #else
         st = pr_errf(err, PRECIS_ERR_UNSUPPORTED,
                      "the plan is for the cuda backend and this precis was built without CUDA");
@@ -645,6 +706,14 @@ precis_status precis_engine_load(precis_ctx *ctx, const char *path, int num_thre
     }
     if ((st = pr_tactics_parse(e->tactics, meta_get(e->g, "precis.tactics"), err))) goto fail;
     if ((st = engine_init(e, err)) || (st = pr_prec_report_parse(e, err))) goto fail;
+#ifdef PRECIS_HAVE_CUDA
+    if (e->cuda && getenv("PRECIS_VERBOSE")) {
+        int hits = 0, added = 0; /* (an in-memory cache: nothing is written) */
+        if ((st = pr_cuda_dev_save_tcache(e->cuda, &hits, &added, err))) goto fail;
+        fprintf(stderr, "precis: plan's timed GPU choices: %d reused, %d timed at load\n", hits,
+                added);
+    }
+#endif
     *out = e;
     return PRECIS_OK;
 fail:

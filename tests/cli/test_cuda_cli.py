@@ -83,6 +83,7 @@ def main():
     check("inspect shows the fp32 softmax", rc == 0 and "softmax" in out, out[-2000:])
     timing_cache_tests(tmp)
     int8_dynamic_tests(tmp)
+    plan_choices_tests(tmp)
     return finish("test_cuda_cli (GPU): ")
 
 
@@ -115,6 +116,57 @@ def timing_cache_tests(tmp):
                  "was made for gpu Some Other GPU")
     expect_error("timing cache needs cuda", 2, ["build", cnn, "-o", p2, "--timing-cache", bad],
                  "--timing-cache is for the cuda backend")
+
+
+def plan_choices_tests(tmp):
+    """The GPU's timed choices travel with the plan (precis.cuda_tcache): a loaded plan takes
+    every one of them instead of timing again and computes what a second load computes; a
+    plan whose choices name another GPU times again and runs; malformed ones are refused."""
+    from clicheck import PRECIS
+    cnn = os.path.join(HERE, "..", "data", "small_cnn.onnx")
+    plan = os.path.join(tmp, "choices.plan")
+    rc, _, err = run("build", cnn, "-o", plan, "--device", "cuda", "--precision", "fp16",
+                     "--shapes", "input:4x3x16x16")
+    check("choices: build", rc == 0, err[-800:])
+    x = os.path.join(tmp, "cx.npy")
+    np.save(x, np.random.default_rng(3).standard_normal((4, 3, 16, 16)).astype(np.float32))
+    env = dict(os.environ, PRECIS_VERBOSE="1")
+
+    def load_run(p, out):
+        r = subprocess.run([PRECIS, "run", p, "--input", "input=" + x, "-o", out, "-q"],
+                           env=env, capture_output=True, text=True)
+        lines = [l for l in r.stderr.splitlines() if "timed GPU choices" in l]
+        return r.returncode, (lines[-1] if lines else ""), r.stderr
+
+    o1, o2 = os.path.join(tmp, "c1"), os.path.join(tmp, "c2")
+    rc, line, err = load_run(plan, o1)
+    check("choices: a loaded plan reuses them all",
+          rc == 0 and " 0 timed at load" in line and " 0 reused" not in line, line or err[-800:])
+    rc, _, err = load_run(plan, o2)
+    for f in os.listdir(o1):
+        same = np.array_equal(np.load(os.path.join(o1, f)), np.load(os.path.join(o2, f)))
+        check(f"choices: two loads compute the same {f}", rc == 0 and same, err[-400:])
+    other = os.path.join(tmp, "choices_other.plan")
+    p = subprocess.run([STUB, plan, other, "--other-gpu"], capture_output=True, text=True)
+    check("choices: other-GPU plan written", p.returncode == 0, p.stderr)
+    rc, line, err = load_run(other, os.path.join(tmp, "c3"))
+    check("choices: made on another GPU, timed again",
+          rc == 0 and "timing again" in err and " 0 reused" in line, err[-800:])
+    # int8: the conv routes are timed at a shape's first run; the build runs its --shapes
+    # once, so the plan carries them and a load times none (no "timed ms" route line)
+    i8 = os.path.join(tmp, "choices_int8.plan")
+    rc, _, err = run("build", cnn, "-o", i8, "--device", "cuda", "--precision", "int8",
+                     "--shapes", "input:4x3x16x16", "--calib-data", os.path.join(tmp, "calib"))
+    check("choices: int8 build", rc == 0, err[-800:])
+    rc, line, err = load_run(i8, os.path.join(tmp, "c4"))
+    routes = [l for l in err.splitlines() if "m=" in l and "node '" in l]
+    check("choices: int8 routes taken from the plan",
+          rc == 0 and routes and not any("timed ms" in l for l in routes), err[-800:])
+    bad = os.path.join(tmp, "choices_bad.plan")
+    p = subprocess.run([STUB, plan, bad, "--bad-tcache"], capture_output=True, text=True)
+    check("choices: malformed plan written", p.returncode == 0, p.stderr)
+    expect_error("choices: malformed ones refused", 4, ["run", bad, "--input", "input=" + x],
+                 "precis.cuda_tcache")
 
 
 def int8_dynamic_tests(tmp):

@@ -110,8 +110,18 @@ pr_cuda_exec *pr_cuda_dev_exec(pr_cuda_dev *d);
 /* The timing cache file (precis_build_options.timing_cache) the device's
  * builds use: opened (refused when made for another GPU or other library
  * versions) and owned by d, saved by pr_cuda_dev_save_tcache and, for the
- * choices made at first runs, when d closes. NULL path: none. */
+ * choices made at first runs, when d closes. NULL path: an in-memory cache
+ * (the choices still travel with the plan: pr_cuda_dev_tcache_text). */
 precis_status pr_cuda_dev_open_tcache(pr_cuda_dev *d, const char *path, pr_err *e);
+/* A loaded plan's recorded choices (its precis.cuda_tcache text, NULL: none)
+ * as d's cache, so the impls take them instead of timing again; *reused is
+ * false (and the cache starts empty) when they were made on another GPU or
+ * with other CUDA / cuBLASLt / cuDNN versions. Malformed text: an error. */
+precis_status pr_cuda_dev_use_plan_tcache(pr_cuda_dev *d, const char *text, bool *reused,
+                                          pr_err *e);
+/* The choices this device's engines read or made, as the cache file's text
+ * (malloc'd; NULL: out of memory or no cache). */
+char *pr_cuda_dev_tcache_text(const pr_cuda_dev *d);
 void *pr_cuda_dev_tcache(const pr_cuda_dev *d);
 /* Writes the cache when it grew; *hits / *added (may be NULL) count the
  * choices reused and the new ones. */

@@ -170,11 +170,27 @@ const char *pr_cuda_dev_name(const pr_cuda_dev *d) { return d->name; }
 pr_cuda_exec *pr_cuda_dev_exec(pr_cuda_dev *d) { return &d->x; }
 
 precis_status pr_cuda_dev_open_tcache(pr_cuda_dev *d, const char *path, pr_err *e) {
-    if (!path) return PRECIS_OK;
     if (d->tc) pr_cuda_tcache_close(d->tc);
     d->tc = NULL;
-    return pr_cuda_tcache_open(path, d->name, d->arch, &d->tc, e);
+    return path ? pr_cuda_tcache_open(path, d->name, d->arch, &d->tc, e)
+                : pr_cuda_tcache_open_text(NULL, d->name, d->arch, &d->tc, e);
 }
+
+precis_status pr_cuda_dev_use_plan_tcache(pr_cuda_dev *d, const char *text, bool *reused,
+                                          pr_err *e) {
+    if (d->tc) pr_cuda_tcache_close(d->tc);
+    d->tc = NULL;
+    *reused = false;
+    pr_err ignore = {0};
+    precis_status st = pr_cuda_tcache_open_text(text, d->name, d->arch, &d->tc, &ignore);
+    if (st == PRECIS_ERR_INVALID_ARG) /* another GPU / library version: time again */
+        return pr_cuda_tcache_open_text(NULL, d->name, d->arch, &d->tc, e);
+    if (st) return pr_errf(e, st, "plan metadata precis.cuda_tcache: %s", ignore.msg);
+    *reused = text && text[0];
+    return PRECIS_OK;
+}
+
+char *pr_cuda_dev_tcache_text(const pr_cuda_dev *d) { return pr_cuda_tcache_text(d->tc); }
 
 void *pr_cuda_dev_tcache(const pr_cuda_dev *d) { return d->tc; }
 

@@ -19,10 +19,12 @@ typedef struct tc_entry {
     char *key;
     unsigned char *val;
     size_t n;
+    bool used; /* read or added by this process: what pr_cuda_tcache_text writes */
 } tc_entry;
 
 struct pr_cuda_tcache {
-    char *path;
+    char *path;  /* NULL: in memory only (a plan's choices, or a build without a file) */
+    char *label; /* the path, or "the plan's timed choices": for messages */
     char have[NF][256];
     tc_entry *ents;
     int n, cap, hits, added;
@@ -69,6 +71,7 @@ static bool add(pr_cuda_tcache *c, const char *key, const void *val, size_t n) {
         return false;
     }
     memcpy(t->val, val, n);
+    t->used = false;
     c->n++;
     return true;
 }
@@ -84,7 +87,7 @@ static precis_status load(pr_cuda_tcache *c, FILE *f, pr_err *e) {
     int ln = 0;
     if (!fgets(line, sizeof line, f) || strncmp(line, MAGIC, strlen(MAGIC)))
         return pr_errf(e, PRECIS_ERR_PARSE, "timing cache '%s': not a precis timing cache",
-                       c->path);
+                       c->label);
     while (fgets(line, sizeof line, f)) {
         ln++;
         line[strcspn(line, "\r\n")] = 0;
@@ -95,43 +98,54 @@ static precis_status load(pr_cuda_tcache *c, FILE *f, pr_err *e) {
         if (ln <= NF) { /* header fields in order */
             if (strcmp(line, fields[ln - 1]))
                 return pr_errf(e, PRECIS_ERR_PARSE, "timing cache '%s': line %d: expected '%s'",
-                               c->path, ln + 1, fields[ln - 1]);
+                               c->label, ln + 1, fields[ln - 1]);
             if (strcmp(v, c->have[ln - 1]))
                 return pr_errf(e, PRECIS_ERR_INVALID_ARG,
                                "timing cache '%s' was made for %s %s, this machine has %s %s: "
                                "use another file or delete it",
-                               c->path, fields[ln - 1], v, fields[ln - 1], c->have[ln - 1]);
+                               c->label, fields[ln - 1], v, fields[ln - 1], c->have[ln - 1]);
             continue;
         }
         size_t hl = strlen(v), n = hl / 2;
         if (hl % 2 || n > sizeof val)
-            return pr_errf(e, PRECIS_ERR_PARSE, "timing cache '%s': line %d: bad value", c->path,
+            return pr_errf(e, PRECIS_ERR_PARSE, "timing cache '%s': line %d: bad value", c->label,
                            ln + 1);
         for (size_t i = 0; i < n; i++) {
             int a = hexval(v[2 * i]), b = hexval(v[2 * i + 1]);
             if (a < 0 || b < 0)
                 return pr_errf(e, PRECIS_ERR_PARSE, "timing cache '%s': line %d: bad value",
-                               c->path, ln + 1);
+                               c->label, ln + 1);
             val[i] = (unsigned char)(a * 16 + b);
         }
         if (!add(c, line, val, n)) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
     if (ln < NF)
-        return pr_errf(e, PRECIS_ERR_PARSE, "timing cache '%s': header cut short", c->path);
+        return pr_errf(e, PRECIS_ERR_PARSE, "timing cache '%s': header cut short", c->label);
     return PRECIS_OK;
+}
+
+static pr_cuda_tcache *tc_new(const char *path, const char *name, const char *arch) {
+    pr_cuda_tcache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->path = path ? strdup(path) : NULL;
+    c->label = strdup(path ? path : "the plan's timed choices");
+    if ((path && !c->path) || !c->label) {
+        free(c->path);
+        free(c->label);
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    header_of(name, arch, c->have);
+    return c;
 }
 
 precis_status pr_cuda_tcache_open(const char *path, const char *name, const char *arch,
                                   pr_cuda_tcache **out, pr_err *e) {
     *out = NULL;
-    pr_cuda_tcache *c = calloc(1, sizeof *c);
-    if (!c || !(c->path = strdup(path))) {
-        free(c);
-        return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
-    }
-    pthread_mutex_init(&c->mu, NULL);
-    header_of(name, arch, c->have);
-    FILE *f = fopen(path, "r");
+    pr_cuda_tcache *c = tc_new(path, name, arch);
+    if (!c) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    FILE *f = path ? fopen(path, "r") : NULL;
     if (f) {
         precis_status st = load(c, f, e);
         fclose(f);
@@ -139,7 +153,7 @@ precis_status pr_cuda_tcache_open(const char *path, const char *name, const char
             pr_cuda_tcache_close(c);
             return st;
         }
-    } else if (errno != ENOENT) {
+    } else if (path && errno != ENOENT) {
         precis_status st = pr_errf(e, PRECIS_ERR_IO, "timing cache '%s': %s", path,
                                    strerror(errno));
         pr_cuda_tcache_close(c);
@@ -149,8 +163,68 @@ precis_status pr_cuda_tcache_open(const char *path, const char *name, const char
     return PRECIS_OK;
 }
 
+precis_status pr_cuda_tcache_open_text(const char *text, const char *name, const char *arch,
+                                       pr_cuda_tcache **out, pr_err *e) {
+    *out = NULL;
+    pr_cuda_tcache *c = tc_new(NULL, name, arch);
+    if (!c) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+    if (text && text[0]) {
+        FILE *f = fmemopen((void *)text, strlen(text), "r");
+        precis_status st = f ? load(c, f, e) : pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        if (f) fclose(f);
+        if (st) {
+            pr_cuda_tcache_close(c);
+            return st;
+        }
+    }
+    *out = c;
+    return PRECIS_OK;
+}
+
+/* Appends s to *buf (length *len, capacity *cap); false when out of memory. */
+static bool tc_cat(char **buf, size_t *len, size_t *cap, const char *s) {
+    size_t l = strlen(s);
+    if (*len + l + 1 > *cap) {
+        size_t nc = (*cap ? 2 * *cap : 1024) + l;
+        char *nb = realloc(*buf, nc);
+        if (!nb) return false;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, s, l + 1);
+    *len += l;
+    return true;
+}
+
+char *pr_cuda_tcache_text(pr_cuda_tcache *c) {
+    if (!c) return NULL;
+    char *buf = NULL, line[320];
+    size_t len = 0, cap = 0;
+    bool ok = tc_cat(&buf, &len, &cap, MAGIC "\n");
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; ok && i < NF; i++) {
+        snprintf(line, sizeof line, "%s\t%s\n", fields[i], c->have[i]);
+        ok = tc_cat(&buf, &len, &cap, line);
+    }
+    for (int i = 0; ok && i < c->n; i++) {
+        if (!c->ents[i].used) continue;
+        ok = tc_cat(&buf, &len, &cap, c->ents[i].key) && tc_cat(&buf, &len, &cap, "\t");
+        for (size_t j = 0; ok && j < c->ents[i].n; j++) {
+            snprintf(line, sizeof line, "%02x", c->ents[i].val[j]);
+            ok = tc_cat(&buf, &len, &cap, line);
+        }
+        ok = ok && tc_cat(&buf, &len, &cap, "\n");
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 precis_status pr_cuda_tcache_save(pr_cuda_tcache *c, pr_err *e) {
-    if (!c || !c->added) return PRECIS_OK;
+    if (!c || !c->added || !c->path) return PRECIS_OK;
     pthread_mutex_lock(&c->mu);
     size_t pl = strlen(c->path);
     char *tmp = malloc(pl + 8);
@@ -190,6 +264,7 @@ void pr_cuda_tcache_close(pr_cuda_tcache *c) {
     }
     free(c->ents);
     free(c->path);
+    free(c->label);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -201,6 +276,7 @@ bool pr_cuda_tcache_get(pr_cuda_tcache *c, const char *key, void *val, size_t n)
     bool ok = i >= 0 && c->ents[i].n == n;
     if (ok) {
         memcpy(val, c->ents[i].val, n);
+        c->ents[i].used = true;
         c->hits++;
     }
     pthread_mutex_unlock(&c->mu);
@@ -210,7 +286,10 @@ bool pr_cuda_tcache_get(pr_cuda_tcache *c, const char *key, void *val, size_t n)
 void pr_cuda_tcache_put(pr_cuda_tcache *c, const char *key, const void *val, size_t n) {
     if (!c) return;
     pthread_mutex_lock(&c->mu);
-    if (add(c, key, val, n)) c->added++;
+    if (add(c, key, val, n)) {
+        c->ents[find(c, key)].used = true;
+        c->added++;
+    }
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -22,6 +22,15 @@ typedef struct pr_cuda_tcache pr_cuda_tcache;
  * (refused when its header differs), else starts empty. */
 precis_status pr_cuda_tcache_open(const char *path, const char *name, const char *arch,
                                   pr_cuda_tcache **out, pr_err *e);
+/* The same, in memory (no file; pr_cuda_tcache_save does nothing): text is
+ * NULL / "" (empty) or what pr_cuda_tcache_text gave, checked as a file is
+ * (another GPU or library version: PRECIS_ERR_INVALID_ARG; malformed:
+ * PRECIS_ERR_PARSE). An engine plan carries its choices this way. */
+precis_status pr_cuda_tcache_open_text(const char *text, const char *name, const char *arch,
+                                       pr_cuda_tcache **out, pr_err *e);
+/* The file's text (header, then the entries this process read or added),
+ * malloc'd; NULL when c is NULL or out of memory. */
+char *pr_cuda_tcache_text(pr_cuda_tcache *c);
 /* Writes the file when something was added since it was read. */
 precis_status pr_cuda_tcache_save(pr_cuda_tcache *c, pr_err *e);
 void pr_cuda_tcache_close(pr_cuda_tcache *c);
