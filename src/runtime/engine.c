@@ -708,8 +708,8 @@ precis_status precis_engine_load(precis_ctx *ctx, const char *path, int num_thre
     if ((st = engine_init(e, err)) || (st = pr_prec_report_parse(e, err))) goto fail;
 #ifdef PRECIS_HAVE_CUDA
     if (e->cuda && getenv("PRECIS_VERBOSE")) {
-        int hits = 0, added = 0; /* (an in-memory cache: nothing is written) */
-        if ((st = pr_cuda_dev_save_tcache(e->cuda, &hits, &added, err))) goto fail;
+        int hits = 0, added = 0;
+        pr_cuda_dev_tcache_counts(e->cuda, &hits, &added);
         fprintf(stderr, "precis: plan's timed GPU choices: %d reused, %d timed at load\n", hits,
                 added);
     }

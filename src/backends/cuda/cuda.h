@@ -124,8 +124,9 @@ precis_status pr_cuda_dev_use_plan_tcache(pr_cuda_dev *d, const char *text, bool
 char *pr_cuda_dev_tcache_text(const pr_cuda_dev *d);
 void *pr_cuda_dev_tcache(const pr_cuda_dev *d);
 /* Writes the cache when it grew; *hits / *added (may be NULL) count the
- * choices reused and the new ones. */
+ * choices reused and the new ones (pr_cuda_dev_tcache_counts). */
 precis_status pr_cuda_dev_save_tcache(pr_cuda_dev *d, int *hits, int *added, pr_err *e);
+void pr_cuda_dev_tcache_counts(const pr_cuda_dev *d, int *hits, int *added);
 /* Upload every initializer of g with need[t] set (as stored: model dtype)
  * into one device block; pr_cuda_dev_init_ptr gives its device address
  * (NULL for tensors not uploaded). */

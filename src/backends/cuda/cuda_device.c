@@ -194,11 +194,15 @@ char *pr_cuda_dev_tcache_text(const pr_cuda_dev *d) { return pr_cuda_tcache_text
 
 void *pr_cuda_dev_tcache(const pr_cuda_dev *d) { return d->tc; }
 
-precis_status pr_cuda_dev_save_tcache(pr_cuda_dev *d, int *hits, int *added, pr_err *e) {
+void pr_cuda_dev_tcache_counts(const pr_cuda_dev *d, int *hits, int *added) {
     int h = 0, a = 0;
     pr_cuda_tcache_counts(d->tc, &h, &a);
     if (hits) *hits = h;
     if (added) *added = a;
+}
+
+precis_status pr_cuda_dev_save_tcache(pr_cuda_dev *d, int *hits, int *added, pr_err *e) {
+    pr_cuda_dev_tcache_counts(d, hits, added);
     return pr_cuda_tcache_save(d->tc, e);
 }
 
