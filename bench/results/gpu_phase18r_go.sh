@@ -39,9 +39,9 @@ for ph in "$@"; do
   verbose)  # each QConv's route + timed candidates, and the per-step profile, at VB (256)
     W=/tmp/precis-gpu-work
     C="--calib-data $W/calib-resnet50 --calib-cache $W/resnet50.calib"
-    for v in 1 0; do
+    for v in ${VWS:-1 0}; do
       [ "${PRECIS_CUDA_Q1X1WS:-1}" = 0 ] && [ $v = 1 ] && continue
-      PRECIS_CUDA_Q1X1WS=$v PRECIS_VERBOSE=1 timeout 300 $B/precis bench $W/resnet50.onnx --device cuda \
+      PRECIS_CUDA_Q1X1WS=$v PRECIS_VERBOSE=1 timeout ${VTO:-150} $B/precis bench $W/resnet50.onnx --device cuda \
         --precision int8 --shapes input:${VB:-256}x3x224x224 $C --warmup 3 --iterations 10 --profile \
         --json > $OUT/prof$v.json 2> $OUT/verbose$v.log
       echo "== Q1X1WS=$v: $(grep -c 'timed ms' $OUT/verbose$v.log) timed, routes:"

@@ -631,7 +631,8 @@ static void test_q1x1(void) {
  * biased x and residuals, ReLU before / after, float out (the general
  * epilogue). t16 takes stride 2 only with H == 2 OH (an even H here); its
  * own cases: several M tiles a block over both consumer warpgroups with the
- * ring wrapping, stride-2 row tiles with a partial last one. */
+ * ring wrapping (at K 256 and at K 1024: more steps a tile than stages),
+ * stride-2 row tiles with a partial last one. */
 static void test_q1x1k(void) {
     printf("int8 q1x1k\n");
     static const char *const tiles[4] = {"t13", "t14", "t15", "t16"};
@@ -659,6 +660,8 @@ static void test_q1x1k(void) {
         q1x1_case(tl, 2, 512, 28, 28, 1024, 2, 1.0f, true, false, 2, true, false);
         q1x1_case(tl, 3, 1024, 14, 14, 2048, 2, 0.0f, false, false, 0, false, false);
         q1x1_case(tl, 1, 64, 100, 6, 96, 2, 1.0f, false, false, 0, false, false);
+        /* K 1024 (16 steps a tile, more than the ring) over 2 tiles a block: the order barrier */
+        q1x1_case(tl, 2, 1024, 28, 28, 2048, 1, 1.0f, true, false, 2, false, false);
     }
     unsetenv("PRECIS_CUDA_IGEMM");
 }

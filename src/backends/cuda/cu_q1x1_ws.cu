@@ -10,10 +10,14 @@
 // (persistent); its tiles alternate between the consumer warpgroups
 // (ping-pong: tile t is warpgroup t & 1's, 128 x 128, two m64n128k32 wgmma
 // a k32), so one warpgroup's epilogue (cu_q1x1.cuh's q1_epilogue on its own
-// staging rows, a named barrier) runs during the other's MMAs, and the ring
-// order (the steps of tile 0, then tile 1, ...) is the schedule. Two wgmma
-// groups... one in flight a warpgroup: step s's group issued, step s - 1's
-// waited for, its stage released. The residual tile is cp.async'd by the
+// staging rows, a named barrier) runs during the other's MMAs. Order
+// barriers (one a warpgroup, 4 warp arrivals a tile) start tile t's MMAs only
+// once tile t - 1's have passed their waits: the ping-pong, and what keeps
+// each full-barrier wait within one lap of the ring (a parity wait cannot
+// tell phase n from n - 2: without it, at K >= 11 * 64 the second
+// warpgroup's first wait passed on an unfilled stage). Up to two wgmma
+// groups in flight a warpgroup: step s's issued, then step s - 1's waited
+// for and its stage released. The residual tile is cp.async'd by the
 // warpgroup at its tile's start, waited for before the epilogue.
 //
 // Stride 1 maps A as [M][C]; stride 2 (H == 2 OH, W >= 2 OW - 1) as a 3D
@@ -65,8 +69,8 @@ __global__ void __launch_bounds__(T, 1)
     unsigned char *sz = (unsigned char *)(sb + ST * SB); // 2 x [BM][ZS] (FAST)
     float *cs = (float *)(sz + (FAST ? 2 * BM * ZS : 0)); // scale [BN], bias [BN]
     int *co = (int *)(cs + 2 * BN);                       // acc_off [BN]
-    uint64_t *bars = (uint64_t *)(co + BN);               // full [ST], empty [ST]
-    const uint32_t full0 = smem_u32(bars), empty0 = full0 + 8 * ST;
+    uint64_t *bars = (uint64_t *)(co + BN); // full [ST], empty [ST], order [2]
+    const uint32_t full0 = smem_u32(bars), empty0 = full0 + 8 * ST, ord0 = empty0 + 8 * ST;
 
     const int tid = threadIdx.x, warp = tid >> 5;
     const int64_t M = p.N * p.OH * p.OW;
@@ -87,6 +91,8 @@ __global__ void __launch_bounds__(T, 1)
             mbar_init(full0 + 8 * i, 1);
             mbar_init(empty0 + 8 * i, 4);
         }
+        mbar_init(ord0, 4);
+        mbar_init(ord0 + 8, 4);
         mbar_init_fence();
     }
     __syncthreads();
@@ -132,6 +138,10 @@ __global__ void __launch_bounds__(T, 1)
         int *a0 = &acc[0][0][0], *a1 = &acc[1][0][0];
 #pragma unroll
         for (int i = 0; i < BN; i++) a0[i] = 0;
+        // the ping-pong order: this tile's MMAs after the other warpgroup's
+        // for tile it - 1 (its phase (it - 1) / 2 of order[wg ^ 1]); also what
+        // keeps every full-barrier wait within one ring lap of the producer
+        if (it > 0) mbar_wait(ord0 + 8 * (wg ^ 1), (uint32_t)((it - 1) >> 1) & 1);
         int s = it * KCH;
 #pragma unroll 1
         for (int kc = 0; kc < KCH; kc++, s++) {
@@ -151,6 +161,7 @@ __global__ void __launch_bounds__(T, 1)
             for (int i = 0; i < BN; i++) reg_fence(a0[i]);
             if (kc > 0 && (tid & 31) == 0) mbar_arrive(empty0 + 8 * ((s - 1) % ST));
         }
+        if ((tid & 31) == 0) mbar_arrive(ord0 + 8 * wg); // this tile's waits passed
         wg_wait<0>();
 #pragma unroll
         for (int i = 0; i < BN; i++) reg_fence(a0[i]);
@@ -204,7 +215,7 @@ int launch_one(cudaStream_t s, const CUtensorMap &ma, const CUtensorMap &mb,
                const pr_cu_igemm *p, const pr_cu_qepi *q, int R) {
     auto smem_of = [&](int st) {
         return (size_t)1024 + (size_t)st * (SA + SB) + (EPI ? (size_t)2 * BM * ZS : 0) +
-               (size_t)3 * BN * 4 + (size_t)16 * st;
+               (size_t)3 * BN * 4 + (size_t)16 * st + 16;
     };
     int dev = 0, sms = 0, optin = 0, occ = 0;
     cudaError_t e;
