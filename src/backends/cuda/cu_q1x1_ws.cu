@@ -21,7 +21,7 @@
 // warpgroup at its tile's start, waited for before the epilogue.
 //
 // Stride 1 maps A as [M][C]; stride 2 (H == 2 OH, W >= 2 OW - 1) as a 3D
-// map {C, OW, N * OH} with element strides 2 C and 2 W C bytes: a tile is R
+// map {C, OW, N * OH} with global strides 2 C and 2 W C bytes: a tile is R
 // whole output rows (OW * R <= 128 rows, the rest of the 128 unused). The
 // maps are encoded at each launch (host work only: cuTensorMapEncodeTiled
 // through cudaGetDriverEntryPointByVersion) and passed as __grid_constant__.
