@@ -623,16 +623,22 @@ static void test_q1x1(void) {
 }
 
 /* The K-streamed tiles (cu_q1x1.cu's k_q1x1k: PRECIS_CUDA_IGEMM=t13;
- * cu_q1x1_wg.cu's wgmma ones, on Hopper: t14, t15), each forced: K 512 / 1024 / 2048 (and 1040: a partial 128-byte
- * chunk), N 1024 / 2048 and partial column tiles, M over several tiles a
- * block with a residual at K 128 / 256 (the ring across tiles, its depth
- * capped by the residual buffers), stride 2, int8 / uint8 / biased x and
- * residuals, ReLU before / after, float out (the general epilogue). */
+ * cu_q1x1_wg.cu's wgmma ones, on Hopper: t14, t15; cu_q1x1_ws.cu's
+ * warp-specialized one: t16), each forced: K 512 / 1024 / 2048 (and 1040: a
+ * partial 128-byte chunk), N 1024 / 2048 and partial column tiles, M over
+ * several tiles a block with a residual at K 128 / 256 (the ring across
+ * tiles, its depth capped by the residual buffers), stride 2, int8 / uint8 /
+ * biased x and residuals, ReLU before / after, float out (the general
+ * epilogue). t16 takes stride 2 only with H == 2 OH (an even H here); its
+ * own cases: several M tiles a block over both consumer warpgroups with the
+ * ring wrapping (at K 256 and at K 1024: more steps a tile than stages),
+ * stride-2 row tiles with a partial last one. */
 static void test_q1x1k(void) {
     printf("int8 q1x1k\n");
-    static const char *const tiles[3] = {"t13", "t14", "t15"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const tiles[4] = {"t13", "t14", "t15", "t16"};
+    for (int i = 0; i < 4; i++) {
         const char *tl = tiles[i];
+        const bool ws = i == 3;
         if (i > 0 && !wgmma_dev()) continue;
         setenv("PRECIS_CUDA_IGEMM", tl, 1);
         q1x1_case(tl, 2, 256, 48, 48, 1024, 1, 1.0f, false, true, 1, false, false);
@@ -642,11 +648,20 @@ static void test_q1x1k(void) {
         q1x1_case(tl, 1, 512, 7, 7, 2048, 1, 1.0f, false, true, 1, false, false);
         q1x1_case(tl, 1, 512, 7, 9, 1024, 1, 1.0f, true, false, 2, true, true);
         q1x1_case(tl, 2, 1024, 14, 14, 2048, 2, 1.0f, false, false, 0, false, false);
-        q1x1_case(tl, 2, 512, 15, 13, 1024, 2, 1.0f, false, true, 1, true, true);
+        q1x1_case(tl, 2, 512, ws ? 16 : 15, 13, 1024, 2, 1.0f, false, true, 1, true, true);
         q1x1_case(tl, 2, 1040, 9, 7, 80, 1, 1.0f, true, false, 1, true, false);
         q1x1_case(tl, 2, 384, 11, 9, 128, 1, 1.0f, true, false, 2, true, false);
         q1x1_case(tl, 2, 256, 21, 19, 264, 1, 0.0f, false, false, 0, false, false);
         q1x1_case(tl, 3, 48, 21, 17, 64, 1, 1.0f, true, false, 2, true, true);
+        if (!ws) continue;
+        q1x1_case(tl, 2, 256, 48, 40, 2048, 1, 1.0f, true, false, 1, false, false);
+        q1x1_case(tl, 2, 256, 48, 40, 2048, 1, 1.0f, false, true, 2, true, true);
+        q1x1_case(tl, 4, 256, 28, 28, 512, 2, 1.0f, false, true, 1, false, false);
+        q1x1_case(tl, 2, 512, 28, 28, 1024, 2, 1.0f, true, false, 2, true, false);
+        q1x1_case(tl, 3, 1024, 14, 14, 2048, 2, 0.0f, false, false, 0, false, false);
+        q1x1_case(tl, 1, 64, 100, 6, 96, 2, 1.0f, false, false, 0, false, false);
+        /* K 1024 (16 steps a tile, more than the ring) over 2 tiles a block: the order barrier */
+        q1x1_case(tl, 2, 1024, 28, 28, 2048, 1, 1.0f, true, false, 2, false, false);
     }
     unsetenv("PRECIS_CUDA_IGEMM");
 }

@@ -304,6 +304,8 @@ enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_6
                               /* resident: any K; cu_q1x1.cu's k_q1x1k) */
        PR_CU_IGEMM_QW128x256, /* the same on Hopper's wgmma (cu_q1x1_wg.cu, sm_90a */
        PR_CU_IGEMM_QW128x128, /* only: elsewhere the launch fails, the timing skips it) */
+       PR_CU_IGEMM_QS128x128, /* warp-specialized: TMA producer, ping-pong wgmma consumers */
+                              /* (cu_q1x1_ws.cu, sm_90a only; stride 1, or 2 with H = 2 OH) */
        PR_CU_IGEMM_TILES };
 #define PR_CU_IGEMM_WG_FIRST PR_CU_IGEMM_WG128x128
 #define PR_CU_IGEMM_Q1X1_FIRST PR_CU_IGEMM_Q64x256
@@ -326,6 +328,12 @@ int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_ig
  * for another tile, cudaErrorNotSupported without an sm_90a build (nvcc <
  * 12), a launch error on another GPU. */
 int pr_cu_q1x1_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                     const pr_cu_qepi *q);
+/* The QS tile of pr_cu_q1x1_s8 (cu_q1x1_ws.cu: a TMA producer warp, two
+ * ping-pong wgmma warpgroups; stride 1, or stride 2 with H == 2 OH and OW <=
+ * 128): cudaErrorInvalidValue for another tile or shape, cudaErrorNotSupported
+ * without an sm_90a build, a launch error on another GPU. */
+int pr_cu_q1x1_ws_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                      const pr_cu_qepi *q);
 /* The Q1X1 tiles (cu_q1x1.cu): pr_cu_igemm_s8's contract for kh = kw = 1,
  * no padding (any stride), K == C; a persistent grid, the block's weights

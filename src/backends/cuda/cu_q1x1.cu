@@ -46,13 +46,6 @@ using namespace prq1;
 
 namespace {
 
-__device__ __forceinline__ void mma8(int *c, const uint32_t *a, const uint32_t *b) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 constexpr int NS_MAX = 6;
 
 // BM x BN tiles, WM x WN warps, NS (2..NS_MAX, chosen at launch) buffers of
@@ -141,27 +134,8 @@ __global__ void __launch_bounds__(WM *WN * 32, 2)
                 for (int v = 0; v < 4; v++) acc[i][j][v] = 0;
         const signed char *A = sa + buf * BM * Kp;
 #pragma unroll 2
-        for (int ks = 0; ks < KS; ks++) {
-            uint32_t af[MI][4], bf[NJ][2];
-#pragma unroll
-            for (int i = 0; i < MI; i++) {
-                int row = wm * TM + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-                ldsm4(af[i], smem_u32(&A[qsw(row, ks * 2 + (lane >> 4), Kp)]));
-                af[i][0] ^= xflip;
-                af[i][1] ^= xflip;
-                af[i][2] ^= xflip;
-                af[i][3] ^= xflip;
-            }
-#pragma unroll
-            for (int j = 0; j < NJ; j += 2) {
-                int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
-                ldsm_b2(bf[j], bf[j + 1], smem_u32(&sw_[qsw(row, ks * 2 + ((lane >> 3) & 1), Kp)]));
-            }
-#pragma unroll
-            for (int i = 0; i < MI; i++)
-#pragma unroll
-                for (int j = 0; j < NJ; j++) mma8(acc[i][j], af[i], bf[j]);
-        }
+        for (int ks = 0; ks < KS; ks++)
+            q1_mma_k32<MI, NJ, TM, TN>(acc, A, sw_, Kp, ks, wm, wn, lane, xflip);
         q1_epilogue<BM, BN, WM, WN, EPI>(acc, sz + buf * BM * ZS, cs, co, p, q,
                                          (int64_t)mt * BM, n0, M, zflip, zc, zs, post);
     }
@@ -202,7 +176,6 @@ __global__ void __launch_bounds__(WM *WN * 32, MINB)
     const int MT = (int)((M + BM - 1) / BM);
     const int n0 = blockIdx.y * BN;
     const int Ki = (int)p.K, KCH = (Ki + KC - 1) / KC;
-    const int OW = (int)p.OW, OH = (int)p.OH, H = (int)p.H, W = (int)p.W, C = (int)p.C;
     const bool s1 = p.sh == 1 && p.sw == 1 && p.OH == p.H && p.OW == p.W;
     const uint32_t xflip = p.x_u8 == PR_CU_X_U8 ? 0x80808080u : 0u;
 
@@ -224,12 +197,7 @@ __global__ void __launch_bounds__(WM *WN * 32, MINB)
             int row = idx / CPR, c = idx - row * CPR;
             int64_t m = m0 + row;
             bool ok = m < M && k0 + c * 16 < Ki;
-            int64_t base = m * p.C;
-            if (!s1 && ok) { // 32-bit: M and x's size < 2^31 (pr_cu_q1x1_s8)
-                int mi = (int)m, ow = mi % OW, u = mi / OW, oh = u % OH, b = u / OH;
-                base = (int64_t)(((b * H + oh * p.sh) * W + ow * p.sw) * C);
-            }
-            cp16(smem_u32(&A[qsw(row, c, KC)]), ok ? x + base + k0 + c * 16 : x, ok);
+            cp16(smem_u32(&A[qsw(row, c, KC)]), ok ? x + q1_row(p, s1, m) + k0 + c * 16 : x, ok);
         }
         for (int idx = tid; idx < BN * CPR; idx += T) {
             int row = idx / CPR, c = idx - row * CPR, n = n0 + row;
@@ -266,28 +234,8 @@ __global__ void __launch_bounds__(WM *WN * 32, MINB)
             const int buf = s % NS;
             const signed char *A = sa + buf * BM * KC, *B = sb + buf * BN * KC;
 #pragma unroll
-            for (int ks = 0; ks < KC / 32; ks++) {
-                uint32_t af[MI][4], bf[NJ][2];
-#pragma unroll
-                for (int i = 0; i < MI; i++) {
-                    int row = wm * TM + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-                    ldsm4(af[i], smem_u32(&A[qsw(row, ks * 2 + (lane >> 4), KC)]));
-                    af[i][0] ^= xflip;
-                    af[i][1] ^= xflip;
-                    af[i][2] ^= xflip;
-                    af[i][3] ^= xflip;
-                }
-#pragma unroll
-                for (int j = 0; j < NJ; j += 2) {
-                    int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
-                    ldsm_b2(bf[j], bf[j + 1],
-                            smem_u32(&B[qsw(row, ks * 2 + ((lane >> 3) & 1), KC)]));
-                }
-#pragma unroll
-                for (int i = 0; i < MI; i++)
-#pragma unroll
-                    for (int j = 0; j < NJ; j++) mma8(acc[i][j], af[i], bf[j]);
-            }
+            for (int ks = 0; ks < KC / 32; ks++)
+                q1_mma_k32<MI, NJ, TM, TN>(acc, A, B, KC, ks, wm, wn, lane, xflip);
         }
         q1_epilogue<BM, BN, WM, WN, EPI>(acc, sz + (it & 1) * BM * ZS, cs, co, p, q,
                                          (int64_t)mt * BM, n0, M, zflip, zc, zs, post);
@@ -441,6 +389,7 @@ extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const p
     case PR_CU_IGEMM_QK128x256: return launch_k<128, 256, 2, 4, 1>(s, x, w, p, q);
     case PR_CU_IGEMM_QW128x256:
     case PR_CU_IGEMM_QW128x128: return pr_cu_q1x1_wg_s8(stream, x, w, p, q);
+    case PR_CU_IGEMM_QS128x128: return pr_cu_q1x1_ws_s8(stream, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
 }

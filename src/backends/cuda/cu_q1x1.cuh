@@ -17,6 +17,49 @@ static __device__ __forceinline__ int qsw(int row, int c, int Kp) {
     return Kp == 64 ? swz(row, c) : row * Kp + ((c ^ (row & 7)) << 4);
 }
 
+// x's byte offset of output row m's pixel (s1: stride 1, row m itself); 32-bit
+// math: M and x's size < 2^31 (pr_cu_q1x1_s8 / _wg_s8 / _ws_s8 refuse more)
+static __device__ __forceinline__ int64_t q1_row(const pr_cu_igemm &p, bool s1, int64_t m) {
+    if (s1) return m * p.C;
+    const int mi = (int)m, OW = (int)p.OW, OH = (int)p.OH;
+    const int ow = mi % OW, u = mi / OW, oh = u % OH, b = u / OH;
+    return (int64_t)(((b * (int)p.H + oh * p.sh) * (int)p.W + ow * p.sw) * (int)p.C);
+}
+
+// one m16n8k32 s8 x s8 -> s32 mma.sync into c
+__device__ __forceinline__ void q1_mma8(int *c, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// One 32-byte k step ks of a warp's MI x NJ mma.sync blocks (cu_q1x1.cu's
+// tiles): A [BM][Kp] from row wm * TM, the weights B [BN][Kp] from row wn *
+// TN (qsw rows), xflip XORed into A's fragments (uint8 x read as x - 128).
+template <int MI, int NJ, int TM, int TN>
+__device__ __forceinline__ void q1_mma_k32(int (&acc)[MI][NJ][4], const signed char *A,
+                                           const signed char *B, int Kp, int ks, int wm, int wn,
+                                           int lane, uint32_t xflip) {
+    uint32_t af[MI][4], bf[NJ][2];
+#pragma unroll
+    for (int i = 0; i < MI; i++) {
+        int row = wm * TM + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+        ldsm4(af[i], smem_u32(&A[qsw(row, ks * 2 + (lane >> 4), Kp)]));
+#pragma unroll
+        for (int v = 0; v < 4; v++) af[i][v] ^= xflip;
+    }
+#pragma unroll
+    for (int j = 0; j < NJ; j += 2) {
+        int row = wn * TN + j * 8 + (lane & 7) + (lane >> 4) * 8;
+        ldsm_b2(bf[j], bf[j + 1], smem_u32(&B[qsw(row, ks * 2 + ((lane >> 3) & 1), Kp)]));
+    }
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++) q1_mma8(acc[i][j], af[i], bf[j]);
+}
+
 // EPI: 0 general; 1 fast, no residual; 2 fast + residual; 3 fast, ReLU before the residual
 static inline bool q1x1_fast_ok(const pr_cu_qepi *q) {
     return igemm_fast_ok(q) && q->N % 16 == 0 && ((uintptr_t)q->y & 15) == 0 &&
@@ -41,16 +84,21 @@ static __device__ __forceinline__ void cp_wait_ring(int n) {
 
 // The tile's epilogue (EPI as k_q1x1's): Z the tile's staging rows (the
 // residual's bytes, landed, for EPI >= 2; unused for EPI 0), cs / co the
-// block's scale, bias and acc_off columns, m0 / n0 the tile's origin.
-template <int BM, int BN, int WM, int WN, int EPI>
+// block's scale, bias and acc_off columns, m0 / n0 the tile's origin, rows
+// from M on not stored. WGL: the wgmma layout of a warpgroup's two m64
+// halves (acc[i] rows 64 i + 16 wm + g) instead of 16-row steps inside the
+// warp's TM rows. tid / bar: the thread's index among the WM * WN * 32 and
+// the named barrier they share (-1 / 0: threadIdx.x and __syncthreads).
+template <int BM, int BN, int WM, int WN, int EPI, bool WGL = false>
 __device__ __forceinline__ void
 q1_epilogue(int (&acc)[BM / WM / 16][BN / WN / 8][4], unsigned char *Z, const float *cs,
             const int *co, const pr_cu_igemm &p, const pr_cu_qepi &q, int64_t m0, int n0,
-            int64_t M, uint32_t zflip, float zc, float zs, bool post) {
+            int64_t M, uint32_t zflip, float zc, float zs, bool post, int tid_ = -1,
+            int bar = 0) {
     constexpr int T = WM * WN * 32, TM = BM / WM, TN = BN / WN, MI = TM / 16, NJ = TN / 8;
     constexpr int ZS = BN + 16, ZC = BN / 16;
     constexpr bool FAST = EPI > 0;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = tid_ < 0 ? (int)threadIdx.x : tid_, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t4 = lane & 3;
     if (FAST) {
         // c0, c1 at (row g, cols 2t4, 2t4 + 1) of each 16 x 8 block; c2, c3 at
@@ -68,7 +116,7 @@ q1_epilogue(int (&acc)[BM / WM / 16][BN / WN / 8][4], unsigned char *Z, const fl
             for (int i = 0; i < MI; i++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const int row = wm * TM + i * 16 + g + h * 8;
+                    const int row = (WGL ? i * (BM / MI) + wm * 16 : wm * TM + i * 16) + g + h * 8;
                     unsigned short *zp = (unsigned short *)&Z[row * ZS + nl];
                     float e0 = (float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x;
                     float e1 = (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y;
@@ -89,7 +137,10 @@ q1_epilogue(int (&acc)[BM / WM / 16][BN / WN / 8][4], unsigned char *Z, const fl
                                            yflip);
                 }
         }
-        __syncthreads(); // the tile's bytes staged
+        if (bar) // the tile's bytes staged
+            asm volatile("bar.sync %0, %1;\n" ::"r"(bar), "r"(T) : "memory");
+        else
+            __syncthreads();
         for (int idx = tid; idx < BM * ZC; idx += T) {
             int row = idx / ZC, c = idx - row * ZC;
             int64_t m = m0 + row;
@@ -106,7 +157,7 @@ q1_epilogue(int (&acc)[BM / WM / 16][BN / WN / 8][4], unsigned char *Z, const fl
             for (int i = 0; i < MI; i++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    int64_t m = m0 + wm * TM + i * 16 + g + h * 8;
+                    int64_t m = m0 + (WGL ? i * (BM / MI) + wm * 16 : wm * TM + i * 16) + g + h * 8;
                     if (m >= M) continue;
                     if (n < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2], m, n);
                     if (n + 1 < p.Nout) igemm_epi_general(&q, acc[i][j][h * 2 + 1], m, n + 1);
@@ -130,11 +181,12 @@ __device__ __forceinline__ void q1_cols(float *cs, int *co, const pr_cu_qepi &q,
 }
 
 // cp.async of the residual tile (rows m0.., columns n0..) into staging rows Z
+// (tid: the thread's index among the T; -1: threadIdx.x)
 template <int BM, int BN, int T>
 __device__ __forceinline__ void q1_load_z(unsigned char *Z, const pr_cu_qepi &q, int64_t m0,
-                                          int n0, int64_t M, int64_t Nout) {
+                                          int n0, int64_t M, int64_t Nout, int tid = -1) {
     constexpr int ZS = BN + 16, ZC = BN / 16;
-    for (int idx = threadIdx.x; idx < BM * ZC; idx += T) {
+    for (int idx = tid < 0 ? (int)threadIdx.x : tid; idx < BM * ZC; idx += T) {
         int row = idx / ZC, c = idx - row * ZC;
         int64_t m = m0 + row;
         int n = n0 + c * 16;

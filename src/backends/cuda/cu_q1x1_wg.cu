@@ -65,7 +65,6 @@ __global__ void __launch_bounds__(T, 1)
     const int MT = (int)((M + BM - 1) / BM);
     const int n0 = blockIdx.y * BN;
     const int Ki = (int)p.K, KCH = (Ki + P * BK - 1) / (P * BK);
-    const int OW = (int)p.OW, OH = (int)p.OH, H = (int)p.H, W = (int)p.W, C = (int)p.C;
     const bool s1 = p.sh == 1 && p.sw == 1 && p.OH == p.H && p.OW == p.W;
 
     const bool zu8 = q.z && q.zdt == DT_U8;
@@ -89,12 +88,7 @@ __global__ void __launch_bounds__(T, 1)
                 int row = idx >> 2, c = idx & 3;
                 int64_t m = m0 + row;
                 bool ok = m < M && k0 + c * 16 < Ki;
-                int64_t base = m * p.C;
-                if (!s1 && ok) { // 32-bit: M and x's size < 2^31 (pr_cu_q1x1_s8)
-                    int mi = (int)m, ow = mi % OW, u = mi / OW, oh = u % OH, b = u / OH;
-                    base = (int64_t)(((b * H + oh * p.sh) * W + ow * p.sw) * C);
-                }
-                cp16(smem_u32(&A[swz(row, c)]), ok ? x + base + k0 + c * 16 : x, ok);
+                cp16(smem_u32(&A[swz(row, c)]), ok ? x + q1_row(p, s1, m) + k0 + c * 16 : x, ok);
             }
             for (int idx = tid; idx < BN * 4; idx += T) {
                 int row = idx >> 2, c = idx & 3, n = n0 + row;

@@ -34,7 +34,9 @@
  * persistent kernel built for memory bandwidth, the next tiles' x and
  * residual loads in flight during this one's MMAs and epilogue);
  * PRECIS_CUDA_Q1X1=0 leaves them out (A/B); PRECIS_CUDA_Q1X1K=0 only the
- * K-streamed ones (their weights not resident: K 512..2048 too).
+ * K-streamed ones (their weights not resident: K 512..2048 too);
+ * PRECIS_CUDA_Q1X1WS=0 the warp-specialized one (cu_q1x1_ws.cu: TMA producer,
+ * ping-pong wgmma consumers).
  *
  * A stride-2 QConv over C <= 4 channels (the stem: 7x7 s2 over RGB) has no
  * 16-channel rows for that kernel; its candidates are instead the implicit
@@ -514,7 +516,8 @@ static float time_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo
 static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
     "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 64x64",
-    "q1x1 128x64", "q1x1 64x128", "q1x1k 128x256", "q1x1 wgmma 128x256", "q1x1 wgmma 128x128"};
+    "q1x1 128x64", "q1x1 64x128", "q1x1k 128x256", "q1x1 wgmma 128x256", "q1x1 wgmma 128x128",
+    "q1x1 ws 128x128"};
 
 /* A route's name in PRECIS_VERBOSE's lines and the description */
 static const char *route_name(const qgemm_state *s, int c) {
@@ -542,6 +545,13 @@ static bool q1x1k_on(void) {
     return !(e && !strcmp(e, "0"));
 }
 
+/* PRECIS_CUDA_Q1X1WS=0 leaves the warp-specialized tile (cu_q1x1_ws.cu: TMA
+ * producer, ping-pong wgmma consumers) out of the timed choice (A/B); default on. */
+static bool q1x1ws_on(void) {
+    const char *e = getenv("PRECIS_CUDA_Q1X1WS");
+    return !(e && !strcmp(e, "0"));
+}
+
 /* The Q1X1 tiles take this conv: 1x1, no padding (any stride). */
 static bool q1x1_shape(const qgemm_state *s, const pr_cu_igemm *g) {
     return s->conv && !s->s2d && g->kh == 1 && g->kw == 1 && g->ph == 0 && g->pw == 0 &&
@@ -551,6 +561,7 @@ static bool q1x1_shape(const qgemm_state *s, const pr_cu_igemm *g) {
 /* Route c among the timed candidates (wgmma / Q1X1 / Q1X1K tiles when on
  * and, for Q1X1 / Q1X1K, the shape fits). */
 static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool wg, bool q1) {
+    if (c == PR_CU_IGEMM_QS128x128) return q1 && q1x1ws_on() && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_Q1X1K_FIRST) return q1 && q1x1k_on() && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_Q1X1_FIRST) return q1 && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_WG_FIRST) return wg;
@@ -559,7 +570,8 @@ static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool w
 
 /* The route for this M: remembered, from the timing cache, or timed now
  * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t12 one
- * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones, t13..t15 the K-streamed). */
+ * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones, t13..t15 the K-streamed,
+ * t16 the warp-specialized one). */
 static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                 int *route) {
     precis_status st = PRECIS_OK;
@@ -577,10 +589,11 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     const pr_cu_igemm *g = &o->ig;
     const bool wg = wgmma_on(), q1 = q1x1_on();
     /* v2: the candidates gained the wgmma tiles (" nowg" without them); v3: the
-     * Q1X1 tiles (" noq" without them); v4: the Q1X1K tiles (" nok") */
-    snprintf(key, sizeof key, "qconv.route v4%s%s%s x=%lldx%lldx%lldx%lld w=%lldx%dx%d s=%dx%d "
-             "p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", q1 ? "" : " noq",
-             q1x1k_on() ? "" : " nok", (long long)g->N,
+     * Q1X1 tiles (" noq" without them); v4: the Q1X1K tiles (" nok"); v5: the
+     * warp-specialized tile (" nows") */
+    snprintf(key, sizeof key, "qconv.route v5%s%s%s%s x=%lldx%lldx%lldx%lld w=%lldx%dx%d "
+             "s=%dx%d p=%dx%d d=%dx%d y=%d z=%d%s%s%s", wg ? "" : " nowg", q1 ? "" : " noq",
+             q1x1k_on() ? "" : " nok", q1x1ws_on() ? "" : " nows", (long long)g->N,
              (long long)g->H, (long long)g->W, (long long)g->C, (long long)g->Nout, g->kh, g->kw,
              g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0,
              s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
