@@ -3,7 +3,8 @@
 # with bg.tar.xz: stripped precis + tests/cuda/test_cuda_int8 under build-gpu-bins/, and
 # analyze.py = gpu_phase15r_analyze.py). "Off" = PRECIS_CUDA_IGEMM_WS=0 (the wgmma 128x128 /
 # 128x256 tiles in their cu_igemm_wg.cu forms), "on" = the defaults (their warp-specialized
-# forms, cu_igemm_ws.cu).
+# forms, cu_igemm_ws.cu), 2 = PRECIS_CUDA_IGEMM_WS=2 (experiment: BN 64 not persistent, 3 blocks
+# an SM).
 # Phases: test bench ab verbose ncu (VV: the verbose runs' values, default "1 0").
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,7 +21,8 @@ export LD_LIBRARY_PATH="$libdirs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 rc=0
 offv() { # the A/B's "off" environment (v=0) or the defaults (v=1)
-  if [ "$1" = 0 ]; then echo "PRECIS_CUDA_IGEMM_WS=0"; else echo "PRECIS_CUDA_IGEMM_WS=1"; fi
+  if [ "$1" = 0 ]; then echo "PRECIS_CUDA_IGEMM_WS=0"; elif [ "$1" = 2 ]; then
+  echo "PRECIS_CUDA_IGEMM_WS=2"; else echo "PRECIS_CUDA_IGEMM_WS=1"; fi
 }
 for ph in "$@"; do
   case "$ph" in
@@ -28,11 +30,12 @@ for ph in "$@"; do
     for t in test_cuda_int8; do
       [ -x $B/tests/cuda/$t ] || continue
       echo "== $t"; SECONDS=0
-      timeout 300 $B/tests/cuda/$t > $OUT/$t.log 2>&1; r=$?
+      timeout ${TT:-300} $B/tests/cuda/$t > $OUT/$t.log 2>&1; r=$?
       echo "rc=$r ${SECONDS}s"; tail -n 2 $OUT/$t.log; grep -B2 -A3 "FAIL\|CHECK failed" $OUT/$t.log | head -60
       grep -c " ws " $OUT/$t.log
       [ $r -eq 0 ] || rc=1
     done
+    [ $rc -eq 0 ] || break  # no timings of a failing build
     ;;
   bench)  # torch side by side, defaults
     SECONDS=0

@@ -383,7 +383,8 @@ static void test_igemm_wg(void) {
  * 264 (partial column tiles), M partial (batch 2-4, odd H / W: 17x19, 9x11),
  * stride 2, the image border (zero fill; -128 stored for biased uint8 x),
  * int8 / uint8 / biased residual, ReLU before / after, float out (the general
- * epilogue, NHWC and NCHW). test_igemm_wg's loops run the default (ws). */
+ * epilogue, NHWC and NCHW); a 288-tile case for the persistent BN 64 form.
+ * test_igemm_wg's loops run the default (ws). */
 static void test_igemm_ws(void) {
     if (!wgmma_dev()) {
         printf("int8 implicit gemm wgmma ws: skipped (not compute capability 9.0)\n");
@@ -476,6 +477,29 @@ static void test_igemm_ws(void) {
                 unsetenv("PRECIS_CUDA_U8_BIAS");
             }
         }
+    }
+    /* t4 at Nout 64 over 288 M tiles: the persistent BN 64 form loops over
+     * tiles (more than 2 blocks an SM on any GPU of <= 144 SMs; the ring and
+     * its phases run across tiles); and the same with PRECIS_CUDA_IGEMM_WS=2
+     * (the experiment: not persistent, 3 blocks an SM) */
+    static int8_t xl[8 * 16 * 64 * 72], zl[8 * 64 * 64 * 72];
+    cc_input l[5] = {{.name = "x", .rank = 4, .dims = {8, 16, 64, 72}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(xl, 8 * 16 * 64 * 72, -128, 127)},
+                     a[1], a[2], a[3],
+                     {.name = "z", .rank = 4, .dims = {8, 64, 64, 72}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(zl, 8 * 64 * 64 * 72, -128, 127)}};
+    setenv("PRECIS_CUDA_IGEMM", "t4", 1);
+    for (int e = 1; e <= 2; e++) {
+        setenv("PRECIS_CUDA_IGEMM_WS", e == 1 ? "1" : "2", 1);
+        qconv_node(&t, 3, 1, 1, 0.2f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "igemm t4 WS=%d C 16 3x3 8x64x72 N 64 +residual+relu -> int8",
+                 e);
+        cu_run_lay(&t, 5, l, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        qconv_node(&t, 3, 1, 1, 0);
+        snprintf(label, sizeof label, "igemm t4 WS=%d C 16 3x3 8x64x72 N 64 -> float", e);
+        cu_run_lay(&t, 4, l, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
     }
     unsetenv("PRECIS_CUDA_IGEMM");
     unsetenv("PRECIS_CUDA_IGEMM_WS");

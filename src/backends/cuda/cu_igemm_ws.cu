@@ -46,9 +46,15 @@ namespace {
 
 constexpr int BK = ROW_BYTES, BM = 128, TC = 256;
 
-template <int BN, int ST> __host__ __device__ constexpr int ring_bytes() { return ST * (BM + BN) * BK; }
-template <int BN, int ST> constexpr int smem_bytes() {
-    return ring_bytes<BN, ST>() + 2 * ST * 8 + 1024;
+template <int BN, int ST> __host__ __device__ constexpr int ring_bytes() {
+    return ST * (BM + BN) * BK;
+}
+// the epilogue's staged rows (floats; padded: conflict-free float2 writes)
+template <int BN> __host__ __device__ constexpr int stage_bytes() { return BM * (BN + 8) * 4; }
+// PS (persistent): the staged rows get their own buffer (the ring is being
+// refilled with the next tile meanwhile); else they reuse the ring
+template <int BN, int ST, bool PS> constexpr int smem_bytes() {
+    return ring_bytes<BN, ST>() + (PS ? stage_bytes<BN>() : 0) + 2 * ST * 8 + 1024;
 }
 // PW producer warps; with a whole producer warpgroup (PW 4) the registers a
 // thread: the cap at entry (65536 / (threads * MINB), multiple of 8) and the
@@ -58,7 +64,11 @@ template <int PW, int MINB> __host__ __device__ constexpr int consumer_regs() {
     return (((65536 / ((TC + 32 * PW) * MINB)) & ~7) * (TC + 32 * PW) - PREG * 32 * PW) / TC & ~7;
 }
 
-template <int BN, int ST, int MINB, int PW, bool U8, bool FAST>
+// Tiles t = blockIdx.x, + gridDim.x, ... (one a block unless PS): M tile t /
+// tn, column tile t % tn. The ring's stage / phase follow a k-step count over
+// all of the block's tiles, so the producer loads the next tile's first
+// stages while the consumers run this tile's epilogue.
+template <int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST>
 __global__ void __launch_bounds__(TC + 32 * PW, MINB)
     k_igemm_ws(const signed char *__restrict__ x, const signed char *__restrict__ w,
                pr_cu_igemm p, pr_cu_qepi q, bool nocvt) {
@@ -70,12 +80,14 @@ __global__ void __launch_bounds__(TC + 32 * PW, MINB)
     extern __shared__ __align__(1024) unsigned char dsm[];
     unsigned char *smem = dsm + ((1024 - (smem_u32(dsm) & 1023)) & 1023); // swizzle atoms aligned
     signed char *sa = (signed char *)smem, *sb = (signed char *)smem + ST * SA;
-    const uint32_t full0 = smem_u32(smem + ring_bytes<BN, ST>()), empty0 = full0 + ST * 8;
+    constexpr int SOFF = PS ? ring_bytes<BN, ST>() : 0; // the staged rows
+    static_assert(PS || stage_bytes<BN>() <= ring_bytes<BN, ST>(), "stage fits");
+    const uint32_t full0 = smem_u32(smem + ring_bytes<BN, ST>() + (PS ? stage_bytes<BN>() : 0)),
+                   empty0 = full0 + ST * 8;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int64_t M = p.N * p.OH * p.OW;
-    const int64_t m0 = (int64_t)blockIdx.x * BM;
-    const int n0 = blockIdx.y * BN;
+    const int Mi = (int)(p.N * p.OH * p.OW); // < 2^31: checked by the launcher
+    const int tn = (int)((p.Nout + BN - 1) / BN), ntiles = (Mi + BM - 1) / BM * tn;
     const int KT = (int)((p.K + BK - 1) / BK);
 
     if (tid == 0)
@@ -85,170 +97,191 @@ __global__ void __launch_bounds__(TC + 32 * PW, MINB)
         }
     __syncthreads();
 
-    if (warp >= TC / 32) { // ---- producer warpgroup
+    if (warp >= TC / 32) { // ---- producer warps
         if (PW == 4) regs_dec<PREG>();
         const int pt = tid - TC, chunk = pt & 3;
         const int Ki = (int)p.K, Ci = (int)p.C, Hi = (int)p.H, Wi = (int)p.W;
+        const unsigned OWu = (unsigned)p.OW, OHu = (unsigned)p.OH;
         const bool xpad = p.x_u8 == PR_CU_X_U8B; // biased x: padding -128 stored
-        int arow[AP], aih[AP], aiw[AP]; // a row's top-left tap: offset (may be < 0), ih, iw
-#pragma unroll
-        for (int i = 0; i < AP; i++) {
-            int64_t m = m0 + (pt >> 2) + i * (TP / 4);
-            if (m < M) {
-                int64_t ow = m % p.OW, t = m / p.OW, oh = t % p.OH, b = t / p.OH;
-                aih[i] = (int)(oh * p.sh - p.ph);
-                aiw[i] = (int)(ow * p.sw - p.pw);
-                arow[i] = (int)(b * p.H * p.W * p.C) + (aih[i] * Wi + aiw[i]) * Ci;
-            } else {
-                arow[i] = 0;
-                aih[i] = -(1 << 28); // never inside the image
-                aiw[i] = 0;
-            }
-        }
-        int wbase[BP];
-#pragma unroll
-        for (int i = 0; i < BP; i++) {
-            int n = n0 + (pt >> 2) + i * (TP / 4);
-            wbase[i] = n < p.Nout ? n * Ki : -1;
-        }
-        int kk = chunk * 16, kr = 0, ks = 0, kc = chunk * 16;
-        while (kc >= Ci) {
-            kc -= Ci;
-            if (++ks == p.kw) ks = 0, kr++;
-        }
-        for (int kt = 0; kt < KT; kt++) {
-            const int st = kt % ST;
-            mbar_wait(empty0 + st * 8, ((kt / ST) & 1) ^ 1);
-            const bool kok = kk < Ki;
-            signed char *A = sa + st * SA, *B = sb + st * SB;
-            const int ihk = kr * (int)p.dh, iwk = ks * (int)p.dw;
-            const int koff = ihk * Wi * Ci + iwk * Ci + kc;
+        int g = 0;                                // k steps loaded by this block
+        for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+            const int m0 = t / tn * BM, n0 = t % tn * BN;
+            int arow[AP], aih[AP], aiw[AP]; // a row's top-left tap: offset (may be < 0), ih, iw
 #pragma unroll
             for (int i = 0; i < AP; i++) {
-                int row = (pt >> 2) + i * (TP / 4);
-                int ih = aih[i] + ihk, iw = aiw[i] + iwk;
-                bool ok = kok && (unsigned)ih < (unsigned)Hi && (unsigned)iw < (unsigned)Wi;
-                const signed char *src = ok ? x + (arow[i] + koff) : x;
-                if (xpad && kok && !ok)
-                    *(uint4 *)&A[swz(row, chunk)] =
-                        make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
-                else
-                    cp16(smem_u32(&A[swz(row, chunk)]), src, ok);
+                int m = m0 + (pt >> 2) + i * (TP / 4);
+                if (m < Mi) {
+                    unsigned ow = (unsigned)m % OWu, r = (unsigned)m / OWu, oh = r % OHu,
+                             b = r / OHu;
+                    aih[i] = (int)oh * (int)p.sh - (int)p.ph;
+                    aiw[i] = (int)ow * (int)p.sw - (int)p.pw;
+                    arow[i] = ((int)b * Hi + aih[i]) * Wi * Ci + aiw[i] * Ci;
+                } else {
+                    arow[i] = 0;
+                    aih[i] = -(1 << 28); // never inside the image
+                    aiw[i] = 0;
+                }
             }
+            int wbase[BP];
 #pragma unroll
             for (int i = 0; i < BP; i++) {
-                int row = (pt >> 2) + i * (TP / 4);
-                bool ok = kok && wbase[i] >= 0;
-                cp16(smem_u32(&B[swz(row, chunk)]), ok ? w + (wbase[i] + kk) : w, ok);
+                int n = n0 + (pt >> 2) + i * (TP / 4);
+                wbase[i] = n < p.Nout ? n * Ki : -1;
             }
-            cp_commit();
-            kk += BK;
-            kc += BK;
+            int kk = chunk * 16, kr = 0, ks = 0, kc = chunk * 16;
             while (kc >= Ci) {
                 kc -= Ci;
                 if (++ks == p.kw) ks = 0, kr++;
             }
-            if (kt >= LAG) {
-                cp_wait<LAG>();
-                fence_async_smem();
-                mbar_arrive(full0 + ((kt - LAG) % ST) * 8);
+            for (int kt = 0; kt < KT; kt++, g++) {
+                const int st = g % ST;
+                mbar_wait(empty0 + st * 8, ((g / ST) & 1) ^ 1);
+                const bool kok = kk < Ki;
+                signed char *A = sa + st * SA, *B = sb + st * SB;
+                const int ihk = kr * (int)p.dh, iwk = ks * (int)p.dw;
+                const int koff = ihk * Wi * Ci + iwk * Ci + kc;
+#pragma unroll
+                for (int i = 0; i < AP; i++) {
+                    int row = (pt >> 2) + i * (TP / 4);
+                    int ih = aih[i] + ihk, iw = aiw[i] + iwk;
+                    bool ok = kok && (unsigned)ih < (unsigned)Hi && (unsigned)iw < (unsigned)Wi;
+                    const signed char *src = ok ? x + (arow[i] + koff) : x;
+                    if (xpad && kok && !ok)
+                        *(uint4 *)&A[swz(row, chunk)] =
+                            make_uint4(0x80808080u, 0x80808080u, 0x80808080u, 0x80808080u);
+                    else
+                        cp16(smem_u32(&A[swz(row, chunk)]), src, ok);
+                }
+#pragma unroll
+                for (int i = 0; i < BP; i++) {
+                    int row = (pt >> 2) + i * (TP / 4);
+                    bool ok = kok && wbase[i] >= 0;
+                    cp16(smem_u32(&B[swz(row, chunk)]), ok ? w + (wbase[i] + kk) : w, ok);
+                }
+                cp_commit();
+                kk += BK;
+                kc += BK;
+                while (kc >= Ci) {
+                    kc -= Ci;
+                    if (++ks == p.kw) ks = 0, kr++;
+                }
+                if (g >= LAG) {
+                    cp_wait<LAG>();
+                    fence_async_smem();
+                    mbar_arrive(full0 + ((g - LAG) % ST) * 8);
+                }
             }
         }
         cp_wait<0>();
         fence_async_smem();
-        for (int kt = KT > LAG ? KT - LAG : 0; kt < KT; kt++) mbar_arrive(full0 + (kt % ST) * 8);
+        for (int j = g > LAG ? g - LAG : 0; j < g; j++) mbar_arrive(full0 + (j % ST) * 8);
         return;
     }
 
     // ---- consumer warpgroups 0-1
     if (PW == 4) regs_inc<consumer_regs<PW, MINB>()>();
-    const int wg = warp >> 2;
-    int acc[ACC];
+    const int wg = warp >> 2, gq = lane >> 2, t4 = lane & 3, wrow = warp * 16;
+    float *stage = (float *)(smem + SOFF);
+    constexpr int SP = BN + 8;
+    int g = 0; // k steps consumed by this block
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const int m0 = t / tn * BM, n0 = t % tn * BN;
+        int acc[ACC];
 #pragma unroll
-    for (int i = 0; i < ACC; i++) acc[i] = 0;
-    for (int kt = 0; kt < KT; kt++) {
-        const int st = kt % ST;
-        mbar_wait(full0 + st * 8, (kt / ST) & 1);
-        __syncwarp(); // converged for the .aligned wgmma instructions
-        uint32_t a = smem_u32(sa + st * SA + wg * 64 * BK), b = smem_u32(sb + st * SB);
+        for (int i = 0; i < ACC; i++) acc[i] = 0;
+        for (int kt = 0; kt < KT; kt++, g++) {
+            const int st = g % ST;
+            mbar_wait(full0 + st * 8, (g / ST) & 1);
+            __syncwarp(); // converged for the .aligned wgmma instructions
+            uint32_t a = smem_u32(sa + st * SA + wg * 64 * BK), b = smem_u32(sb + st * SB);
 #pragma unroll
-        for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
-        wg_fence();
-        wgmma<BN>::template run<U8>(acc, wg_desc(a), wg_desc(b));
-        wgmma<BN>::template run<U8>(acc, wg_desc(a + 32), wg_desc(b + 32));
-        wg_commit();
-        wg_wait<1>();
+            for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
+            wg_fence();
+            wgmma<BN>::template run<U8>(acc, wg_desc(a), wg_desc(b));
+            wgmma<BN>::template run<U8>(acc, wg_desc(a + 32), wg_desc(b + 32));
+            wg_commit();
+            wg_wait<1>();
 #pragma unroll
-        for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
-        if (kt > 0 && lane == 0) mbar_arrive(empty0 + ((kt - 1) % ST) * 8);
-    }
-    wg_wait<0>();
-#pragma unroll
-    for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
-
-    const int g = lane >> 2, t4 = lane & 3, wrow = warp * 16;
-    if (FAST) {
-        constexpr int SP = BN + 8; // padded stage row (floats): conflict-free float2 writes
-        static_assert(BM * SP * 4 <= ring_bytes<BN, ST>(), "stage fits");
-        float *stage = (float *)smem;
-        const bool pre = q.pre.kind == ACT_RELU;
-        named_sync(1, TC); // both consumer warpgroups past their last wgmma read of the ring
-#pragma unroll
-        for (int j = 0; j < NJ; j++) {
-            int nl = j * 8 + t4 * 2, n = n0 + nl;
-            igemm_col2 cs = igemm_cols(q, n, n < p.Nout);
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-                *(float2 *)&stage[(wrow + g + h * 8) * SP + igemm_scol(nl)] =
-                    igemm_pre(cs, acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1], pre);
+            for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
+            if (kt > 0 && lane == 0) mbar_arrive(empty0 + ((g - 1) % ST) * 8);
         }
-        named_sync(1, TC);
-        igemm_store_rows<BN, SP, TC, BM>(q, stage, m0, n0, M, p.Nout, tid, nocvt);
-    } else {
+        wg_wait<0>();
 #pragma unroll
-        for (int j = 0; j < NJ; j++) {
-            int n = n0 + j * 8 + t4 * 2;
+        for (int i = 0; i < ACC; i++) reg_fence(acc[i]);
+        if (lane == 0) mbar_arrive(empty0 + ((g - 1) % ST) * 8); // the tile's last stage
+
+        if (FAST) {
+            const bool pre = q.pre.kind == ACT_RELU;
+            // PS: the last tile's store loop is past its reads of the staged rows;
+            // else: both warpgroups past their last wgmma read of the ring
+            named_sync(1, TC);
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                int64_t m = m0 + wrow + g + h * 8;
-                if (m >= M) continue;
-                if (n < p.Nout) igemm_epi_general(&q, acc[j * 4 + h * 2], m, n);
-                if (n + 1 < p.Nout) igemm_epi_general(&q, acc[j * 4 + h * 2 + 1], m, n + 1);
+            for (int j = 0; j < NJ; j++) {
+                int nl = j * 8 + t4 * 2, n = n0 + nl;
+                igemm_col2 cs = igemm_cols(q, n, n < p.Nout);
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    *(float2 *)&stage[(wrow + gq + h * 8) * SP + igemm_scol(nl)] =
+                        igemm_pre(cs, acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1], pre);
+            }
+            named_sync(1, TC);
+            igemm_store_rows<BN, SP, TC, BM>(q, stage, m0, n0, Mi, p.Nout, tid, nocvt);
+        } else {
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                int n = n0 + j * 8 + t4 * 2;
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    int m = m0 + wrow + gq + h * 8;
+                    if (m >= Mi) continue;
+                    if (n < p.Nout) igemm_epi_general(&q, acc[j * 4 + h * 2], m, n);
+                    if (n + 1 < p.Nout) igemm_epi_general(&q, acc[j * 4 + h * 2 + 1], m, n + 1);
+                }
             }
         }
     }
 #endif
 }
 
-template <int BN, int ST, int MINB, int PW, bool U8, bool FAST>
+template <int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST>
 int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
-           const pr_cu_qepi *q, dim3 grid) {
-    constexpr int SMEM = smem_bytes<BN, ST>();
-    auto k = k_igemm_ws<BN, ST, MINB, PW, U8, FAST>;
+           const pr_cu_qepi *q, unsigned grid) {
+    constexpr int SMEM = smem_bytes<BN, ST, PS>();
+    auto k = k_igemm_ws<BN, ST, MINB, PW, PS, U8, FAST>;
     cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); // not left behind for the next launch's check
         return (int)e;
     }
     k<<<grid, TC + 32 * PW, SMEM, s>>>((const signed char *)x, (const signed char *)w, *p, *q,
-                            FAST && igemm_epi_nocvt());
+                                       FAST && igemm_epi_nocvt());
     return launch_result();
 }
 
-template <int BN, int ST, int MINB, int PW>
+// PS: a persistent grid of MINB blocks an SM
+template <int BN, int ST, int MINB, int PW, bool PS>
 int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
              const pr_cu_qepi *q) {
     int64_t M = p->N * p->OH * p->OW;
-    dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((p->Nout + BN - 1) / BN));
+    int64_t tiles = (M + BM - 1) / BM * ((p->Nout + BN - 1) / BN);
+    if (tiles > 0x7fffffff) return (int)cudaErrorInvalidValue;
+    if (PS) {
+        int dev = 0, sms = 0;
+        cudaError_t e = cudaGetDevice(&dev);
+        if (!e) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        if (e) return (int)e;
+        if (tiles > (int64_t)sms * MINB) tiles = (int64_t)sms * MINB;
+    }
+    unsigned grid = (unsigned)tiles;
     bool fast = igemm_fast_ok(q);
     if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
         pr_cu_qepi q2 = *q;
         q2.acc_off = NULL;
-        return fast ? launch<BN, ST, MINB, PW, true, true>(s, x, w, p, &q2, grid)
-                    : launch<BN, ST, MINB, PW, true, false>(s, x, w, p, &q2, grid);
+        return fast ? launch<BN, ST, MINB, PW, PS, true, true>(s, x, w, p, &q2, grid)
+                    : launch<BN, ST, MINB, PW, PS, true, false>(s, x, w, p, &q2, grid);
     }
-    return fast ? launch<BN, ST, MINB, PW, false, true>(s, x, w, p, q, grid)
-                : launch<BN, ST, MINB, PW, false, false>(s, x, w, p, q, grid);
+    return fast ? launch<BN, ST, MINB, PW, PS, false, true>(s, x, w, p, q, grid)
+                : launch<BN, ST, MINB, PW, PS, false, false>(s, x, w, p, q, grid);
 }
 
 } // namespace
@@ -259,14 +292,18 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
     if (M <= 0 || p->Nout <= 0) return 0;
     if (p->C % 16 || p->K % 16 || ((uintptr_t)x & 15) || ((uintptr_t)w & 15) ||
         (p->N * p->H * p->W * p->C) >> 31 || (p->Nout * p->K) >> 31 ||
-        (M + BM - 1) / BM > 0x7fffffff)
+        M >> 31)
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     switch (p->tile) {
     case PR_CU_IGEMM_WG128x128:
-        return p->Nout <= 64 ? dispatch<64, 6, 2, 2>(s, x, w, p, q)
-                             : dispatch<128, 6, 2, 2>(s, x, w, p, q);
-    case PR_CU_IGEMM_WG128x256: return dispatch<256, 8, 1, 4>(s, x, w, p, q);
+        if (p->Nout > 64) return dispatch<128, 6, 2, 2, false>(s, x, w, p, q);
+        { // experiment: PRECIS_CUDA_IGEMM_WS=2, BN 64 not persistent, 3 blocks an SM
+            const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
+            if (e && !strcmp(e, "2")) return dispatch<64, 6, 3, 2, false>(s, x, w, p, q);
+        }
+        return dispatch<64, 6, 2, 2, true>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x256: return dispatch<256, 8, 1, 4, false>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
 }
