@@ -423,10 +423,10 @@ static void test_igemm_ws(void) {
                      {.name = "z", .rank = 4, .dims = {3, 64, 17, 19}, .dtype = U8, .nhwc = true,
                       .raw = rand_u8(uz, 3 * 64 * 17 * 19, 0, 255)}};
     static const char *const tiles[2] = {"t4", "t5"};
-    for (int ws = 0; ws < 2; ws++) {
-        const char *tag = ws ? "ws" : "WS=0";
-        if (ws) unsetenv("PRECIS_CUDA_IGEMM_WS");
-        else setenv("PRECIS_CUDA_IGEMM_WS", "0", 1);
+    for (int ws = 0; ws < 3; ws++) { /* WS=0, the default, the WS=2 experiment */
+        const char *tag = ws == 1 ? "ws" : ws ? "WS=2" : "WS=0";
+        if (ws == 1) unsetenv("PRECIS_CUDA_IGEMM_WS");
+        else setenv("PRECIS_CUDA_IGEMM_WS", ws ? "2" : "0", 1);
         for (int i = 0; i < 2; i++) {
             setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
             const int outs[3] = {64, 40, 264};

@@ -1,30 +1,37 @@
 // Warp-specialized implicit-GEMM int8 convolution on Hopper's wgmma: the
 // contract of cu_igemm_wg.cu (NHWC x int8, uint8 or biased uint8, C % 16 ==
 // 0; w packed [Nout][K], k = (r, s, c); pr_cu_qepi epilogue), with the loads
-// taken off the MMA warps. A block = 3 warpgroups: warpgroups 0-1 consume
-// (each 64 rows of the 128-row M tile, all BN columns: wgmma from shared
-// memory, then the epilogue), warpgroup 2 produces (the im2col gather and
-// the weight rows by cp.async into a ring of ST stages of 64 bytes of k, the
-// same 64-byte-swizzled rows as cu_igemm_wg.cu).
+// taken off the MMA warps. A block = BM / 64 consumer warpgroups (each 64
+// rows of the BM-row M tile, all BN columns: wgmma from shared memory, then
+// the epilogue) + PW producer warps (the im2col gather and the weight rows
+// by cp.async into a ring of ST stages of 64 bytes of k, the same
+// 64-byte-swizzled rows as cu_igemm_wg.cu).
 //
-// Per stage s two mbarriers (cu_tma.cuh): full[s] (128 arrivals: each
-// producer thread once its cp.async group of that stage completed, after
+// Per stage s two mbarriers (cu_tma.cuh): full[s] (one arrival a producer
+// thread once its cp.async group of that stage completed, after
 // fence.proxy.async: the wgmma reads through the async proxy) and empty[s]
-// (8 arrivals: lane 0 of each consumer warp once the wgmma group that read
-// the stage completed). The producer keeps LAG = ST - 3 cp.async groups in
-// flight beyond the one it waits for, so a consumer's release of stage kt - 2
-// is never on the path of full[kt]. No block-wide barrier in the k loop;
-// the consumers keep one wgmma group in flight while waiting for the next
-// stage. setmaxnreg gives the producer 40 registers and the consumers the
-// rest (its offsets are 32-bit: the launcher refuses x or w of 2^31 bytes).
+// (lane 0 of each consumer warp once the wgmma group that read the stage
+// completed). The producer keeps LAG = ST - 3 cp.async groups in flight
+// beyond the one it waits for, so a consumer's release of stage kt - 2 is
+// never on the path of full[kt]. No block-wide barrier in the k loop; the
+// consumers keep one wgmma group in flight while waiting for the next stage.
+// BM 128 with a producer warpgroup: setmaxnreg gives the producer PREG
+// registers and the consumers the rest. The row setup is 32-bit (the
+// launcher refuses x, w or M of 2^31).
 //
-// The epilogue is cu_igemm_epi.cuh's, staged over the ring once every stage
-// was consumed (a named barrier over the 256 consumer threads; the producer
-// has exited by then).
+// The epilogue is cu_igemm_epi.cuh's: staged over the ring once every stage
+// was consumed (a named barrier over the consumer threads; the producer has
+// exited by then), or, persistent (PS), in its own buffer while the producer
+// already fills the ring with the block's next tile.
 //
-// Taken by pr_cu_igemm_wg_s8 for the tiles PR_CU_IGEMM_WG128x128 (BN 64
-// where Nout <= 64, else 128) and WG128x256 unless PRECIS_CUDA_IGEMM_WS=0
-// (A/B: the cu_igemm_wg.cu forms); sm_90a only.
+// Forms (pr_cu_igemm_wg_s8 calls pr_cu_igemm_ws_s8 for the tiles
+// PR_CU_IGEMM_WG128x128 and WG128x256 unless PRECIS_CUDA_IGEMM_WS=0, the A/B
+// switch giving back the cu_igemm_wg.cu forms): WG128x128 -> BM 256 x BN 128
+// (4 consumer + 1 producer warpgroups, 1 block an SM) where Nout > 64, else
+// BM 128 x BN 64 persistent (2 producer warps, 2 blocks an SM); WG128x256 ->
+// BM 128 x BN 256 (producer warpgroup, setmaxnreg 56 / 224, 1 block an SM).
+// PRECIS_CUDA_IGEMM_WS=2 (experiment) runs WG128x128 as BM 128 x BN 128 (2
+// blocks an SM) / BN 64 not persistent (3 blocks an SM). sm_90a only.
 #ifdef PRECIS_NO_SM90A
 #include "backends/cuda/cu_common.cuh"
 
@@ -44,45 +51,51 @@ using namespace prmma;
 
 namespace {
 
-constexpr int BK = ROW_BYTES, BM = 128, TC = 256;
+constexpr int BK = ROW_BYTES;
 
-template <int BN, int ST> __host__ __device__ constexpr int ring_bytes() {
+// BM rows a tile: BM / 64 consumer warpgroups (2 BM threads), each 64 rows x BN
+template <int BM, int BN, int ST> __host__ __device__ constexpr int ring_bytes() {
     return ST * (BM + BN) * BK;
 }
 // the epilogue's staged rows (floats; padded: conflict-free float2 writes)
-template <int BN> __host__ __device__ constexpr int stage_bytes() { return BM * (BN + 8) * 4; }
+template <int BM, int BN> __host__ __device__ constexpr int stage_bytes() {
+    return BM * (BN + 8) * 4;
+}
 // PS (persistent): the staged rows get their own buffer (the ring is being
 // refilled with the next tile meanwhile); else they reuse the ring
-template <int BN, int ST, bool PS> constexpr int smem_bytes() {
-    return ring_bytes<BN, ST>() + (PS ? stage_bytes<BN>() : 0) + 2 * ST * 8 + 1024;
+template <int BM, int BN, int ST, bool PS> constexpr int smem_bytes() {
+    return ring_bytes<BM, BN, ST>() + (PS ? stage_bytes<BM, BN>() : 0) + 2 * ST * 8 + 1024;
 }
-// PW producer warps; with a whole producer warpgroup (PW 4) the registers a
-// thread: the cap at entry (65536 / (threads * MINB), multiple of 8) and the
-// consumers' share after the producer drops to PREG
+// PW producer warps; with a whole producer warpgroup and BM 128 (RR) the
+// registers a thread: the cap at entry (65536 / (threads * MINB), multiple
+// of 8) and the consumers' share after the producer drops to PREG
 constexpr int PREG = 56;
-template <int PW, int MINB> __host__ __device__ constexpr int consumer_regs() {
-    return (((65536 / ((TC + 32 * PW) * MINB)) & ~7) * (TC + 32 * PW) - PREG * 32 * PW) / TC & ~7;
+template <int BM, int PW, int MINB> __host__ __device__ constexpr int consumer_regs() {
+    return (((65536 / ((2 * BM + 32 * PW) * MINB)) & ~7) * (2 * BM + 32 * PW) - PREG * 32 * PW) /
+               (2 * BM) & ~7;
 }
 
 // Tiles t = blockIdx.x, + gridDim.x, ... (one a block unless PS): M tile t /
 // tn, column tile t % tn. The ring's stage / phase follow a k-step count over
 // all of the block's tiles, so the producer loads the next tile's first
 // stages while the consumers run this tile's epilogue.
-template <int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST>
-__global__ void __launch_bounds__(TC + 32 * PW, MINB)
+template <int BM, int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST>
+__global__ void __launch_bounds__(2 * BM + 32 * PW, MINB)
     k_igemm_ws(const signed char *__restrict__ x, const signed char *__restrict__ w,
                pr_cu_igemm p, pr_cu_qepi q, bool nocvt) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int TP = 32 * PW; // producer threads
+    constexpr int TC = 2 * BM, TP = 32 * PW; // consumer / producer threads
+    constexpr bool RR = PW == 4 && BM == 128;  // setmaxnreg
     constexpr int SA = BM * BK, SB = BN * BK, NJ = BN / 8, ACC = BN / 2, LAG = ST - 3;
     constexpr int AP = BM * 4 / TP, BP = BN * 4 / TP; // 16-byte chunks a producer thread
     static_assert(LAG >= 1 && BP >= 1, "ring shape");
     extern __shared__ __align__(1024) unsigned char dsm[];
     unsigned char *smem = dsm + ((1024 - (smem_u32(dsm) & 1023)) & 1023); // swizzle atoms aligned
     signed char *sa = (signed char *)smem, *sb = (signed char *)smem + ST * SA;
-    constexpr int SOFF = PS ? ring_bytes<BN, ST>() : 0; // the staged rows
-    static_assert(PS || stage_bytes<BN>() <= ring_bytes<BN, ST>(), "stage fits");
-    const uint32_t full0 = smem_u32(smem + ring_bytes<BN, ST>() + (PS ? stage_bytes<BN>() : 0)),
+    constexpr int SOFF = PS ? ring_bytes<BM, BN, ST>() : 0; // the staged rows
+    static_assert(PS || stage_bytes<BM, BN>() <= ring_bytes<BM, BN, ST>(), "stage fits");
+    const uint32_t full0 =
+                       smem_u32(smem + ring_bytes<BM, BN, ST>() + (PS ? stage_bytes<BM, BN>() : 0)),
                    empty0 = full0 + ST * 8;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -98,7 +111,7 @@ __global__ void __launch_bounds__(TC + 32 * PW, MINB)
     __syncthreads();
 
     if (warp >= TC / 32) { // ---- producer warps
-        if (PW == 4) regs_dec<PREG>();
+        if (RR) regs_dec<PREG>();
         const int pt = tid - TC, chunk = pt & 3;
         const int Ki = (int)p.K, Ci = (int)p.C, Hi = (int)p.H, Wi = (int)p.W;
         const unsigned OWu = (unsigned)p.OW, OHu = (unsigned)p.OH;
@@ -179,7 +192,7 @@ __global__ void __launch_bounds__(TC + 32 * PW, MINB)
     }
 
     // ---- consumer warpgroups 0-1
-    if (PW == 4) regs_inc<consumer_regs<PW, MINB>()>();
+    if (RR) regs_inc<consumer_regs<BM, PW, MINB>()>();
     const int wg = warp >> 2, gq = lane >> 2, t4 = lane & 3, wrow = warp * 16;
     float *stage = (float *)(smem + SOFF);
     constexpr int SP = BN + 8;
@@ -243,23 +256,23 @@ __global__ void __launch_bounds__(TC + 32 * PW, MINB)
 #endif
 }
 
-template <int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST>
+template <int BM, int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST>
 int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
            const pr_cu_qepi *q, unsigned grid) {
-    constexpr int SMEM = smem_bytes<BN, ST, PS>();
-    auto k = k_igemm_ws<BN, ST, MINB, PW, PS, U8, FAST>;
+    constexpr int SMEM = smem_bytes<BM, BN, ST, PS>();
+    auto k = k_igemm_ws<BM, BN, ST, MINB, PW, PS, U8, FAST>;
     cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); // not left behind for the next launch's check
         return (int)e;
     }
-    k<<<grid, TC + 32 * PW, SMEM, s>>>((const signed char *)x, (const signed char *)w, *p, *q,
+    k<<<grid, 2 * BM + 32 * PW, SMEM, s>>>((const signed char *)x, (const signed char *)w, *p, *q,
                                        FAST && igemm_epi_nocvt());
     return launch_result();
 }
 
 // PS: a persistent grid of MINB blocks an SM
-template <int BN, int ST, int MINB, int PW, bool PS>
+template <int BM, int BN, int ST, int MINB, int PW, bool PS>
 int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
              const pr_cu_qepi *q) {
     int64_t M = p->N * p->OH * p->OW;
@@ -277,11 +290,11 @@ int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
         pr_cu_qepi q2 = *q;
         q2.acc_off = NULL;
-        return fast ? launch<BN, ST, MINB, PW, PS, true, true>(s, x, w, p, &q2, grid)
-                    : launch<BN, ST, MINB, PW, PS, true, false>(s, x, w, p, &q2, grid);
+        return fast ? launch<BM, BN, ST, MINB, PW, PS, true, true>(s, x, w, p, &q2, grid)
+                    : launch<BM, BN, ST, MINB, PW, PS, true, false>(s, x, w, p, &q2, grid);
     }
-    return fast ? launch<BN, ST, MINB, PW, PS, false, true>(s, x, w, p, q, grid)
-                : launch<BN, ST, MINB, PW, PS, false, false>(s, x, w, p, q, grid);
+    return fast ? launch<BM, BN, ST, MINB, PW, PS, false, true>(s, x, w, p, q, grid)
+                : launch<BM, BN, ST, MINB, PW, PS, false, false>(s, x, w, p, q, grid);
 }
 
 } // namespace
@@ -291,19 +304,21 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
     int64_t M = p->N * p->OH * p->OW;
     if (M <= 0 || p->Nout <= 0) return 0;
     if (p->C % 16 || p->K % 16 || ((uintptr_t)x & 15) || ((uintptr_t)w & 15) ||
-        (p->N * p->H * p->W * p->C) >> 31 || (p->Nout * p->K) >> 31 ||
-        M >> 31)
+        (p->N * p->H * p->W * p->C) >> 31 || (p->Nout * p->K) >> 31 || M >> 31)
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     switch (p->tile) {
-    case PR_CU_IGEMM_WG128x128:
-        if (p->Nout > 64) return dispatch<128, 6, 2, 2, false>(s, x, w, p, q);
-        { // experiment: PRECIS_CUDA_IGEMM_WS=2, BN 64 not persistent, 3 blocks an SM
-            const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
-            if (e && !strcmp(e, "2")) return dispatch<64, 6, 3, 2, false>(s, x, w, p, q);
-        }
-        return dispatch<64, 6, 2, 2, true>(s, x, w, p, q);
-    case PR_CU_IGEMM_WG128x256: return dispatch<256, 8, 1, 4, false>(s, x, w, p, q);
+    case PR_CU_IGEMM_WG128x128: {
+        // experiment PRECIS_CUDA_IGEMM_WS=2: BM 128 x BN 128 (2 blocks an SM) for
+        // Nout > 64, BN 64 not persistent (3 blocks an SM) for Nout <= 64
+        const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
+        if (e && !strcmp(e, "2"))
+            return p->Nout > 64 ? dispatch<128, 128, 6, 2, 2, false>(s, x, w, p, q)
+                                : dispatch<128, 64, 6, 3, 2, false>(s, x, w, p, q);
+        return p->Nout > 64 ? dispatch<256, 128, 6, 1, 4, false>(s, x, w, p, q)
+                            : dispatch<128, 64, 6, 2, 2, true>(s, x, w, p, q);
+    }
+    case PR_CU_IGEMM_WG128x256: return dispatch<128, 256, 8, 1, 4, false>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
 }
