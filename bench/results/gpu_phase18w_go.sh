@@ -68,25 +68,24 @@ for ph in "$@"; do
     for v in ${VV:-1 0}; do grep "conv1/Conv" $OUT/verbose$v.log | sed 's/.*node .\/m\///' | cut -c1-420; done
     grep "timed ms" $OUT/verbose1.log | grep -v "1x1 K" | sed 's/.*node .\/m\///' | cut -c1-420 | head -${VL:-24}
     ;;
-  ncu)  # the 3x3 wgmma tiles (k_igemm_wg, k_igemm_ws) from Nsight Compute, at VB (256)
+  ncu)  # Nsight Compute sections of the 3x3 tiles: every conv forced to tile t5 (ws 128x256) /
+        # t7 (cu_igemm_wg.cu 128x256 k128); NCU_SKIP launches of the kernel skipped (default
+        # 2 forwards of 53 convs + 29: layer3.1.conv2, M 50176 N 256 K 2304), NCU_C profiled
     NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
     [ -n "$NCU" ] || { echo "no ncu"; continue; }
-    if [ $SECONDS -gt ${NCU_MAX:-420} ]; then echo "ncu skipped at ${SECONDS}s"; continue; fi
     W=/tmp/precis-gpu-work
     C="--calib-data $W/calib-resnet50 --calib-cache $W/resnet50.calib"
-    PRECIS_CUDA_GRAPHS=0 timeout 150 $NCU --metrics gpu__time_duration.sum -k regex:"k_igemm_w" \
-      -c 60 --csv $B/precis bench $W/resnet50.onnx --device cuda --precision int8 \
-      --shapes input:${VB:-256}x3x224x224 $C --warmup 1 --iterations 1 > $OUT/ncu_ig.csv 2>&1
-    python3 -c "
-import csv, sys
-rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('\"'))]
-for r in rows: print(r['Kernel Name'][:40], r['Grid Size'], r['Metric Value'])" $OUT/ncu_ig.csv | tail -n 24
-    if [ $SECONDS -gt ${SOL_MAX:-480} ]; then echo "ncu sol skipped at ${SECONDS}s"; continue; fi
-    timeout 100 $NCU -k regex:k_igemm_ws -c 1 --section SpeedOfLight --section Occupancy \
-      --section WarpStateStats --section ComputeWorkloadAnalysis --section LaunchStats $B/precis bench \
-      $W/resnet50.onnx --device cuda --precision int8 --shapes input:${VB:-256}x3x224x224 $C \
-      --warmup 1 --iterations 1 > $OUT/ncu_ig_sol.txt 2>&1
-    grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Compute \(SM\)|Memory Throughput|Issue Slots Busy|Executed Ipc A|Warp Cycles Per Issued|Pipe" $OUT/ncu_ig_sol.txt | head -n 16
+    for tk in t5:k_igemm_ws t7:k_igemm_wg; do
+      tile=${tk%%:*}; kern=${tk#*:}
+      PRECIS_CUDA_IGEMM=$tile PRECIS_CUDA_GRAPHS=0 timeout 150 $NCU -k regex:$kern \
+        --launch-skip ${NCU_SKIP:-135} -c ${NCU_C:-2} --section SpeedOfLight --section Occupancy \
+        --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+        --section LaunchStats --section SchedulerStats $B/precis bench $W/resnet50.onnx --device cuda \
+        --precision int8 --shapes input:${VB:-256}x3x224x224 $C --warmup 2 --iterations 1 \
+        > $OUT/ncu_$tile.txt 2>&1
+      echo "== ncu $tile $kern rc=$? ${SECONDS}s"
+      grep -E "k_igemm|Grid Size|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Compute \(SM\) Thr|Memory Throughput|L2 Cache Throughput|L1/TEX Hit|L2 Hit|Issue Slots Busy|Issued Warp Per|No Eligible|Warp Cycles Per Issued|Executed Ipc A|highest-utilized|stalled|Block Limit" $OUT/ncu_$tile.txt | cut -c1-200 | head -n 60
+    done
     ;;
   esac
 done

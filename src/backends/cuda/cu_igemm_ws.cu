@@ -26,12 +26,13 @@
 //
 // Forms (pr_cu_igemm_wg_s8 calls pr_cu_igemm_ws_s8 for the tiles
 // PR_CU_IGEMM_WG128x128 and WG128x256 unless PRECIS_CUDA_IGEMM_WS=0, the A/B
-// switch giving back the cu_igemm_wg.cu forms): WG128x128 -> BM 256 x BN 128
-// (4 consumer + 1 producer warpgroups, 1 block an SM) where Nout > 64, else
-// BM 128 x BN 64 persistent (2 producer warps, 2 blocks an SM); WG128x256 ->
-// BM 128 x BN 256 (producer warpgroup, setmaxnreg 56 / 224, 1 block an SM).
-// PRECIS_CUDA_IGEMM_WS=2 (experiment) runs WG128x128 as BM 128 x BN 128 (2
-// blocks an SM) / BN 64 not persistent (3 blocks an SM). sm_90a only.
+// switch giving back the cu_igemm_wg.cu forms): WG128x128 -> BM 128 x BN 128
+// (2 producer warps, 2 blocks an SM) where Nout > 64, else BM 128 x BN 64
+// (2 producer warps, 3 blocks an SM); WG128x256 -> BM 128 x BN 256 (producer
+// warpgroup, setmaxnreg 56 / 224, 1 block an SM). PRECIS_CUDA_IGEMM_WS=2
+// (experiment, timed slower) runs WG128x128 as BM 256 x BN 128 (4 consumer +
+// 1 producer warpgroups, 1 block an SM) / BN 64 persistent (its own
+// staged-rows buffer, 2 blocks an SM). sm_90a only.
 #ifdef PRECIS_NO_SM90A
 #include "backends/cuda/cu_common.cuh"
 
@@ -309,14 +310,15 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
     cudaStream_t s = (cudaStream_t)stream;
     switch (p->tile) {
     case PR_CU_IGEMM_WG128x128: {
-        // experiment PRECIS_CUDA_IGEMM_WS=2: BM 128 x BN 128 (2 blocks an SM) for
-        // Nout > 64, BN 64 not persistent (3 blocks an SM) for Nout <= 64
+        // experiment PRECIS_CUDA_IGEMM_WS=2: BM 256 x BN 128 (1 block an SM) for
+        // Nout > 64, BN 64 persistent (2 blocks an SM) for Nout <= 64 (both timed
+        // slower than the defaults at ResNet-50's 3x3s: NOTES, phase 18w)
         const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
         if (e && !strcmp(e, "2"))
-            return p->Nout > 64 ? dispatch<128, 128, 6, 2, 2, false>(s, x, w, p, q)
-                                : dispatch<128, 64, 6, 3, 2, false>(s, x, w, p, q);
-        return p->Nout > 64 ? dispatch<256, 128, 6, 1, 4, false>(s, x, w, p, q)
-                            : dispatch<128, 64, 6, 2, 2, true>(s, x, w, p, q);
+            return p->Nout > 64 ? dispatch<256, 128, 6, 1, 4, false>(s, x, w, p, q)
+                                : dispatch<128, 64, 6, 2, 2, true>(s, x, w, p, q);
+        return p->Nout > 64 ? dispatch<128, 128, 6, 2, 2, false>(s, x, w, p, q)
+                            : dispatch<128, 64, 6, 3, 2, false>(s, x, w, p, q);
     }
     case PR_CU_IGEMM_WG128x256: return dispatch<128, 256, 8, 1, 4, false>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;

@@ -519,7 +519,8 @@ static const char *const tile_names[PR_CU_IGEMM_TILES] = {
 /* A route's name in PRECIS_VERBOSE's lines and the description */
 /* PRECIS_CUDA_IGEMM_WS=0 gives the wgmma 128x128 / 128x256 tiles back their
  * cu_igemm_wg.cu forms (A/B); default their warp-specialized forms
- * (cu_igemm_ws.cu: a producer warpgroup, mbarrier ring; BN 64 for Nout <= 64). */
+ * (cu_igemm_ws.cu: producer warps, mbarrier ring; BN 64 for Nout <= 64; =2
+ * other forms, an experiment: key " ws2"). */
 static bool igemm_ws_on(void) {
     const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
     return !(e && !strcmp(e, "0"));
@@ -596,8 +597,9 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
              s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
              s->s2d ? (stem_on() ? " s2d stem" : " s2d") : "");
     if (wg && igemm_ws_on()) { /* the 128x128 / 128x256 tiles' warp-specialized forms */
+        const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
         size_t kl = strlen(key);
-        snprintf(key + kl, sizeof key - kl, " ws");
+        snprintf(key + kl, sizeof key - kl, e && !strcmp(e, "2") ? " ws2" : " ws");
     }
     int32_t r = 0;
     char times[600] = "";
