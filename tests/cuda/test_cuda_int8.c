@@ -375,6 +375,136 @@ static void test_igemm_wg(void) {
     unsetenv("PRECIS_CUDA_IGEMM");
 }
 
+/* The warp-specialized forms of the wgmma 128x128 / 128x256 tiles
+ * (cu_igemm_ws.cu: t4 is BN 64 where Nout <= 64, else 128; t5 BN 256), each
+ * case also with PRECIS_CUDA_IGEMM_WS=0 (the cu_igemm_wg.cu forms): C 16 (k
+ * wraps taps inside a 64-byte panel), C 48 (K 432: a partial last panel), C
+ * 256 (K 2304: 36 stages, the ring wraps many times), Nout 64 / 40 / 128 /
+ * 264 (partial column tiles), M partial (batch 2-4, odd H / W: 17x19, 9x11),
+ * stride 2, the image border (zero fill; -128 stored for biased uint8 x),
+ * int8 / uint8 / biased residual, ReLU before / after, float out (the general
+ * epilogue, NHWC and NCHW); a 288-tile case for the persistent BN 64 form.
+ * test_igemm_wg's loops run the default (ws). */
+static void test_igemm_ws(void) {
+    if (!wgmma_dev()) {
+        printf("int8 implicit gemm wgmma ws: skipped (not compute capability 9.0)\n");
+        return;
+    }
+    printf("int8 implicit gemm wgmma ws\n");
+    static int8_t x16[4 * 16 * 17 * 19], x256[2 * 256 * 9 * 11], wb[264 * 256 * 9];
+    static int8_t z1[4 * 264 * 17 * 19], z2[2 * 128 * 9 * 11];
+    static unsigned char u16[3 * 16 * 17 * 19], uz[3 * 64 * 17 * 19];
+    static const bool Y1[1] = {true};
+    const pr_dtype I8 = PRECIS_INT8, U8 = PRECIS_UINT8;
+    tnode t;
+    char label[160];
+    rand_i8(wb, 264 * 256 * 9, -127, 127);
+    /* C 16, Nout 64: x 4x16x17x19 */
+    cc_input a[5] = {{.name = "x", .rank = 4, .dims = {4, 16, 17, 19}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(x16, 4 * 16 * 17 * 19, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {64, 16, 3, 3}, .init = true, .dtype = I8,
+                      .raw = wb},
+                     {.name = "ws", .rank = 1, .dims = {64}, .init = true, .lo = 1e-3f, .hi = 4e-3f},
+                     {.name = "b", .rank = 1, .dims = {64}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {4, 64, 17, 19}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(z1, 4 * 264 * 17 * 19, -128, 127)}};
+    /* C 256: x 2x256x9x11 */
+    cc_input c[5] = {{.name = "x", .rank = 4, .dims = {2, 256, 9, 11}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(x256, 2 * 256 * 9 * 11, -128, 127)},
+                     {.name = "w", .rank = 4, .dims = {64, 256, 3, 3}, .init = true, .dtype = I8,
+                      .raw = wb},
+                     {.name = "ws", .rank = 1, .dims = {64}, .init = true, .lo = 3e-4f, .hi = 1e-3f},
+                     {.name = "b", .rank = 1, .dims = {64}, .init = true},
+                     {.name = "z", .rank = 4, .dims = {2, 64, 9, 11}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(z2, 2 * 128 * 9 * 11, -128, 127)}};
+    cc_input u[5] = {{.name = "x", .rank = 4, .dims = {3, 16, 17, 19}, .dtype = U8, .nhwc = true,
+                      .raw = rand_u8(u16, 3 * 16 * 17 * 19, 0, 255)},
+                     a[1], a[2], a[3],
+                     {.name = "z", .rank = 4, .dims = {3, 64, 17, 19}, .dtype = U8, .nhwc = true,
+                      .raw = rand_u8(uz, 3 * 64 * 17 * 19, 0, 255)}};
+    static const char *const tiles[2] = {"t4", "t5"};
+    for (int ws = 0; ws < 3; ws++) { /* WS=0, the default, the WS=2 experiment */
+        const char *tag = ws == 1 ? "ws" : ws ? "WS=2" : "WS=0";
+        if (ws == 1) unsetenv("PRECIS_CUDA_IGEMM_WS");
+        else setenv("PRECIS_CUDA_IGEMM_WS", ws ? "2" : "0", 1);
+        for (int i = 0; i < 2; i++) {
+            setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
+            const int outs[3] = {64, 40, 264};
+            for (int o = 0; o < 3; o++) { /* C 16 */
+                cc_input a2[5] = {a[0], a[1], a[2], a[3], a[4]};
+                a2[1].dims[0] = a2[2].dims[0] = a2[3].dims[0] = a2[4].dims[1] = outs[o];
+                qconv_node(&t, 3, 1, 1, 0.2f);
+                n_float(&t, "z_scale", 0.03f);
+                n_str(&t, "act2", "Relu");
+                snprintf(label, sizeof label, "igemm %s %s C 16 3x3 N %d +residual+relu -> int8",
+                         tiles[i], tag, outs[o]);
+                cu_run_lay(&t, 5, a2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+                qconv_node(&t, 3, 2, 1, 0);
+                snprintf(label, sizeof label, "igemm %s %s C 16 3x3 s2 N %d -> float", tiles[i],
+                         tag, outs[o]);
+                cu_run_lay(&t, 4, a2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+            }
+            const int outc[2] = {64, 128};
+            for (int o = 0; o < 2; o++) { /* C 256: K 2304 */
+                cc_input c2[5] = {c[0], c[1], c[2], c[3], c[4]};
+                c2[1].dims[0] = c2[2].dims[0] = c2[3].dims[0] = c2[4].dims[1] = outc[o];
+                qconv_node(&t, 3, 1, 1, 0.1f);
+                n_float(&t, "z_scale", 0.03f);
+                n_str(&t, "act", "Relu");
+                snprintf(label, sizeof label, "igemm %s %s C 256 3x3 N %d relu +residual -> int8",
+                         tiles[i], tag, outc[o]);
+                cu_run_lay(&t, 5, c2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+                qconv_node(&t, 3, 2, 1, 0);
+                snprintf(label, sizeof label, "igemm %s %s C 256 3x3 s2 N %d -> float nchw",
+                         tiles[i], tag, outc[o]);
+                cu_run_tol(&t, 4, c2, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+            }
+            for (int b = 0; b < 2; b++) { /* uint8 x, C 16, N 64: plain and biased */
+                if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+                cu_bias_io = b ? 1u | 1u << 4 | 1u << 16 : 0;
+                cu_fused_node(&t, PR_OP_QConv, "QConv");
+                n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+                n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+                n_float(&t, "x_scale", 0.01f);
+                n_int(&t, "y_type", 2);
+                n_float(&t, "y_scale", 0.05f);
+                n_float(&t, "z_scale", 0.03f);
+                n_str(&t, "act", "Relu");
+                snprintf(label, sizeof label, "%sigemm %s %s u8 C 16 3x3 N 64 relu +u8 residual -> u8",
+                         b ? "[biased] " : "", tiles[i], tag);
+                cu_run_lay(&t, 5, u, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+                cu_bias_io = 0;
+                unsetenv("PRECIS_CUDA_U8_BIAS");
+            }
+        }
+    }
+    /* t4 at Nout 64 over 288 M tiles: the persistent BN 64 form loops over
+     * tiles (more than 2 blocks an SM on any GPU of <= 144 SMs; the ring and
+     * its phases run across tiles); and the same with PRECIS_CUDA_IGEMM_WS=2
+     * (the experiment: not persistent, 3 blocks an SM) */
+    static int8_t xl[8 * 16 * 64 * 72], zl[8 * 64 * 64 * 72];
+    cc_input l[5] = {{.name = "x", .rank = 4, .dims = {8, 16, 64, 72}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(xl, 8 * 16 * 64 * 72, -128, 127)},
+                     a[1], a[2], a[3],
+                     {.name = "z", .rank = 4, .dims = {8, 64, 64, 72}, .dtype = I8, .nhwc = true,
+                      .raw = rand_i8(zl, 8 * 64 * 64 * 72, -128, 127)}};
+    setenv("PRECIS_CUDA_IGEMM", "t4", 1);
+    for (int e = 1; e <= 2; e++) {
+        setenv("PRECIS_CUDA_IGEMM_WS", e == 1 ? "1" : "2", 1);
+        qconv_node(&t, 3, 1, 1, 0.2f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "igemm t4 WS=%d C 16 3x3 8x64x72 N 64 +residual+relu -> int8",
+                 e);
+        cu_run_lay(&t, 5, l, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        qconv_node(&t, 3, 1, 1, 0);
+        snprintf(label, sizeof label, "igemm t4 WS=%d C 16 3x3 8x64x72 N 64 -> float", e);
+        cu_run_lay(&t, 4, l, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+    }
+    unsetenv("PRECIS_CUDA_IGEMM");
+    unsetenv("PRECIS_CUDA_IGEMM_WS");
+}
+
 /* The plan input's QuantizeLinear with the Reorder to NHWC folded in
  * (pr_cu_quantize_nhwc): the four-pixel form (float32 x, C 1..4, H * W % 4
  * == 0) and the general one (C 5, H * W odd, PRECIS_CUDA_QNHWC_V4=0), uint8
@@ -902,6 +1032,7 @@ int main(void) {
     test_int8();
     test_igemm();
     test_igemm_wg();
+    test_igemm_ws();
     test_stem();
     test_quant_nhwc();
     test_q1x1();

@@ -248,6 +248,12 @@ extern "C" int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w,
         (p->N * p->H * p->W * p->C) >> 31 || p->K >> 30 || (M + BM - 1) / BM > 0x7fffffff)
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
+    // the warp-specialized forms (cu_igemm_ws.cu) of the 64-byte-stage tiles
+    // unless PRECIS_CUDA_IGEMM_WS=0 (A/B; read at each launch)
+    if (p->tile == PR_CU_IGEMM_WG128x128 || p->tile == PR_CU_IGEMM_WG128x256) {
+        const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
+        if (!(e && !strcmp(e, "0"))) return pr_cu_igemm_ws_s8(stream, x, w, p, q);
+    }
     switch (p->tile) {
     case PR_CU_IGEMM_WG128x128: return dispatch<128, 5, 1>(s, x, w, p, q);
     case PR_CU_IGEMM_WG128x256: return dispatch<256, 6, 1>(s, x, w, p, q);

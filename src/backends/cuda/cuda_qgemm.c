@@ -520,7 +520,18 @@ static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "q1x1 ws 128x128"};
 
 /* A route's name in PRECIS_VERBOSE's lines and the description */
+/* PRECIS_CUDA_IGEMM_WS=0 gives the wgmma 128x128 / 128x256 tiles back their
+ * cu_igemm_wg.cu forms (A/B); default their warp-specialized forms
+ * (cu_igemm_ws.cu: producer warps, mbarrier ring; BN 64 for Nout <= 64; =2
+ * other forms, an experiment: key " ws2"). */
+static bool igemm_ws_on(void) {
+    const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
+    return !(e && !strcmp(e, "0"));
+}
+
 static const char *route_name(const qgemm_state *s, int c) {
+    if (igemm_ws_on() && c == PR_CU_IGEMM_WG128x128) return "wgmma ws 128x128";
+    if (igemm_ws_on() && c == PR_CU_IGEMM_WG128x256) return "wgmma ws 128x256";
     return c == ROUTE_LT ? "lt" : stem_route(s, c) ? "stem 64x64 (mma.sync)" : tile_names[c];
 }
 
@@ -598,6 +609,11 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
              g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0,
              s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
              s->s2d ? (stem_on() ? " s2d stem" : " s2d") : "");
+    if (wg && igemm_ws_on()) { /* the 128x128 / 128x256 tiles' warp-specialized forms */
+        const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
+        size_t kl = strlen(key);
+        snprintf(key + kl, sizeof key - kl, e && !strcmp(e, "2") ? " ws2" : " ws");
+    }
     int32_t r = 0;
     char times[600] = "";
     char *tend = NULL;
