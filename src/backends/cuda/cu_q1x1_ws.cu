@@ -47,7 +47,7 @@ extern "C" int pr_cu_q1x1_ws_s8(void *stream, const void *x, const void *w,
 using namespace prmma;
 using namespace prq1;
 
-#include "backends/cuda/cu_q1x1_tma.cuh"
+#include "backends/cuda/cu_tma.cuh"
 #include "backends/cuda/cu_wgmma.cuh"
 
 namespace {
@@ -168,11 +168,11 @@ __global__ void __launch_bounds__(T, 1)
         if ((tid & 31) == 0) mbar_arrive(empty0 + 8 * ((s - 1) % ST));
         if (EPI >= 2) {
             cp_wait<0>();
-            bar_named(1 + wg, 128); // every thread's residual bytes landed
+            named_sync(1 + wg, 128); // every thread's residual bytes landed
         }
         q1_epilogue<BM, BN, 4, 1, EPI, true>(acc, Z, cs, co, p, q, m0, n0, Ml, zflip, zc, zs,
                                              post, ltid, 1 + wg);
-        if (FAST) bar_named(1 + wg, 128); // Z read out before the next tile's residual
+        if (FAST) named_sync(1 + wg, 128); // Z read out before the next tile's residual
     }
 #endif
 }
