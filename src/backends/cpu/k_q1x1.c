@@ -336,18 +336,20 @@ typedef void (*q1_rows_fn)(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t 
     Q1_VAR(q1_hsw_##S, PR_ACT_HARD_SWISH, false, SAT)                                              \
     Q1_VAR(q1_hsw_a2_##S, PR_ACT_HARD_SWISH, true, SAT)                                            \
     Q1_VAR(q1_sw_##S, PR_ACT_SWISH, false, SAT)                                                    \
-    Q1_VAR(q1_sw_a2_##S, PR_ACT_SWISH, true, SAT)
+    Q1_VAR(q1_sw_a2_##S, PR_ACT_SWISH, true, SAT)                                                 \
+    Q1_VAR(q1_cliphi_##S, PR_ACT_CLIP_HI, false, SAT)
 Q1_VARS(false, c)
 Q1_VARS(true, s)
 #undef Q1_VARS
 #undef Q1_VAR
 
-/* [clamp-free][act: none, Relu, Clip, HardSwish, Swish][act2 Affine] */
-static const q1_rows_fn q1_fns[2][5][2] = {
+/* [clamp-free][act: none, Relu, Clip, HardSwish, Swish, Clip's min only
+ * (pr_qfc_act_sat: never with act2)][act2 Affine] */
+static const q1_rows_fn q1_fns[2][6][2] = {
     {{q1_none_c, q1_none_a2_c}, {q1_relu_c, q1_relu_a2_c}, {q1_clip_c, q1_clip_a2_c},
-     {q1_hsw_c, q1_hsw_a2_c}, {q1_sw_c, q1_sw_a2_c}},
+     {q1_hsw_c, q1_hsw_a2_c}, {q1_sw_c, q1_sw_a2_c}, {q1_cliphi_c, q1_cliphi_c}},
     {{q1_none_s, q1_none_a2_s}, {q1_relu_s, q1_relu_a2_s}, {q1_clip_s, q1_clip_a2_s},
-     {q1_hsw_s, q1_hsw_a2_s}, {q1_sw_s, q1_sw_a2_s}},
+     {q1_hsw_s, q1_hsw_a2_s}, {q1_sw_s, q1_sw_a2_s}, {q1_cliphi_s, q1_cliphi_s}},
 };
 
 static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, int64_t p0,
@@ -356,11 +358,12 @@ static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, in
                     s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
                     PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
                     PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi)};
-    const int ak = s->act.kind == PR_ACT_RELU ? 1
-                   : s->act.kind == PR_ACT_CLIP ? 2
-                   : s->act.kind == PR_ACT_HARD_SWISH ? 3
-                   : s->act.kind == PR_ACT_SWISH      ? 4
-                                                       : 0;
+    const int ak = s->ak == PR_ACT_RELU         ? 1
+                   : s->ak == PR_ACT_CLIP       ? 2
+                   : s->ak == PR_ACT_HARD_SWISH ? 3
+                   : s->ak == PR_ACT_SWISH      ? 4
+                   : s->ak == PR_ACT_CLIP_HI    ? 5
+                                                : 0;
     q1_fns[s->sat][ak][s->act2.kind == PR_ACT_AFFINE](&c, x, y, p0, p1);
 }
 #endif

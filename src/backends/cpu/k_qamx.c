@@ -501,14 +501,16 @@ QA_VAR(qa_sw_zu8, PR_ACT_SWISH, false, 2)
 QA_VAR(qa_sw_a2_zu8, PR_ACT_SWISH, true, 2)
 QA_VAR(qa_none_z8, PR_ACT_NONE, false, 1)
 QA_VAR(qa_none_zu8, PR_ACT_NONE, false, 2)
+QA_VAR(qa_cliphi, PR_ACT_CLIP_HI, false, 0)
 #undef QA_VAR
 /* [act: none, Relu, Clip, HardSwish, Swish, Swish + int8 Z, Swish + uint8 Z, HardSwish as
- * oneDNN rounds it, none + int8 Z, none + uint8 Z][act2 Affine] */
-static const qa_epi_fn qa_fns[10][2] = {
+ * oneDNN rounds it, none + int8 Z, none + uint8 Z, Clip's min only (pr_qfc_act_sat: never
+ * with act2)][act2 Affine] */
+static const qa_epi_fn qa_fns[11][2] = {
     {qa_none, qa_none_a2},     {qa_relu, qa_relu_a2},   {qa_clip, qa_clip_a2},
     {qa_hsw, qa_hsw_a2},       {qa_sw, qa_sw_a2},       {qa_sw_z8, qa_sw_a2_z8},
     {qa_sw_zu8, qa_sw_a2_zu8}, {qa_hswd, qa_hswd_a2},   {qa_none_z8, qa_none_z8},
-    {qa_none_zu8, qa_none_zu8}};
+    {qa_none_zu8, qa_none_zu8}, {qa_cliphi, qa_cliphi}};
 
 /* Blocks b0 .. b1 - 1 of 32 output pixels on this thread (A: 32 x Kp
  * bytes, C: 2 x 32 x 32 int32, both 64-byte aligned scratch). */
@@ -522,10 +524,11 @@ static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t 
     const bool zn = q->act.kind == PR_ACT_NONE;
     const int ak = s->zdt == PRECIS_INT8              ? (zn ? 8 : 5)
                    : s->zdt == PRECIS_UINT8           ? (zn ? 9 : 6)
-                   : q->act.kind == PR_ACT_RELU       ? 1
-                   : q->act.kind == PR_ACT_CLIP       ? 2
-                   : q->act.kind == PR_ACT_HARD_SWISH ? (hswd ? 7 : 3)
-                   : q->act.kind == PR_ACT_SWISH      ? 4
+                   : q->ak == PR_ACT_RELU             ? 1
+                   : q->ak == PR_ACT_CLIP             ? 2
+                   : q->ak == PR_ACT_HARD_SWISH       ? (hswd ? 7 : 3)
+                   : q->ak == PR_ACT_SWISH            ? 4
+                   : q->ak == PR_ACT_CLIP_HI          ? 10
                                                       : 0;
     const qa_epi_fn epi = qa_fns[ak][q->act2.kind == PR_ACT_AFFINE];
     const bool u8 = q->xdt == PRECIS_UINT8;
