@@ -11,7 +11,8 @@
  * Clip(-0.5, 2) with alpha / y_scale above and under -128 (int8 out), Clip
  * with alpha / y_scale one unit inside the range (the max kept),
  * HardSwish and no act with a y_scale that keeps the sums' bound under 2^30
- * and one (1e-9) that does not; int8 / uint8 src and out, act2 Affine (the
+ * and one (1e-9) that does not; no act with an int8 / uint8 residual
+ * (qamx); int8 / uint8 src and out, act2 Affine (the
  * clamps kept), 1-2 threads; q1x1's tiles of 4 vectors and their 1-3
  * vector tails, its OC-8 pixel pairs, qamx's tiles (1x1 and 3x3), q1x1's
  * rows for a large image under qamx, the depthwise quad path (3x3 / 5x5,
@@ -42,17 +43,19 @@ static bool prep(qc_prep *p, const tnode *t, int n_in, const qc_in *in, const pr
 }
 
 /* One case: impl with the clamps dropped and kept, bytes equal; then ref. */
-static void same(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, pr_dtype ydt,
-                 const qact *a1, const qact *a2, float ys, int threads, const char *what) {
+static void same_z(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, pr_dtype ydt,
+                   pr_dtype zdt, const qact *a1, const qact *a2, float ys, int threads,
+                   const char *what) {
     qnode q;
     qconv_node(&q, c, xdt, ydt);
     if (a1) qn_act(&q, "act", a1->name, a1->alpha, a1->beta);
     if (a2) qn_act(&q, "act2", a2->name, a2->alpha, a2->beta);
+    if (zdt != PRECIS_UNDEFINED) qn_float(&q, "z_scale", ZS);
     for (int i = 0; i < q.t.node.n_attrs; i++)
         if (!strcmp(q.attrs[i].name, "y_scale")) q.attrs[i].f = ys;
     qc_in in[5];
-    qconv_inputs(c, xdt, true, PRECIS_UNDEFINED, true, in);
-    const int n_in = 4;
+    qconv_inputs(c, xdt, true, zdt, true, in);
+    const int n_in = zdt != PRECIS_UNDEFINED ? 5 : 4;
     char label[240];
     snprintf(label, sizeof label, "qsat %s %s %s [%s->%s %s%s%s y_scale %g %dt]", impl->name,
              c->name, what, dn(xdt), dn(ydt), a1 ? a1->name : "-", a2 ? " act2 " : "",
@@ -68,8 +71,8 @@ static void same(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, pr_
     CHECK(okk && okd);
     if (okk && okd) {
         pr_err e = {0};
-        pr_buf iin[4], yk, yd;
-        const pr_buf *iinp[4];
+        pr_buf iin[5], yk, yd;
+        const pr_buf *iinp[5];
         memset(iin, 0, sizeof iin);
         for (int i = 0; i < n_in; i++) {
             pr_buf_alloc(&iin[i], in[i].dt, in[i].rank, in[i].dims, in[i].name, &e);
@@ -124,6 +127,11 @@ static void same(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, pr_
     qc_free(in, 5);
 }
 
+static void same(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, pr_dtype ydt,
+                 const qact *a1, const qact *a2, float ys, int threads, const char *what) {
+    same_z(impl, c, xdt, ydt, PRECIS_UNDEFINED, a1, a2, ys, threads, what);
+}
+
 static const qact RELU = {"Relu", 0, 0}, HSW = {"HardSwish", 0, 0}, AFF = {"Affine", 1.5f, -0.25f};
 
 /* Every act / y_scale combination above on one case of impl. */
@@ -173,6 +181,12 @@ int main(int argc, char **argv) {
     };
     setenv("PRECIS_QAMX_ALL", "1", 1);
     for (int i = 0; i < 2; i++) all_acts(&pr_cpu_impl_qamx, &qa[i], PRECIS_UINT8, 1 + i);
+    /* no act with an int8 / uint8 residual (the projections' sum) */
+    for (int i = 0; i < 2; i++)
+        for (int v = 0; v < 8; v++)
+            same_z(&pr_cpu_impl_qamx, &qa[i], v % 2 ? PRECIS_INT8 : PRECIS_UINT8,
+                   v / 2 % 2 ? PRECIS_INT8 : PRECIS_UINT8, v / 4 ? PRECIS_INT8 : PRECIS_UINT8,
+                   NULL, NULL, v % 3 ? YS : 1e-9f, 1 + v % 2, "residual");
     unsetenv("PRECIS_QAMX_ALL");
     static const qconv_case big = {"1x1 16->96 72x64 (q1x1 rows)", 1, 16, 72, 64, 96, 1, 1, 1,
                                    1, 1, 1, 1, {0, 0, 0, 0}, NULL};
