@@ -169,8 +169,12 @@ int main(int argc, char **argv) {
         {"pw 8->24 6x5 batch 2", 2, 8, 6, 5, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
         {"pw 4->8 3x5 (pixel pairs)", 1, 4, 3, 5, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
         {"pw 32->200 2x9", 1, 32, 2, 9, 200, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 16->40 3x5 (3 vectors, 8 lanes of the last)", 1, 16, 3, 5, 40, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+        {"pw 8->104 2x7 (4 + 3 vectors)", 1, 8, 2, 7, 104, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+         NULL},
     };
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         for (int x = 0; x < 2; x++)
             all_acts(&pr_cpu_impl_q1x1, &pw[i], x ? PRECIS_INT8 : PRECIS_UINT8, 1 + (i + x) % 2);
     /* qamx: every shape rule off (small cases), then a large image of a

@@ -27,6 +27,8 @@ typedef struct qfc_state {
     void *big; /* dnnl.qconv's state for images over Q1X1_MAX_PIX pixels */
     bool sat;  /* every q1x1 output before the clamp is within +-2^30 (q1x1_prepare) */
     int ak;    /* the act q1x1 / qamx / qstem run (k_q1x1.h q1_epv): pr_qfc_act_sat */
+    bool satpk; /* sat, and q1x1's 1-3 vector tails and OC-8 pixel pairs stored through
+                   saturating packs too (PRECIS_QACT_SAT=0: only its 4-vector blocks) */
 } qfc_state;
 
 /* q1_epv's act for Clip with only its upper bound kept (k_q1x1.h). */
