@@ -108,8 +108,9 @@ static void same_z(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, p
             }
             CHECK(bad == 0);
             if (bad)
-                fprintf(stderr, "%s: %lld of %zu bytes differ (first at %lld: %d kept, %d dropped)\n",
-                        label, (long long)bad, yk.nbytes, (long long)first, a[first], d[first]);
+                fprintf(stderr,
+                        "%s: %lld of %zu bytes differ (first at %lld: %d kept, %d dropped)\n", label,
+                        (long long)bad, yk.nbytes, (long long)first, a[first], d[first]);
             else
                 n_same++;
             n_cases_sat += at_lo > 0 && at_hi > 0;
