@@ -14,7 +14,8 @@
  * and one (1e-9) that does not; no act with an int8 / uint8 residual
  * (qamx); int8 / uint8 src and out, act2 Affine (the
  * clamps kept), 1-2 threads; q1x1's tiles of 4 vectors and their 1-3
- * vector tails, its OC-8 pixel pairs, qamx's tiles (1x1 and 3x3), q1x1's
+ * vector tails, its OC-8 pixel pairs, an int8 src biased chunk by chunk
+ * before the clamp-free tiles (1 and 2 threads), qamx's tiles (1x1 and 3x3), q1x1's
  * rows for a large image under qamx, the depthwise quad path (3x3 / 5x5,
  * the small-image tables, a linear last block) and the direct path (8..32
  * channels, packed and vpmovdb stores). Where the CPU lacks AVX512-VNNI or
@@ -174,8 +175,10 @@ int main(int argc, char **argv) {
          {0, 0, 0, 0}, NULL},
         {"pw 8->104 2x7 (4 + 3 vectors)", 1, 8, 2, 7, 104, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
          NULL},
+        {"pw 20->96 37x29 (threads split the pixels)", 1, 20, 37, 29, 96, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
     };
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         for (int x = 0; x < 2; x++)
             all_acts(&pr_cpu_impl_q1x1, &pw[i], x ? PRECIS_INT8 : PRECIS_UINT8, 1 + (i + x) % 2);
     /* qamx: every shape rule off (small cases), then a large image of a

@@ -1,6 +1,7 @@
 /* pr_cpu_impl_q1x1 (kernels.h): the INT8 1x1 convolution on NHWC images;
  * its state and checks are qfc's (k_qfc.h). */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,7 +211,10 @@ Q1_INLINE void q1_store(const q1_c *c, uint8_t *yp, int64_t v0, int64_t left, in
 Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, int PT, int NV,
                        int AK, bool A2, int SAT) {
     const int64_t IC = c->IC, OC = c->OC, ICq = c->ICq;
-    const uint32_t flip = c->flip;
+    /* SAT 2: an int8 src biased beforehand (pr_q1x1_rows_run), the dwords
+     * broadcast from memory rather than through a register (the shuffle
+     * port the packs and vpdpbusd need) */
+    const uint32_t flip = SAT == 2 ? 0u : c->flip;
     const __m512i z = _mm512_setzero_si512();
     const int32_t *cp = c->comp + 16 * v0;
     const __m512i c0 = _mm512_loadu_si512((const void *)cp);
@@ -272,7 +276,7 @@ Q1_INLINE __m512i q1_x4x2(const uint8_t *pa, const uint8_t *pb, int64_t k, uint3
 Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, int64_t p0,
                         int64_t p1, int AK, bool A2, int SAT) {
     const int64_t IC = c->IC, ICq = c->ICq;
-    const uint32_t flip = c->flip;
+    const uint32_t flip = SAT == 2 ? 0u : c->flip; /* as q1_tile's */
     const __m512i c0 = _mm512_loadu_si512((const void *)c->comp);
     const __m512i *wv = c->wq;
     int64_t p = p0;
@@ -382,6 +386,19 @@ static const q1_rows_fn q1_fns[3][6][2] = {
      {q1_hsw_p, q1_hsw_a2_p}, {q1_sw_p, q1_sw_a2_p}, {q1_cliphi_p, q1_cliphi_p}},
 };
 
+/* n bytes of an int8 src biased by 128 (x ^ 0x80) into t. */
+static Q1_VNNI void q1_flip(const uint8_t *x, uint8_t *t, int64_t n) {
+    const __m512i f = _mm512_set1_epi8((char)0x80);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        _mm512_storeu_si512((void *)(t + i),
+                            _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + i)), f));
+    if (i < n) {
+        const __mmask64 m = ((__mmask64)1 << (n - i)) - 1;
+        _mm512_mask_storeu_epi8(t + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), f));
+    }
+}
+
 static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, int64_t p0,
                             int64_t p1) {
     const q1_c c = {s->sc, s->bi, s->comp, (const __m512i *)s->wq, s->IC, s->OC, s->ICq,
@@ -427,14 +444,37 @@ precis_status pr_q1x1_rows_run(const qfc_state *s, pr_kernel *k, pr_cpu_exec *xc
     if (P * s->OC < PR_CPU_PAR_MIN) nt = 1;
     const int64_t chunk = 48, tasks = (P + chunk - 1) / chunk;
     if (tasks < nt) nt = (int)tasks;
-    if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
-        q1_rows(s, X->data, Y->data, 0, P);
+    /* satpk with an int8 src: each chunk's pixels biased by 128 into this
+     * thread's scratch first (q1_tile's SAT 2 takes them as they are;
+     * CenterFace b1 t1 16->96 at 160x160 302 -> ~245 us) */
+    const bool fl = s->sat && s->satpk && s->xdt == PRECIS_INT8;
+    const size_t tb = (size_t)(chunk * s->IC) + 64;
+    uint8_t *scr = fl ? pr_cpu_scratch(xc, tb * (size_t)(nt > 1 ? nt : 1)) : NULL;
+    if (fl && !scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+    const uint8_t *xd = X->data;
+    uint8_t *yd = Y->data;
+    if (nt < 2 && !fl) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
+        q1_rows(s, xd, yd, 0, P);
+        return PRECIS_OK;
+    }
+    if (nt < 2) {
+        for (int64_t p0 = 0; p0 < P; p0 += chunk) {
+            const int64_t n = P - p0 < chunk ? P - p0 : chunk;
+            q1_flip(xd + p0 * s->IC, scr, n * s->IC);
+            q1_rows(s, scr, yd + p0 * s->OC, 0, n);
+        }
         return PRECIS_OK;
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < tasks; t++) {
         const int64_t p0 = t * chunk, p1 = P - p0 < chunk ? P : p0 + chunk;
-        q1_rows(s, X->data, Y->data, p0, p1);
+        if (fl) {
+            uint8_t *b = scr + tb * (size_t)omp_get_thread_num();
+            q1_flip(xd + p0 * s->IC, b, (p1 - p0) * s->IC);
+            q1_rows(s, b, yd + p0 * s->OC, 0, p1 - p0);
+        } else {
+            q1_rows(s, xd, yd, p0, p1);
+        }
     }
     return PRECIS_OK;
 #else
