@@ -1,6 +1,7 @@
 /* pr_cpu_impl_q1x1 (kernels.h): the INT8 1x1 convolution on NHWC images;
  * its state and checks are qfc's (k_qfc.h). */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,8 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
         if (!s->folded) r *= fabs((double)s->inv);
         s->sat = r < lim;
     }
+    const char *env = getenv("PRECIS_QACT_SAT");
+    s->satpk = s->sat && !(env && !strcmp(env, "0"));
     *state = s;
     return PRECIS_OK;
 }
@@ -169,8 +172,20 @@ Q1_INLINE void q1_store16(const q1_c *c, uint8_t *yp, int64_t m, int64_t left, i
 /* The outputs of one pixel (row yp) from its NV sums (channels from 16 v0;
  * left: the channels from there). */
 Q1_INLINE void q1_store(const q1_c *c, uint8_t *yp, int64_t v0, int64_t left, int NV, int AK,
-                        bool A2, bool SAT, __m512i a0, __m512i a1, __m512i a2, __m512i a3) {
+                        bool A2, int SAT, __m512i a0, __m512i a1, __m512i a2, __m512i a3) {
     const int64_t m = 16 * v0;
+    if (SAT == 2 && NV < 4) { /* the tails packed too (q1_rows: PRECIS_QACT_SAT) */
+        const __m512i q0 = q1_ep(c, a0, m, AK, A2, true);
+        const __m512i q1 = NV > 1 ? q1_ep(c, a1, m + 16, AK, A2, true) : q0;
+        const __m512i q2 = NV > 2 ? q1_ep(c, a2, m + 32, AK, A2, true) : q0;
+        const __m512i p01 = _mm512_packs_epi32(q0, q1), p22 = _mm512_packs_epi32(q2, q2);
+        const __m512i b = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+            c->u8 ? _mm512_packus_epi16(p01, p22) : _mm512_packs_epi16(p01, p22));
+        const int64_t nb = left < 16 * NV ? left : 16 * NV;
+        _mm512_mask_storeu_epi8(yp, ((__mmask64)1 << nb) - 1, b);
+        return;
+    }
     if (NV == 4) {
         const __m512i p01 =
             _mm512_packs_epi32(q1_ep(c, a0, m, AK, A2, SAT), q1_ep(c, a1, m + 16, AK, A2, SAT));
@@ -194,9 +209,12 @@ Q1_INLINE void q1_store(const q1_c *c, uint8_t *yp, int64_t v0, int64_t left, in
  * from 16 v0 into y (rows of OC bytes). The sums are named variables (GCC
  * spills arrays of them to the stack). */
 Q1_INLINE void q1_tile(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t v0, int PT, int NV,
-                       int AK, bool A2, bool SAT) {
+                       int AK, bool A2, int SAT) {
     const int64_t IC = c->IC, OC = c->OC, ICq = c->ICq;
-    const uint32_t flip = c->flip;
+    /* SAT 2: an int8 src biased beforehand (pr_q1x1_rows_run), the dwords
+     * broadcast from memory rather than through a register (the shuffle
+     * port the packs and vpdpbusd need) */
+    const uint32_t flip = SAT == 2 ? 0u : c->flip;
     const __m512i z = _mm512_setzero_si512();
     const int32_t *cp = c->comp + 16 * v0;
     const __m512i c0 = _mm512_loadu_si512((const void *)cp);
@@ -256,9 +274,9 @@ Q1_INLINE __m512i q1_x4x2(const uint8_t *pa, const uint8_t *pb, int64_t k, uint3
 }
 
 Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, int64_t p0,
-                        int64_t p1, int AK, bool A2) {
+                        int64_t p1, int AK, bool A2, int SAT) {
     const int64_t IC = c->IC, ICq = c->ICq;
-    const uint32_t flip = c->flip;
+    const uint32_t flip = SAT == 2 ? 0u : c->flip; /* as q1_tile's */
     const __m512i c0 = _mm512_loadu_si512((const void *)c->comp);
     const __m512i *wv = c->wq;
     int64_t p = p0;
@@ -271,6 +289,18 @@ Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restr
             a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, flip), w);
             a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, flip), w);
             a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, flip), w);
+        }
+        if (SAT == 2) { /* 8 pixels' 64 bytes through saturating packs */
+            const __m512i p01 = _mm512_packs_epi32(q1_ep(c, a0, 0, AK, A2, true),
+                                                   q1_ep(c, a1, 0, AK, A2, true));
+            const __m512i p23 = _mm512_packs_epi32(q1_ep(c, a2, 0, AK, A2, true),
+                                                   q1_ep(c, a3, 0, AK, A2, true));
+            _mm512_storeu_si512(
+                (void *)(y + p * 8),
+                _mm512_permutexvar_epi32(
+                    _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+                    c->u8 ? _mm512_packus_epi16(p01, p23) : _mm512_packs_epi16(p01, p23)));
+            continue;
         }
         __m128i *yp = (__m128i *)(y + p * 8);
         _mm_storeu_si128(yp, _mm512_cvtepi32_epi8(q1_ep(c, a0, 0, AK, A2, false)));
@@ -291,10 +321,10 @@ Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restr
 /* Pixels p0..p1 of the image rows, every output vector; the tile shapes
  * as constants. */
 Q1_INLINE void q1_rows_t(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y,
-                         int64_t p0, int64_t p1, int AK, bool A2, bool SAT) {
+                         int64_t p0, int64_t p1, int AK, bool A2, int SAT) {
     const int64_t IC = c->IC, OC = c->OC, OCv = (OC + 15) / 16;
     if (OC == 8) {
-        q1_rows8(c, x, y, p0, p1, AK, A2);
+        q1_rows8(c, x, y, p0, p1, AK, A2, SAT);
         return;
     }
     int64_t p = p0;
@@ -336,19 +366,38 @@ typedef void (*q1_rows_fn)(const q1_c *c, const uint8_t *x, uint8_t *y, int64_t 
     Q1_VAR(q1_hsw_##S, PR_ACT_HARD_SWISH, false, SAT)                                              \
     Q1_VAR(q1_hsw_a2_##S, PR_ACT_HARD_SWISH, true, SAT)                                            \
     Q1_VAR(q1_sw_##S, PR_ACT_SWISH, false, SAT)                                                    \
-    Q1_VAR(q1_sw_a2_##S, PR_ACT_SWISH, true, SAT)
-Q1_VARS(false, c)
-Q1_VARS(true, s)
+    Q1_VAR(q1_sw_a2_##S, PR_ACT_SWISH, true, SAT)                                                 \
+    Q1_VAR(q1_cliphi_##S, PR_ACT_CLIP_HI, false, SAT)
+Q1_VARS(0, c)
+Q1_VARS(1, s)
+Q1_VARS(2, p)
 #undef Q1_VARS
 #undef Q1_VAR
 
-/* [clamp-free][act: none, Relu, Clip, HardSwish, Swish][act2 Affine] */
-static const q1_rows_fn q1_fns[2][5][2] = {
+/* [clamp-free: no, 4-vector blocks, every store (qfc_state.satpk)][act: none,
+ * Relu, Clip, HardSwish, Swish, Clip's min only (pr_qfc_act_sat: never with
+ * act2)][act2 Affine] */
+static const q1_rows_fn q1_fns[3][6][2] = {
     {{q1_none_c, q1_none_a2_c}, {q1_relu_c, q1_relu_a2_c}, {q1_clip_c, q1_clip_a2_c},
-     {q1_hsw_c, q1_hsw_a2_c}, {q1_sw_c, q1_sw_a2_c}},
+     {q1_hsw_c, q1_hsw_a2_c}, {q1_sw_c, q1_sw_a2_c}, {q1_cliphi_c, q1_cliphi_c}},
     {{q1_none_s, q1_none_a2_s}, {q1_relu_s, q1_relu_a2_s}, {q1_clip_s, q1_clip_a2_s},
-     {q1_hsw_s, q1_hsw_a2_s}, {q1_sw_s, q1_sw_a2_s}},
+     {q1_hsw_s, q1_hsw_a2_s}, {q1_sw_s, q1_sw_a2_s}, {q1_cliphi_s, q1_cliphi_s}},
+    {{q1_none_p, q1_none_a2_p}, {q1_relu_p, q1_relu_a2_p}, {q1_clip_p, q1_clip_a2_p},
+     {q1_hsw_p, q1_hsw_a2_p}, {q1_sw_p, q1_sw_a2_p}, {q1_cliphi_p, q1_cliphi_p}},
 };
+
+/* n bytes of an int8 src biased by 128 (x ^ 0x80) into t. */
+static Q1_VNNI void q1_flip(const uint8_t *x, uint8_t *t, int64_t n) {
+    const __m512i f = _mm512_set1_epi8((char)0x80);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        _mm512_storeu_si512((void *)(t + i),
+                            _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + i)), f));
+    if (i < n) {
+        const __mmask64 m = ((__mmask64)1 << (n - i)) - 1;
+        _mm512_mask_storeu_epi8(t + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), f));
+    }
+}
 
 static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, int64_t p0,
                             int64_t p1) {
@@ -356,12 +405,13 @@ static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, in
                     s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
                     PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
                     PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi)};
-    const int ak = s->act.kind == PR_ACT_RELU ? 1
-                   : s->act.kind == PR_ACT_CLIP ? 2
-                   : s->act.kind == PR_ACT_HARD_SWISH ? 3
-                   : s->act.kind == PR_ACT_SWISH      ? 4
-                                                       : 0;
-    q1_fns[s->sat][ak][s->act2.kind == PR_ACT_AFFINE](&c, x, y, p0, p1);
+    const int ak = s->ak == PR_ACT_RELU         ? 1
+                   : s->ak == PR_ACT_CLIP       ? 2
+                   : s->ak == PR_ACT_HARD_SWISH ? 3
+                   : s->ak == PR_ACT_SWISH      ? 4
+                   : s->ak == PR_ACT_CLIP_HI    ? 5
+                                                : 0;
+    q1_fns[s->sat ? 1 + s->satpk : 0][ak][s->act2.kind == PR_ACT_AFFINE](&c, x, y, p0, p1);
 }
 #endif
 
@@ -394,14 +444,37 @@ precis_status pr_q1x1_rows_run(const qfc_state *s, pr_kernel *k, pr_cpu_exec *xc
     if (P * s->OC < PR_CPU_PAR_MIN) nt = 1;
     const int64_t chunk = 48, tasks = (P + chunk - 1) / chunk;
     if (tasks < nt) nt = (int)tasks;
-    if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
-        q1_rows(s, X->data, Y->data, 0, P);
+    /* satpk with an int8 src: each chunk's pixels biased by 128 into this
+     * thread's scratch first (q1_tile's SAT 2 takes them as they are;
+     * CenterFace b1 t1 16->96 at 160x160 302 -> ~245 us) */
+    const bool fl = s->sat && s->satpk && s->xdt == PRECIS_INT8;
+    const size_t tb = (size_t)(chunk * s->IC) + 64;
+    uint8_t *scr = fl ? pr_cpu_scratch(xc, tb * (size_t)(nt > 1 ? nt : 1)) : NULL;
+    if (fl && !scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+    const uint8_t *xd = X->data;
+    uint8_t *yd = Y->data;
+    if (nt < 2 && !fl) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
+        q1_rows(s, xd, yd, 0, P);
+        return PRECIS_OK;
+    }
+    if (nt < 2) {
+        for (int64_t p0 = 0; p0 < P; p0 += chunk) {
+            const int64_t n = P - p0 < chunk ? P - p0 : chunk;
+            q1_flip(xd + p0 * s->IC, scr, n * s->IC);
+            q1_rows(s, scr, yd + p0 * s->OC, 0, n);
+        }
         return PRECIS_OK;
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t t = 0; t < tasks; t++) {
         const int64_t p0 = t * chunk, p1 = P - p0 < chunk ? P : p0 + chunk;
-        q1_rows(s, X->data, Y->data, p0, p1);
+        if (fl) {
+            uint8_t *b = scr + tb * (size_t)omp_get_thread_num();
+            q1_flip(xd + p0 * s->IC, b, (p1 - p0) * s->IC);
+            q1_rows(s, b, yd + p0 * s->OC, 0, p1 - p0);
+        } else {
+            q1_rows(s, xd, yd, p0, p1);
+        }
     }
     return PRECIS_OK;
 #else

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/cpu/k_qact.h"
+#include "backends/cpu/k_qfc.h"
 #include "backends/cpu/vec.h"
 #include "ir/act.h"
 
@@ -64,6 +65,7 @@ Q1_INLINE __m512i q1_epv(const q1_c *c, __m512i acc, __m512 bi, __m512 sc, int A
     __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(acc), bi), sc);
     if (AK == PR_ACT_RELU) r = _mm512_max_ps(_mm512_setzero_ps(), r);
     if (AK == PR_ACT_CLIP) r = _mm512_min_ps(_mm512_max_ps(r, c->aa), c->ab);
+    if (AK == PR_ACT_CLIP_HI) r = _mm512_min_ps(r, c->ab); /* pr_qfc_act_sat */
     if (AK == PR_ACT_HARD_SWISH) {
         __m512 v = _mm512_add_ps(_mm512_mul_ps(r, PV_C(1.0f / 6.0f)), PV_C(0.5f));
         v = _mm512_max_ps(_mm512_min_ps(v, PV_C(1.0f)), _mm512_setzero_ps());

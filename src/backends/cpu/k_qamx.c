@@ -50,6 +50,7 @@ typedef struct qamx_state {
     bool q1able; /* q1x1 takes this conv (up to Q1X1_MAX_PIX pixels) */
     pr_dtype zdt; /* the residual's type, PRECIS_UNDEFINED: none */
     float zs;     /* its scale */
+    bool pk;      /* the epilogue stores through saturating packs (qa_pk_ok) */
     char desc[64];
 } qamx_state;
 
@@ -244,6 +245,31 @@ static void qa_destroy(void *state) {
     free(s);
 }
 
+/* The epilogue without the output clamp, its 2 x 16 values stored through
+ * saturating int32 -> int16 -> int8 packs (qa_epi_t's PK) instead of 2
+ * vpmovdb: for the acts pr_qfc_act_sat leaves (none, Relu, Clip, Clip's
+ * min) with no act2, or no act with a residual (q1_epvzf), when every value
+ * before the clamp is within +-2^30 (|sum| <= K 255 128, |Z| <= 255; these
+ * acts do not grow it), so that
+ * the conversion cannot overflow and the packs clamp as the min / max did:
+ * the same bytes. PRECIS_QACT_SAT=0 (read at prepare): never. */
+static bool qa_pk_ok(const qamx_state *s) {
+    const qfc_state *q = s->q;
+    const char *env = getenv("PRECIS_QACT_SAT");
+    if ((env && !strcmp(env, "0")) || !q->folded || q->ydt == PRECIS_FLOAT32 ||
+        q->act2.kind != PR_ACT_NONE ||
+        !(q->ak == PR_ACT_NONE || q->ak == PR_ACT_RELU || q->ak == PR_ACT_CLIP ||
+          q->ak == PR_ACT_CLIP_HI) ||
+        (s->zdt != PRECIS_UNDEFINED && q->act.kind != PR_ACT_NONE))
+        return false;
+    const double amax = (double)s->K * 255.0 * 128.0;
+    const double zmax = s->zdt == PRECIS_UNDEFINED ? 0.0 : 255.0 * fabs((double)s->zs);
+    for (int64_t m = 0; m < s->OC; m++)
+        if ((amax + fabs((double)q->bi[m])) * fabs((double)q->sc[m]) + zmax >= (double)(1 << 30))
+            return false;
+    return true;
+}
+
 static precis_status qa_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
                                 void **state, pr_err *e) {
     *state = NULL;
@@ -273,6 +299,7 @@ static precis_status qa_prepare(const pr_graph *g, const pr_node *n, const pr_cp
     s->K = s->KH * s->KW * s->IC;
     s->Kp = (s->K + 63) / 64 * 64;
     s->OCp = (s->OC + QA_NR - 1) / QA_NR * QA_NR;
+    s->pk = qa_pk_ok(s);
     const int64_t KS = s->Kp / 64;
     const size_t nb = (size_t)(s->OCp * s->Kp);
     s->wb = aligned_alloc(64, nb);
@@ -440,12 +467,52 @@ QA_INLINE __m128i qa_ep16(const q1_c *c, __m512i a, __m512 bi, __m512 sc, int AK
     return _mm512_cvtepi32_epi8(q1_epv(c, a, bi, sc, AK, A2, false));
 }
 
+/* A row's 32 values (qamx_state.pk): no clamp, packed with saturation;
+ * vpackssdw and vpack{us,ss}wb interleave 4-byte groups by 128-bit lanes,
+ * vpermd puts the 8 dwords in order. */
+QA_INLINE __m512i qa_pkv(const q1_c *c, __m512i a, __m512 bi, __m512 sc, int AK, int ZT,
+                          const uint8_t *zp, __mmask16 k, __m512 zs) {
+    if (!ZT) return q1_epv(c, a, bi, sc, AK, false, true);
+    /* q1_epvzf without its clamp */
+    const __m512 r = _mm512_fmadd_ps(qa_z(zp, k, ZT), zs,
+                                     _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(a), bi), sc));
+    return _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+QA_INLINE __m256i qa_pk32(const q1_c *c, __m512i a0, __m512i a1, __m512 bi0, __m512 sc0,
+                          __m512 bi1, __m512 sc1, int AK, int ZT, const uint8_t *zp,
+                          __mmask32 k, __m512 zs) {
+    const __m512i p =
+        _mm512_packs_epi32(qa_pkv(c, a0, bi0, sc0, AK, ZT, zp, (__mmask16)k, zs),
+                           qa_pkv(c, a1, bi1, sc1, AK, ZT, zp + 16, (__mmask16)(k >> 16), zs));
+    const __m512i b = c->u8 ? _mm512_packus_epi16(p, p) : _mm512_packs_epi16(p, p);
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), b));
+}
+
 QA_INLINE void qa_epi_t(const q1_c *restrict c, const int32_t *C, uint8_t *restrict y,
                         const uint8_t *z, float zsc, int64_t p0, int64_t rows, int64_t ob, int AK,
-                        bool A2, int ZT) {
+                        bool A2, int ZT, bool PK) {
     const int64_t OC = c->OC, m0 = 32 * ob, left = OC - m0;
     const __m512 bi0 = _mm512_load_ps(c->bi + m0), sc0 = _mm512_load_ps(c->sc + m0);
     const __m512 bi1 = _mm512_load_ps(c->bi + m0 + 16), sc1 = _mm512_load_ps(c->sc + m0 + 16);
+    if (PK) {
+        const __mmask32 k = left >= 32 ? ~(__mmask32)0 : (__mmask32)((1ull << left) - 1);
+        const __m512 zs = _mm512_set1_ps(zsc);
+        uint8_t *yq = y + p0 * OC + m0;
+        const uint8_t *zq = ZT ? z + p0 * OC + m0 : NULL;
+        for (int64_t r = 0; r < rows; r++, yq += OC) {
+            const __m256i b = qa_pk32(c, _mm512_load_si512((const void *)(C + r * 32)),
+                                      _mm512_load_si512((const void *)(C + r * 32 + 16)), bi0,
+                                      sc0, bi1, sc1, AK, ZT, zq, k, zs);
+            if (ZT) zq += OC;
+            if (left >= 32)
+                _mm256_storeu_si256((__m256i *)yq, b);
+            else
+                _mm256_mask_storeu_epi8(yq, k, b);
+        }
+        return;
+    }
     const __m512 zs = _mm512_set1_ps(zsc);
     uint8_t *yp = y + p0 * OC + m0;
     const uint8_t *zp = ZT ? z + p0 * OC + m0 : NULL;
@@ -477,12 +544,13 @@ QA_INLINE void qa_epi_t(const q1_c *restrict c, const int32_t *C, uint8_t *restr
 
 typedef void (*qa_epi_fn)(const q1_c *c, const int32_t *C, uint8_t *y, const uint8_t *z,
                           float zs, int64_t p0, int64_t rows, int64_t ob);
-#define QA_VAR(NAME, AK, A2, ZT)                                                                   \
+#define QA_VARP(NAME, AK, A2, ZT, PK)                                                              \
     static QA_ISA __attribute__((noinline)) void NAME(                                          \
         const q1_c *restrict c, const int32_t *C, uint8_t *restrict y, const uint8_t *z, float zs, \
         int64_t p0, int64_t rows, int64_t ob) {                                                    \
-        qa_epi_t(c, C, y, z, zs, p0, rows, ob, AK, A2, ZT);                                        \
+        qa_epi_t(c, C, y, z, zs, p0, rows, ob, AK, A2, ZT, PK);                                    \
     }
+#define QA_VAR(NAME, AK, A2, ZT) QA_VARP(NAME, AK, A2, ZT, false)
 QA_VAR(qa_none, PR_ACT_NONE, false, 0)
 QA_VAR(qa_none_a2, PR_ACT_NONE, true, 0)
 QA_VAR(qa_relu, PR_ACT_RELU, false, 0)
@@ -501,14 +569,23 @@ QA_VAR(qa_sw_zu8, PR_ACT_SWISH, false, 2)
 QA_VAR(qa_sw_a2_zu8, PR_ACT_SWISH, true, 2)
 QA_VAR(qa_none_z8, PR_ACT_NONE, false, 1)
 QA_VAR(qa_none_zu8, PR_ACT_NONE, false, 2)
+QA_VAR(qa_cliphi, PR_ACT_CLIP_HI, false, 0)
+QA_VARP(qa_none_pk, PR_ACT_NONE, false, 0, true)
+QA_VARP(qa_relu_pk, PR_ACT_RELU, false, 0, true)
+QA_VARP(qa_clip_pk, PR_ACT_CLIP, false, 0, true)
+QA_VARP(qa_cliphi_pk, PR_ACT_CLIP_HI, false, 0, true)
+QA_VARP(qa_none_z8_pk, PR_ACT_NONE, false, 1, true)
+QA_VARP(qa_none_zu8_pk, PR_ACT_NONE, false, 2, true)
 #undef QA_VAR
+#undef QA_VARP
 /* [act: none, Relu, Clip, HardSwish, Swish, Swish + int8 Z, Swish + uint8 Z, HardSwish as
- * oneDNN rounds it, none + int8 Z, none + uint8 Z][act2 Affine] */
-static const qa_epi_fn qa_fns[10][2] = {
+ * oneDNN rounds it, none + int8 Z, none + uint8 Z, Clip's min only (pr_qfc_act_sat: never
+ * with act2)][act2 Affine] */
+static const qa_epi_fn qa_fns[11][2] = {
     {qa_none, qa_none_a2},     {qa_relu, qa_relu_a2},   {qa_clip, qa_clip_a2},
     {qa_hsw, qa_hsw_a2},       {qa_sw, qa_sw_a2},       {qa_sw_z8, qa_sw_a2_z8},
     {qa_sw_zu8, qa_sw_a2_zu8}, {qa_hswd, qa_hswd_a2},   {qa_none_z8, qa_none_z8},
-    {qa_none_zu8, qa_none_zu8}};
+    {qa_none_zu8, qa_none_zu8}, {qa_cliphi, qa_cliphi}};
 
 /* Blocks b0 .. b1 - 1 of 32 output pixels on this thread (A: 32 x Kp
  * bytes, C: 2 x 32 x 32 int32, both 64-byte aligned scratch). */
@@ -522,12 +599,18 @@ static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t 
     const bool zn = q->act.kind == PR_ACT_NONE;
     const int ak = s->zdt == PRECIS_INT8              ? (zn ? 8 : 5)
                    : s->zdt == PRECIS_UINT8           ? (zn ? 9 : 6)
-                   : q->act.kind == PR_ACT_RELU       ? 1
-                   : q->act.kind == PR_ACT_CLIP       ? 2
-                   : q->act.kind == PR_ACT_HARD_SWISH ? (hswd ? 7 : 3)
-                   : q->act.kind == PR_ACT_SWISH      ? 4
+                   : q->ak == PR_ACT_RELU             ? 1
+                   : q->ak == PR_ACT_CLIP             ? 2
+                   : q->ak == PR_ACT_HARD_SWISH       ? (hswd ? 7 : 3)
+                   : q->ak == PR_ACT_SWISH            ? 4
+                   : q->ak == PR_ACT_CLIP_HI          ? 10
                                                       : 0;
-    const qa_epi_fn epi = qa_fns[ak][q->act2.kind == PR_ACT_AFFINE];
+    /* qamx_state.pk: the acts qa_pk_ok takes, by qa_fns' index */
+    static const qa_epi_fn pk_fns[11] = {
+        qa_none_pk, qa_relu_pk, qa_clip_pk,     NULL,           NULL,        NULL,
+        NULL,       NULL,       qa_none_z8_pk, qa_none_zu8_pk, qa_cliphi_pk};
+    const qa_epi_fn epi =
+        s->pk && pk_fns[ak] ? pk_fns[ak] : qa_fns[ak][q->act2.kind == PR_ACT_AFFINE];
     const bool u8 = q->xdt == PRECIS_UINT8;
     /* 1x1, stride 1, no pads: the image rows are the matrix (full blocks),
      * when K is a multiple of 64 or under 64 (the A tiles' rows then IC

@@ -103,6 +103,15 @@ static PR_VNNI void qdw_build(const qdw_state *s, const qdw_geo *g, const uint8_
  * 1/y_scale folded into act2's affine; else F := sc * sum + bias for the
  * activation passes and qdw_out. */
 enum { EP_F, EP_Q };
+/* qdw_q's AK for qdw_state.sat's epilogues (packed blocks only: the linear
+ * block's vpmovdb stores truncate) */
+enum {
+    QDW_AK_SAT_CLIP = -10,
+    QDW_AK_SAT_RELU = -11,
+    QDW_AK_FREE_NONE = -12,
+    QDW_AK_FREE_RELU = -13,
+    QDW_AK_FREE_HSW = -14
+};
 typedef struct qdw_ep {
     __m512i init[4];
     __m512 sc[4], bi[4];
@@ -117,6 +126,21 @@ typedef struct qdw_ep {
 /* One vector of a pixel's epilogue (no arrays: GCC keeps them on the stack). */
 VNNI_INLINE __m512i qdw_q(__m512i acc, __m512 sc, __m512 bi, const qdw_ep *e, int AK, bool AFF) {
     __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), sc, bi);
+    if (AK == QDW_AK_SAT_CLIP) /* qdw_state.sat: the packs clamp (k_qdwconv.h) */
+        return _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_min_ps(f, e->ahi), e->a2a),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (AK == QDW_AK_SAT_RELU)
+        return _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_mul_ps(f, e->a2a), e->hi),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (AK == QDW_AK_FREE_NONE || AK == QDW_AK_FREE_RELU || AK == QDW_AK_FREE_HSW) {
+        if (AK == QDW_AK_FREE_RELU) f = _mm512_max_ps(f, _mm512_setzero_ps());
+        if (AK == QDW_AK_FREE_HSW) {
+            __m512 v = _mm512_fmadd_ps(f, PV_C(1.0f / 6.0f), PV_C(0.5f));
+            f = _mm512_mul_ps(f, _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), PV_C(1.0f)));
+        }
+        return _mm512_cvt_roundps_epi32(_mm512_mul_ps(f, e->a2a),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
     if (AK == PR_ACT_RELU || AK == PR_ACT_CLIP) f = _mm512_min_ps(_mm512_max_ps(f, e->alo), e->ahi);
     if (AK == PR_ACT_HARD_SWISH) {
         __m512 v = _mm512_fmadd_ps(f, PV_C(1.0f / 6.0f), PV_C(0.5f));
@@ -321,6 +345,26 @@ static PR_VNNI bool qdw_conv(const qdw_state *s, const qdw_geo *g, const __m512i
             else qdw_lin_g(s, g, V, wb, &e, PR_ACT_NONE, false, q0, q1, gm);
             break;
         }
+        return true;
+    }
+    if (s->sat == QDW_SAT_CLIP) {
+        qdw_conv_g(s, g, V, wb, &e, EP_Q, QDW_AK_SAT_CLIP, false, q0, q1);
+        return true;
+    }
+    if (s->sat == QDW_SAT_RELU) {
+        qdw_conv_g(s, g, V, wb, &e, EP_Q, QDW_AK_SAT_RELU, false, q0, q1);
+        return true;
+    }
+    if (s->sat == QDW_SAT_FREE_NONE) {
+        qdw_conv_g(s, g, V, wb, &e, EP_Q, QDW_AK_FREE_NONE, false, q0, q1);
+        return true;
+    }
+    if (s->sat == QDW_SAT_FREE_RELU) {
+        qdw_conv_g(s, g, V, wb, &e, EP_Q, QDW_AK_FREE_RELU, false, q0, q1);
+        return true;
+    }
+    if (s->sat == QDW_SAT_FREE_HSW) {
+        qdw_conv_g(s, g, V, wb, &e, EP_Q, QDW_AK_FREE_HSW, false, q0, q1);
         return true;
     }
     switch (s->act.kind) {

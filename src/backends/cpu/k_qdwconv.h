@@ -9,12 +9,39 @@
 
 #define QDW_MAXK 16 /* kernel rows/columns handled */
 
+/* qdw_state.sat (PRECIS_QACT_SAT=0 at prepare: QDW_SAT_NONE). The blocks of
+ * 64 channels store through saturating int32 -> int16 -> int8 packs, and a
+ * float under -2^31 converts to INT_MIN, which they saturate to the range's
+ * low end too: so the output clamp's max is redundant, and so is an act's
+ * lower bound whose output rounds to that end or below (rint, the clamps
+ * and the saturation are monotone); the clamp's min too where the values
+ * are bounded under 2^31 (by the act's upper bound, or by the sums' bound
+ * |F| <= (KH KW 255 128 |sc| + |B|) for acts that do not grow |F|). The
+ * same bytes. No act2 in any.
+ *   QDW_SAT_CLIP       Clip, rint(alpha / y_scale) at or under the low
+ *                      end: min(F, beta) / y_scale (Relu6 into uint8: 3 of
+ *                      8 operations gone);
+ *   QDW_SAT_RELU       Relu into uint8, unbounded: min(F / y_scale, 255);
+ *   QDW_SAT_FREE_NONE  bounded, no act (or Relu into uint8): F / y_scale;
+ *   QDW_SAT_FREE_RELU  bounded Relu into int8: max(F, 0) / y_scale;
+ *   QDW_SAT_FREE_HSW   bounded HardSwish: hswish(F) / y_scale. */
+enum {
+    QDW_SAT_NONE,
+    QDW_SAT_CLIP,
+    QDW_SAT_RELU,
+    QDW_SAT_FREE_NONE,
+    QDW_SAT_FREE_RELU,
+    QDW_SAT_FREE_HSW
+};
+
 typedef struct qdw_state {
     pr_dtype xdt, ydt;
     int64_t C, KH, KW, nqh, nblk;
     pr_act act, act2;
     float inv, lo, hi;
     bool lin;      /* the last block is linear (see qdw_lin_ok) */
+    int sat;       /* the packed blocks' fused epilogue without the clamps the packs
+                      make redundant: QDW_SAT_* (pr_qdw_prepare) */
     int64_t ng;    /* its 16-channel groups (1..2) */
     int8_t *wp;    /* [nblk][KW][nqh][4][64] */
     int32_t *init; /* [nblk][4][16] accumulator start (compensation) */

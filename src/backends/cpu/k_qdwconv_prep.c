@@ -74,6 +74,32 @@ static bool u8_mid_ok(const pr_node *n, int64_t C) {
     return ns < 2 || (sv[0] == 1 && sv[1] == 1);
 }
 
+/* qdw_state.sat (k_qdwconv.h): whether every value before the output
+ * clamp is within +-2^30 (|sum| <= KH KW 255 128, the act keeps |F| or
+ * less), then which epilogue. */
+static int qdw_sat(const qdw_state *s) {
+    const char *env = getenv("PRECIS_QACT_SAT");
+    if ((env && !strcmp(env, "0")) || s->ydt == PRECIS_FLOAT32 || s->act2.kind != PR_ACT_NONE)
+        return QDW_SAT_NONE;
+    const double amax = (double)(s->KH * s->KW) * 255.0 * 128.0;
+    bool bounded = true;
+    for (int64_t v = 0; v < s->nblk * 64 && bounded; v++)
+        bounded = (amax * fabs((double)s->sc[v]) + fabs((double)s->bias[v])) * (double)s->inv <
+                  (double)(1 << 30);
+    switch (s->act.kind) {
+    case PR_ACT_CLIP: {
+        const float lo = s->act.alpha * s->inv, hi = s->act.beta * s->inv; /* as the kernel */
+        return nearbyintf(lo) <= s->lo && hi < 2147483520.0f ? QDW_SAT_CLIP : QDW_SAT_NONE;
+    }
+    case PR_ACT_RELU:
+        if (s->lo >= 0.0f) return bounded ? QDW_SAT_FREE_NONE : QDW_SAT_RELU;
+        return bounded ? QDW_SAT_FREE_RELU : QDW_SAT_NONE;
+    case PR_ACT_HARD_SWISH: return bounded ? QDW_SAT_FREE_HSW : QDW_SAT_NONE;
+    case PR_ACT_NONE: return bounded ? QDW_SAT_FREE_NONE : QDW_SAT_NONE;
+    default: return QDW_SAT_NONE;
+    }
+}
+
 bool pr_qdw_supports(const pr_graph *g, const pr_node *n) {
     if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4 || !have_vnni()) return false;
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
@@ -276,6 +302,7 @@ precis_status pr_qdw_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_c
         s->sc[v] = zero ? 1.0f : xs * ws[c];
         s->bias[v] = bv ? bv[c] : 0.0f;
     }
+    s->sat = qdw_sat(s);
     if (pr_qdw_direct_ok(g, n) && pr_qdw_direct_prepare(s, g, n, cfg, w, ws, bv, xs)) {
         pr_qdw_destroy(s);
         return pr_errf(e, PRECIS_ERR_OOM, "out of memory");

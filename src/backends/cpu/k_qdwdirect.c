@@ -149,10 +149,16 @@ typedef struct dd_ep {
 
 /* RL: Relu or Clip [0, b] into uint8, no act2: max(f, 0) * inv, then only
  * the upper clamp can bite (e->hi: min(hi, b * inv), dd_rows; the same
- * bytes as the general form, whose other steps change nothing here). */
+ * bytes as the general form, whose other steps change nothing here).
+ * RL 2: for the saturating packs' stores (DD_PK4) only, without the max:
+ * a negative f rounds to 0 or below, which packus makes 0 (k_qdwconv.h
+ * QDW_SAT_*; PRECIS_QACT_SAT=0: RL 1). */
 static inline __attribute__((always_inline)) PR_DD __m512i dd_q(__m512 acc, __m512 sc, __m512 bi,
-                                                               const dd_ep *e, bool RL) {
+                                                               const dd_ep *e, int RL) {
     __m512 f = _mm512_fmadd_ps(acc, sc, bi);
+    if (RL == 2)
+        return _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_mul_ps(f, e->a2a), e->hi),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     if (RL) {
         f = _mm512_mul_ps(_mm512_max_ps(f, _mm512_setzero_ps()), e->a2a);
         return _mm512_cvt_roundps_epi32(_mm512_min_ps(f, e->hi),
@@ -327,7 +333,8 @@ static PR_DD4 void dd_convert4(const qdw_state *s, const int64_t *g, const uint8
     a##i = _mm512_dpbusd_epi32(a##i, _mm512_loadu_si512((const void *)(q + 16 * (i))), DD_W(i))
 #define DD_ST4(i)                                                                                  \
     _mm512_mask_cvtepi32_storeu_epi8(yr + (v + (i)) * 16, dd_mask(n, v + (i)),                    \
-                                     dd_q(_mm512_cvtepi32_ps(a##i), DD_SC(i), DD_BI(i), e, RL))
+                                     dd_q(_mm512_cvtepi32_ps(a##i), DD_SC(i), DD_BI(i), e,      \
+                                          RL ? 1 : 0))
 /* Vectors i..i + 3 (values in the output type's range) packed with
  * saturation (exact here) into 64 bytes: vpackssdw, vpack{us,ss}wb leave
  * them interleaved by 128-bit lanes, vpermd puts the dwords back (4 + 4
@@ -345,7 +352,7 @@ static PR_DD4 void dd_convert4(const qdw_state *s, const int64_t *g, const uint8
     } while (0)
 static inline __attribute__((always_inline)) PR_DD4 void
 dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *prow, uint8_t *yr,
-         int64_t ncol, bool RL, int NP, int64_t v0, int64_t v1) {
+         int64_t ncol, int RL, int NP, int64_t v0, int64_t v1) {
     const int64_t C = s->C, KH = s->KH, dh = g[G_DH];
     const int64_t n = g[G_OW] * C, nvec = v1, rs = dh * ncol * C, ws = NP * 16;
     const __m512 sc0 = _mm512_load_ps(s->dsc), sc1 = _mm512_load_ps(s->dsc + 16 * (1 % NP)),
@@ -403,7 +410,7 @@ dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *pr
                                      _mm512_load_si512((const void *)(s->dwq + kh * ws + pat)));
         _mm512_mask_cvtepi32_storeu_epi8(yr + v * 16, dd_mask(n, v),
                                          dd_q(_mm512_cvtepi32_ps(a0), _mm512_load_ps(s->dsc + pat),
-                                              _mm512_load_ps(s->dbi + pat), e, RL));
+                                              _mm512_load_ps(s->dbi + pat), e, RL ? 1 : 0));
     }
 }
 
@@ -498,6 +505,7 @@ static PR_DD4 void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e,
                     _mm512_cmp_ps_mask(e->alo, _mm512_setzero_ps(), _CMP_EQ_OQ) == 0xffff &&
                     _mm512_cmp_ps_mask(e->ahi, _mm512_setzero_ps(), _CMP_GT_OQ) == 0xffff;
     if (rl) er.hi = _mm512_min_ps(e->hi, _mm512_mul_ps(e->ahi, e->a2a));
+    const bool rl2 = rl && s->sat != QDW_SAT_NONE && dd_pack_on(); /* dd_q's RL 2 */
     const int np = (int)(s->Cv / 16);
     if (q4) {
         const int64_t nvec = nq / 16;
@@ -506,9 +514,12 @@ static PR_DD4 void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e,
             for (int64_t oh = oh0; oh < oh1; oh++) {
                 const int32_t *qrow = (const int32_t *)(const void *)P + ((oh - oh0) * sh) * ncol * C;
                 uint8_t *yr = y + oh * OW * C;
-                if (rl && np == 1) DD_FLAT4_V(true, 1);
-                else if (rl && np == 2) DD_FLAT4_V(true, 2);
-                else if (rl) DD_FLAT4_V(true, 3);
+                if (rl2 && np == 1) DD_FLAT4_V(2, 1);
+                else if (rl2 && np == 2) DD_FLAT4_V(2, 2);
+                else if (rl2) DD_FLAT4_V(2, 3);
+                else if (rl && np == 1) DD_FLAT4_V(1, 1);
+                else if (rl && np == 2) DD_FLAT4_V(1, 2);
+                else if (rl) DD_FLAT4_V(1, 3);
                 else if (np == 1) DD_FLAT4_V(false, 1);
                 else if (np == 2) DD_FLAT4_V(false, 2);
                 else DD_FLAT4_V(false, 3);

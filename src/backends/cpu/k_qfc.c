@@ -51,6 +51,20 @@ static bool homogeneous(const pr_act *a) {
            a->kind == PR_ACT_CLIP || a->kind == PR_ACT_AFFINE;
 }
 
+int pr_qfc_act_sat(const qfc_state *q) {
+    const char *env = getenv("PRECIS_QACT_SAT");
+    if ((env && !strcmp(env, "0")) || !q->folded || q->ydt == PRECIS_FLOAT32 ||
+        q->act2.kind != PR_ACT_NONE)
+        return q->act.kind;
+    if (q->act.kind == PR_ACT_RELU) return q->lo >= 0.0f ? PR_ACT_NONE : PR_ACT_RELU;
+    if (q->act.kind != PR_ACT_CLIP) return q->act.kind;
+    const bool dlo = nearbyintf(q->act.alpha) <= q->lo, dhi = nearbyintf(q->act.beta) >= q->hi;
+    return dlo && dhi                      ? PR_ACT_NONE
+           : dlo                           ? PR_ACT_CLIP_HI
+           : dhi && q->act.alpha == 0.0f ? PR_ACT_RELU
+                                           : PR_ACT_CLIP;
+}
+
 /* act with its offsets times f (folded: positively homogeneous kinds) */
 static pr_act act_scaled(pr_act a, float f) {
     if (a.kind == PR_ACT_CLIP) {
@@ -181,6 +195,7 @@ precis_status pr_qfc_state_new(const pr_graph *g, const pr_node *n, qfc_state **
     s->act2 = act_scaled(s->act2, fold);
     s->lo = s->ydt == PRECIS_UINT8 ? 0.0f : -128.0f;
     s->hi = s->ydt == PRECIS_UINT8 ? 255.0f : 127.0f;
+    s->ak = pr_qfc_act_sat(s);
     size_t nw = (size_t)(s->IC * s->OCp) * sizeof(float), nv = (size_t)s->OCp * sizeof(float);
     s->wt = aligned_alloc(64, nw);
     s->sc = aligned_alloc(64, nv);

@@ -26,7 +26,22 @@ typedef struct qfc_state {
     int64_t ICq;
     void *big; /* dnnl.qconv's state for images over Q1X1_MAX_PIX pixels */
     bool sat;  /* every q1x1 output before the clamp is within +-2^30 (q1x1_prepare) */
+    int ak;    /* the act q1x1 / qamx / qstem run (k_q1x1.h q1_epv): pr_qfc_act_sat */
+    bool satpk; /* sat, and q1x1's 1-3 vector tails and OC-8 pixel pairs stored through
+                   saturating packs too (PRECIS_QACT_SAT=0: only its 4-vector blocks) */
 } qfc_state;
+
+/* q1_epv's act for Clip with only its upper bound kept (k_q1x1.h). */
+#define PR_ACT_CLIP_HI (-3)
+
+/* The act of q's int8/uint8 outputs with the clamps dropped that the
+ * output's range makes redundant (folded act, no act2): out = sat(rint(
+ * clamp(r, a, b))) equals sat(rint(r)) on a side whose bound rounds to the
+ * output range's end or past it (rint, the clamps and the saturation are
+ * all monotone), so Relu into uint8 needs no max, and Clip(0, 6) into uint8
+ * no max and, where 6 / y_scale rounds to 255 or more, no min. Exact: the
+ * same bytes. PRECIS_QACT_SAT=0 (read at prepare): act.kind as it is. */
+int pr_qfc_act_sat(const qfc_state *q);
 
 /* The y_type attribute: float32, int8 or uint8, else PRECIS_UNDEFINED. */
 pr_dtype pr_qfc_y_dtype(const pr_node *n);

@@ -208,9 +208,12 @@ Q1_INLINE __m512 sp_zf(const uint8_t *z, bool s8) {
  * Z), clamped, rounded half to even, stored as bytes. */
 Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *comp, const float *sc,
                        const uint8_t *x, const uint8_t *z, uint8_t *y, int PT, int NV, __m512 lo,
-                       __m512 hi, __m512 zs) {
+                       __m512 hi, __m512 zs, bool FL) {
     const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq;
-    const uint32_t flip = s->tdt == PRECIS_INT8 ? 0x80808080u : 0u;
+    /* FL: an int8 T biased here (the dword through a register, broadcast
+     * by the vector unit's shuffle port); else T's bytes as they are (a
+     * uint8 T, or an int8 one biased beforehand, sp_flip): a broadcast load */
+    const uint32_t flip = FL ? 0x80808080u : 0u;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i c0 = _mm512_loadu_si512((const void *)comp);
     const __m512i c1 = NV > 1 ? _mm512_loadu_si512((const void *)(comp + 16)) : zero;
@@ -287,9 +290,9 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
 #undef SP_OUT1
 }
 
-static Q1_VNNI __attribute__((noinline)) void
-sp_pixels(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp, const float *sc,
-          const uint8_t *x, const uint8_t *z, uint8_t *restrict y, int64_t P) {
+Q1_INLINE void sp_pixels_t(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp,
+                           const float *sc, const uint8_t *x, const uint8_t *z,
+                           uint8_t *restrict y, int64_t P, bool FL) {
     const bool u8 = s->ydt == PRECIS_UINT8;
     const __m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f),
                  hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
@@ -300,19 +303,19 @@ sp_pixels(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp, c
     switch (s->OCv) {                                                                              \
     case 1:                                                                                        \
         sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 1, lo, hi,     \
-                zs);                                                                               \
+                zs, FL);                                                                           \
         break;                                                                                     \
     case 2:                                                                                        \
         sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 2, lo, hi,     \
-                zs);                                                                               \
+                zs, FL);                                                                           \
         break;                                                                                     \
     case 3:                                                                                        \
         sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 3, lo, hi,     \
-                zs);                                                                               \
+                zs, FL);                                                                           \
         break;                                                                                     \
     default:                                                                                       \
         sp_tile(s, wq, comp, sc, x + p * IC, z ? z + p * OC : NULL, y + p * OC, PT, 4, lo, hi,     \
-                zs);                                                                               \
+                zs, FL);                                                                           \
         break;                                                                                     \
     }
     /* 8 pixels for 1-2 output vectors: 8-16 independent sums (4 pixels
@@ -322,6 +325,36 @@ sp_pixels(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp, c
     for (; p + 4 <= P; p += 4) SP_CASE(4)
     for (; p < P; p++) SP_CASE(1)
 #undef SP_CASE
+}
+
+static Q1_VNNI __attribute__((noinline)) void
+sp_pixels(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp, const float *sc,
+          const uint8_t *x, const uint8_t *z, uint8_t *restrict y, int64_t P) {
+    sp_pixels_t(s, wq, comp, sc, x, z, y, P, false);
+}
+static Q1_VNNI __attribute__((noinline)) void
+sp_pixels_fl(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp, const float *sc,
+             const uint8_t *x, const uint8_t *z, uint8_t *restrict y, int64_t P) {
+    sp_pixels_t(s, wq, comp, sc, x, z, y, P, true);
+}
+
+/* n bytes of an int8 T biased by 128 (x ^ 0x80) into t. */
+static Q1_VNNI void sp_flip(const uint8_t *x, uint8_t *t, int64_t n) {
+    const __m512i f = _mm512_set1_epi8((char)0x80);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        _mm512_storeu_si512((void *)(t + i),
+                            _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + i)), f));
+    if (i < n) {
+        const __mmask64 m = ((__mmask64)1 << (n - i)) - 1;
+        _mm512_mask_storeu_epi8(t + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), f));
+    }
+}
+
+/* PRECIS_SEPROJ_FLIP=0: an int8 T biased in the kernel's loop (A/B). */
+static bool sp_flip_on(void) {
+    static int on = -1;
+    return pr_cpu_switch_on("PRECIS_SEPROJ_FLIP", &on);
 }
 #endif
 
@@ -344,17 +377,33 @@ precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_ke
                   q1 = part + 1 == parts ? P : P * (part + 1) / parts / 8 * 8;
     if (q1 <= q0) return PRECIS_OK;
     const size_t wbytes = (size_t)(s->OCv * s->ICq * 64);
-    unsigned char *scr = pr_cpu_scratch(x, wbytes + (size_t)s->OC * 2 * sizeof(float) + 64);
+    /* an int8 T: this part of each image biased once into scratch (tb), so
+     * that the tiles broadcast its dwords from memory: cls b8 t1 1337 ->
+     * 1281 us with the bias left out altogether (the kernel's loop was
+     * bound by its register broadcasts) */
+    const bool fl = s->tdt == PRECIS_INT8 && sp_flip_on();
+    const size_t sbytes = wbytes + (size_t)s->OC * 2 * sizeof(float) + 64;
+    const size_t tbytes = fl ? (size_t)((q1 - q0) * s->IC) + 64 : 0;
+    unsigned char *scr = pr_cpu_scratch(x, sbytes + tbytes);
     if (!scr) return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_OOM, "out of memory");
     int8_t *wq = (int8_t *)scr;
     int32_t *comp = (int32_t *)(scr + wbytes);
     float *sc = (float *)(comp + s->OC);
+    uint8_t *tb = scr + sbytes;
     for (int64_t n = n0; n < n1; n++) {
         sp_weights(s, (const float *)G->data + n * s->IC, wq, comp, sc);
         const int64_t p0 = n * P + q0;
-        sp_pixels(s, (const __m512i *)wq, comp, sc, (const uint8_t *)T->data + p0 * s->IC,
-                  Z ? (const uint8_t *)Z->data + p0 * s->OC : NULL,
-                  (uint8_t *)Y->data + p0 * s->OC, q1 - q0);
+        const uint8_t *t = (const uint8_t *)T->data + p0 * s->IC;
+        const uint8_t *tz = Z ? (const uint8_t *)Z->data + p0 * s->OC : NULL;
+        uint8_t *yo = (uint8_t *)Y->data + p0 * s->OC;
+        if (fl) {
+            sp_flip(t, tb, (q1 - q0) * s->IC);
+            sp_pixels(s, (const __m512i *)wq, comp, sc, tb, tz, yo, q1 - q0);
+        } else if (s->tdt == PRECIS_INT8) {
+            sp_pixels_fl(s, (const __m512i *)wq, comp, sc, t, tz, yo, q1 - q0);
+        } else {
+            sp_pixels(s, (const __m512i *)wq, comp, sc, t, tz, yo, q1 - q0);
+        }
     }
     return PRECIS_OK;
 #else
