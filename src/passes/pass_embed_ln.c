@@ -7,13 +7,14 @@
  *
  * (the word and token type lookups, the position rows P, the Sum made by
  * pass_attn_mask.c's fold_add3) as one node: cu_norm.cu's k_embed_ln reads the
- * table rows and P, sums them as the Sum kernel does (RN(RN(g0 + g1) + P) in X's
- * dtype) and normalizes as the LayerNorm kernel does, so Y / Yq are the unfused
+ * table rows (rounded to X's dtype, as the Gathers store them) and P, sums them
+ * as the Sum kernel does (RN(RN(g0 + g1) + P) in X's dtype) and normalizes as the LayerNorm kernel does, so Y / Yq are the unfused
  * cuda path's bytes; MiniLM b64 ran four kernels (two k_gather16, k_sum3v,
  * k_layernorm_vec: 26.6 us under ncu in phase 17t). Only what that kernel
  * runs: static shapes; g0, g1 and X private (one reader, no graph outputs);
- * Gathers along axis 0 of rank-2 tables copied in their own dtype (float32 /
- * fp16 / bf16), int32 / int64 indices of one shape; X fp16 / bf16 over a last
+ * Gathers along axis 0 of rank-2 float tables whose rows they store in X's
+ * dtype (a float32 table converted, as the cuda Gather does in MiniLM's plans,
+ * or a table of X's dtype), int32 / int64 indices of one shape; X fp16 / bf16 over a last
  * axis L % 8 == 0, L <= 1024; P float, its dims after leading 1s those of X's
  * last ones; Scale / B float of L elements; the LayerNorm over the last axis,
  * stash_type 1, no Mean / InvStdDev. PRECIS_CUDA_EMBED_LN=0 keeps the nodes
@@ -41,8 +42,9 @@ static bool fdt(pr_dtype d) {
 }
 
 /* Tensor t (a Sum input, Sum node si) is a private Gather(W, I) along axis 0
- * of a rank-2 table, copied in W's dtype: its node in *gi. */
-static bool emb_gather(const pr_graph *g, const pr_uses *u, int t, int si, int *gi) {
+ * of a rank-2 float table, its rows stored in sdt (the Sum's dtype: W's, or W
+ * float32 converted by the cuda Gather, MiniLM's fp16 plans): its node in *gi. */
+static bool emb_gather(const pr_graph *g, const pr_uses *u, int t, int si, pr_dtype sdt, int *gi) {
     if (t < 0 || pr_is_graph_output(g, t) || pr_single_consumer(g, u, t) != si) return false;
     int p = pr_producer(g, t);
     if (!live(g, p, PR_OP_Gather) || g->nodes[p].n_inputs != 2) return false;
@@ -51,7 +53,7 @@ static bool emb_gather(const pr_graph *g, const pr_uses *u, int t, int si, int *
     if (w < 0 || ix < 0 || !known(&g->tensors[w]) || !known(&g->tensors[ix])) return false;
     const pr_tensor *W = &g->tensors[w], *I = &g->tensors[ix], *Y = &g->tensors[t];
     int64_t axis = pr_attr_int(n, "axis", 0);
-    if (W->rank != 2 || (axis != 0 && axis != -2) || !fdt(W->dtype) || Y->dtype != W->dtype ||
+    if (W->rank != 2 || (axis != 0 && axis != -2) || !fdt(W->dtype) || Y->dtype != sdt ||
         (I->dtype != PRECIS_INT64 && I->dtype != PRECIS_INT32) || I->rank + 1 > PR_MAX_RANK)
         return false;
     *gi = p;
@@ -83,8 +85,8 @@ static int fold_one(pr_graph *g, pr_uses *u, int li, pr_err *e) {
     if (!live(g, si, PR_OP_Sum) || g->nodes[si].n_inputs != 3 || g->nodes[si].n_attrs) return 0;
     const pr_node *s = &g->nodes[si];
     int gi[2], p = pr_node_in(s, 2);
-    if (!emb_gather(g, u, pr_node_in(s, 0), si, &gi[0]) ||
-        !emb_gather(g, u, pr_node_in(s, 1), si, &gi[1]) || p < 0)
+    if (!emb_gather(g, u, pr_node_in(s, 0), si, X->dtype, &gi[0]) ||
+        !emb_gather(g, u, pr_node_in(s, 1), si, X->dtype, &gi[1]) || p < 0)
         return 0;
     /* one index shape, Gather rows of L, Y's dims = I0's + [L] */
     const pr_tensor *I0 = &g->tensors[pr_node_in(&g->nodes[gi[0]], 1)];

@@ -494,7 +494,7 @@ static void test_rows(void) {
             cu_run_tol(&t, 3, l4, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
     /* EmbedLayerNorm (pass_embed_ln.c: the embeddings' two Gathers + Sum + LayerNorm, one
      * kernel; fp16 / bf16 Y): ref sums and normalizes in float32, the GPU rounds the sum to
-     * the activation type first (as the Sum it replaces): a looser tolerance. Indices from
+     * the activation type first (as the Gathers and the Sum it replaces): a looser tolerance. Indices from
      * the end too; 35 rows: a half-warp past the end at L 384 (two rows a warp). Tables as
      * float32 initializers (converted in the kernel, MiniLM's position table P) or
      * activations of the tested type; L 768: a warp a row; with the e4m3 output. */
@@ -519,9 +519,10 @@ static void test_rows(void) {
                           {.name = "p", .rank = 3, .dims = {5, 7, 768}}, {.name = "g", .rank = 1, .dims = {768}, .init = true, .lo = 0.5f, .hi = 1.5f}};
         snprintf(label, sizeof label, "embed layernorm 768, tables as activations, no B %s", cu_dtn(D));
         cu_run_tol(&t, 6, e2, 1, D, &pr_cuda_impl_norm, et, label);
-        n_float(&t, "q_scale", 0.01f);
+        /* Y's difference from ref (the rounded sum) over q_scale, plus one e4m3 step */
+        n_float(&t, "q_scale", 0.1f);
         snprintf(label, sizeof label, "embed layernorm 384 + e4m3 (q_scale) %s", cu_dtn(D));
-        cu_run_tol(&t, 7, e1, 2, D, &pr_cuda_impl_norm, (cc_tolerance){et.abs, 0.126f}, label);
+        cu_run_tol(&t, 7, e1, 2, D, &pr_cuda_impl_norm, (cc_tolerance){et.abs / 0.1f + 5e-3f, et.rel + 0.126f}, label);
     }
     n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
     n_ints(&t, "axes", (int64_t[]){2, 3}, 2);
@@ -596,11 +597,6 @@ int main(void) {
         printf("(flash: rows form, %s warps)\n", nws[i]);
         test_attention();
     }
-    /* 8 warps with the barrier after every key tile (A/B: the last two tiles skip it) */
-    setenv("PRECIS_CUDA_FLASH_TAILSYNC", "1", 1);
-    printf("(flash: rows form, 8 warps, tail sync)\n");
-    test_attention();
-    unsetenv("PRECIS_CUDA_FLASH_TAILSYNC");
     unsetenv("PRECIS_CUDA_FLASH_NW");
     unsetenv("PRECIS_CUDA_FLASH_SPLIT");
     test_conv();

@@ -7,7 +7,9 @@
  * counted from the end). Then what the pass must leave: a float32 sum, a Gather
  * output that is also a graph output, P first in the Sum, the A/B switch
  * PRECIS_CUDA_EMBED_LN=0; and the entry point cuda plans call
- * (pr_fold_fp8_quantize) folds it too. Also the op's shape inference. */
+ * (pr_fold_fp8_quantize) folds it too. Float32 tables whose Gathers store the
+ * sum's type fold (MiniLM's plans), Gathers storing float32 into an fp16 sum do
+ * not. Also the op's shape inference. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,22 @@ static void leave_case(pr_dtype dt, int mode, bool env_off) {
     pr_graph_destroy(g);
 }
 
+/* MiniLM's fp16 plans: float32 tables whose Gathers store fp16 rows (the cuda
+ * Gather converts; dtypes set as the precision pass leaves them, no inference:
+ * ref has no such Gather) fold too; a Gather storing float32 rows into an fp16
+ * sum does not (the Sum would read them unrounded). */
+static void test_convert(void) {
+    for (int k = 0; k < 2; k++) {
+        pr_graph *g = build(PRECIS_FLOAT16, true, false, MODE_PLAIN);
+        const char *names[3] = {"w0", "w1", k ? "g0" : "p"};
+        for (int i = 0; i < 3; i++) /* P stays float32-able: any float type */
+            g->tensors[pr_graph_get_tensor(g, names[i], &err)].dtype = PRECIS_FLOAT32;
+        CHECK(pr_fold_embed_layernorm(g, &err) == PRECIS_OK);
+        CHECK(count(g, PR_OP_EmbedLayerNorm) == (k ? 0 : 1));
+        pr_graph_destroy(g);
+    }
+}
+
 /* pr_infer_EmbedLayerNorm: dims and dtypes, and its refusals */
 static void test_infer(void) {
     pr_graph *g = build(PRECIS_FLOAT16, true, true, MODE_PLAIN);
@@ -145,6 +163,7 @@ int main(void) {
     leave_case(PRECIS_FLOAT16, MODE_EXPOSE, false);
     leave_case(PRECIS_FLOAT16, MODE_PFIRST, false);
     leave_case(PRECIS_FLOAT16, MODE_PLAIN, true);
+    test_convert();
     test_infer();
     return check_report("test_embed_ln");
 }

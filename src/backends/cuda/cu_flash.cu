@@ -346,11 +346,7 @@ constexpr int flash_minb(int d, int nw, int minb) {
     return minb > 0 ? minb : d > 64 ? 1 : nw >= 8 ? (d <= 32 ? 3 : 2) : nw == 4 ? 3 : 6;
 }
 
-// The barrier after a tile guards its stage against tile i + 2's loads: none
-// follow the last two tiles, so theirs are skipped (S <= 128, two key tiles:
-// 2 barriers a block instead of 4; warps leave tile 0 for tile 1 unsynchronized).
-// TS: every tile's barrier, as before (PRECIS_CUDA_FLASH_TAILSYNC=1, A/B, at D 32).
-template <typename T, int D, int NW, int MINB, bool TS = false>
+template <typename T, int D, int NW, int MINB>
 __global__ __launch_bounds__(NW * 32, flash_minb(D, NW, MINB)) void k_flash(pr_cu_flash p) {
     constexpr int NT = NW * 32, BQ = NW * 16;
     constexpr int LD = D + 8; // padded rows: conflict-free ldmatrix
@@ -449,7 +445,7 @@ __global__ __launch_bounds__(NW * 32, flash_minb(D, NW, MINB)) void k_flash(pr_c
                          lane, m0, m1, l0, l1, o);
         else
             attend<T, D>(qa, ks, vs, LD, MaskNone{}, i * BK, sk, scale, lane, m0, m1, l0, l1, o);
-        if (TS || i + 2 < nt) __syncthreads(); // stage b is read before tile i + 2 lands there
+        __syncthreads(); // stage b is read before tile i + 2 lands there
     }
     quad_sum(l0, l1);
     store_rows<T, D>(p, off[4], r0, r1, ok0, ok1, t, o, l0, l1);
@@ -556,25 +552,18 @@ int launch_split(cudaStream_t s, const pr_cu_flash &p) {
     return launch_result();
 }
 
-template <typename T, int D, int NW, int MINB, bool TS = false>
+template <typename T, int D, int NW, int MINB>
 int launch_dm(cudaStream_t s, const pr_cu_flash &p) {
     const size_t bytes = flash_smem(D, NW, (int)sizeof(T), p);
     if (bytes > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(k_flash<T, D, NW, MINB, TS>,
+        cudaError_t e = cudaFuncSetAttribute(k_flash<T, D, NW, MINB>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)bytes);
         if (e != cudaSuccess) return (int)e;
     }
     dim3 grid((unsigned)p.nb, (unsigned)((p.sq + NW * 16 - 1) / (NW * 16)));
-    k_flash<T, D, NW, MINB, TS><<<grid, NW * 32, bytes, s>>>(p);
+    k_flash<T, D, NW, MINB><<<grid, NW * 32, bytes, s>>>(p);
     return launch_result();
-}
-
-// PRECIS_CUDA_FLASH_TAILSYNC=1 (A/B; read each launch: tests flip it): k_flash's
-// barrier after every key tile, as before phase 18t (8 warps at D 32 only).
-static bool tailsync_env() {
-    const char *e = getenv("PRECIS_CUDA_FLASH_TAILSYNC");
-    return e && e[0] == '1';
 }
 
 // PRECIS_CUDA_FLASH_MINB (A/B; read once): 2 = the old register caps
@@ -606,7 +595,6 @@ int launch_d(cudaStream_t s, const pr_cu_flash &p) {
     if constexpr (NW == 8 && D == 32) { // 3 blocks an SM (default); A/B: 2 (old), 4
         if (minb_env() == 2) return launch_dm<T, D, NW, 2>(s, p);
         if (minb_env() == 4) return launch_dm<T, D, NW, 4>(s, p);
-        if (tailsync_env()) return launch_dm<T, D, NW, 0, true>(s, p);
     }
     return launch_dm<T, D, NW, 0>(s, p);
 }

@@ -494,8 +494,9 @@ static int layernorm_plain(cudaStream_t s, const void *x, int xdt, const void *g
 
 // ------------------------------------------- embeddings: Gathers + Sum + LayerNorm
 
-// EmbedLayerNorm (ops.inc; passes/pass_embed_ln.c): X = RN(RN(W0[I0] + W1[I1]) +
-// P) in T (the Sum kernel's numbers: cu_elem.cu k_sum3v), then k_layernorm_vec's
+// EmbedLayerNorm (ops.inc; passes/pass_embed_ln.c): X = RN(RN(g0 + g1) + P) in T
+// with g0 = RN(W0[I0]), g1 = RN(W1[I1]) the Gathers' rows in T (cu_elem.cu
+// k_gather8 / k_gather16; the Sum kernel's numbers: k_sum3v), then k_layernorm_vec's
 // normalization and output chunk (ln_out8), so Y / Yq are the unfused cuda
 // path's bytes. One pass instead of four launches (two Gathers, the Sum, the
 // LayerNorm: MiniLM b64 26.6 us under ncu). Index semantics as cu_elem.cu's
@@ -557,8 +558,9 @@ __global__ __launch_bounds__(256, 1) void k_embed_ln(pr_cu_emb_args a, const voi
             if (r1 >= 0) emb_ld8(a.w1, a.w1dt, r1 * nc + c, x1);
             emb_ld8(a.p, a.pdt, rp * nc + c, xp);
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                float t = tof(fromf<T>(x0[i] + x1[i])) + xp[i];
+            for (int i = 0; i < 8; i++) { // the Gathers' rows in T, then the Sum's two roundings
+                const float g0 = tof(fromf<T>(x0[i])), g1 = tof(fromf<T>(x1[i]));
+                float t = tof(fromf<T>(g0 + g1)) + xp[i];
                 v[k][i] = tof(fromf<T>(t));
                 s += v[k][i];
             }
