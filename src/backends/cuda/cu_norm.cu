@@ -1,4 +1,5 @@
-// Row kernels: Softmax / LogSoftmax, LayerNormalization, the softmax of the
+// Row kernels: Softmax / LogSoftmax, LayerNormalization (and EmbedLayerNorm:
+// the embeddings' lookups and sum in its row load), the softmax of the
 // attention scores, a general fused attention (one block per query row) and
 // reductions. Sums in float32.
 #include "backends/cuda/cu_common.cuh"

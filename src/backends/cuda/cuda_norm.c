@@ -1,8 +1,9 @@
 /* Row-wise nodes on the GPU: Softmax / LogSoftmax (any axis, opset < 13
  * flattening too), LayerNormalization (Scale and B of the normalized
  * shape's size; Mean / InvStdDev outputs stay on the host; q_scale: the e4m3
- * second output written in the same pass, ops.inc), and the Reduce*
- * family (axes from attributes or an initializer). Sums in float32. */
+ * second output written in the same pass, ops.inc), EmbedLayerNorm (the
+ * embeddings' Gathers + Sum + LayerNorm, passes/pass_embed_ln.c), and the
+ * Reduce* family (axes from attributes or an initializer). Sums in float32. */
 #include <stdlib.h>
 #include <string.h>
 
