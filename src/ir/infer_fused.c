@@ -387,3 +387,56 @@ precis_status pr_infer_QPool(pr_infer *ic) {
     ic->out[0].dtype = yt;
     return PRECIS_OK;
 }
+
+/* EmbedLayerNorm(W0, I0, W1, I1, P, Scale, B?) (ops.inc): Y = LayerNorm(Sum(
+ * Gather(W0, I0), Gather(W1, I1), P)) of dtype sum_type and the Gathers' dims
+ * (I0's dims + [L]); output 1 (q_scale) Y in e4m3. */
+precis_status pr_infer_EmbedLayerNorm(pr_infer *ic) {
+    static const char *const names[] = {"W0", "I0", "W1", "I1", "P", "Scale"};
+    precis_status st;
+    for (int i = 0; i < 6; i++)
+        if ((st = pr_infer_need_input(ic, i, names[i]))) return st;
+    int64_t sdt = pr_attr_int(ic->node, "sum_type", (int64_t)ic->in[0].dtype);
+    if (sdt != PRECIS_FLOAT32 && sdt != PRECIS_FLOAT16 && sdt != PRECIS_BFLOAT16)
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "sum_type must be float32, float16 or bfloat16");
+    if (pr_attr_int(ic->node, "stash_type", 1) != 1 || pr_attr_int(ic->node, "axis", -1) != -1)
+        return pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "stash_type 1 and axis -1 only");
+    for (int i = 1; i <= 3; i += 2)
+        if (ic->in[i].dtype != PRECIS_INT64 && ic->in[i].dtype != PRECIS_INT32)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "%s must be int32 or int64", names[i]);
+    const pr_tinfo *W0 = &ic->in[0], *W1 = &ic->in[2], *I0 = &ic->in[1], *I1 = &ic->in[3];
+    if ((W0->rank >= 0 && W0->rank != 2) || (W1->rank >= 0 && W1->rank != 2))
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "the tables must have rank 2");
+    const bool q = pr_attr_float(ic->node, "q_scale", 0.0f) != 0.0f;
+    if (q && (!(pr_attr_float(ic->node, "q_scale", 0.0f) > 0.0f) || ic->n_out > 2))
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "q_scale must be > 0, with at most 2 outputs");
+    if (!q && ic->n_out > 1)
+        return pr_inferf(ic, PRECIS_ERR_UNSUPPORTED, "no Mean / InvStdDev outputs");
+    if (I0->rank < 0 || W0->rank < 0 || I0->rank + 1 > PR_MAX_RANK) {
+        pr_infer_set_out(ic, 0, (pr_dtype)sdt, -1, NULL);
+        if (q) pr_infer_set_out(ic, 1, PRECIS_FLOAT8E4M3FN, -1, NULL);
+        return PRECIS_OK;
+    }
+    int64_t d[PR_MAX_RANK];
+    memcpy(d, I0->dims, sizeof(int64_t) * (size_t)I0->rank);
+    d[I0->rank] = W0->dims[1];
+    const int r = I0->rank + 1;
+    if (I1->rank >= 0 && I1->rank != I0->rank)
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "I0 and I1 must have one shape");
+    for (int i = 0; i < I0->rank && I1->rank >= 0; i++)
+        if (pr_dim_known(I0->dims[i]) && pr_dim_known(I1->dims[i]) && I0->dims[i] != I1->dims[i])
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "I0 and I1 must have one shape");
+    if (pr_dim_known(W0->dims[1]) && W1->rank == 2 && pr_dim_known(W1->dims[1]) &&
+        W0->dims[1] != W1->dims[1])
+        return pr_inferf(ic, PRECIS_ERR_SHAPE, "the tables' rows differ in length");
+    const pr_tinfo *P = &ic->in[4];
+    if (P->rank > r) return pr_inferf(ic, PRECIS_ERR_SHAPE, "P has a larger rank than Y");
+    for (int i = 0; i < P->rank; i++) {
+        int64_t pd = P->dims[P->rank - 1 - i], yd = d[r - 1 - i];
+        if (pr_dim_known(pd) && pr_dim_known(yd) && pd != 1 && pd != yd)
+            return pr_inferf(ic, PRECIS_ERR_SHAPE, "P does not broadcast to the Gathers' shape");
+    }
+    pr_infer_set_out(ic, 0, (pr_dtype)sdt, r, d);
+    if (q) pr_infer_set_out(ic, 1, PRECIS_FLOAT8E4M3FN, r, d);
+    return PRECIS_OK;
+}

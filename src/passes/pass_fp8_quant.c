@@ -106,7 +106,7 @@ static precis_status fold_attention(pr_graph *g, pr_uses *u, int ni, int *done, 
     return PRECIS_OK;
 }
 
-precis_status pr_fold_fp8_quantize(pr_graph *g, pr_err *e) {
+static precis_status fold_quantize(pr_graph *g, pr_err *e) {
     const char *env = getenv("PRECIS_CUDA_FP8_FUSEQ");
     if (env && !strcmp(env, "0")) return PRECIS_OK;
     bool any = false;
@@ -128,4 +128,12 @@ precis_status pr_fold_fp8_quantize(pr_graph *g, pr_err *e) {
     pr_uses_free(&u);
     if (!st && done) st = pr_graph_compact(g, e);
     return st;
+}
+
+/* Every cuda plan: the quantize folds (fp8 plans), then the embeddings' Gathers
+ * + Sum + LayerNorm as one node (pass_embed_ln.c: after the LayerNorm took its
+ * e4m3 output). */
+precis_status pr_fold_fp8_quantize(pr_graph *g, pr_err *e) {
+    precis_status st = fold_quantize(g, e);
+    return st ? st : pr_fold_embed_layernorm(g, e);
 }

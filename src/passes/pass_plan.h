@@ -39,5 +39,9 @@ precis_status pr_fold_attention_mask(pr_graph *g, pr_err *e);
  * a LayerNorm (attribute q_scale: a second output) or an Attention (y_type 17)
  * go into the node (pass_fp8_quant.c; PRECIS_CUDA_FP8_FUSEQ=0 keeps them). */
 precis_status pr_fold_fp8_quantize(pr_graph *g, pr_err *e);
+/* cuda plans (called by pr_fold_fp8_quantize, also without fp8): the
+ * embeddings' Gather(W0, I0), Gather(W1, I1), Sum(., ., P) and LayerNorm as one
+ * EmbedLayerNorm node (pass_embed_ln.c; PRECIS_CUDA_EMBED_LN=0 keeps them). */
+precis_status pr_fold_embed_layernorm(pr_graph *g, pr_err *e);
 
 #endif

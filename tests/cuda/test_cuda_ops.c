@@ -492,6 +492,38 @@ static void test_rows(void) {
             cu_run_tol(&t, 3, l3, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
     ALL_DT((snprintf(label, sizeof label, "layernorm 384 + e4m3 (q_scale) %s", cu_dtn(D)),
             cu_run_tol(&t, 3, l4, 2, D, &pr_cuda_impl_norm, (cc_tolerance){5e-3f, 0.126f}, label)));
+    /* EmbedLayerNorm (pass_embed_ln.c: the embeddings' two Gathers + Sum + LayerNorm, one
+     * kernel; fp16 / bf16 Y): ref sums and normalizes in float32, the GPU rounds the sum to
+     * the activation type first (as the Gathers and the Sum it replaces): a looser tolerance. Indices from
+     * the end too; 35 rows: a half-warp past the end at L 384 (two rows a warp). Tables as
+     * float32 initializers (converted in the kernel, MiniLM's position table P) or
+     * activations of the tested type; L 768: a warp a row; with the e4m3 output. */
+    static const int64_t ev0[35] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, -2, -3, -4, 12, 13,
+                                    14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, -30};
+    static const int64_t ev1[35] = {0, 1, 1, 0, -1, -2, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0, 0, 0,
+                                    1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0};
+    for (int di = 1; di < 3; di++) {
+        pr_dtype D = DTS[di];
+        char label[128];
+        cc_tolerance et = D == PRECIS_FLOAT16 ? (cc_tolerance){4e-3f, 8e-3f} : (cc_tolerance){3e-2f, 5e-2f};
+        cu_fused_node(&t, PR_OP_EmbedLayerNorm, "EmbedLayerNorm");
+        n_float(&t, "epsilon", 1e-12f);
+        cc_input e1[7] = {{.name = "w0", .rank = 2, .dims = {30, 384}, .init = true}, {.name = "i0", .rank = 2, .dims = {5, 7}, .dtype = PRECIS_INT64, .raw = ev0},
+                          {.name = "w1", .rank = 2, .dims = {2, 384}, .init = true}, {.name = "i1", .rank = 2, .dims = {5, 7}, .dtype = PRECIS_INT64, .raw = ev1},
+                          {.name = "p", .rank = 3, .dims = {1, 7, 384}, .init = true}, {.name = "g", .rank = 1, .dims = {384}, .init = true, .lo = 0.5f, .hi = 1.5f},
+                          {.name = "b", .rank = 1, .dims = {384}, .init = true}};
+        snprintf(label, sizeof label, "embed layernorm 384, float32 tables %s", cu_dtn(D));
+        cu_run_tol(&t, 7, e1, 1, D, &pr_cuda_impl_norm, et, label);
+        cc_input e2[6] = {{.name = "w0", .rank = 2, .dims = {30, 768}}, {.name = "i0", .rank = 2, .dims = {5, 7}, .dtype = PRECIS_INT64, .raw = ev0},
+                          {.name = "w1", .rank = 2, .dims = {2, 768}}, {.name = "i1", .rank = 2, .dims = {5, 7}, .dtype = PRECIS_INT64, .raw = ev1},
+                          {.name = "p", .rank = 3, .dims = {5, 7, 768}}, {.name = "g", .rank = 1, .dims = {768}, .init = true, .lo = 0.5f, .hi = 1.5f}};
+        snprintf(label, sizeof label, "embed layernorm 768, tables as activations, no B %s", cu_dtn(D));
+        cu_run_tol(&t, 6, e2, 1, D, &pr_cuda_impl_norm, et, label);
+        /* Y's difference from ref (the rounded sum) over q_scale, plus one e4m3 step */
+        n_float(&t, "q_scale", 0.1f);
+        snprintf(label, sizeof label, "embed layernorm 384 + e4m3 (q_scale) %s", cu_dtn(D));
+        cu_run_tol(&t, 7, e1, 2, D, &pr_cuda_impl_norm, (cc_tolerance){et.abs / 0.1f + 5e-3f, et.rel + 0.126f}, label);
+    }
     n_init(&t, PR_OP_ReduceMean, "ReduceMean", 13);
     n_ints(&t, "axes", (int64_t[]){2, 3}, 2);
     cc_input r[1] = {{.name = "x", .rank = 4, .dims = {2, 3, 5, 6}}};

@@ -1,4 +1,5 @@
-// Row kernels: Softmax / LogSoftmax, LayerNormalization, the softmax of the
+// Row kernels: Softmax / LogSoftmax, LayerNormalization (and EmbedLayerNorm:
+// the embeddings' lookups and sum in its row load), the softmax of the
 // attention scores, a general fused attention (one block per query row) and
 // reductions. Sums in float32.
 #include "backends/cuda/cu_common.cuh"
@@ -489,6 +490,163 @@ static int layernorm_plain(cudaStream_t s, const void *x, int xdt, const void *g
     else
         k_layernorm_block<<<(unsigned)rows, 512, 0, s>>>(x, xdt, gamma, gdt, beta, bdt, y, ydt, L,
                                                          eps);
+    return launch_result();
+}
+
+// ------------------------------------------- embeddings: Gathers + Sum + LayerNorm
+
+// EmbedLayerNorm (ops.inc; passes/pass_embed_ln.c): X = RN(RN(g0 + g1) + P) in T
+// with g0 = RN(W0[I0]), g1 = RN(W1[I1]) the Gathers' rows in T (cu_elem.cu
+// k_gather8 / k_gather16; the Sum kernel's numbers: k_sum3v), then k_layernorm_vec's
+// normalization and output chunk (ln_out8), so Y / Yq are the unfused cuda
+// path's bytes. One pass instead of four launches (two Gathers, the Sum, the
+// LayerNorm: MiniLM b64 26.6 us under ncu). Index semantics as cu_elem.cu's
+// gather_row (negative from the end; out of range: a zero row).
+struct pr_cu_emb_args {
+    const void *w0, *w1, *p, *i0, *i1;
+    int w0dt, w1dt, pdt, i0dt, i1dt;
+    int64_t v0, v1, prow; // table rows; P's rows (X's row r reads P row r % prow)
+};
+
+__device__ __forceinline__ int64_t emb_row(const void *idx, int idt, int64_t j, int64_t n) {
+    int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
+    if (x < 0) x += n;
+    return x >= 0 && x < n ? x : -1;
+}
+// 8 elements (16-byte chunk c8 of a float32 / fp16 / bf16 array) as float.
+__device__ __forceinline__ void emb_ld8(const void *p, int dt, int64_t c8, float *v) {
+    if (dt == DT_F32) {
+        const float4 a = ((const float4 *)p)[2 * c8], b = ((const float4 *)p)[2 * c8 + 1];
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        return;
+    }
+    const uint4 w = ((const uint4 *)p)[c8];
+    const unsigned short *h = (const unsigned short *)&w;
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        v[e] = dt == DT_F16 ? __half2float(__ushort_as_half(h[e]))
+                            : __bfloat162float(__ushort_as_bfloat16(h[e]));
+}
+
+template <typename T, int NV, int LPR, bool SG>
+__global__ __launch_bounds__(256, 1) void k_embed_ln(pr_cu_emb_args a, const void *g, int gdt,
+                                                     const void *bb, int bdt, T *__restrict__ y,
+                                                     int64_t rows, int L, float eps,
+                                                     uint2 *__restrict__ yq, float qs, float qr) {
+    const int lane0 = threadIdx.x & 31, lane = lane0 % LPR, nc = L >> 3;
+    int64_t row = (blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) +
+                  lane0 / LPR;
+    const bool ok = row < rows; // half-warps: both halves stay for the shuffles
+    __shared__ __align__(16) float4 sgb[SG ? 2 * 2 * NV * LPR : 1]; // Scale, then B
+    if (SG) {
+        for (int i = threadIdx.x; i < 2 * nc; i += blockDim.x) {
+            ln_cp16(&sgb[i], reinterpret_cast<const float4 *>(g) + i);
+            if (bb) ln_cp16(&sgb[2 * nc + i], reinterpret_cast<const float4 *>(bb) + i);
+        }
+        asm volatile("cp.async.commit_group;");
+    }
+    if (!ok) row = 0;
+    const int64_t r0 = ok ? emb_row(a.i0, a.i0dt, row, a.v0) : -1;
+    const int64_t r1 = ok ? emb_row(a.i1, a.i1dt, row, a.v1) : -1;
+    const int64_t rp = row % a.prow;
+    float v[NV][8], s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        int c = lane + LPR * k;
+        float x0[8] = {0, 0, 0, 0, 0, 0, 0, 0}, x1[8] = {0, 0, 0, 0, 0, 0, 0, 0}, xp[8];
+        if (ok && c < nc) {
+            if (r0 >= 0) emb_ld8(a.w0, a.w0dt, r0 * nc + c, x0);
+            if (r1 >= 0) emb_ld8(a.w1, a.w1dt, r1 * nc + c, x1);
+            emb_ld8(a.p, a.pdt, rp * nc + c, xp);
+#pragma unroll
+            for (int i = 0; i < 8; i++) { // the Gathers' rows in T, then the Sum's two roundings
+                const float g0 = tof(fromf<T>(x0[i])), g1 = tof(fromf<T>(x1[i]));
+                float t = tof(fromf<T>(g0 + g1)) + xp[i];
+                v[k][i] = tof(fromf<T>(t));
+                s += v[k][i];
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) v[k][i] = 0.0f;
+        }
+    }
+    float mean = row_sum<LPR>(s) / (float)L, q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+        if (lane + LPR * k < nc)
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float d = v[k][i] - mean;
+                q += d * d;
+            }
+    float rstd = rsqrtf(row_sum<LPR>(q) / (float)L + eps);
+    const void *gs = g, *bs = bb;
+    if (SG) {
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();
+        gs = sgb;
+        bs = bb ? (const void *)(sgb + 2 * nc) : nullptr;
+    }
+    if (!ok) return; // past the shuffles (and the barrier)
+    uint4 *yr = reinterpret_cast<uint4 *>(y + row * L);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        int c = lane + LPR * k;
+        if (c >= nc) break;
+        ln_out8<T, true>(v[k], mean, rstd, gs, gdt, bs, bdt, c, yr + c,
+                         yq ? yq + row * nc + c : nullptr, qs, qr);
+    }
+}
+
+template <typename T, bool SG>
+static void embed_ln_launch(cudaStream_t s, const pr_cu_emb_args &a, const void *g, int gdt,
+                            const void *b, int bdt, T *y, int64_t rows, int l, float eps,
+                            uint2 *yq, float qs, float qr) {
+    const unsigned g16 = (unsigned)((rows + 15) / 16), g32 = (unsigned)((rows + 7) / 8);
+#define EMB_LN(NV, LPR, GR) k_embed_ln<T, NV, LPR, SG><<<GR, 256, 0, s>>>(a, g, gdt, b, bdt, y, rows, l, eps, yq, qs, qr)
+    if (l <= 128) EMB_LN(1, 16, g16);
+    else if (l <= 256) EMB_LN(2, 16, g16);
+    else if (l <= 384) EMB_LN(3, 16, g16);
+    else if (l <= 512) EMB_LN(2, 32, g32);
+    else if (l <= 768) EMB_LN(3, 32, g32);
+    else EMB_LN(4, 32, g32);
+#undef EMB_LN
+}
+
+// Y (ydt fp16 / bf16, rows x L, L % 8 == 0, L <= 1024) = LayerNorm(W0[I0] + W1[I1]
+// + P) as above; tables / P float32 / fp16 / bf16 rows of L; yq (may be NULL):
+// e4m3(Y / qs). Returns cudaErrorInvalidValue for what the kernel does not run
+// (the pass makes only what it runs), else the launch's result.
+extern "C" int pr_cu_embed_layernorm(void *stream, const void *w0, int w0dt, int64_t v0,
+                                     const void *i0, int i0dt, const void *w1, int w1dt,
+                                     int64_t v1, const void *i1, int i1dt, const void *p, int pdt,
+                                     int64_t prow, const void *gamma, int gdt, const void *beta,
+                                     int bdt, void *y, int ydt, int64_t rows, int64_t L, float eps,
+                                     void *yq, float qs) {
+    cudaStream_t s = (cudaStream_t)stream;
+    if (rows * L <= 0) return 0;
+    auto al16 = [](const void *q) { return ((uintptr_t)q & 15) == 0; };
+    auto fl = [](int dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; };
+    auto ix = [](int dt) { return dt == DT_I64 || dt == DT_I32; };
+    if (L % 8 || L > 1024 || prow <= 0 || (ydt != DT_F16 && ydt != DT_BF16) || !fl(w0dt) ||
+        !fl(w1dt) || !fl(pdt) || !ix(i0dt) || !ix(i1dt) || !al16(w0) || !al16(w1) || !al16(p) ||
+        !al16(y) || ((uintptr_t)yq & 7) || (gdt == DT_F32 && !al16(gamma)) ||
+        (beta && bdt == DT_F32 && !al16(beta)))
+        return (int)cudaErrorInvalidValue;
+    pr_cu_emb_args a = {w0, w1, p, i0, i1, w0dt, w1dt, pdt, i0dt, i1dt, v0, v1, prow};
+    const int l = (int)L;
+    const float qr = yq ? 1.0f / qs : 0.0f;
+    // float32 Scale / B staged in shared memory as the LayerNorm's default
+    // (PRECIS_CUDA_LN_STAGE=0: not)
+    const char *sg = getenv("PRECIS_CUDA_LN_STAGE");
+    const bool stage = gdt == DT_F32 && (!beta || bdt == DT_F32) && !(sg && sg[0] == '0');
+    if (ydt == DT_F16) {
+        if (stage) embed_ln_launch<__half, true>(s, a, gamma, gdt, beta, bdt, (__half *)y, rows, l, eps, (uint2 *)yq, qs, qr);
+        else embed_ln_launch<__half, false>(s, a, gamma, gdt, beta, bdt, (__half *)y, rows, l, eps, (uint2 *)yq, qs, qr);
+    } else {
+        if (stage) embed_ln_launch<__nv_bfloat16, true>(s, a, gamma, gdt, beta, bdt, (__nv_bfloat16 *)y, rows, l, eps, (uint2 *)yq, qs, qr);
+        else embed_ln_launch<__nv_bfloat16, false>(s, a, gamma, gdt, beta, bdt, (__nv_bfloat16 *)y, rows, l, eps, (uint2 *)yq, qs, qr);
+    }
     return launch_result();
 }
 

@@ -1,8 +1,9 @@
 /* Row-wise nodes on the GPU: Softmax / LogSoftmax (any axis, opset < 13
  * flattening too), LayerNormalization (Scale and B of the normalized
  * shape's size; Mean / InvStdDev outputs stay on the host; q_scale: the e4m3
- * second output written in the same pass, ops.inc), and the Reduce*
- * family (axes from attributes or an initializer). Sums in float32. */
+ * second output written in the same pass, ops.inc), EmbedLayerNorm (the
+ * embeddings' Gathers + Sum + LayerNorm, passes/pass_embed_ln.c), and the
+ * Reduce* family (axes from attributes or an initializer). Sums in float32. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,9 +12,39 @@
 
 typedef struct norm_state {
     float eps, qs; /* qs: LayerNorm q_scale (0: none) */
+    bool emb;      /* EmbedLayerNorm */
 } norm_state;
 
+int pr_cu_embed_layernorm(void *stream, const void *w0, int w0dt, int64_t v0, const void *i0,
+                          int i0dt, const void *w1, int w1dt, int64_t v1, const void *i1,
+                          int i1dt, const void *p, int pdt, int64_t prow, const void *gamma,
+                          int gdt, const void *beta, int bdt, void *y, int ydt, int64_t rows,
+                          int64_t L, float eps, void *yq, float qs); /* cu_norm.cu */
+
+/* EmbedLayerNorm (ops.inc; passes/pass_embed_ln.c makes only this form): fp16 /
+ * bf16 Y over L % 8 == 0 <= 1024, float tables / P / Scale / B, int indices. */
+static bool embed_supports(const pr_graph *g, const pr_node *n) {
+    int y = pr_node_out(n, 0);
+    pr_dtype ydt = pr_cu_tdt(g, y);
+    if (y < 0 || (ydt != PRECIS_FLOAT16 && ydt != PRECIS_BFLOAT16) || n->n_inputs < 6 ||
+        n->n_inputs > 7 || pr_node_out(n, 2) >= 0)
+        return false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        int t = pr_node_in(n, i);
+        pr_dtype dt = pr_cu_tdt(g, t);
+        if (i == 6 && t < 0) continue;
+        if (i == 1 || i == 3 ? dt != PRECIS_INT64 && dt != PRECIS_INT32 : !pr_cu_float(dt))
+            return false;
+    }
+    float qs = pr_attr_float(n, "q_scale", 0.0f);
+    if (qs != 0.0f)
+        return qs > 0.0f && n->n_outputs <= 2 &&
+               (pr_node_out(n, 1) < 0 || pr_cu_tdt(g, pr_node_out(n, 1)) == PRECIS_FLOAT8E4M3FN);
+    return pr_node_out(n, 1) < 0;
+}
+
 static bool norm_supports(const pr_graph *g, const pr_node *n) {
+    if (n->op == PR_OP_EmbedLayerNorm) return embed_supports(g, n);
     int x = pr_node_in(n, 0), y = pr_node_out(n, 0);
     if (x < 0 || y < 0 || !pr_cu_float(pr_cu_tdt(g, x)) || !pr_cu_float(pr_cu_tdt(g, y)))
         return false;
@@ -52,7 +83,10 @@ static precis_status norm_prepare(const pr_graph *g, const pr_node *n, const pr_
     norm_state *s = calloc(1, sizeof *s);
     if (!s) return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     s->eps = pr_attr_float(n, "epsilon", 1e-5f);
-    s->qs = n->op == PR_OP_LayerNormalization ? pr_attr_float(n, "q_scale", 0.0f) : 0.0f;
+    s->emb = n->op == PR_OP_EmbedLayerNorm;
+    s->qs = n->op == PR_OP_LayerNormalization || n->op == PR_OP_EmbedLayerNorm
+                ? pr_attr_float(n, "q_scale", 0.0f)
+                : 0.0f;
     *out = s;
     return PRECIS_OK;
 }
@@ -64,6 +98,27 @@ static precis_status norm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     const pr_buf *X = k->in[0];
     pr_buf *Y = k->out[0];
     const pr_node *n = k->node;
+    if (n->op == PR_OP_EmbedLayerNorm) {
+        const pr_buf *W0 = k->in[0], *I0 = k->in[1], *W1 = k->in[2], *I1 = k->in[3];
+        const pr_buf *P = k->in[4], *G = k->in[5], *B = pr_kin(k, 6);
+        if (Y->numel == 0) return PRECIS_OK;
+        int64_t L = Y->dims[Y->rank - 1], rows = Y->numel / L;
+        if (W0->rank != 2 || W1->rank != 2 || W0->dims[1] != L || W1->dims[1] != L ||
+            I0->numel != rows || I1->numel != rows || P->numel < L || P->numel % L ||
+            rows % (P->numel / L) ||
+            G->numel != L || (B && B->numel != L))
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "tables, indices, P or Scale/B do not fit Y");
+        pr_buf *Q = s->qs > 0.0f && k->n_out > 1 ? k->out[1] : NULL;
+        if (Q && Q->numel != Y->numel)
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "q_scale: no e4m3 output of Y's size");
+        KL_TRY(pr_cu_embed_layernorm(x->stream, W0->data, (int)W0->dtype, W0->dims[0], I0->data,
+                                     (int)I0->dtype, W1->data, (int)W1->dtype, W1->dims[0],
+                                     I1->data, (int)I1->dtype, P->data, (int)P->dtype,
+                                     P->numel / L, G->data, (int)G->dtype, B ? B->data : NULL,
+                                     B ? (int)B->dtype : 0, Y->data, (int)Y->dtype, rows, L,
+                                     s->eps, Q ? Q->data : NULL, s->qs));
+        return PRECIS_OK;
+    }
     if (X->numel == 0) return PRECIS_OK;
     if (n->op == PR_OP_LayerNormalization) {
         int axis;
@@ -99,7 +154,9 @@ fail:
     return st;
 }
 
-static const char *norm_describe(void *p) { return "cu.rows"; }
+static const char *norm_describe(void *p) {
+    return p && ((const norm_state *)p)->emb ? "cu.embed_layernorm" : "cu.rows";
+}
 
 const pr_cuda_impl pr_cuda_impl_norm = {
     .name = "cu.norm",

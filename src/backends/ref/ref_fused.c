@@ -494,3 +494,81 @@ precis_status ref_QPool(pr_kernel *k) {
     free(xf.data);
     return st;
 }
+
+/* ------------------------------------------------------------- EmbedLayerNorm */
+
+/* A scratch buffer of dtype dt and dims (64-byte aligned, b->data NULL on OOM). */
+static void emb_buf(pr_buf *b, pr_dtype dt, int rank, const int64_t *dims) {
+    memset(b, 0, sizeof *b);
+    b->dtype = dt;
+    b->rank = rank;
+    memcpy(b->dims, dims, sizeof(int64_t) * (size_t)rank);
+    b->numel = pr_numel(rank, dims);
+    b->nbytes = (size_t)b->numel * pr_dtype_size(dt);
+    b->data = aligned_alloc(64, (b->nbytes + 63) / 64 * 64 + 64);
+}
+
+/* ops.inc: the Gathers, the Sum and the LayerNormalization of the unfused
+ * graph, each by its own ref kernel (so the numbers are theirs). */
+precis_status ref_EmbedLayerNorm(pr_kernel *k) {
+    for (int i = 0; i < 6; i++)
+        if (!pr_kin(k, i))
+            return pr_kernelf(k, PRECIS_ERR_INVALID_ARG, "input %d is missing", i);
+    const pr_buf *W[2] = {k->in[0], k->in[2]}, *I[2] = {k->in[1], k->in[3]};
+    pr_buf *Y = k->out[0];
+    if (!Y) return PRECIS_OK;
+    if (I[0]->rank + 1 > PR_MAX_RANK || W[0]->rank != 2 || W[1]->rank != 2)
+        return pr_kernelf(k, PRECIS_ERR_SHAPE, "rank-2 tables and indices of rank < %d",
+                          PR_MAX_RANK);
+    if (W[0]->dtype != Y->dtype || W[1]->dtype != Y->dtype || k->in[4]->dtype != Y->dtype)
+        return pr_kernelf(k, PRECIS_ERR_UNSUPPORTED,
+                          "ref Sum reads one dtype: tables and P must have sum_type");
+    int64_t d[PR_MAX_RANK];
+    memcpy(d, I[0]->dims, sizeof(int64_t) * (size_t)I[0]->rank);
+    d[I[0]->rank] = W[0]->dims[1];
+    const int r = I[0]->rank + 1;
+    pr_node sub; /* the Gathers: axis 0, no attributes */
+    memset(&sub, 0, sizeof sub);
+    sub.name = k->node->name;
+    sub.op_type = "Gather";
+    sub.domain = "";
+    sub.op = PR_OP_Gather;
+    sub.opset = 13;
+    pr_buf g[3];
+    emb_buf(&g[0], W[0]->dtype, r, d);
+    emb_buf(&g[1], W[1]->dtype, r, d);
+    emb_buf(&g[2], Y->dtype, r, d);
+    precis_status st = PRECIS_OK;
+    if (!g[0].data || !g[1].data || !g[2].data)
+        st = pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
+    for (int j = 0; j < 2 && !st; j++) {
+        const pr_buf *in[2] = {W[j], I[j]};
+        pr_buf *out[1] = {&g[j]};
+        pr_kernel gk = *k;
+        gk.node = &sub;
+        gk.n_in = 2;
+        gk.in = in;
+        gk.n_out = 1;
+        gk.out = out;
+        st = ref_Gather(&gk);
+    }
+    if (!st) { /* Sum(g0, g1, P) into sum_type */
+        const pr_buf *in[3] = {&g[0], &g[1], k->in[4]};
+        pr_buf *out[1] = {&g[2]};
+        pr_kernel sk = *k;
+        sk.n_in = 3;
+        sk.in = in;
+        sk.n_out = 1;
+        sk.out = out;
+        st = ref_Sum(&sk);
+    }
+    if (!st) { /* the LayerNormalization: this node's attributes and outputs */
+        const pr_buf *in[3] = {&g[2], k->in[5], pr_kin(k, 6)};
+        pr_kernel lk = *k;
+        lk.n_in = 3;
+        lk.in = in;
+        st = ref_LayerNormalization(&lk);
+    }
+    for (int j = 0; j < 3; j++) free(g[j].data);
+    return st;
+}
