@@ -77,6 +77,9 @@ template <int BM, int BN, bool PS, bool PP> __host__ __device__ constexpr int st
 template <int BM, int BN, int ST, bool PS, bool PP> constexpr int smem_bytes() {
     return ring_bytes<BM, BN, ST>() + stage_all<BM, BN, PS, PP>() + 2 * ST * 8 + 16 + 1024;
 }
+static_assert(smem_bytes<128, 128, 9, true, true>() <= 232448 &&
+                  smem_bytes<128, 64, 12, true, true>() <= 232448,
+              "ping-pong forms fit in 227 KB");
 // PW producer warps; with a whole producer warpgroup and BM 128 (RR) the
 // registers a thread: the cap at entry (65536 / (threads * MINB), multiple
 // of 8) and the consumers' share after the producer drops to PREG
@@ -438,8 +441,9 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
         if (e && !strcmp(e, "1"))
             return p->Nout > 64 ? dispatch<128, 128, 6, 2, 2, false>(s, x, w, p, q)
                                 : dispatch<128, 64, 6, 3, 2, false>(s, x, w, p, q);
-        return p->Nout > 64 ? dispatch<128, 128, 8, 1, 4, true, true>(s, x, w, p, q)
-                            : dispatch<128, 64, 8, 1, 4, true, true>(s, x, w, p, q);
+        // (ST: the stages that fit beside the staged rows, 217 KB in all)
+        return p->Nout > 64 ? dispatch<128, 128, 9, 1, 4, true, true>(s, x, w, p, q)
+                            : dispatch<128, 64, 12, 1, 4, true, true>(s, x, w, p, q);
     }
     case PR_CU_IGEMM_WG128x256: return dispatch<128, 256, 8, 1, 4, false>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
