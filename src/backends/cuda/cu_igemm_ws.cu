@@ -26,10 +26,13 @@
 //
 // Forms (pr_cu_igemm_wg_s8 calls pr_cu_igemm_ws_s8 for the tiles
 // PR_CU_IGEMM_WG128x128 and WG128x256 unless PRECIS_CUDA_IGEMM_WS=0, the A/B
-// switch giving back the cu_igemm_wg.cu forms): WG128x128 -> BM 128 x BN 128
-// (2 producer warps, 2 blocks an SM) where Nout > 64, else BM 128 x BN 64
-// (2 producer warps, 3 blocks an SM); WG128x256 -> BM 128 x BN 256 (producer
-// warpgroup, setmaxnreg 56 / 224, 1 block an SM). PRECIS_CUDA_IGEMM_WS=2
+// switch giving back the cu_igemm_wg.cu forms): WG128x128 -> by default the
+// ping-pong form (PP below, phase 19w: 128 x 128 tiles where Nout > 64, else
+// 128 x 64; a producer warpgroup, setmaxnreg 56 / 224, one persistent block
+// an SM, a ring of 9 / 12 stages); PRECIS_CUDA_IGEMM_WS=1 phase 18w's BM 128
+// x BN 128 (2 producer warps, 2 blocks an SM) where Nout > 64, else BM 128 x
+// BN 64 (2 producer warps, 3 blocks an SM); WG128x256 -> BM 128 x BN 256
+// (producer warpgroup, setmaxnreg 56 / 224, 1 block an SM). PRECIS_CUDA_IGEMM_WS=2
 // (experiment, timed slower) runs WG128x128 as BM 256 x BN 128 (4 consumer +
 // 1 producer warpgroups, 1 block an SM) / BN 64 persistent (its own
 // staged-rows buffer, 2 blocks an SM). sm_90a only.
