@@ -423,10 +423,12 @@ static void test_igemm_ws(void) {
                      {.name = "z", .rank = 4, .dims = {3, 64, 17, 19}, .dtype = U8, .nhwc = true,
                       .raw = rand_u8(uz, 3 * 64 * 17 * 19, 0, 255)}};
     static const char *const tiles[2] = {"t4", "t5"};
-    for (int ws = 0; ws < 3; ws++) { /* WS=0, the default, the WS=2 experiment */
-        const char *tag = ws == 1 ? "ws" : ws ? "WS=2" : "WS=0";
+    /* WS=0, the default (t4: the ping-pong form), the WS=2 experiment, WS=1
+     * (phase 18w's 128x128 form) */
+    for (int ws = 0; ws < 4; ws++) {
+        const char *tag = ws == 1 ? "pp" : ws == 2 ? "WS=2" : ws == 3 ? "WS=1" : "WS=0";
         if (ws == 1) unsetenv("PRECIS_CUDA_IGEMM_WS");
-        else setenv("PRECIS_CUDA_IGEMM_WS", ws ? "2" : "0", 1);
+        else setenv("PRECIS_CUDA_IGEMM_WS", ws == 2 ? "2" : ws == 3 ? "1" : "0", 1);
         for (int i = 0; i < 2; i++) {
             setenv("PRECIS_CUDA_IGEMM", tiles[i], 1);
             const int outs[3] = {64, 40, 264};
@@ -489,17 +491,50 @@ static void test_igemm_ws(void) {
                      {.name = "z", .rank = 4, .dims = {8, 64, 64, 72}, .dtype = I8, .nhwc = true,
                       .raw = rand_i8(zl, 8 * 64 * 64 * 72, -128, 127)}};
     setenv("PRECIS_CUDA_IGEMM", "t4", 1);
-    for (int e = 1; e <= 2; e++) {
-        setenv("PRECIS_CUDA_IGEMM_WS", e == 1 ? "1" : "2", 1);
+    for (int e = 0; e <= 2; e++) { /* 0: the default, the ping-pong BN 64 (persistent) */
+        if (e) setenv("PRECIS_CUDA_IGEMM_WS", e == 1 ? "1" : "2", 1);
+        else unsetenv("PRECIS_CUDA_IGEMM_WS");
         qconv_node(&t, 3, 1, 1, 0.2f);
         n_float(&t, "z_scale", 0.03f);
         n_str(&t, "act2", "Relu");
-        snprintf(label, sizeof label, "igemm t4 WS=%d C 16 3x3 8x64x72 N 64 +residual+relu -> int8",
-                 e);
+        snprintf(label, sizeof label, "igemm t4 %s C 16 3x3 8x64x72 N 64 +residual+relu -> int8",
+                 e ? e == 1 ? "WS=1" : "WS=2" : "pp");
         cu_run_lay(&t, 5, l, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
         qconv_node(&t, 3, 1, 1, 0);
-        snprintf(label, sizeof label, "igemm t4 WS=%d C 16 3x3 8x64x72 N 64 -> float", e);
+        snprintf(label, sizeof label, "igemm t4 %s C 16 3x3 8x64x72 N 64 -> float",
+                 e ? e == 1 ? "WS=1" : "WS=2" : "pp");
         cu_run_lay(&t, 4, l, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+    }
+    /* the ping-pong form (t4, default) with several tiles a block and K over
+     * the ring: C 128 (K 1152, 18 stages a tile vs the ring's 9 at BN 128 /
+     * 12 at BN 64), 4x48x72 (M 13824: 108 M tiles), Nout 264 (3 column
+     * tiles, the last partial): 324 tiles over a persistent grid of one
+     * block an SM, so a warpgroup's first full wait of a tile falls a ring
+     * lap past stages of the previous tile (the parity bug class of phase
+     * 18r); and Nout 64 (BN 64, 108 tiles) */
+    unsetenv("PRECIS_CUDA_IGEMM_WS");
+    static int8_t xp[4 * 128 * 48 * 72], zp[4 * 264 * 48 * 72];
+    cc_input pp[5] = {{.name = "x", .rank = 4, .dims = {4, 128, 48, 72}, .dtype = I8, .nhwc = true,
+                       .raw = rand_i8(xp, 4 * 128 * 48 * 72, -128, 127)},
+                      {.name = "w", .rank = 4, .dims = {264, 128, 3, 3}, .init = true, .dtype = I8,
+                       .raw = wb},
+                      {.name = "ws", .rank = 1, .dims = {264}, .init = true, .lo = 3e-4f,
+                       .hi = 1e-3f},
+                      {.name = "b", .rank = 1, .dims = {264}, .init = true},
+                      {.name = "z", .rank = 4, .dims = {4, 264, 48, 72}, .dtype = I8, .nhwc = true,
+                       .raw = rand_i8(zp, 4 * 264 * 48 * 72, -128, 127)}};
+    for (int o = 0; o < 2; o++) {
+        cc_input p2[5] = {pp[0], pp[1], pp[2], pp[3], pp[4]};
+        p2[1].dims[0] = p2[2].dims[0] = p2[3].dims[0] = p2[4].dims[1] = o ? 64 : 264;
+        qconv_node(&t, 3, 1, 1, 0.1f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        snprintf(label, sizeof label, "igemm t4 pp C 128 3x3 4x48x72 N %d +residual+relu -> int8",
+                 o ? 64 : 264);
+        cu_run_lay(&t, 5, p2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+        qconv_node(&t, 3, 1, 1, 0);
+        snprintf(label, sizeof label, "igemm t4 pp C 128 3x3 4x48x72 N %d -> float", o ? 64 : 264);
+        cu_run_lay(&t, 4, p2, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
     }
     unsetenv("PRECIS_CUDA_IGEMM");
     unsetenv("PRECIS_CUDA_IGEMM_WS");

@@ -26,10 +26,13 @@
 //
 // Forms (pr_cu_igemm_wg_s8 calls pr_cu_igemm_ws_s8 for the tiles
 // PR_CU_IGEMM_WG128x128 and WG128x256 unless PRECIS_CUDA_IGEMM_WS=0, the A/B
-// switch giving back the cu_igemm_wg.cu forms): WG128x128 -> BM 128 x BN 128
-// (2 producer warps, 2 blocks an SM) where Nout > 64, else BM 128 x BN 64
-// (2 producer warps, 3 blocks an SM); WG128x256 -> BM 128 x BN 256 (producer
-// warpgroup, setmaxnreg 56 / 224, 1 block an SM). PRECIS_CUDA_IGEMM_WS=2
+// switch giving back the cu_igemm_wg.cu forms): WG128x128 -> by default the
+// ping-pong form (PP below, phase 19w: 128 x 128 tiles where Nout > 64, else
+// 128 x 64; a producer warpgroup, setmaxnreg 56 / 224, one persistent block
+// an SM, a ring of 9 / 12 stages); PRECIS_CUDA_IGEMM_WS=1 phase 18w's BM 128
+// x BN 128 (2 producer warps, 2 blocks an SM) where Nout > 64, else BM 128 x
+// BN 64 (2 producer warps, 3 blocks an SM); WG128x256 -> BM 128 x BN 256
+// (producer warpgroup, setmaxnreg 56 / 224, 1 block an SM). PRECIS_CUDA_IGEMM_WS=2
 // (experiment, timed slower) runs WG128x128 as BM 256 x BN 128 (4 consumer +
 // 1 producer warpgroups, 1 block an SM) / BN 64 persistent (its own
 // staged-rows buffer, 2 blocks an SM). sm_90a only.
@@ -64,9 +67,22 @@ template <int BM, int BN> __host__ __device__ constexpr int stage_bytes() {
 }
 // PS (persistent): the staged rows get their own buffer (the ring is being
 // refilled with the next tile meanwhile); else they reuse the ring
-template <int BM, int BN, int ST, bool PS> constexpr int smem_bytes() {
-    return ring_bytes<BM, BN, ST>() + (PS ? stage_bytes<BM, BN>() : 0) + 2 * ST * 8 + 1024;
+// PP (ping-pong): each consumer warpgroup its own staged rows, 128 x PCW
+// floats (the epilogue in column passes of PCW)
+template <int BN> __host__ __device__ constexpr int pp_cw() { return BN < 64 ? BN : 64; }
+template <int BN> __host__ __device__ constexpr int pp_stage_bytes() {
+    return 128 * (pp_cw<BN>() + 8) * 4;
 }
+template <int BM, int BN, bool PS, bool PP> __host__ __device__ constexpr int stage_all() {
+    return PP ? 2 * pp_stage_bytes<BN>() : PS ? stage_bytes<BM, BN>() : 0;
+}
+// + the barriers: full[ST], empty[ST], order[2] (PP)
+template <int BM, int BN, int ST, bool PS, bool PP> constexpr int smem_bytes() {
+    return ring_bytes<BM, BN, ST>() + stage_all<BM, BN, PS, PP>() + 2 * ST * 8 + 16 + 1024;
+}
+static_assert(smem_bytes<128, 128, 9, true, true>() <= 232448 &&
+                  smem_bytes<128, 64, 12, true, true>() <= 232448,
+              "ping-pong forms fit in 227 KB");
 // PW producer warps; with a whole producer warpgroup and BM 128 (RR) the
 // registers a thread: the cap at entry (65536 / (threads * MINB), multiple
 // of 8) and the consumers' share after the producer drops to PREG
@@ -76,11 +92,108 @@ template <int BM, int PW, int MINB> __host__ __device__ constexpr int consumer_r
                (2 * BM) & ~7;
 }
 
+// PP's consumer warpgroups (see k_igemm_ws): tiles i of this block (t =
+// blockIdx.x + i gridDim.x) with i % 2 == wg
+template <int BN, int ST, bool U8, bool FAST>
+__device__ __forceinline__ void pp_consumer(const signed char *sa, const signed char *sb,
+                                            unsigned char *stg, uint32_t full0, uint32_t empty0,
+                                            uint32_t order0, const pr_cu_igemm &p,
+                                            const pr_cu_qepi &q, bool nocvt, int Mi, int tn,
+                                            int ntiles, int KT) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int SA = 128 * BK, SB = BN * BK, ACC = BN / 2, CW = pp_cw<BN>(), SP = CW + 8;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wg = warp >> 2, ltid = tid & 127, gq = lane >> 2, t4 = lane & 3,
+              wrow = (warp & 3) * 16;
+    float *stage = (float *)(stg + wg * pp_stage_bytes<BN>());
+    int g = 0, i = 0; // k steps of the block's tiles before this one; the tile's index
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x, i++, g += KT) {
+        if ((i & 1) != wg) continue;
+        const int m0 = t / tn * 128, n0 = t % tn * BN;
+        int acc0[ACC], acc1[ACC];
+#pragma unroll
+        for (int j = 0; j < ACC; j++) acc0[j] = acc1[j] = 0;
+        if (i > 0) mbar_wait(order0 + wg * 8, ((i - 1) >> 1) & 1); // tile i - 1 all filled
+        for (int kt = 0; kt < KT; kt++) {
+            const int gs = g + kt, st = gs % ST;
+            mbar_wait(full0 + st * 8, (gs / ST) & 1);
+            __syncwarp(); // converged for the .aligned wgmma instructions
+            uint32_t a = smem_u32(sa + st * SA), b = smem_u32(sb + st * SB);
+#pragma unroll
+            for (int j = 0; j < ACC; j++) reg_fence(acc0[j]), reg_fence(acc1[j]);
+            wg_fence();
+            wgmma<BN>::template run<U8>(acc0, wg_desc(a), wg_desc(b));
+            wgmma<BN>::template run<U8>(acc0, wg_desc(a + 32), wg_desc(b + 32));
+            wgmma<BN>::template run<U8>(acc1, wg_desc(a + 64 * BK), wg_desc(b));
+            wgmma<BN>::template run<U8>(acc1, wg_desc(a + 64 * BK + 32), wg_desc(b + 32));
+            wg_commit();
+            wg_wait<1>();
+#pragma unroll
+            for (int j = 0; j < ACC; j++) reg_fence(acc0[j]), reg_fence(acc1[j]);
+            if (kt > 0 && lane == 0) mbar_arrive(empty0 + ((gs - 1) % ST) * 8);
+        }
+        if (lane == 0) mbar_arrive(order0 + (wg ^ 1) * 8); // the other may start tile i + 1
+        wg_wait<0>();
+#pragma unroll
+        for (int j = 0; j < ACC; j++) reg_fence(acc0[j]), reg_fence(acc1[j]);
+        if (lane == 0) mbar_arrive(empty0 + ((g + KT - 1) % ST) * 8); // the tile's last stage
+
+        if (FAST) {
+            const bool pre = q.pre.kind == ACT_RELU;
+#pragma unroll
+            for (int c0 = 0; c0 < BN; c0 += CW) { // column passes
+                named_sync(2 + wg, 128); // the previous pass's / tile's reads done
+#pragma unroll
+                for (int j = c0 / 8; j < (c0 + CW) / 8; j++) {
+                    int nl = j * 8 + t4 * 2, n = n0 + nl;
+                    igemm_col2 cs = igemm_cols(q, n, n < p.Nout);
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        *(float2 *)&stage[(wrow + gq + h * 8) * SP + igemm_scol(nl - c0)] =
+                            igemm_pre(cs, acc0[j * 4 + h * 2], acc0[j * 4 + h * 2 + 1], pre);
+                        *(float2 *)&stage[(64 + wrow + gq + h * 8) * SP + igemm_scol(nl - c0)] =
+                            igemm_pre(cs, acc1[j * 4 + h * 2], acc1[j * 4 + h * 2 + 1], pre);
+                    }
+                }
+                named_sync(2 + wg, 128);
+                igemm_store_rows<CW, SP, 128, 128>(q, stage, m0, n0 + c0, Mi, p.Nout, ltid,
+                                                   nocvt);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++) {
+                int n = n0 + j * 8 + t4 * 2;
+#pragma unroll
+                for (int h = 0; h < 4; h++) {
+                    int m = m0 + (h >> 1) * 64 + wrow + gq + (h & 1) * 8;
+                    const int *ac = h >> 1 ? acc1 : acc0;
+                    if (m >= Mi) continue;
+                    if (n < p.Nout) igemm_epi_general(&q, ac[j * 4 + (h & 1) * 2], m, n);
+                    if (n + 1 < p.Nout)
+                        igemm_epi_general(&q, ac[j * 4 + (h & 1) * 2 + 1], m, n + 1);
+                }
+            }
+        }
+    }
+#endif
+}
+
 // Tiles t = blockIdx.x, + gridDim.x, ... (one a block unless PS): M tile t /
 // tn, column tile t % tn. The ring's stage / phase follow a k-step count over
 // all of the block's tiles, so the producer loads the next tile's first
 // stages while the consumers run this tile's epilogue.
-template <int BM, int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST>
+//
+// PP (ping-pong, BM 128, persistent): the block's tiles alternate between
+// the two consumer warpgroups, each computing a whole 128 x BN tile (two
+// m64 wgmma a k32 step, BN accumulators a thread) and running its epilogue
+// while the other one's MMAs go on. The ring is shared: tile i's stages are
+// read by warpgroup i % 2 only (empty[] counts its 4 warps). Order
+// mbarriers (order[w], 4 arrivals: each warp of the other warpgroup once
+// past its last full wait of tile i - 1) hold tile i's first full wait until
+// every stage of tile i - 1 was filled, so a full wait is never a ring lap
+// ahead of its barrier's phase (a parity wait on a barrier one phase behind
+// reads as complete: phase 18r's K >= 704 hang).
+template <int BM, int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST, bool PP = false>
 __global__ void __launch_bounds__(2 * BM + 32 * PW, MINB)
     k_igemm_ws(const signed char *__restrict__ x, const signed char *__restrict__ w,
                pr_cu_igemm p, pr_cu_qepi q, bool nocvt) {
@@ -93,11 +206,11 @@ __global__ void __launch_bounds__(2 * BM + 32 * PW, MINB)
     extern __shared__ __align__(1024) unsigned char dsm[];
     unsigned char *smem = dsm + ((1024 - (smem_u32(dsm) & 1023)) & 1023); // swizzle atoms aligned
     signed char *sa = (signed char *)smem, *sb = (signed char *)smem + ST * SA;
-    constexpr int SOFF = PS ? ring_bytes<BM, BN, ST>() : 0; // the staged rows
+    constexpr int SOFF = PS || PP ? ring_bytes<BM, BN, ST>() : 0; // the staged rows
     static_assert(PS || stage_bytes<BM, BN>() <= ring_bytes<BM, BN, ST>(), "stage fits");
-    const uint32_t full0 =
-                       smem_u32(smem + ring_bytes<BM, BN, ST>() + (PS ? stage_bytes<BM, BN>() : 0)),
-                   empty0 = full0 + ST * 8;
+    static_assert(!PP || (BM == 128 && PS), "ping-pong shape");
+    const uint32_t full0 = smem_u32(smem + ring_bytes<BM, BN, ST>() + stage_all<BM, BN, PS, PP>()),
+                   empty0 = full0 + ST * 8, order0 = empty0 + ST * 8;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int Mi = (int)(p.N * p.OH * p.OW); // < 2^31: checked by the launcher
@@ -107,8 +220,12 @@ __global__ void __launch_bounds__(2 * BM + 32 * PW, MINB)
     if (tid == 0)
         for (int s = 0; s < ST; s++) {
             mbar_init(full0 + s * 8, TP);
-            mbar_init(empty0 + s * 8, TC / 32);
+            mbar_init(empty0 + s * 8, PP ? 4 : TC / 32);
         }
+    if (PP && tid == 0) {
+        mbar_init(order0, 4);
+        mbar_init(order0 + 8, 4);
+    }
     __syncthreads();
 
     if (warp >= TC / 32) { // ---- producer warps
@@ -194,6 +311,11 @@ __global__ void __launch_bounds__(2 * BM + 32 * PW, MINB)
 
     // ---- consumer warpgroups 0-1
     if (RR) regs_inc<consumer_regs<BM, PW, MINB>()>();
+    if (PP) {
+        pp_consumer<BN, ST, U8, FAST>(sa, sb, smem + SOFF, full0, empty0, order0, p, q, nocvt,
+                                      Mi, tn, ntiles, KT);
+        return;
+    }
     const int wg = warp >> 2, gq = lane >> 2, t4 = lane & 3, wrow = warp * 16;
     float *stage = (float *)(smem + SOFF);
     constexpr int SP = BN + 8;
@@ -257,11 +379,11 @@ __global__ void __launch_bounds__(2 * BM + 32 * PW, MINB)
 #endif
 }
 
-template <int BM, int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST>
+template <int BM, int BN, int ST, int MINB, int PW, bool PS, bool U8, bool FAST, bool PP>
 int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
            const pr_cu_qepi *q, unsigned grid) {
-    constexpr int SMEM = smem_bytes<BM, BN, ST, PS>();
-    auto k = k_igemm_ws<BM, BN, ST, MINB, PW, PS, U8, FAST>;
+    constexpr int SMEM = smem_bytes<BM, BN, ST, PS, PP>();
+    auto k = k_igemm_ws<BM, BN, ST, MINB, PW, PS, U8, FAST, PP>;
     cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); // not left behind for the next launch's check
@@ -273,7 +395,7 @@ int launch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
 }
 
 // PS: a persistent grid of MINB blocks an SM
-template <int BM, int BN, int ST, int MINB, int PW, bool PS>
+template <int BM, int BN, int ST, int MINB, int PW, bool PS, bool PP = false>
 int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
              const pr_cu_qepi *q) {
     int64_t M = p->N * p->OH * p->OW;
@@ -291,11 +413,11 @@ int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
     if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
         pr_cu_qepi q2 = *q;
         q2.acc_off = NULL;
-        return fast ? launch<BM, BN, ST, MINB, PW, PS, true, true>(s, x, w, p, &q2, grid)
-                    : launch<BM, BN, ST, MINB, PW, PS, true, false>(s, x, w, p, &q2, grid);
+        return fast ? launch<BM, BN, ST, MINB, PW, PS, true, true, PP>(s, x, w, p, &q2, grid)
+                    : launch<BM, BN, ST, MINB, PW, PS, true, false, PP>(s, x, w, p, &q2, grid);
     }
-    return fast ? launch<BM, BN, ST, MINB, PW, PS, false, true>(s, x, w, p, q, grid)
-                : launch<BM, BN, ST, MINB, PW, PS, false, false>(s, x, w, p, q, grid);
+    return fast ? launch<BM, BN, ST, MINB, PW, PS, false, true, PP>(s, x, w, p, q, grid)
+                : launch<BM, BN, ST, MINB, PW, PS, false, false, PP>(s, x, w, p, q, grid);
 }
 
 } // namespace
@@ -313,12 +435,18 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
         // experiment PRECIS_CUDA_IGEMM_WS=2: BM 256 x BN 128 (1 block an SM) for
         // Nout > 64, BN 64 persistent (2 blocks an SM) for Nout <= 64 (both timed
         // slower than the defaults at ResNet-50's 3x3s: NOTES, phase 18w)
+        // default: the ping-pong form (PP, persistent, 1 block an SM: BN 128
+        // where Nout > 64, else BN 64); PRECIS_CUDA_IGEMM_WS=1: phase 18w's
         const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
         if (e && !strcmp(e, "2"))
             return p->Nout > 64 ? dispatch<256, 128, 6, 1, 4, false>(s, x, w, p, q)
                                 : dispatch<128, 64, 6, 2, 2, true>(s, x, w, p, q);
-        return p->Nout > 64 ? dispatch<128, 128, 6, 2, 2, false>(s, x, w, p, q)
-                            : dispatch<128, 64, 6, 3, 2, false>(s, x, w, p, q);
+        if (e && !strcmp(e, "1"))
+            return p->Nout > 64 ? dispatch<128, 128, 6, 2, 2, false>(s, x, w, p, q)
+                                : dispatch<128, 64, 6, 3, 2, false>(s, x, w, p, q);
+        // (ST: the stages that fit beside the staged rows, 217 KB in all)
+        return p->Nout > 64 ? dispatch<128, 128, 9, 1, 4, true, true>(s, x, w, p, q)
+                            : dispatch<128, 64, 12, 1, 4, true, true>(s, x, w, p, q);
     }
     case PR_CU_IGEMM_WG128x256: return dispatch<128, 256, 8, 1, 4, false>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;

@@ -323,8 +323,10 @@ int pr_cu_igemm_s8(void *stream, const void *x, const void *w, const pr_cu_igemm
 int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                       const pr_cu_qepi *q);
 /* The warp-specialized forms of the wgmma tiles WG128x128 (BN 64 where
- * Nout <= 64) and WG128x256 (cu_igemm_ws.cu: a producer warpgroup, mbarrier
- * ring); pr_cu_igemm_wg_s8 calls it unless PRECIS_CUDA_IGEMM_WS=0. */
+ * Nout <= 64; by default the ping-pong form: two consumer warpgroups on
+ * alternating tiles, persistent; PRECIS_CUDA_IGEMM_WS=1 phase 18w's) and
+ * WG128x256 (cu_igemm_ws.cu: a producer warpgroup, mbarrier ring);
+ * pr_cu_igemm_wg_s8 calls it unless PRECIS_CUDA_IGEMM_WS=0. */
 int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                       const pr_cu_qepi *q);
 /* The QW tiles of pr_cu_q1x1_s8 (cu_q1x1_wg.cu: K streamed, wgmma; the

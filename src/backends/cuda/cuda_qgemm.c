@@ -522,14 +522,22 @@ static const char *const tile_names[PR_CU_IGEMM_TILES] = {
 /* A route's name in PRECIS_VERBOSE's lines and the description */
 /* PRECIS_CUDA_IGEMM_WS=0 gives the wgmma 128x128 / 128x256 tiles back their
  * cu_igemm_wg.cu forms (A/B); default their warp-specialized forms
- * (cu_igemm_ws.cu: producer warps, mbarrier ring; BN 64 for Nout <= 64; =2
- * other forms, an experiment: key " ws2"). */
+ * (cu_igemm_ws.cu: producer warps, mbarrier ring; BN 64 for Nout <= 64), the
+ * 128x128 one as the ping-pong form (phase 19w: two consumer warpgroups on
+ * alternating tiles, persistent; key " pp"); =1 phase 18w's 128x128 form
+ * (key " ws"); =2 other forms, an experiment (key " ws2"). */
 static bool igemm_ws_on(void) {
     const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
     return !(e && !strcmp(e, "0"));
 }
 
+static bool igemm_pp_on(void) {
+    const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
+    return !(e && (!strcmp(e, "0") || !strcmp(e, "1") || !strcmp(e, "2")));
+}
+
 static const char *route_name(const qgemm_state *s, int c) {
+    if (igemm_pp_on() && c == PR_CU_IGEMM_WG128x128) return "wgmma pp 128x128";
     if (igemm_ws_on() && c == PR_CU_IGEMM_WG128x128) return "wgmma ws 128x128";
     if (igemm_ws_on() && c == PR_CU_IGEMM_WG128x256) return "wgmma ws 128x256";
     return c == ROUTE_LT ? "lt" : stem_route(s, c) ? "stem 64x64 (mma.sync)" : tile_names[c];
@@ -612,7 +620,8 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     if (wg && igemm_ws_on()) { /* the 128x128 / 128x256 tiles' warp-specialized forms */
         const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
         size_t kl = strlen(key);
-        snprintf(key + kl, sizeof key - kl, e && !strcmp(e, "2") ? " ws2" : " ws");
+        snprintf(key + kl, sizeof key - kl,
+                 e && !strcmp(e, "2") ? " ws2" : igemm_pp_on() ? " pp" : " ws");
     }
     int32_t r = 0;
     char times[600] = "";
