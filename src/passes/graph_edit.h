@@ -60,6 +60,18 @@ static inline bool pr_is_graph_output(const pr_graph *g, int t) {
 static inline bool pr_is_init(const pr_graph *g, int t) {
     return t >= 0 && (g->tensors[t].flags & PR_T_INIT) && g->tensors[t].data;
 }
+/* Node ni is a live standard-domain `op` with one output. */
+static inline bool pr_live_op(const pr_graph *g, int ni, pr_op op) {
+    return ni >= 0 && !pr_node_dead(&g->nodes[ni]) && g->nodes[ni].op == op &&
+           !g->nodes[ni].domain[0] && g->nodes[ni].n_outputs == 1;
+}
+/* Every dim of t known and positive. */
+static inline bool pr_dims_known(const pr_tensor *t) {
+    if (t->rank < 0) return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] <= 0) return false;
+    return true;
+}
 
 /* The nodes reading tensor t (a node once per input slot), up to cap into
  * nodes[]; returns the number of uses by live nodes. */

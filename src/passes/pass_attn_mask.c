@@ -35,18 +35,6 @@
 #include "passes/graph_edit.h"
 #include "passes/pass_plan.h"
 
-static bool live_op(const pr_graph *g, int ni, pr_op op) {
-    return ni >= 0 && !pr_node_dead(&g->nodes[ni]) && g->nodes[ni].op == op &&
-           !strcmp(g->nodes[ni].domain, "") && g->nodes[ni].n_outputs == 1;
-}
-
-static bool known(const pr_tensor *t) {
-    if (t->rank < 0) return false;
-    for (int d = 0; d < t->rank; d++)
-        if (t->dims[d] <= 0) return false;
-    return true;
-}
-
 static bool all_true(const pr_graph *g, int t) {
     if (!pr_is_init(g, t) || g->tensors[t].dtype != PRECIS_BOOL) return false;
     const unsigned char *p = g->tensors[t].data;
@@ -63,7 +51,7 @@ static bool bcast_shape(const pr_graph *g, const int *ts, int nt, int r, int64_t
     for (int d = 0; d < r; d++) ns[d] = 1;
     for (int i = 0; i < nt; i++) {
         const pr_tensor *t = &g->tensors[ts[i]];
-        if (!known(t) || t->rank > r) return false;
+        if (!pr_dims_known(t) || t->rank > r) return false;
         for (int d = 0; d < t->rank; d++) {
             int64_t v = t->dims[d], *o = &ns[r - t->rank + d];
             if (v == 1) continue;
@@ -79,7 +67,7 @@ static int fold_where(pr_graph *g, pr_uses *u, int wi, pr_err *e) {
     const pr_node *w = &g->nodes[wi];
     if (w->n_inputs != 3) return 0;
     int t = pr_node_out(w, 0);
-    if (t < 0 || pr_is_graph_output(g, t) || !known(&g->tensors[t])) return 0;
+    if (t < 0 || pr_is_graph_output(g, t) || !pr_dims_known(&g->tensors[t])) return 0;
     int cons[64];
     int nc = pr_consumers(g, t, cons, 64);
     if (nc < 1 || nc > 64) return 0;
@@ -90,12 +78,12 @@ static int fold_where(pr_graph *g, pr_uses *u, int wi, pr_err *e) {
             if (pr_node_in(a, i) == t) return 0;
     }
     int c = pr_node_in(w, 0), p = pr_producer(g, c), ex = -1;
-    if (live_op(g, p, PR_OP_Expand) && pr_single_consumer(g, u, c) == wi) {
+    if (pr_live_op(g, p, PR_OP_Expand) && pr_single_consumer(g, u, c) == wi) {
         ex = p;
         c = pr_node_in(&g->nodes[p], 0);
         p = pr_producer(g, c);
     }
-    if (!live_op(g, p, PR_OP_And) || g->nodes[p].n_inputs != 2 || pr_is_graph_output(g, c))
+    if (!pr_live_op(g, p, PR_OP_And) || g->nodes[p].n_inputs != 2 || pr_is_graph_output(g, c))
         return 0;
     int a0 = pr_node_in(&g->nodes[p], 0), a1 = pr_node_in(&g->nodes[p], 1), m;
     if (all_true(g, a0)) m = a1;
@@ -140,7 +128,8 @@ static int fold_add3(pr_graph *g, pr_uses *u, int oi, pr_err *e) {
         if (t < 0 || c < 0 || pr_is_graph_output(g, t) || pr_single_consumer(g, u, t) != oi)
             continue;
         int p = pr_producer(g, t);
-        if (!live_op(g, p, PR_OP_Add) || g->nodes[p].n_inputs != 2 || g->nodes[p].n_attrs) continue;
+        if (!pr_live_op(g, p, PR_OP_Add) || g->nodes[p].n_inputs != 2 || g->nodes[p].n_attrs)
+            continue;
         int a = pr_node_in(&g->nodes[p], 0), b = pr_node_in(&g->nodes[p], 1);
         if (a < 0 || b < 0 || !f3dt(g, a) || !f3dt(g, b) || !f3dt(g, c) || !f3dt(g, t) ||
             g->tensors[t].dtype != g->tensors[y].dtype)
@@ -161,7 +150,8 @@ static int fold_gather_id(pr_graph *g, pr_uses *u, int gi, pr_err *e) {
     const pr_node *n = &g->nodes[gi];
     if (n->n_inputs != 2) return 0;
     int d = pr_node_in(n, 0), ix = pr_node_in(n, 1), y = pr_node_out(n, 0);
-    if (d < 0 || ix < 0 || y < 0 || !known(&g->tensors[d]) || !known(&g->tensors[y]) ||
+    if (d < 0 || ix < 0 || y < 0 || !pr_dims_known(&g->tensors[d]) ||
+        !pr_dims_known(&g->tensors[y]) ||
         !pr_is_init(g, ix) || pr_is_init(g, d))
         return 0;
     const pr_tensor *D = &g->tensors[d], *I = &g->tensors[ix], *Y = &g->tensors[y];
@@ -194,7 +184,7 @@ static int fold_cast_id(pr_graph *g, int ci) {
     int x = pr_node_in(n, 0), y = pr_node_out(n, 0);
     if (n->n_inputs != 1 || x < 0 || y < 0) return 0;
     const pr_tensor *X = &g->tensors[x], *Y = &g->tensors[y];
-    if (X->dtype != Y->dtype || X->layout != Y->layout || !known(X) || X->rank != Y->rank ||
+    if (X->dtype != Y->dtype || X->layout != Y->layout || !pr_dims_known(X) || X->rank != Y->rank ||
         memcmp(X->dims, Y->dims, sizeof(int64_t) * (size_t)X->rank))
         return 0;
     pr_node_retype(g, ci, PR_OP_Identity, 14);
@@ -214,16 +204,16 @@ precis_status pr_fold_attention_mask(pr_graph *g, pr_err *e) {
     precis_status st = pr_uses_build(g, &u, e);
     if (st) return st;
     for (int ni = 0; ni < g->n_nodes && !st && mask; ni++) {
-        if (!live_op(g, ni, PR_OP_Where)) continue;
+        if (!pr_live_op(g, ni, PR_OP_Where)) continue;
         if (fold_where(g, &u, ni, e) < 0) st = e->status ? e->status : PRECIS_ERR_OOM;
     }
     for (int ni = 0; ni < g->n_nodes && !st && sum3; ni++) {
-        if (!live_op(g, ni, PR_OP_Add)) continue;
+        if (!pr_live_op(g, ni, PR_OP_Add)) continue;
         if (fold_add3(g, &u, ni, e) < 0) st = e->status ? e->status : PRECIS_ERR_OOM;
     }
     for (int ni = 0; ni < g->n_nodes && !st && ids; ni++) {
-        if (live_op(g, ni, PR_OP_Cast)) fold_cast_id(g, ni);
-        else if (live_op(g, ni, PR_OP_Gather) && fold_gather_id(g, &u, ni, e) < 0)
+        if (pr_live_op(g, ni, PR_OP_Cast)) fold_cast_id(g, ni);
+        else if (pr_live_op(g, ni, PR_OP_Gather) && fold_gather_id(g, &u, ni, e) < 0)
             st = e->status ? e->status : PRECIS_ERR_OOM;
     }
     pr_uses_free(&u);

@@ -8,7 +8,8 @@
  * (the word and token type lookups, the position rows P, the Sum made by
  * pass_attn_mask.c's fold_add3) as one node: cu_norm.cu's k_embed_ln reads the
  * table rows (rounded to X's dtype, as the Gathers store them) and P, sums them
- * as the Sum kernel does (RN(RN(g0 + g1) + P) in X's dtype) and normalizes as the LayerNorm kernel does, so Y / Yq are the unfused
+ * as the Sum kernel does (RN(RN(g0 + g1) + P) in X's dtype) and normalizes as
+ * the LayerNorm kernel does, so Y / Yq are the unfused
  * cuda path's bytes; MiniLM b64 ran four kernels (two k_gather16, k_sum3v,
  * k_layernorm_vec: 26.6 us under ncu in phase 17t). Only what that kernel
  * runs: static shapes; g0, g1 and X private (one reader, no graph outputs);
@@ -25,18 +26,6 @@
 #include "passes/graph_edit.h"
 #include "passes/pass_plan.h"
 
-static bool live(const pr_graph *g, int ni, pr_op op) {
-    return ni >= 0 && !pr_node_dead(&g->nodes[ni]) && g->nodes[ni].op == op &&
-           !strcmp(g->nodes[ni].domain, "") && g->nodes[ni].n_outputs == 1;
-}
-
-static bool known(const pr_tensor *t) {
-    if (t->rank < 0) return false;
-    for (int d = 0; d < t->rank; d++)
-        if (t->dims[d] <= 0) return false;
-    return true;
-}
-
 static bool fdt(pr_dtype d) {
     return d == PRECIS_FLOAT32 || d == PRECIS_FLOAT16 || d == PRECIS_BFLOAT16;
 }
@@ -47,10 +36,11 @@ static bool fdt(pr_dtype d) {
 static bool emb_gather(const pr_graph *g, const pr_uses *u, int t, int si, pr_dtype sdt, int *gi) {
     if (t < 0 || pr_is_graph_output(g, t) || pr_single_consumer(g, u, t) != si) return false;
     int p = pr_producer(g, t);
-    if (!live(g, p, PR_OP_Gather) || g->nodes[p].n_inputs != 2) return false;
+    if (!pr_live_op(g, p, PR_OP_Gather) || g->nodes[p].n_inputs != 2) return false;
     const pr_node *n = &g->nodes[p];
     int w = pr_node_in(n, 0), ix = pr_node_in(n, 1);
-    if (w < 0 || ix < 0 || !known(&g->tensors[w]) || !known(&g->tensors[ix])) return false;
+    if (w < 0 || ix < 0 || !pr_dims_known(&g->tensors[w]) || !pr_dims_known(&g->tensors[ix]))
+        return false;
     const pr_tensor *W = &g->tensors[w], *I = &g->tensors[ix], *Y = &g->tensors[t];
     int64_t axis = pr_attr_int(n, "axis", 0);
     if (W->rank != 2 || (axis != 0 && axis != -2) || !fdt(W->dtype) || Y->dtype != sdt ||
@@ -69,7 +59,8 @@ static int fold_one(pr_graph *g, pr_uses *u, int li, pr_err *e) {
         (!q && pr_node_out(n, 1) >= 0) || pr_attr_int(n, "stash_type", 1) != 1)
         return 0;
     const pr_tensor *X = &g->tensors[x];
-    if (!known(X) || X->rank < 2 || (X->dtype != PRECIS_FLOAT16 && X->dtype != PRECIS_BFLOAT16) ||
+    if (!pr_dims_known(X) || X->rank < 2 ||
+        (X->dtype != PRECIS_FLOAT16 && X->dtype != PRECIS_BFLOAT16) ||
         g->tensors[y].dtype != X->dtype)
         return 0;
     int64_t axis = pr_attr_int(n, "axis", -1), L = X->dims[X->rank - 1];
@@ -82,7 +73,8 @@ static int fold_one(pr_graph *g, pr_uses *u, int li, pr_err *e) {
     }
     if (pr_is_graph_output(g, x) || pr_single_consumer(g, u, x) != li) return 0;
     int si = pr_producer(g, x);
-    if (!live(g, si, PR_OP_Sum) || g->nodes[si].n_inputs != 3 || g->nodes[si].n_attrs) return 0;
+    if (!pr_live_op(g, si, PR_OP_Sum) || g->nodes[si].n_inputs != 3 || g->nodes[si].n_attrs)
+        return 0;
     const pr_node *s = &g->nodes[si];
     int gi[2], p = pr_node_in(s, 2);
     if (!emb_gather(g, u, pr_node_in(s, 0), si, X->dtype, &gi[0]) ||
@@ -99,7 +91,7 @@ static int fold_one(pr_graph *g, pr_uses *u, int li, pr_err *e) {
         if (g->tensors[pr_node_in(&g->nodes[gi[j]], 0)].dims[1] != L) return 0;
     /* P: float, its dims past leading 1s equal to X's last ones (row-periodic) */
     const pr_tensor *P = &g->tensors[p];
-    if (!known(P) || !fdt(P->dtype) || P->rank > X->rank) return 0;
+    if (!pr_dims_known(P) || !fdt(P->dtype) || P->rank > X->rank) return 0;
     int lead = 0;
     while (lead < P->rank - 1 && P->dims[lead] == 1) lead++;
     for (int d = lead; d < P->rank; d++)

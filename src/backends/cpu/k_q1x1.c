@@ -386,8 +386,7 @@ static const q1_rows_fn q1_fns[3][6][2] = {
      {q1_hsw_p, q1_hsw_a2_p}, {q1_sw_p, q1_sw_a2_p}, {q1_cliphi_p, q1_cliphi_p}},
 };
 
-/* n bytes of an int8 src biased by 128 (x ^ 0x80) into t. */
-static Q1_VNNI void q1_flip(const uint8_t *x, uint8_t *t, int64_t n) {
+Q1_VNNI void pr_q1_flip(const uint8_t *x, uint8_t *t, int64_t n) {
     const __m512i f = _mm512_set1_epi8((char)0x80);
     int64_t i = 0;
     for (; i + 64 <= n; i += 64)
@@ -460,7 +459,7 @@ precis_status pr_q1x1_rows_run(const qfc_state *s, pr_kernel *k, pr_cpu_exec *xc
     if (nt < 2) {
         for (int64_t p0 = 0; p0 < P; p0 += chunk) {
             const int64_t n = P - p0 < chunk ? P - p0 : chunk;
-            q1_flip(xd + p0 * s->IC, scr, n * s->IC);
+            pr_q1_flip(xd + p0 * s->IC, scr, n * s->IC);
             q1_rows(s, scr, yd + p0 * s->OC, 0, n);
         }
         return PRECIS_OK;
@@ -470,7 +469,7 @@ precis_status pr_q1x1_rows_run(const qfc_state *s, pr_kernel *k, pr_cpu_exec *xc
         const int64_t p0 = t * chunk, p1 = P - p0 < chunk ? P : p0 + chunk;
         if (fl) {
             uint8_t *b = scr + tb * (size_t)omp_get_thread_num();
-            q1_flip(xd + p0 * s->IC, b, (p1 - p0) * s->IC);
+            pr_q1_flip(xd + p0 * s->IC, b, (p1 - p0) * s->IC);
             q1_rows(s, b, yd + p0 * s->OC, 0, p1 - p0);
         } else {
             q1_rows(s, xd, yd, p0, p1);

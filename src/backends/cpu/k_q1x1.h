@@ -32,6 +32,10 @@ Q1_INLINE __m512i q1_dp(__m512i a, __m512i b, __m512i w) {
     return a;
 }
 
+/* n bytes of an int8 src biased by 128 (x ^ 0x80) into t (q1x1's and the
+ * SE projection's int8 inputs, flipped once so each dword is a broadcast load). */
+Q1_VNNI void pr_q1_flip(const uint8_t *x, uint8_t *t, int64_t n);
+
 /* The 4 bytes of input channels 4k.. of a pixel as a dword (IC is a
  * multiple of 4; an int8 src biased by 128). */
 Q1_INLINE __m512i q1_x4(const uint8_t *px, int64_t k, uint32_t flip) {

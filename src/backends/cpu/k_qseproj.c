@@ -212,7 +212,7 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
     const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq;
     /* FL: an int8 T biased here (the dword through a register, broadcast
      * by the vector unit's shuffle port); else T's bytes as they are (a
-     * uint8 T, or an int8 one biased beforehand, sp_flip): a broadcast load */
+     * uint8 T, or an int8 one biased beforehand, pr_q1_flip): a broadcast load */
     const uint32_t flip = FL ? 0x80808080u : 0u;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i c0 = _mm512_loadu_si512((const void *)comp);
@@ -338,19 +338,6 @@ sp_pixels_fl(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp
     sp_pixels_t(s, wq, comp, sc, x, z, y, P, true);
 }
 
-/* n bytes of an int8 T biased by 128 (x ^ 0x80) into t. */
-static Q1_VNNI void sp_flip(const uint8_t *x, uint8_t *t, int64_t n) {
-    const __m512i f = _mm512_set1_epi8((char)0x80);
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        _mm512_storeu_si512((void *)(t + i),
-                            _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + i)), f));
-    if (i < n) {
-        const __mmask64 m = ((__mmask64)1 << (n - i)) - 1;
-        _mm512_mask_storeu_epi8(t + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), f));
-    }
-}
-
 /* PRECIS_SEPROJ_FLIP=0: an int8 T biased in the kernel's loop (A/B). */
 static bool sp_flip_on(void) {
     static int on = -1;
@@ -397,7 +384,7 @@ precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_ke
         const uint8_t *tz = Z ? (const uint8_t *)Z->data + p0 * s->OC : NULL;
         uint8_t *yo = (uint8_t *)Y->data + p0 * s->OC;
         if (fl) {
-            sp_flip(t, tb, (q1 - q0) * s->IC);
+            pr_q1_flip(t, tb, (q1 - q0) * s->IC);
             sp_pixels(s, (const __m512i *)wq, comp, sc, tb, tz, yo, q1 - q0);
         } else if (s->tdt == PRECIS_INT8) {
             sp_pixels_fl(s, (const __m512i *)wq, comp, sc, t, tz, yo, q1 - q0);
