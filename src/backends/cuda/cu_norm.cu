@@ -247,6 +247,43 @@ template <int LPR> __device__ __forceinline__ float row_sum(float v) {
     return v;
 }
 
+// Scale and B (float32, nc * 2 float4 each) into shared memory by cp.async, Scale
+// first: every thread of the block takes part (the waits in ln_staged_gb)
+__device__ __forceinline__ void ln_stage_gb(float4 *sgb, const void *g, const void *bb, int nc) {
+    for (int i = threadIdx.x; i < 2 * nc; i += blockDim.x) {
+        ln_cp16(&sgb[i], reinterpret_cast<const float4 *>(g) + i);
+        if (bb) ln_cp16(&sgb[2 * nc + i], reinterpret_cast<const float4 *>(bb) + i);
+    }
+    asm volatile("cp.async.commit_group;");
+}
+
+// ln_stage_gb's copies landed (a block barrier): Scale / B read from shared memory
+__device__ __forceinline__ void ln_staged_gb(const float4 *sgb, const void *bb, int nc,
+                                             const void *&gs, const void *&bs) {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    __syncthreads();
+    gs = sgb;
+    bs = bb ? (const void *)(sgb + 2 * nc) : nullptr;
+}
+
+// A row's mean and 1 / std from the NV x 8 values each of its LPR lanes holds (s: the
+// lane's sum of them; chunks c >= nc hold zeros and are left out of the variance)
+template <int NV, int LPR>
+__device__ __forceinline__ void ln_stats(const float (&v)[NV][8], float s, int lane, int nc, int L,
+                                         float eps, float &mean, float &rstd) {
+    float q = 0.0f;
+    mean = row_sum<LPR>(s) / (float)L;
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+        if (lane + LPR * k < nc)
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float d = v[k][i] - mean;
+                q += d * d;
+            }
+    rstd = rsqrtf(row_sum<LPR>(q) / (float)L + eps);
+}
+
 // SG: float32 Scale and B staged in shared memory by cp.async at the start (they
 // were loaded after the two reductions, on the path of every warp of the one wave
 // a launch is: MiniLM b64 512 blocks, 0.97 waves; ncu 18 cycles an issued
@@ -260,13 +297,7 @@ __global__ __launch_bounds__(256, MINB) void k_layernorm_vec(const T *__restrict
                   lane0 / LPR;
     const bool ok = row < rows; // half-warps: both halves stay for the shuffles
     __shared__ __align__(16) float4 sgb[SG ? 2 * 2 * NV * LPR : 1]; // Scale, then B
-    if (SG) { // nc * 2 float4 of each; every thread stays for the barrier below
-        for (int i = threadIdx.x; i < 2 * nc; i += blockDim.x) {
-            ln_cp16(&sgb[i], reinterpret_cast<const float4 *>(g) + i);
-            if (bb) ln_cp16(&sgb[2 * nc + i], reinterpret_cast<const float4 *>(bb) + i);
-        }
-        asm volatile("cp.async.commit_group;");
-    }
+    if (SG) ln_stage_gb(sgb, g, bb, nc); // every thread stays for the barrier below
     if (LPR == 32 && !SG && !ok) return;
     if (!ok) row = 0;
     const uint4 *xr = reinterpret_cast<const uint4 *>(x + row * L);
@@ -283,23 +314,10 @@ __global__ __launch_bounds__(256, MINB) void k_layernorm_vec(const T *__restrict
             s += v[k][i];
         }
     }
-    float mean = row_sum<LPR>(s) / (float)L, q = 0.0f;
-#pragma unroll
-    for (int k = 0; k < NV; k++)
-        if (lane + LPR * k < nc)
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                float d = v[k][i] - mean;
-                q += d * d;
-            }
-    float rstd = rsqrtf(row_sum<LPR>(q) / (float)L + eps);
+    float mean, rstd;
+    ln_stats<NV, LPR>(v, s, lane, nc, L, eps, mean, rstd);
     const void *gs = g, *bs = bb;
-    if (SG) {
-        asm volatile("cp.async.wait_all;" ::: "memory");
-        __syncthreads();
-        gs = sgb;
-        bs = bb ? (const void *)(sgb + 2 * nc) : nullptr;
-    }
+    if (SG) ln_staged_gb(sgb, bb, nc, gs, bs);
     if (!ok) return; // past the shuffles (and the barrier)
 #pragma unroll
     for (int k = 0; k < NV; k++) {
@@ -538,13 +556,7 @@ __global__ __launch_bounds__(256, 1) void k_embed_ln(pr_cu_emb_args a, const voi
                   lane0 / LPR;
     const bool ok = row < rows; // half-warps: both halves stay for the shuffles
     __shared__ __align__(16) float4 sgb[SG ? 2 * 2 * NV * LPR : 1]; // Scale, then B
-    if (SG) {
-        for (int i = threadIdx.x; i < 2 * nc; i += blockDim.x) {
-            ln_cp16(&sgb[i], reinterpret_cast<const float4 *>(g) + i);
-            if (bb) ln_cp16(&sgb[2 * nc + i], reinterpret_cast<const float4 *>(bb) + i);
-        }
-        asm volatile("cp.async.commit_group;");
-    }
+    if (SG) ln_stage_gb(sgb, g, bb, nc); // every thread stays for the barrier below
     if (!ok) row = 0;
     const int64_t r0 = ok ? emb_row(a.i0, a.i0dt, row, a.v0) : -1;
     const int64_t r1 = ok ? emb_row(a.i1, a.i1dt, row, a.v1) : -1;
@@ -570,23 +582,10 @@ __global__ __launch_bounds__(256, 1) void k_embed_ln(pr_cu_emb_args a, const voi
             for (int i = 0; i < 8; i++) v[k][i] = 0.0f;
         }
     }
-    float mean = row_sum<LPR>(s) / (float)L, q = 0.0f;
-#pragma unroll
-    for (int k = 0; k < NV; k++)
-        if (lane + LPR * k < nc)
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                float d = v[k][i] - mean;
-                q += d * d;
-            }
-    float rstd = rsqrtf(row_sum<LPR>(q) / (float)L + eps);
+    float mean, rstd;
+    ln_stats<NV, LPR>(v, s, lane, nc, L, eps, mean, rstd);
     const void *gs = g, *bs = bb;
-    if (SG) {
-        asm volatile("cp.async.wait_all;" ::: "memory");
-        __syncthreads();
-        gs = sgb;
-        bs = bb ? (const void *)(sgb + 2 * nc) : nullptr;
-    }
+    if (SG) ln_staged_gb(sgb, bb, nc, gs, bs);
     if (!ok) return; // past the shuffles (and the barrier)
     uint4 *yr = reinterpret_cast<uint4 *>(y + row * L);
 #pragma unroll
