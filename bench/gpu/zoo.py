@@ -31,13 +31,18 @@ ZOO = [  # file, input name, dims after the batch, real sample for the check (if
 # CPU backend's own max rel errors vs ref there are fp16 2.9e-2, bf16 4.7e-1 (GPU 4.2e-2 /
 # 2.6e-1, cosine 0.9999985 / 0.9999227): limits at the CPU backend's level, cosine as is
 LIMITS = {"ch_PP-OCRv4_det_infer.onnx": ",fp16=5e-2,bf16=5e-1"}
+# rec on N(0, 1) inputs: the CPU backend's own bf16 max rel errors vs ref over seven draws
+# (its check_models input, seeded by name, and seeds 1, 2, 3, 4, 8) are 2.9e-2 .. 9.4e-2
+# (8.6e-2 on the check's input; cosine 0.9985-0.9998), above the default 6e-2 (session 17):
+# the limit at the CPU backend's level, cosine as is -- on any input, real or random
+LIMITS_ANY = {"ch_PP-OCRv4_rec_infer.onnx": ",bf16=1.2e-1"}
 
 
 def check_spec(models, f, n, d, sample):
     s = sample and os.path.join(models, sample)
     real = s and os.path.exists(s)
     return (f"{os.path.join(models, f)}:{n}=" + (f"@{s}" if real else f"1x{d}")
-            + (LIMITS.get(f, "") if real else ""))
+            + (LIMITS.get(f, "") if real else "") + LIMITS_ANY.get(f, ""))
 
 
 def main():
