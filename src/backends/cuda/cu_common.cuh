@@ -85,6 +85,29 @@ __device__ __forceinline__ void std_(void *p, int dt, int64_t i, double v) {
     }
 }
 
+// 8 elements (16-byte chunk i8 of a float32 / fp16 / bf16 array) as float
+__device__ __forceinline__ void ld8f(const void *p, int dt, int64_t i8, float v[8]) {
+    if (dt == DT_F32) {
+        const float4 a = ((const float4 *)p)[2 * i8], b = ((const float4 *)p)[2 * i8 + 1];
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        return;
+    }
+    const uint4 w = ((const uint4 *)p)[i8];
+    const unsigned short *h = (const unsigned short *)&w;
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        v[e] = dt == DT_F16 ? __half2float(__ushort_as_half(h[e]))
+                            : __bfloat162float(__ushort_as_bfloat16(h[e]));
+}
+// Index j of a Gather (int64 or int32, negative from the end) as a row in
+// [0, axis_dim), or -1 when out of range (the row reads as zeros).
+__device__ __forceinline__ int64_t gather_row(const void *idx, int idt, int64_t j,
+                                              int64_t axis_dim) {
+    int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
+    if (x < 0) x += axis_dim;
+    return x >= 0 && x < axis_dim ? x : -1;
+}
+
 // Typed element access for the register kernels (T: float, __half, __nv_bfloat16).
 __device__ __forceinline__ float tof(float v) { return v; }
 __device__ __forceinline__ float tof(__half v) { return __half2float(v); }

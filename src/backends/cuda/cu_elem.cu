@@ -250,21 +250,8 @@ template <typename T> __global__ void k_binary8(pr_cu_ew w, int n) {
     }
 }
 
-// Eight elements of a float type (float32, fp16, bf16) at element 8 * i8 of p
-// (16-byte aligned) as float32, and back.
-__device__ __forceinline__ void ld8f(const void *p, int dt, int64_t i8, float v[8]) {
-    if (dt == DT_F32) {
-        const float4 a = ((const float4 *)p)[2 * i8], b = ((const float4 *)p)[2 * i8 + 1];
-        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-        return;
-    }
-    const uint4 w = ((const uint4 *)p)[i8];
-    const unsigned short *h = (const unsigned short *)&w;
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        v[e] = dt == DT_F16 ? __half2float(__ushort_as_half(h[e]))
-                            : __bfloat162float(__ushort_as_bfloat16(h[e]));
-}
+// Eight float32 values into a float type (float32, fp16, bf16) at element 8 * i8
+// of p (16-byte aligned): the reverse of cu_common.cuh's ld8f.
 __device__ __forceinline__ void st8f(void *p, int dt, int64_t i8, const float v[8]) {
     if (dt == DT_F32) {
         ((float4 *)p)[2 * i8] = make_float4(v[0], v[1], v[2], v[3]);
@@ -549,15 +536,6 @@ extern "C" int pr_cu_cast_nhwc(void *stream, const float *x, void *y, int ydt, i
 }
 
 // ------------------------------------------------------------------ gather
-
-// Index j of a Gather (int64 or int32, negative from the end) as a row in
-// [0, axis_dim), or -1 when out of range (the row reads as zeros).
-__device__ __forceinline__ int64_t gather_row(const void *idx, int idt, int64_t j,
-                                              int64_t axis_dim) {
-    int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
-    if (x < 0) x += axis_dim;
-    return x >= 0 && x < axis_dim ? x : -1;
-}
 
 __global__ void k_gather(const void *data, int ddt, const void *idx, int idt, void *out, int odt,
                          int64_t outer, int64_t axis_dim, int64_t nidx, int64_t inner) {

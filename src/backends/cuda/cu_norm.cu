@@ -526,26 +526,6 @@ struct pr_cu_emb_args {
     int64_t v0, v1, prow; // table rows; P's rows (X's row r reads P row r % prow)
 };
 
-__device__ __forceinline__ int64_t emb_row(const void *idx, int idt, int64_t j, int64_t n) {
-    int64_t x = idt == DT_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
-    if (x < 0) x += n;
-    return x >= 0 && x < n ? x : -1;
-}
-// 8 elements (16-byte chunk c8 of a float32 / fp16 / bf16 array) as float.
-__device__ __forceinline__ void emb_ld8(const void *p, int dt, int64_t c8, float *v) {
-    if (dt == DT_F32) {
-        const float4 a = ((const float4 *)p)[2 * c8], b = ((const float4 *)p)[2 * c8 + 1];
-        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-        return;
-    }
-    const uint4 w = ((const uint4 *)p)[c8];
-    const unsigned short *h = (const unsigned short *)&w;
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        v[e] = dt == DT_F16 ? __half2float(__ushort_as_half(h[e]))
-                            : __bfloat162float(__ushort_as_bfloat16(h[e]));
-}
-
 template <typename T, int NV, int LPR, bool SG>
 __global__ __launch_bounds__(256, 1) void k_embed_ln(pr_cu_emb_args a, const void *g, int gdt,
                                                      const void *bb, int bdt, T *__restrict__ y,
@@ -558,8 +538,8 @@ __global__ __launch_bounds__(256, 1) void k_embed_ln(pr_cu_emb_args a, const voi
     __shared__ __align__(16) float4 sgb[SG ? 2 * 2 * NV * LPR : 1]; // Scale, then B
     if (SG) ln_stage_gb(sgb, g, bb, nc); // every thread stays for the barrier below
     if (!ok) row = 0;
-    const int64_t r0 = ok ? emb_row(a.i0, a.i0dt, row, a.v0) : -1;
-    const int64_t r1 = ok ? emb_row(a.i1, a.i1dt, row, a.v1) : -1;
+    const int64_t r0 = ok ? gather_row(a.i0, a.i0dt, row, a.v0) : -1;
+    const int64_t r1 = ok ? gather_row(a.i1, a.i1dt, row, a.v1) : -1;
     const int64_t rp = row % a.prow;
     float v[NV][8], s = 0.0f;
 #pragma unroll
@@ -567,9 +547,9 @@ __global__ __launch_bounds__(256, 1) void k_embed_ln(pr_cu_emb_args a, const voi
         int c = lane + LPR * k;
         float x0[8] = {0, 0, 0, 0, 0, 0, 0, 0}, x1[8] = {0, 0, 0, 0, 0, 0, 0, 0}, xp[8];
         if (ok && c < nc) {
-            if (r0 >= 0) emb_ld8(a.w0, a.w0dt, r0 * nc + c, x0);
-            if (r1 >= 0) emb_ld8(a.w1, a.w1dt, r1 * nc + c, x1);
-            emb_ld8(a.p, a.pdt, rp * nc + c, xp);
+            if (r0 >= 0) ld8f(a.w0, a.w0dt, r0 * nc + c, x0);
+            if (r1 >= 0) ld8f(a.w1, a.w1dt, r1 * nc + c, x1);
+            ld8f(a.p, a.pdt, rp * nc + c, xp);
 #pragma unroll
             for (int i = 0; i < 8; i++) { // the Gathers' rows in T, then the Sum's two roundings
                 const float g0 = tof(fromf<T>(x0[i])), g1 = tof(fromf<T>(x1[i]));
