@@ -3,7 +3,8 @@
 # .gpu/cuda20s/go.sh, carried with bg.tar.xz: stripped precis + tests/cuda/test_cuda_int8 under
 # build-gpu-bins/, and analyze.py = gpu_phase15r_analyze.py). "Off" (v=0) = PRECIS_CUDA_Q1X1ST=0
 # (main before this phase), "on" (v=1) = the defaults (the small-K streaming tile in the timed
-# choice, key " st"); verbose also takes b64 / b128 (on, PRECIS_CUDA_Q1X1ST_BM forced).
+# choice, key " st"); verbose / ab / bench also take f1 / f2 / f3 (on, PRECIS_CUDA_Q1X1ST_F
+# forced: BM 64 / 128 on 2 consumer warpgroups, BM 128 on 4). BV: bench's values (default 1).
 # Every precis run under a timeout (a hang must not eat the call).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,8 +23,7 @@ rc=0
 offv() { # the A/B's "off" environment (v=0), the defaults (v=1), BM forced (b64 / b128)
   case "$1" in
   0) echo "PRECIS_CUDA_Q1X1ST=0" ;;
-  b64) echo "PRECIS_CUDA_Q1X1ST_BM=64" ;;
-  b128) echo "PRECIS_CUDA_Q1X1ST_BM=128" ;;
+  f1|f2|f3) echo "PRECIS_CUDA_Q1X1ST_F=${1#f}" ;;
   *) echo "PRECIS_CUDA_Q1X1ST=1" ;;
   esac
 }
@@ -48,11 +48,13 @@ for ph in "$@"; do
       --int8 --no-correctness --batches resnet50=1 --only int8 2>&1 | grep -i "int8\|error" | tail -n 3
     echo "prep ${SECONDS}s"; rm -rf $OUT/prep
     ;;
-  bench)  # torch side by side, defaults
-    SECONDS=0
-    PYTHONUNBUFFERED=1 OUT=$OUT/bench timeout ${BTO:-300} bash $ROOT/bench/gpu/run.sh bench -- --models resnet50 --int8 \
-      --no-correctness --batches resnet50=1,256 2>&1 | tail -n 30
-    echo "bench ${SECONDS}s"
+  bench)  # torch side by side, defaults (or BV's settings)
+    for v in ${BV:-1}; do
+      SECONDS=0; echo "== bench $v"
+      env $(offv $v) PYTHONUNBUFFERED=1 OUT=$OUT/bench$v timeout ${BTO:-300} bash $ROOT/bench/gpu/run.sh bench -- --models resnet50 --int8 \
+        --no-correctness --batches resnet50=1,256 2>&1 | grep "resnet50 | 256\|resnet50 | 1 .*int8\|resnet50 | 1 .*reduce"
+      echo "bench ${SECONDS}s"
+    done
     ;;
   ab)     # precis only: off (before) vs on (after), interleaved
     for r in $(seq ${AB_ROUNDS:-2}); do
@@ -85,8 +87,8 @@ for ph in "$@"; do
     NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
     [ -n "$NCU" ] || { echo "no ncu"; continue; }
     SECONDS=0
-    PRECIS_CUDA_GRAPHS=0 timeout ${NTO:-150} $NCU --clock-control none --kernel-name-base mangled \
-      -k "regex:k_q1x1_(st|ws)ILb0ELi2E" -c ${NCU_C:-8} --section SpeedOfLight --section Occupancy \
+    env $(offv ${NV:-1}) PRECIS_CUDA_GRAPHS=0 timeout ${NTO:-150} $NCU --clock-control none --kernel-name-base mangled \
+      -k "regex:${NK:-k_q1x1_(st|ws)ILb0ELi2E}" -c ${NCU_C:-8} --section SpeedOfLight --section Occupancy \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats \
       --section SchedulerStats $B/precis bench $W/resnet50.onnx --device cuda \
       --precision int8 --shapes input:${VB:-256}x3x224x224 $C --warmup 1 --iterations 1 \

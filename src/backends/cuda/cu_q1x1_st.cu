@@ -35,10 +35,11 @@
 // y, other activations: cudaErrorInvalidValue, the timed choice skips it).
 // x int8 / biased uint8 (s8 form) or uint8 (u8 x s8, no acc_off). Rows past
 // M and k past K are the copies' zero fill. BM: 128 for K <= 128, else 64
-// (the ring stays >= 4 stages deep; PRECIS_CUDA_Q1X1ST_BM=64 / 128 forces,
-// PRECIS_CUDA_Q1X1ST_NS=n the ring depth: measurement knobs;
-// PRECIS_CUDA_Q1X1ST_GX=n caps the blocks a column block, so that the tests
-// lap the ring many times on small tensors).
+// (the ring stays >= 4 stages deep). Measurement knobs: PRECIS_CUDA_Q1X1ST_F=1
+// / 2 / 3 forces BM 64 / BM 128 / BM 128 on 4 consumer warpgroups (each 64
+// rows x 128 columns: twice the warps in flight, 64 accumulators a thread);
+// PRECIS_CUDA_Q1X1ST_NS=n the ring depth; PRECIS_CUDA_Q1X1ST_GX=n caps the
+// blocks a column block (the tests: the ring laps many times on small tensors).
 //
 // Built only for sm_90a (CMakeLists.txt: precis_sm90a); PRECIS_NO_SM90A
 // builds a stub that refuses every call. PRECIS_CUDA_Q1X1ST=0 (cuda_qgemm.c)
@@ -65,7 +66,7 @@ using namespace prq1;
 
 namespace {
 
-constexpr int BNB = 256, WN = 128, BK = 64, T = 288, ST_MAX = 8, KMAX = 256;
+constexpr int BNB = 256, WN = 128, BK = 64, ST_MAX = 8, KMAX = 256;
 constexpr int SW = BNB * BK; // a k64 chunk of the resident weights
 
 // The fast epilogue (cu_q1x1.cuh's q1_epilogue, EPI 1..3) of a warpgroup's
@@ -115,15 +116,17 @@ __device__ __forceinline__ void st_epilogue(int (&acc)[MI][WN / 8][4], unsigned 
 }
 
 // maps: ma A [M][C] (box {64, BM}), mb the weights [Nout][K] (box {64, 256}),
-// mz the residual and my the output [M][Nout] of row stride q.N (box {128, BM},
-// 128-byte swizzle); ST stages
-template <bool U8, int EPI, int MI>
-__global__ void __launch_bounds__(T, 1)
+// mz the residual (box {128, BM}) and my the output (box {128, 64 MI}) [M][Nout]
+// of row stride q.N, 128-byte swizzle; ST stages. NWG consumer warpgroups:
+// 2 (warpgroup w: columns 128 w.., all BM = 64 MI rows) or 4 (warpgroup w:
+// columns 128 (w & 1).., rows 64 MI (w >> 1).. of BM = 128 MI)
+template <bool U8, int EPI, int MI, int NWG>
+__global__ void __launch_bounds__(32 + 128 * NWG, 1)
     k_q1x1_st(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb,
               const __grid_constant__ CUtensorMap mz, const __grid_constant__ CUtensorMap my,
               pr_cu_igemm p, pr_cu_qepi q, int ST) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int BM = 64 * MI, SA = BM * BK, SZ = BM * WN;
+    constexpr int T = 32 + 128 * NWG, RW = 64 * MI, BM = RW * NWG / 2, SA = BM * BK, SZ = BM * WN;
     extern __shared__ __align__(1024) unsigned char dsm[];
     unsigned char *smem = dsm + ((1024 - (smem_u32(dsm) & 1023)) & 1023);
     const int KCH = (int)((p.K + BK - 1) / BK);
@@ -148,7 +151,7 @@ __global__ void __launch_bounds__(T, 1)
     if (tid == 0) {
         for (int i = 0; i < ST; i++) {
             mbar_init(full0 + 8 * i, 1);
-            mbar_init(empty0 + 8 * i, (uint32_t)halves);
+            mbar_init(empty0 + 8 * i, (uint32_t)(halves * NWG / 2));
         }
         mbar_init(wbar, 1);
         mbar_init_fence();
@@ -156,7 +159,7 @@ __global__ void __launch_bounds__(T, 1)
     __syncthreads();
 
     const int first = blockIdx.x, step = gridDim.x;
-    if (warp == 8) { // the producer
+    if (warp == 4 * NWG) { // the producer
         if ((tid & 31) == 0) {
             tma_prefetch_map(&ma);
             tma_prefetch_map(&mb);
@@ -183,11 +186,11 @@ __global__ void __launch_bounds__(T, 1)
         return;
     }
 
-    const int wg = warp >> 2, ltid = tid & 127;
-    if (wg >= halves) return; // columns past Nout: nothing to do
+    const int wg = warp >> 2, ltid = tid & 127, ch = wg & 1, r0 = (wg >> 1) * RW;
+    if (ch >= halves) return; // columns past Nout: nothing to do
     const bool post = q.post.kind == ACT_RELU || (EPI == 1 && q.pre.kind == ACT_RELU);
-    const float *wcs = cs + wg * WN;
-    const int *wco = co + wg * WN;
+    const float *wcs = cs + ch * WN;
+    const int *wco = co + ch * WN;
     mbar_wait(wbar, 0);
     int j = 0;
 #pragma unroll 1
@@ -201,7 +204,8 @@ __global__ void __launch_bounds__(T, 1)
         for (int i = 0; i < MI * WN / 2; i++) a0[i] = 0;
 #pragma unroll 1
         for (int kc = 0; kc < KCH; kc++) {
-            const uint32_t a = smem_u32(st + kc * SA), b = smem_u32(sw + kc * SW) + wg * WN * BK;
+            const uint32_t a = smem_u32(st + kc * SA) + r0 * BK,
+                           b = smem_u32(sw + kc * SW) + ch * WN * BK;
 #pragma unroll
             for (int i = 0; i < MI * WN / 2; i++) reg_fence(a0[i]);
             wg_fence();
@@ -216,12 +220,12 @@ __global__ void __launch_bounds__(T, 1)
         wg_wait<0>();
 #pragma unroll
         for (int i = 0; i < MI * WN / 2; i++) reg_fence(a0[i]);
-        unsigned char *Z = st + KCH * SA + wg * SZ;
+        unsigned char *Z = st + KCH * SA + ch * SZ + r0 * WN;
         st_epilogue<MI, EPI>(acc, Z, wcs, wco, q, zflip, zc, zs, post, ltid);
         fence_async_smem(); // the bytes, for the copy engine's read
         named_sync(1 + wg, 128);
         if (ltid == 0) {
-            tma_store_2d(&my, smem_u32(Z), n0 + wg * WN, mt * BM);
+            tma_store_2d(&my, smem_u32(Z), n0 + ch * WN, mt * BM + r0);
             bulk_commit();
             bulk_wait_read<1>(); // the previous tile's store has read its stage
             if (j > 0) mbar_arrive(empty0 + 8 * ((j - 1) % ST));
@@ -236,10 +240,10 @@ int env_int(const char *name) {
     return e ? atoi(e) : 0;
 }
 
-template <bool U8, int EPI, int MI>
+template <bool U8, int EPI, int MI, int NWG>
 int launch_one(cudaStream_t s, const CUtensorMap *m, const pr_cu_igemm *p, const pr_cu_qepi *q,
                int ns) {
-    constexpr int BM = 64 * MI;
+    constexpr int BM = 64 * MI * NWG / 2, T = 32 + 128 * NWG;
     const int KCH = (int)((p->K + BK - 1) / BK);
     const size_t SS = (size_t)KCH * BM * BK + (size_t)2 * BM * WN;
     auto smem_of = [&](int st) {
@@ -257,7 +261,7 @@ int launch_one(cudaStream_t s, const CUtensorMap *m, const pr_cu_igemm *p, const
     if (ns >= 3 && ns < st) st = ns;
     if (!st) return (int)cudaErrorInvalidValue;
     size_t smem = smem_of(st);
-    auto kern = k_q1x1_st<U8, EPI, MI>;
+    auto kern = k_q1x1_st<U8, EPI, MI, NWG>;
     if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ||
         (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T, smem))) {
         (void)cudaGetLastError(); // not left behind for the next launch's check
@@ -275,18 +279,21 @@ int launch_one(cudaStream_t s, const CUtensorMap *m, const pr_cu_igemm *p, const
     return launch_result();
 }
 
-template <bool U8, int MI>
+template <bool U8, int MI, int NWG>
 int launch_epi(cudaStream_t s, const CUtensorMap *m, const pr_cu_igemm *p, const pr_cu_qepi *q,
                int ns) {
-    if (!q->z) return launch_one<U8, 1, MI>(s, m, p, q, ns);
-    if (q->pre.kind != ACT_RELU) return launch_one<U8, 2, MI>(s, m, p, q, ns);
-    return launch_one<U8, 3, MI>(s, m, p, q, ns);
+    if (!q->z) return launch_one<U8, 1, MI, NWG>(s, m, p, q, ns);
+    if (q->pre.kind != ACT_RELU) return launch_one<U8, 2, MI, NWG>(s, m, p, q, ns);
+    return launch_one<U8, 3, MI, NWG>(s, m, p, q, ns);
 }
 
+// form f: 1 BM 64, 2 warpgroups; 2 BM 128, 2 warpgroups; 3 BM 128, 4 warpgroups
 template <bool U8>
 int launch_u8(cudaStream_t s, const CUtensorMap *m, const pr_cu_igemm *p, const pr_cu_qepi *q,
-              int bm, int ns) {
-    return bm == 128 ? launch_epi<U8, 2>(s, m, p, q, ns) : launch_epi<U8, 1>(s, m, p, q, ns);
+              int f, int ns) {
+    return f == 3   ? launch_epi<U8, 1, 4>(s, m, p, q, ns)
+           : f == 2 ? launch_epi<U8, 2, 2>(s, m, p, q, ns)
+                    : launch_epi<U8, 1, 2>(s, m, p, q, ns);
 }
 
 } // namespace
@@ -301,17 +308,19 @@ extern "C" int pr_cu_q1x1_st_s8(void *stream, const void *x, const void *w,
         p->OH != p->H || p->OW != p->W || p->tile != PR_CU_IGEMM_QT128x256 ||
         !q1x1_fast_ok(q))
         return (int)cudaErrorInvalidValue;
-    int bm = env_int("PRECIS_CUDA_Q1X1ST_BM");
-    if (bm != 64 && bm != 128) bm = p->K <= 128 ? 128 : 64;
+    int f = env_int("PRECIS_CUDA_Q1X1ST_F");
+    if (f < 1 || f > 3) f = p->K <= 128 ? 2 : 1;
+    const int bm = f == 1 ? 64 : 128, rw = f == 2 ? 128 : 64; // tile rows, a store's rows
     const int ns = env_int("PRECIS_CUDA_Q1X1ST_NS");
     CUtensorMap m[4]; // A, weights, residual, y
-    const cuuint32_t ab[2] = {BK, (cuuint32_t)bm}, bb[2] = {BK, BNB}, zb[2] = {WN, (cuuint32_t)bm};
+    const cuuint32_t ab[2] = {BK, (cuuint32_t)bm}, bb[2] = {BK, BNB}, zb[2] = {WN, (cuuint32_t)bm},
+                     yb[2] = {WN, (cuuint32_t)rw};
     const cuuint64_t ad[2] = {(cuuint64_t)p->C, (cuuint64_t)M}, as[1] = {(cuuint64_t)p->C};
     const cuuint64_t bd[2] = {(cuuint64_t)p->K, (cuuint64_t)p->Nout}, bs[1] = {(cuuint64_t)p->K};
     const cuuint64_t yd[2] = {(cuuint64_t)p->Nout, (cuuint64_t)M}, ys[1] = {(cuuint64_t)q->N};
     bool ok = tmap_encode(&m[0], x, 2, ad, as, ab, CU_TENSOR_MAP_SWIZZLE_64B) &&
               tmap_encode(&m[1], w, 2, bd, bs, bb, CU_TENSOR_MAP_SWIZZLE_64B) &&
-              tmap_encode(&m[3], q->y, 2, yd, ys, zb, CU_TENSOR_MAP_SWIZZLE_128B);
+              tmap_encode(&m[3], q->y, 2, yd, ys, yb, CU_TENSOR_MAP_SWIZZLE_128B);
     if (q->z) ok = ok && tmap_encode(&m[2], q->z, 2, yd, ys, zb, CU_TENSOR_MAP_SWIZZLE_128B);
     else m[2] = m[3]; // unused
     if (!ok) return (int)cudaErrorInvalidValue;
@@ -319,8 +328,8 @@ extern "C" int pr_cu_q1x1_st_s8(void *stream, const void *x, const void *w,
     if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
         pr_cu_qepi q2 = *q;
         q2.acc_off = NULL;
-        return launch_u8<true>(s, m, p, &q2, bm, ns);
+        return launch_u8<true>(s, m, p, &q2, f, ns);
     }
-    return launch_u8<false>(s, m, p, q, bm, ns);
+    return launch_u8<false>(s, m, p, q, f, ns);
 }
 #endif
