@@ -1061,6 +1061,48 @@ static void test_fp8(void) {
                "dequantize fp8 -> fp32");
 }
 
+/* The small-K streaming tile (cu_q1x1_st.cu, PRECIS_CUDA_IGEMM=t17: stride 1,
+ * K <= 256, the fast epilogue), forced, in each form (PRECIS_CUDA_Q1X1ST_F: BM
+ * 64 / 128 on 2 consumer warpgroups, BM 128 on 4; K 256 only at BM 64, where
+ * the ring fits), with the default grid and with 2 blocks a column block
+ * (PRECIS_CUDA_Q1X1ST_GX: the ring lapping many times): K 64 / 128 / 256, K
+ * 48 / 16 / 192 (partial k chunks), N 64 / 128 (one column half idle), 256 /
+ * 512 / 1024, N 272 / 80 / 320 (partial column blocks), M with a partial last
+ * tile, int8 / uint8 / biased x and residuals, ReLU before / after, no
+ * residual; then the timed choice with it on a layer1 conv3 shape. */
+static void test_q1x1st(void) {
+    printf("int8 q1x1 st\n");
+    static const char *const fs[3] = {"1", "2", "3"};
+    static const char *const gxs[2] = {"0", "2"};
+    setenv("PRECIS_CUDA_IGEMM", "t17", 1);
+    for (int f = 0; f < 3; f++)
+        for (int g = 0; g < 2; g++) {
+            char tl[40];
+            snprintf(tl, sizeof tl, "t17 f%s gx%s", fs[f], gxs[g]);
+            setenv("PRECIS_CUDA_Q1X1ST_F", fs[f], 1);
+            setenv("PRECIS_CUDA_Q1X1ST_GX", gxs[g], 1);
+            q1x1_case(tl, 4, 64, 96, 96, 256, 1, 1.0f, false, true, 1, false, false);
+            q1x1_case(tl, 2, 64, 37, 29, 256, 1, 1.0f, true, false, 2, true, true);
+            q1x1_case(tl, 2, 128, 48, 48, 512, 1, 1.0f, true, false, 2, true, true);
+            q1x1_case(tl, 2, 128, 48, 48, 512, 1, 1.0f, false, false, 1, false, false);
+            if (f == 0) { /* K 256: BM 64 only */
+                q1x1_case(tl, 2, 256, 28, 28, 1024, 1, 1.0f, false, true, 1, false, false);
+                q1x1_case(tl, 2, 256, 28, 28, 1024, 1, 1.0f, true, false, 2, false, true);
+                q1x1_case(tl, 2, 256, 30, 30, 64, 1, 1.0f, true, false, 0, true, true);
+            }
+            q1x1_case(tl, 3, 64, 21, 17, 64, 1, 1.0f, true, false, 0, false, false);
+            q1x1_case(tl, 2, 64, 41, 39, 256, 1, 1.0f, true, false, 0, true, false);
+            q1x1_case(tl, 2, 128, 21, 19, 272, 1, 1.0f, false, true, 1, false, false);
+            q1x1_case(tl, 2, 48, 23, 19, 80, 1, 1.0f, false, true, 2, true, true);
+            q1x1_case(tl, 3, 16, 21, 17, 128, 1, 1.0f, false, false, 0, true, false);
+            q1x1_case(tl, 2, f ? 128 : 192, 19, 23, 320, 1, 1.0f, true, false, 1, false, false);
+        }
+    unsetenv("PRECIS_CUDA_Q1X1ST_F");
+    unsetenv("PRECIS_CUDA_Q1X1ST_GX");
+    unsetenv("PRECIS_CUDA_IGEMM");
+    q1x1_case("timed", 2, 64, 56, 56, 256, 1, 1.0f, false, true, 1, false, false);
+}
+
 int main(void) {
     int rc = cu_setup();
     if (rc) return rc;
@@ -1072,6 +1114,7 @@ int main(void) {
     test_quant_nhwc();
     test_q1x1();
     test_q1x1k();
+    test_q1x1st();
     test_cnn();
     test_fp8();
     cu_teardown();

@@ -306,6 +306,8 @@ enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_6
        PR_CU_IGEMM_QW128x128, /* only: elsewhere the launch fails, the timing skips it) */
        PR_CU_IGEMM_QS128x128, /* warp-specialized: TMA producer, ping-pong wgmma consumers */
                               /* (cu_q1x1_ws.cu, sm_90a only; stride 1, or 2 with H = 2 OH) */
+       PR_CU_IGEMM_QT128x256, /* streaming, K <= 256: resident weights, TMA loads of A and */
+                              /* the residual, TMA stores (cu_q1x1_st.cu, sm_90a, stride 1) */
        PR_CU_IGEMM_TILES };
 #define PR_CU_IGEMM_WG_FIRST PR_CU_IGEMM_WG128x128
 #define PR_CU_IGEMM_Q1X1_FIRST PR_CU_IGEMM_Q64x256
@@ -341,6 +343,14 @@ int pr_cu_q1x1_wg_s8(void *stream, const void *x, const void *w, const pr_cu_ige
  * 128): cudaErrorInvalidValue for another tile or shape, cudaErrorNotSupported
  * without an sm_90a build, a launch error on another GPU. */
 int pr_cu_q1x1_ws_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                     const pr_cu_qepi *q);
+/* The QT tile of pr_cu_q1x1_s8 (cu_q1x1_st.cu: the small-K streaming form --
+ * a block's weights [256][K] resident, a TMA producer warp streaming A and
+ * the residual tiles into a ring, the requantized tile written back by TMA
+ * bulk stores; stride 1, K <= 256, the fast epilogue only):
+ * cudaErrorInvalidValue for another tile or shape, cudaErrorNotSupported
+ * without an sm_90a build, a launch error on another GPU. */
+int pr_cu_q1x1_st_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                      const pr_cu_qepi *q);
 /* The Q1X1 tiles (cu_q1x1.cu): pr_cu_igemm_s8's contract for kh = kw = 1,
  * no padding (any stride), K == C; a persistent grid, the block's weights

@@ -390,6 +390,7 @@ extern "C" int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const p
     case PR_CU_IGEMM_QW128x256:
     case PR_CU_IGEMM_QW128x128: return pr_cu_q1x1_wg_s8(stream, x, w, p, q);
     case PR_CU_IGEMM_QS128x128: return pr_cu_q1x1_ws_s8(stream, x, w, p, q);
+    case PR_CU_IGEMM_QT128x256: return pr_cu_q1x1_st_s8(stream, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
 }

@@ -36,7 +36,8 @@
  * PRECIS_CUDA_Q1X1=0 leaves them out (A/B); PRECIS_CUDA_Q1X1K=0 only the
  * K-streamed ones (their weights not resident: K 512..2048 too);
  * PRECIS_CUDA_Q1X1WS=0 the warp-specialized one (cu_q1x1_ws.cu: TMA producer,
- * ping-pong wgmma consumers).
+ * ping-pong wgmma consumers); PRECIS_CUDA_Q1X1ST=0 the small-K streaming one
+ * (cu_q1x1_st.cu: K <= 256, resident weights, TMA loads and stores).
  *
  * A stride-2 QConv over C <= 4 channels (the stem: 7x7 s2 over RGB) has no
  * 16-channel rows for that kernel; its candidates are instead the implicit
@@ -517,7 +518,7 @@ static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
     "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 64x64",
     "q1x1 128x64", "q1x1 64x128", "q1x1k 128x256", "q1x1 wgmma 128x256", "q1x1 wgmma 128x128",
-    "q1x1 ws 128x128"};
+    "q1x1 ws 128x128", "q1x1 st 128x256"};
 
 /* A route's name in PRECIS_VERBOSE's lines and the description */
 /* PRECIS_CUDA_IGEMM_WS=0 gives the wgmma 128x128 / 128x256 tiles back their
@@ -571,6 +572,14 @@ static bool q1x1ws_on(void) {
     return !(e && !strcmp(e, "0"));
 }
 
+/* PRECIS_CUDA_Q1X1ST=0 leaves the small-K streaming tile (cu_q1x1_st.cu:
+ * resident weights, TMA loads of A and the residual, TMA stores) out of the
+ * timed choice (A/B; key " st" when on); default on. */
+static bool q1x1st_on(void) {
+    const char *e = getenv("PRECIS_CUDA_Q1X1ST");
+    return !(e && !strcmp(e, "0"));
+}
+
 /* The Q1X1 tiles take this conv: 1x1, no padding (any stride). */
 static bool q1x1_shape(const qgemm_state *s, const pr_cu_igemm *g) {
     return s->conv && !s->s2d && g->kh == 1 && g->kw == 1 && g->ph == 0 && g->pw == 0 &&
@@ -580,6 +589,8 @@ static bool q1x1_shape(const qgemm_state *s, const pr_cu_igemm *g) {
 /* Route c among the timed candidates (wgmma / Q1X1 / Q1X1K tiles when on
  * and, for Q1X1 / Q1X1K, the shape fits). */
 static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool wg, bool q1) {
+    if (c == PR_CU_IGEMM_QT128x256)
+        return q1 && q1x1st_on() && q1x1_shape(s, g) && g->K <= 256 && g->sh == 1 && g->sw == 1;
     if (c == PR_CU_IGEMM_QS128x128) return q1 && q1x1ws_on() && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_Q1X1K_FIRST) return q1 && q1x1k_on() && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_Q1X1_FIRST) return q1 && q1x1_shape(s, g);
@@ -590,7 +601,7 @@ static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool w
 /* The route for this M: remembered, from the timing cache, or timed now
  * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t12 one
  * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones, t13..t15 the K-streamed,
- * t16 the warp-specialized one). */
+ * t16 the warp-specialized one, t17 the small-K streaming one). */
 static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                 int *route) {
     precis_status st = PRECIS_OK;
@@ -617,6 +628,10 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
              g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, o->q.ydt, o->q.z ? o->q.zdt : 0,
              s->fused ? " fused" : "", s->x_b ? " x=u8b" : s->x_u8 ? " x=u8" : "",
              s->s2d ? (stem_on() ? " s2d stem" : " s2d") : "");
+    if (q1 && q1x1st_on()) { /* the small-K streaming tile (no version bump) */
+        size_t kl = strlen(key);
+        snprintf(key + kl, sizeof key - kl, " st");
+    }
     if (wg && igemm_ws_on()) { /* the 128x128 / 128x256 tiles' warp-specialized forms */
         const char *e = getenv("PRECIS_CUDA_IGEMM_WS");
         size_t kl = strlen(key);
