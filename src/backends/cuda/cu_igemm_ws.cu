@@ -44,12 +44,18 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
     (void)stream, (void)x, (void)w, (void)p, (void)q;
     return (int)cudaErrorNotSupported;
 }
+extern "C" int pr_cu_igemm_ti_s8(void *stream, const void *x, const void *w,
+                                 const pr_cu_igemm *p, const pr_cu_qepi *q) {
+    (void)stream, (void)x, (void)w, (void)p, (void)q;
+    return (int)cudaErrorNotSupported;
+}
 #else
 #include "backends/cuda/cu_igemm_epi.cuh"
 #include "backends/cuda/cu_mma.cuh"
 
 using namespace prmma;
 
+#include "backends/cuda/cu_igemm_ti.cuh"
 #include "backends/cuda/cu_tma.cuh"
 #include "backends/cuda/cu_wgmma.cuh"
 
@@ -420,6 +426,174 @@ int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
                 : launch<BM, BN, ST, MINB, PW, PS, false, false, PP>(s, x, w, p, q, grid);
 }
 
+// TI (phase 20w): the ping-pong tile (PP above: the same consumers, ring,
+// order barriers and epilogue) with A and B by the copy engine. One lane of
+// the producer warpgroup issues a stage: the im2col TMA of the tile's 128
+// output pixels (64 channels of one tap: the tap as the copy's offsets) and
+// the tiled TMA of BN weight rows, completing on full[s] by transaction
+// count (expect-tx). C % 64 == 0 (a stage is one tap's 64-channel chunk).
+// The padding is the copy's zero fill; biased uint8 x (FIX) needs the byte
+// -128 there instead: a second producer warp waits for each stage's bytes,
+// overwrites the rows whose tap falls outside the image with 0x80 (whole
+// 64-byte rows: the swizzle permutes 16-byte chunks within a row), fences
+// and arrives on fixd[s], which the consumers wait on instead of full[s].
+template <int BN, int ST> constexpr int ti_smem_bytes() {
+    return ring_bytes<128, BN, ST>() + stage_all<128, BN, true, true>() + 3 * ST * 8 + 16 + 1024;
+}
+static_assert(ti_smem_bytes<128, 9>() <= 232448 && ti_smem_bytes<64, 12>() <= 232448,
+              "TMA ping-pong forms fit in 227 KB");
+
+template <int BN, int ST, bool U8, bool FAST, bool FIX>
+__global__ void __launch_bounds__(384, 1)
+    k_igemm_ti(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb,
+               pr_cu_igemm p, pr_cu_qepi q, bool nocvt) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int SA = 128 * BK, SB = BN * BK;
+    extern __shared__ __align__(1024) unsigned char dsm[];
+    unsigned char *smem = dsm + ((1024 - (smem_u32(dsm) & 1023)) & 1023); // swizzle atoms aligned
+    signed char *sa = (signed char *)smem, *sb = (signed char *)smem + ST * SA;
+    const uint32_t full0 = smem_u32(smem + ring_bytes<128, BN, ST>() +
+                                    stage_all<128, BN, true, true>()),
+                   empty0 = full0 + ST * 8, order0 = empty0 + ST * 8, fixd0 = order0 + 16;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int Mi = (int)(p.N * p.OH * p.OW); // < 2^31: checked by the launcher
+    const int tn = (int)((p.Nout + BN - 1) / BN), ntiles = (Mi + 127) / 128 * tn;
+    const int KT = (int)(p.K / BK), CC = (int)(p.C / BK);
+    const int OHi = (int)p.OH, OWi = (int)p.OW;
+
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++) {
+            mbar_init(full0 + s * 8, 1);
+            mbar_init(empty0 + s * 8, 4);
+            mbar_init(fixd0 + s * 8, 1);
+        }
+        mbar_init(order0, 4);
+        mbar_init(order0 + 8, 4);
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp >= 8) { // ---- the producer warpgroup
+        regs_dec<PREG>();
+        if (warp == 8 && lane == 0) { // the copies
+            tma_prefetch_map(&ma);
+            tma_prefetch_map(&mb);
+            const uint32_t bytes = (uint32_t)(SA + SB);
+            int g = 0;
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+                const int m0 = t / tn * 128, n0 = t % tn * BN;
+                const int ow = m0 % OWi, r0 = m0 / OWi, oh = r0 % OHi, b = r0 / OHi;
+                const int wb = ow * p.sw - p.pw, hb = oh * p.sh - p.ph;
+                int tap = 0, cc = 0;
+                for (int kt = 0; kt < KT; kt++, g++) {
+                    const int st = g % ST;
+                    mbar_wait(empty0 + st * 8, ((g / ST) & 1) ^ 1);
+                    const uint32_t fb = full0 + st * 8;
+                    mbar_expect_tx(fb, bytes);
+                    const int r = tap / p.kw, s = tap - r * p.kw;
+                    tma_im2col_4d(smem_u32(sa + st * SA), &ma, cc * BK, wb, hb, b,
+                                  (uint16_t)(s * p.dw), (uint16_t)(r * p.dh), fb);
+                    tma_2d(smem_u32(sb + st * SB), &mb, kt * BK, n0, fb);
+                    if (++cc == CC) cc = 0, tap++;
+                }
+            }
+        } else if (FIX && warp == 9) { // biased x: the padding rows as 0x80
+            const int Hi = (int)p.H, Wi = (int)p.W;
+            int g = 0;
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+                const int m0 = t / tn * 128;
+                int aih[4], aiw[4]; // a row's tap-0 position (rows past M: never fixed)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int m = m0 + lane + 32 * i;
+                    const int ow = m % OWi, oh = m / OWi % OHi;
+                    aih[i] = m < Mi ? oh * p.sh - p.ph : 0;
+                    aiw[i] = m < Mi ? ow * p.sw - p.pw : 0;
+                }
+                int tap = 0, cc = 0;
+                for (int kt = 0; kt < KT; kt++, g++) {
+                    const int st = g % ST;
+                    mbar_wait(full0 + st * 8, (g / ST) & 1); // the copy's bytes landed
+                    const int r = tap / p.kw, s = tap - r * p.kw;
+                    const int ihk = r * p.dh, iwk = s * p.dw;
+                    bool any = false;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const int ih = aih[i] + ihk, iw = aiw[i] + iwk;
+                        if ((unsigned)ih >= (unsigned)Hi || (unsigned)iw >= (unsigned)Wi) {
+                            uint4 *row = (uint4 *)(sa + st * SA + (lane + 32 * i) * BK);
+                            const uint4 v = make_uint4(0x80808080u, 0x80808080u, 0x80808080u,
+                                                       0x80808080u);
+                            row[0] = v, row[1] = v, row[2] = v, row[3] = v;
+                            any = true;
+                        }
+                    }
+                    if (any) fence_async_smem(); // the wgmma reads through the async proxy
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(fixd0 + st * 8);
+                    if (++cc == CC) cc = 0, tap++;
+                }
+            }
+        }
+        return;
+    }
+
+    // ---- consumer warpgroups 0-1: PP's
+    regs_inc<consumer_regs<128, 4, 1>()>();
+    pp_consumer<BN, ST, U8, FAST>(sa, sb, smem + ring_bytes<128, BN, ST>(), FIX ? fixd0 : full0,
+                                  empty0, order0, p, q, nocvt, Mi, tn, ntiles, KT);
+#endif
+}
+
+template <int BN, int ST, bool U8, bool FAST, bool FIX>
+int ti_launch(cudaStream_t s, const CUtensorMap &ma, const CUtensorMap &mb, const pr_cu_igemm *p,
+              const pr_cu_qepi *q, unsigned grid) {
+    constexpr int SMEM = ti_smem_bytes<BN, ST>();
+    auto k = k_igemm_ti<BN, ST, U8, FAST, FIX>;
+    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); // not left behind for the next launch's check
+        return (int)e;
+    }
+    k<<<grid, 384, SMEM, s>>>(ma, mb, *p, *q, FAST && igemm_epi_nocvt());
+    return launch_result();
+}
+
+template <int BN, int ST, bool U8, bool FIX>
+int ti_fast(cudaStream_t s, const CUtensorMap &ma, const CUtensorMap &mb, const pr_cu_igemm *p,
+            const pr_cu_qepi *q, unsigned grid) {
+    return igemm_fast_ok(q) ? ti_launch<BN, ST, U8, true, FIX>(s, ma, mb, p, q, grid)
+                            : ti_launch<BN, ST, U8, false, FIX>(s, ma, mb, p, q, grid);
+}
+
+template <int BN, int ST>
+int ti_dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+                const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    int64_t tiles = (M + 127) / 128 * ((p->Nout + BN - 1) / BN);
+    if (tiles > 0x7fffffff) return (int)cudaErrorInvalidValue;
+    CUtensorMap ma, mb;
+    if (!ti_encode_x(&ma, x, p->N, p->H, p->W, p->C, p->OH, p->OW, p->sh, p->sw, p->ph, p->pw,
+                     128) ||
+        !ti_encode_w(&mb, w, p->K, p->Nout, BN))
+        return (int)cudaErrorInvalidValue;
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (!e) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e) return (int)e;
+    if (tiles > sms) tiles = sms;
+    const unsigned grid = (unsigned)tiles;
+    const bool fix = p->x_u8 == PR_CU_X_U8B && (p->ph || p->pw);
+    if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
+        pr_cu_qepi q2 = *q;
+        q2.acc_off = NULL;
+        return ti_fast<BN, ST, true, false>(s, ma, mb, p, &q2, grid);
+    }
+    return fix ? ti_fast<BN, ST, false, true>(s, ma, mb, p, q, grid)
+               : ti_fast<BN, ST, false, false>(s, ma, mb, p, q, grid);
+}
+
 } // namespace
 
 extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
@@ -451,5 +625,19 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
     case PR_CU_IGEMM_WG128x256: return dispatch<128, 256, 8, 1, 4, false>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
+}
+
+extern "C" int pr_cu_igemm_ti_s8(void *stream, const void *x, const void *w,
+                                 const pr_cu_igemm *p, const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    if (M <= 0 || p->Nout <= 0) return 0;
+    if (p->tile != PR_CU_IGEMM_TI128x128 || p->C % 64 || p->K != p->kh * p->kw * p->C ||
+        ((uintptr_t)x & 15) || ((uintptr_t)w & 15) || (p->N * p->H * p->W * p->C) >> 31 ||
+        (p->Nout * p->K) >> 31 || (M + 128) >> 31 || p->dh < 1 || p->dw < 1 ||
+        (p->kh - 1) * p->dh > 0xffff || (p->kw - 1) * p->dw > 0xffff)
+        return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    // (ST: the stages that fit beside the staged rows, as PP's)
+    return p->Nout > 64 ? ti_dispatch<128, 9>(s, x, w, p, q) : ti_dispatch<64, 12>(s, x, w, p, q);
 }
 #endif
