@@ -3,7 +3,8 @@
 # (as .gpu/cuda20w/go.sh, carried with bg.tar.xz: stripped precis + tests/cuda/test_cuda_int8
 # under build-gpu-bins/, and analyze.py = gpu_phase15r_analyze.py). "Off" (v=0) =
 # PRECIS_CUDA_IGEMM_TI=0 (main before this phase: no TMA im2col tile among the candidates),
-# "on" (v=1) = the defaults (key " ti"). Every precis run under a timeout (a hang must not
+# "on" (v=1) = the defaults (key " ti"); v=2: PRECIS_CUDA_IGEMM_TI=128 (the 128 x 128 form
+# also at Nout >= 256, key " ti128"). Every precis run under a timeout (a hang must not
 # eat the call).
 # Phases: test bench ab verbose ncu (VV: the verbose runs' values, default "1 0").
 set -u
@@ -21,7 +22,8 @@ export LD_LIBRARY_PATH="$libdirs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 rc=0
 offv() { # the A/B's "off" environment (v=0) or the defaults (v=1)
-  if [ "$1" = 0 ]; then echo "PRECIS_CUDA_IGEMM_TI=0"; else echo "PRECIS_CUDA_IGEMM_TI=1"; fi
+  if [ "$1" = 0 ]; then echo "PRECIS_CUDA_IGEMM_TI=0"; elif [ "$1" = 2 ]; then echo "PRECIS_CUDA_IGEMM_TI=128"
+  else echo "PRECIS_CUDA_IGEMM_TI=1"; fi
 }
 for ph in "$@"; do
   case "$ph" in
@@ -66,25 +68,29 @@ for ph in "$@"; do
     done
     for v in ${VV:-1 0}; do grep "conv1/Conv" $OUT/verbose$v.log | sed 's/.*node .\/m\///' | cut -c1-420; done
     grep "timed ms" $OUT/verbose1.log | grep -v "1x1 K" | sed 's/.*node .\/m\///' | cut -c1-420 | head -${VL:-24}
+    for v in ${VV:-1 0}; do  # the 3x3s: route taken, the ti candidate's time
+      echo "== on=$v 3x3 routes"
+      grep "conv2/Conv' m=.*timed ms" $OUT/verbose$v.log | sed 's/.*node .\/m\///' | \
+        sed -E "s/^([^']*)' m=[0-9]*: ([^,]*),.*(wgmma ti 128x128 [-0-9.]*).*/\1: \2 | \3/"
+    done
     ;;
-  ncu)  # Nsight Compute of the 3x3 tiles with every conv forced to tile t18 (TMA im2col) / t4
-        # (the cp.async ping-pong): NCU_SKIP launches of the kernel skipped (default 2 forwards
-        # of 16 3x3s + 8: layer3.1.conv2, M 50176 N 256 K 2304), NCU_C profiled
+  ncu)  # Nsight Compute of the ti tile (default routes; the timed choice's first launches of
+        # k_igemm_ti: NCU_SKIPS, default 0 = layer1.0.conv2 (128 x 64 tiles), 16 = layer3.1.conv2
+        # (64 x 256): 4 launches a 3x3 shape in the timing, in graph order)
     NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
     [ -n "$NCU" ] || { echo "no ncu"; continue; }
     W=/tmp/precis-gpu-work
     C="--calib-data $W/calib-resnet50 --calib-cache $W/resnet50.calib"
-    for tk in t18:k_igemm_ti t4:k_igemm_ws; do
-      tile=${tk%%:*}; kern=${tk#*:}
+    for sk in ${NCU_SKIPS:-0 16}; do
       SECONDS=0
-      PRECIS_CUDA_IGEMM=$tile PRECIS_CUDA_GRAPHS=0 timeout 150 $NCU -k regex:$kern \
-        --launch-skip ${NCU_SKIP:-40} -c ${NCU_C:-1} --section SpeedOfLight --section Occupancy \
+      PRECIS_CUDA_GRAPHS=0 timeout ${NTO:-100} $NCU -k regex:k_igemm_ti \
+        --launch-skip $sk -c 1 --section SpeedOfLight --section Occupancy \
         --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-        --section LaunchStats --section SchedulerStats $B/precis bench $W/resnet50.onnx --device cuda \
-        --precision int8 --shapes input:${VB:-256}x3x224x224 $C --warmup 2 --iterations 1 \
-        > $OUT/ncu_$tile.txt 2>&1
-      echo "== ncu $tile $kern rc=$? ${SECONDS}s"
-      grep -E "k_igemm|Grid Size|Duration|Registers Per|Achieved Occupancy|Compute \(SM\) Thr|Memory Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|highest-utilized|stalled" $OUT/ncu_$tile.txt | cut -c1-200 | head -n 40
+        --section SchedulerStats $B/precis bench $W/resnet50.onnx --device cuda \
+        --precision int8 --shapes input:${VB:-256}x3x224x224 $C --warmup 1 --iterations 1 \
+        > $OUT/ncu_ti$sk.txt 2>&1
+      echo "== ncu skip $sk rc=$? ${SECONDS}s"
+      grep -E "k_igemm|Grid Size|Duration|Achieved Occupancy|Compute \(SM\) Thr|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|Issue Slots Busy|Issued Warp Per|No Eligible|Warp Cycles Per Issued|highest-utilized|stalled|Executed Ipc" $OUT/ncu_ti$sk.txt | cut -c1-220 | head -n 40
     done
     ;;
   esac

@@ -542,8 +542,9 @@ static void test_igemm_ws(void) {
 
 /* The TMA im2col tile (t18, phase 20w: cu_igemm_ws.cu's k_igemm_ti), forced:
  * C 64 / 128 / 256 / 512 (K 576 .. 4608: up to 72 stages a tile over a ring
- * of 9 / 12), 3x3 pad 1 stride 1 and 2, Nout 40 / 64 (BN 64) and 128 / 264
- * / 512 (BN 128, 264: a partial column tile), odd H / W (partial last M
+ * of 9 / 12), 3x3 pad 1 stride 1 and 2, Nout 40 / 64 (128 x 64 tiles), 128
+ * (128 x 128), 256 / 264 / 512 (64 x 256; 264: a partial column tile; and
+ * 264 as 128 x 128 with PRECIS_CUDA_IGEMM_TI=128), odd H / W (partial last M
  * tile, images whose pixels cross 128-row tiles: the copy's walk wraps to
  * the next row / image), several tiles a block (C 128, 4x48x72), int8
  * residual with ReLU after / ReLU before + residual, float out NHWC / NCHW,
@@ -556,7 +557,7 @@ static void test_igemm_ti(void) {
     printf("int8 implicit gemm TMA im2col\n");
     static int8_t x64[4 * 64 * 17 * 19], x128[4 * 128 * 48 * 72], x256[2 * 256 * 9 * 11],
         x512[2 * 512 * 14 * 14], wb[512 * 512 * 9], zb[4 * 264 * 48 * 72];
-    static unsigned char u64[3 * 64 * 17 * 19], uz[3 * 128 * 17 * 19];
+    static unsigned char u64[3 * 64 * 17 * 19], uz[3 * 256 * 17 * 19];
     static const bool Y1[1] = {true};
     const pr_dtype I8 = PRECIS_INT8, U8 = PRECIS_UINT8;
     tnode t;
@@ -616,8 +617,29 @@ static void test_igemm_ti(void) {
             cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
         }
     }
-    for (int o = 0; o < 2; o++) { /* uint8 x, C 64, N 64 / 128: plain and biased */
-        int no = o ? 128 : 64;
+    { /* PRECIS_CUDA_IGEMM_TI=128: the 128 x 128 form at Nout 264 */
+        setenv("PRECIS_CUDA_IGEMM_TI", "128", 1);
+        cc_input a[5] = {{.name = "x", .rank = 4, .dims = {4, 64, 17, 19}, .dtype = I8,
+                          .nhwc = true, .raw = x64},
+                         {.name = "w", .rank = 4, .dims = {264, 64, 3, 3}, .init = true,
+                          .dtype = I8, .raw = wb},
+                         {.name = "ws", .rank = 1, .dims = {264}, .init = true, .lo = 1e-3f,
+                          .hi = 4e-3f},
+                         {.name = "b", .rank = 1, .dims = {264}, .init = true},
+                         {.name = "z", .rank = 4, .dims = {4, 264, 17, 19}, .dtype = I8,
+                          .nhwc = true, .raw = zb}};
+        qconv_node(&t, 3, 1, 1, 0.2f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+                   "igemm t18 TI=128 C 64 4x17x19 3x3 N 264 +residual+relu -> int8");
+        qconv_node(&t, 3, 2, 1, 0);
+        cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
+                   "igemm t18 TI=128 C 64 4x17x19 3x3 s2 N 264 -> float");
+        unsetenv("PRECIS_CUDA_IGEMM_TI");
+    }
+    for (int o = 0; o < 3; o++) { /* uint8 x, C 64, N 64 / 128 / 256: plain and biased */
+        int no = 64 << o;
         cc_input u[5] = {{.name = "x", .rank = 4, .dims = {3, 64, 17, 19}, .dtype = U8,
                           .nhwc = true, .raw = rand_u8(u64, 3 * 64 * 17 * 19, 0, 255)},
                          {.name = "w", .rank = 4, .dims = {no, 64, 3, 3}, .init = true,

@@ -575,7 +575,8 @@ static bool q1x1ws_on(void) {
 
 /* PRECIS_CUDA_IGEMM_TI=0 leaves the TMA im2col 3x3 tile (cu_igemm_ws.cu's
  * k_igemm_ti, phase 20w) out of the timed choice (A/B; key " ti" when on);
- * default on: it runs only where it times faster. */
+ * default on: it runs only where it times faster. =128: its 128 x 128 form
+ * also where Nout >= 256 (default 64 x 256 there; key " ti128"). */
 static bool igemm_ti_on(void) {
     const char *e = getenv("PRECIS_CUDA_IGEMM_TI");
     return !(e && !strcmp(e, "0"));
@@ -644,8 +645,9 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
                  e && !strcmp(e, "2") ? " ws2" : igemm_pp_on() ? " pp" : " ws");
     }
     if (wg && igemm_ti_on()) { /* phase 20w: the TMA im2col tile among the candidates */
+        const char *e = getenv("PRECIS_CUDA_IGEMM_TI");
         size_t kl = strlen(key);
-        snprintf(key + kl, sizeof key - kl, " ti");
+        snprintf(key + kl, sizeof key - kl, e && !strcmp(e, "128") ? " ti128" : " ti");
     }
     int32_t r = 0;
     char times[600] = "";
