@@ -448,8 +448,9 @@ int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
 // the tiled TMA of BN weight rows, completing on full[s] by transaction
 // count (expect-tx). C % 64 == 0 (a stage is one tap's 64-channel chunk).
 // The padding is the copy's zero fill; biased uint8 x (FIX) needs the byte
-// -128 there instead: a second producer warp waits for each stage's bytes,
-// overwrites the rows whose tap falls outside the image with 0x80 (whole
+// -128 there instead: three more producer warps (stage g: warp 9 + g % 3)
+// wait for each stage's bytes, overwrite the rows whose tap falls outside
+// the image with 0x80 (whole
 // 64-byte rows: the swizzle permutes 16-byte chunks within a row), fences
 // and arrives on fixd[s], which the consumers wait on instead of full[s].
 template <int RM, int BN, int ST> constexpr int ti_smem_bytes() {
@@ -516,8 +517,11 @@ __global__ void __launch_bounds__(384, 1)
                     if (++cc == CC) cc = 0, tap++;
                 }
             }
-        } else if (FIX && warp == 9) { // biased x: the padding rows as 0x80
-            const int Hi = (int)p.H, Wi = (int)p.W;
+        } else if (FIX && warp >= 9) { // biased x: the padding rows as 0x80
+            // three fixer warps, stage g by warp 9 + g % 3 (each stage's wait /
+            // rewrite / fence / arrive chain is serial: one warp was the
+            // bottleneck, call 2's ncu)
+            const int Hi = (int)p.H, Wi = (int)p.W, fw = warp - 9;
             int g = 0;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
                 const int m0 = t / tn * RM;
@@ -531,6 +535,10 @@ __global__ void __launch_bounds__(384, 1)
                 }
                 int tap = 0, cc = 0;
                 for (int kt = 0; kt < KT; kt++, g++) {
+                    if (g % 3 != fw) {
+                        if (++cc == CC) cc = 0, tap++;
+                        continue;
+                    }
                     const int st = g % ST;
                     mbar_wait(full0 + st * 8, (g / ST) & 1); // the copy's bytes landed
                     const int r = tap / p.kw, s = tap - r * p.kw;
