@@ -543,8 +543,8 @@ static void test_igemm_ws(void) {
 /* The TMA im2col tile (t18, phase 20w: cu_igemm_ws.cu's k_igemm_ti), forced:
  * C 64 / 128 / 256 / 512 (K 576 .. 4608: up to 72 stages a tile over a ring
  * of 9 / 12), 3x3 pad 1 stride 1 and 2, Nout 40 / 64 (128 x 64 tiles), 128
- * (128 x 128), 256 / 264 / 512 (64 x 256; 264: a partial column tile; and
- * 264 as 128 x 128 with PRECIS_CUDA_IGEMM_TI=128), odd H / W (partial last M
+ * / 256 / 264 / 512 (128 x 128; 264: a partial column tile; and 264 as
+ * 64 x 256 with PRECIS_CUDA_IGEMM_TI=256), odd H / W (partial last M
  * tile, images whose pixels cross 128-row tiles: the copy's walk wraps to
  * the next row / image), several tiles a block (C 128, 4x48x72), int8
  * residual with ReLU after / ReLU before + residual, float out NHWC / NCHW,
@@ -617,8 +617,8 @@ static void test_igemm_ti(void) {
             cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
         }
     }
-    { /* PRECIS_CUDA_IGEMM_TI=128: the 128 x 128 form at Nout 264 */
-        setenv("PRECIS_CUDA_IGEMM_TI", "128", 1);
+    { /* PRECIS_CUDA_IGEMM_TI=256: the 64 x 256 form at Nout 264 */
+        setenv("PRECIS_CUDA_IGEMM_TI", "256", 1);
         cc_input a[5] = {{.name = "x", .rank = 4, .dims = {4, 64, 17, 19}, .dtype = I8,
                           .nhwc = true, .raw = x64},
                          {.name = "w", .rank = 4, .dims = {264, 64, 3, 3}, .init = true,
@@ -632,10 +632,10 @@ static void test_igemm_ti(void) {
         n_float(&t, "z_scale", 0.03f);
         n_str(&t, "act2", "Relu");
         cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
-                   "igemm t18 TI=128 C 64 4x17x19 3x3 N 264 +residual+relu -> int8");
+                   "igemm t18 TI=256 C 64 4x17x19 3x3 N 264 +residual+relu -> int8");
         qconv_node(&t, 3, 2, 1, 0);
         cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
-                   "igemm t18 TI=128 C 64 4x17x19 3x3 s2 N 264 -> float");
+                   "igemm t18 TI=256 C 64 4x17x19 3x3 s2 N 264 -> float");
         unsetenv("PRECIS_CUDA_IGEMM_TI");
     }
     for (int o = 0; o < 3; o++) { /* uint8 x, C 64, N 64 / 128 / 256: plain and biased */

@@ -461,7 +461,7 @@ static_assert(ti_smem_bytes<128, 128, 9>() <= 232448 && ti_smem_bytes<128, 64, 1
               "TMA ping-pong forms fit in 227 KB");
 
 // RM rows a tile: 128 (BN 64 / 128) or 64 (BN 256: one m64n256 wgmma a k32
-// step a warpgroup, the A copy 64 pixels)
+// step a warpgroup, the A copy 64 pixels; PRECIS_CUDA_IGEMM_TI=256 only)
 template <int RM, int BN, int ST, bool U8, bool FAST, bool FIX>
 __global__ void __launch_bounds__(384, 1)
     k_igemm_ti(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb,
@@ -664,11 +664,11 @@ extern "C" int pr_cu_igemm_ti_s8(void *stream, const void *x, const void *w,
         (p->kh - 1) * p->dh > 0xffff || (p->kw - 1) * p->dw > 0xffff)
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
-    // (ST: the stages that fit beside the staged rows, as PP's). Nout >= 256:
-    // 64 x 256 tiles (one m64n256 wgmma a k32 step) unless
-    // PRECIS_CUDA_IGEMM_TI=128 (the 128 x 128 ones there too: an experiment)
+    // (ST: the stages that fit beside the staged rows, as PP's).
+    // PRECIS_CUDA_IGEMM_TI=256 (experiment, timed slower: NOTES, phase 20w):
+    // 64 x 256 tiles (one m64n256 wgmma a k32 step) where Nout >= 256
     const char *e = getenv("PRECIS_CUDA_IGEMM_TI");
-    if (p->Nout >= 256 && !(e && !strcmp(e, "128"))) return ti_dispatch<64, 256, 9>(s, x, w, p, q);
+    if (p->Nout >= 256 && e && !strcmp(e, "256")) return ti_dispatch<64, 256, 9>(s, x, w, p, q);
     return p->Nout > 64 ? ti_dispatch<128, 128, 9>(s, x, w, p, q)
                         : ti_dispatch<128, 64, 12>(s, x, w, p, q);
 }

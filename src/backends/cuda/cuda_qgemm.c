@@ -575,8 +575,8 @@ static bool q1x1ws_on(void) {
 
 /* PRECIS_CUDA_IGEMM_TI=0 leaves the TMA im2col 3x3 tile (cu_igemm_ws.cu's
  * k_igemm_ti, phase 20w) out of the timed choice (A/B; key " ti" when on);
- * default on: it runs only where it times faster. =128: its 128 x 128 form
- * also where Nout >= 256 (default 64 x 256 there; key " ti128"). */
+ * default on: it runs only where it times faster. =256: its 64 x 256 form
+ * where Nout >= 256 (an experiment, timed slower; key " ti256"). */
 static bool igemm_ti_on(void) {
     const char *e = getenv("PRECIS_CUDA_IGEMM_TI");
     return !(e && !strcmp(e, "0"));
@@ -647,7 +647,7 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     if (wg && igemm_ti_on()) { /* phase 20w: the TMA im2col tile among the candidates */
         const char *e = getenv("PRECIS_CUDA_IGEMM_TI");
         size_t kl = strlen(key);
-        snprintf(key + kl, sizeof key - kl, e && !strcmp(e, "128") ? " ti128" : " ti");
+        snprintf(key + kl, sizeof key - kl, e && !strcmp(e, "256") ? " ti256" : " ti");
     }
     int32_t r = 0;
     char times[600] = "";
