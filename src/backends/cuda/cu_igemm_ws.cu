@@ -36,6 +36,12 @@
 // (experiment, timed slower) runs WG128x128 as BM 256 x BN 128 (4 consumer +
 // 1 producer warpgroups, 1 block an SM) / BN 64 persistent (its own
 // staged-rows buffer, 2 blocks an SM). sm_90a only.
+//
+// Phase 20w: the tile PR_CU_IGEMM_TI128x128 (pr_cu_igemm_ti_s8, k_igemm_ti
+// below): PP's consumers fed by TMA -- A by the im2col form of the copy
+// (cu_igemm_ti.cuh), the weights by a tiled map -- one producer lane, and
+// for biased uint8 x three warps rewriting the padding rows. Its own timed
+// candidate (cuda_qgemm.c; PRECIS_CUDA_IGEMM_TI=0 leaves it out).
 #ifdef PRECIS_NO_SM90A
 #include "backends/cuda/cu_common.cuh"
 
