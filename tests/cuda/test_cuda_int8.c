@@ -540,6 +540,142 @@ static void test_igemm_ws(void) {
     unsetenv("PRECIS_CUDA_IGEMM_WS");
 }
 
+/* The TMA im2col tile (t18, phase 20w: cu_igemm_ws.cu's k_igemm_ti), forced:
+ * C 64 / 128 / 256 / 512 (K 576 .. 4608: up to 72 stages a tile over a ring
+ * of 9 / 12), 3x3 pad 1 stride 1 and 2, Nout 40 / 64 (128 x 64 tiles), 128
+ * / 256 / 264 / 512 (128 x 128; 264: a partial column tile; and 264 as
+ * 64 x 256 with PRECIS_CUDA_IGEMM_TI=256), odd H / W (partial last M
+ * tile, images whose pixels cross 128-row tiles: the copy's walk wraps to
+ * the next row / image), several tiles a block (C 128, 4x48x72), int8
+ * residual with ReLU after / ReLU before + residual, float out NHWC / NCHW,
+ * uint8 x + residual plain and biased (the padding rows rewritten as -128) */
+static void test_igemm_ti(void) {
+    if (!wgmma_dev()) {
+        printf("int8 implicit gemm TMA im2col: skipped (not compute capability 9.0)\n");
+        return;
+    }
+    printf("int8 implicit gemm TMA im2col\n");
+    static int8_t x64[4 * 64 * 17 * 19], x128[4 * 128 * 48 * 72], x256[2 * 256 * 9 * 11],
+        x512[2 * 512 * 14 * 14], wb[512 * 512 * 9], zb[4 * 264 * 48 * 72];
+    static unsigned char u64[3 * 64 * 17 * 19], uz[3 * 256 * 17 * 19];
+    static const bool Y1[1] = {true};
+    const pr_dtype I8 = PRECIS_INT8, U8 = PRECIS_UINT8;
+    tnode t;
+    char label[160];
+    rand_i8(wb, 512 * 512 * 9, -127, 127);
+    rand_i8(zb, 4 * 264 * 48 * 72, -128, 127);
+    setenv("PRECIS_CUDA_IGEMM", "t18", 1);
+    struct {
+        int n, c, h, w;
+        int8_t *x;
+        float lo, hi;
+    } xs[4] = {{4, 64, 17, 19, x64, 1e-3f, 4e-3f},
+               {4, 128, 48, 72, x128, 3e-4f, 1e-3f},
+               {2, 256, 9, 11, x256, 3e-4f, 1e-3f},
+               {2, 512, 14, 14, x512, 2e-4f, 6e-4f}};
+    static const int outs[4][3] = {{40, 64, 264}, {64, 264, 0}, {64, 128, 0}, {512, 0, 0}};
+    for (int i = 0; i < 4; i++) {
+        int n = xs[i].n, c = xs[i].c, h = xs[i].h, w = xs[i].w;
+        rand_i8(xs[i].x, n * c * h * w, -128, 127);
+        for (int o = 0; o < 3 && outs[i][o]; o++) {
+            int no = outs[i][o];
+            cc_input a[5] = {{.name = "x", .rank = 4, .dims = {n, c, h, w}, .dtype = I8,
+                              .nhwc = true, .raw = xs[i].x},
+                             {.name = "w", .rank = 4, .dims = {no, c, 3, 3}, .init = true,
+                              .dtype = I8, .raw = wb},
+                             {.name = "ws", .rank = 1, .dims = {no}, .init = true, .lo = xs[i].lo,
+                              .hi = xs[i].hi},
+                             {.name = "b", .rank = 1, .dims = {no}, .init = true},
+                             {.name = "z", .rank = 4, .dims = {n, no, h, w}, .dtype = I8,
+                              .nhwc = true, .raw = zb}};
+            qconv_node(&t, 3, 1, 1, 0.2f);
+            n_float(&t, "z_scale", 0.03f);
+            n_str(&t, "act2", "Relu");
+            snprintf(label, sizeof label, "igemm t18 C %d %dx%dx%d 3x3 N %d +residual+relu -> int8",
+                     c, n, h, w, no);
+            cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+            if (i == 1) { /* the large one (ref's time): s1 and s2 once each */
+                qconv_node(&t, 3, 2, 1, 0);
+                snprintf(label, sizeof label, "igemm t18 C %d %dx%dx%d 3x3 s2 N %d -> float", c,
+                         n, h, w, no);
+                cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+                continue;
+            }
+            qconv_node(&t, 3, 1, 1, 0.1f);
+            n_float(&t, "z_scale", 0.03f);
+            n_str(&t, "act", "Relu");
+            snprintf(label, sizeof label, "igemm t18 C %d %dx%dx%d 3x3 N %d relu +residual -> int8",
+                     c, n, h, w, no);
+            cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+            qconv_node(&t, 3, 2, 1, 0);
+            snprintf(label, sizeof label, "igemm t18 C %d %dx%dx%d 3x3 s2 N %d -> float", c, n, h,
+                     w, no);
+            cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+            qconv_node(&t, 3, 2, 1, 0);
+            snprintf(label, sizeof label, "igemm t18 C %d %dx%dx%d 3x3 s2 N %d -> float nchw", c,
+                     n, h, w, no);
+            cu_run_tol(&t, 4, a, 1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL, label);
+        }
+    }
+    { /* PRECIS_CUDA_IGEMM_TI=256: the 64 x 256 form at Nout 264 */
+        setenv("PRECIS_CUDA_IGEMM_TI", "256", 1);
+        cc_input a[5] = {{.name = "x", .rank = 4, .dims = {4, 64, 17, 19}, .dtype = I8,
+                          .nhwc = true, .raw = x64},
+                         {.name = "w", .rank = 4, .dims = {264, 64, 3, 3}, .init = true,
+                          .dtype = I8, .raw = wb},
+                         {.name = "ws", .rank = 1, .dims = {264}, .init = true, .lo = 1e-3f,
+                          .hi = 4e-3f},
+                         {.name = "b", .rank = 1, .dims = {264}, .init = true},
+                         {.name = "z", .rank = 4, .dims = {4, 264, 17, 19}, .dtype = I8,
+                          .nhwc = true, .raw = zb}};
+        qconv_node(&t, 3, 1, 1, 0.2f);
+        n_float(&t, "z_scale", 0.03f);
+        n_str(&t, "act2", "Relu");
+        cu_run_lay(&t, 5, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL,
+                   "igemm t18 TI=256 C 64 4x17x19 3x3 N 264 +residual+relu -> int8");
+        qconv_node(&t, 3, 2, 1, 0);
+        cu_run_lay(&t, 4, a, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, QF_TOL,
+                   "igemm t18 TI=256 C 64 4x17x19 3x3 s2 N 264 -> float");
+        unsetenv("PRECIS_CUDA_IGEMM_TI");
+    }
+    for (int o = 0; o < 3; o++) { /* uint8 x, C 64, N 64 / 128 / 256: plain and biased */
+        int no = 64 << o;
+        cc_input u[5] = {{.name = "x", .rank = 4, .dims = {3, 64, 17, 19}, .dtype = U8,
+                          .nhwc = true, .raw = rand_u8(u64, 3 * 64 * 17 * 19, 0, 255)},
+                         {.name = "w", .rank = 4, .dims = {no, 64, 3, 3}, .init = true,
+                          .dtype = I8, .raw = wb},
+                         {.name = "ws", .rank = 1, .dims = {no}, .init = true, .lo = 1e-3f,
+                          .hi = 4e-3f},
+                         {.name = "b", .rank = 1, .dims = {no}, .init = true},
+                         {.name = "z", .rank = 4, .dims = {3, no, 17, 19}, .dtype = U8,
+                          .nhwc = true, .raw = rand_u8(uz, 3 * no * 17 * 19, 0, 255)}};
+        for (int b = 0; b < 2; b++) {
+            for (int s = 1; s <= 2; s++) {
+                if (b) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+                cu_bias_io = b ? 1u | 1u << 4 | 1u << 16 : 0;
+                cu_fused_node(&t, PR_OP_QConv, "QConv");
+                n_ints(&t, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+                n_ints(&t, "strides", (int64_t[]){s, s}, 2);
+                n_ints(&t, "kernel_shape", (int64_t[]){3, 3}, 2);
+                n_float(&t, "x_scale", 0.01f);
+                n_int(&t, "y_type", 2);
+                n_float(&t, "y_scale", 0.05f);
+                n_float(&t, "z_scale", 0.03f);
+                n_str(&t, "act", "Relu");
+                if (s == 2) u[4].dims[2] = 9, u[4].dims[3] = 10;
+                snprintf(label, sizeof label,
+                         "%sigemm t18 u8 C 64 3x3 s%d N %d relu +u8 residual -> u8",
+                         b ? "[biased] " : "", s, no);
+                cu_run_lay(&t, 5, u, 1, Y1, PRECIS_FLOAT32, &pr_cuda_impl_qgemm, Q_TOL, label);
+                u[4].dims[2] = 17, u[4].dims[3] = 19;
+                cu_bias_io = 0;
+                unsetenv("PRECIS_CUDA_U8_BIAS");
+            }
+        }
+    }
+    unsetenv("PRECIS_CUDA_IGEMM");
+}
+
 /* The plan input's QuantizeLinear with the Reorder to NHWC folded in
  * (pr_cu_quantize_nhwc): the four-pixel form (float32 x, C 1..4, H * W % 4
  * == 0) and the general one (C 5, H * W odd, PRECIS_CUDA_QNHWC_V4=0), uint8
@@ -1110,6 +1246,7 @@ int main(void) {
     test_igemm();
     test_igemm_wg();
     test_igemm_ws();
+    test_igemm_ti();
     test_stem();
     test_quant_nhwc();
     test_q1x1();

@@ -36,10 +36,21 @@
 // (experiment, timed slower) runs WG128x128 as BM 256 x BN 128 (4 consumer +
 // 1 producer warpgroups, 1 block an SM) / BN 64 persistent (its own
 // staged-rows buffer, 2 blocks an SM). sm_90a only.
+//
+// Phase 20w: the tile PR_CU_IGEMM_TI128x128 (pr_cu_igemm_ti_s8, k_igemm_ti
+// below): PP's consumers fed by TMA -- A by the im2col form of the copy
+// (cu_igemm_ti.cuh), the weights by a tiled map -- one producer lane, and
+// for biased uint8 x three warps rewriting the padding rows. Its own timed
+// candidate (cuda_qgemm.c; PRECIS_CUDA_IGEMM_TI=0 leaves it out).
 #ifdef PRECIS_NO_SM90A
 #include "backends/cuda/cu_common.cuh"
 
 extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
+                                 const pr_cu_igemm *p, const pr_cu_qepi *q) {
+    (void)stream, (void)x, (void)w, (void)p, (void)q;
+    return (int)cudaErrorNotSupported;
+}
+extern "C" int pr_cu_igemm_ti_s8(void *stream, const void *x, const void *w,
                                  const pr_cu_igemm *p, const pr_cu_qepi *q) {
     (void)stream, (void)x, (void)w, (void)p, (void)q;
     return (int)cudaErrorNotSupported;
@@ -50,6 +61,7 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
 
 using namespace prmma;
 
+#include "backends/cuda/cu_igemm_ti.cuh"
 #include "backends/cuda/cu_tma.cuh"
 #include "backends/cuda/cu_wgmma.cuh"
 
@@ -70,11 +82,11 @@ template <int BM, int BN> __host__ __device__ constexpr int stage_bytes() {
 // PP (ping-pong): each consumer warpgroup its own staged rows, 128 x PCW
 // floats (the epilogue in column passes of PCW)
 template <int BN> __host__ __device__ constexpr int pp_cw() { return BN < 64 ? BN : 64; }
-template <int BN> __host__ __device__ constexpr int pp_stage_bytes() {
-    return 128 * (pp_cw<BN>() + 8) * 4;
+template <int BN, int RM = 128> __host__ __device__ constexpr int pp_stage_bytes() {
+    return RM * (pp_cw<BN>() + 8) * 4;
 }
 template <int BM, int BN, bool PS, bool PP> __host__ __device__ constexpr int stage_all() {
-    return PP ? 2 * pp_stage_bytes<BN>() : PS ? stage_bytes<BM, BN>() : 0;
+    return PP ? 2 * pp_stage_bytes<BN, BM>() : PS ? stage_bytes<BM, BN>() : 0;
 }
 // + the barriers: full[ST], empty[ST], order[2] (PP)
 template <int BM, int BN, int ST, bool PS, bool PP> constexpr int smem_bytes() {
@@ -93,23 +105,25 @@ template <int BM, int PW, int MINB> __host__ __device__ constexpr int consumer_r
 }
 
 // PP's consumer warpgroups (see k_igemm_ws): tiles i of this block (t =
-// blockIdx.x + i gridDim.x) with i % 2 == wg
-template <int BN, int ST, bool U8, bool FAST>
+// blockIdx.x + i gridDim.x) with i % 2 == wg; RM rows a tile (128: two m64
+// wgmma a k32 step; 64: one, TI's 64 x 256 tiles)
+template <int BN, int ST, bool U8, bool FAST, int RM = 128>
 __device__ __forceinline__ void pp_consumer(const signed char *sa, const signed char *sb,
                                             unsigned char *stg, uint32_t full0, uint32_t empty0,
                                             uint32_t order0, const pr_cu_igemm &p,
                                             const pr_cu_qepi &q, bool nocvt, int Mi, int tn,
                                             int ntiles, int KT) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int SA = 128 * BK, SB = BN * BK, ACC = BN / 2, CW = pp_cw<BN>(), SP = CW + 8;
+    constexpr int SA = RM * BK, SB = BN * BK, ACC = BN / 2, CW = pp_cw<BN>(), SP = CW + 8;
+    constexpr bool TWO = RM == 128;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wg = warp >> 2, ltid = tid & 127, gq = lane >> 2, t4 = lane & 3,
               wrow = (warp & 3) * 16;
-    float *stage = (float *)(stg + wg * pp_stage_bytes<BN>());
+    float *stage = (float *)(stg + wg * pp_stage_bytes<BN, RM>());
     int g = 0, i = 0; // k steps of the block's tiles before this one; the tile's index
     for (int t = blockIdx.x; t < ntiles; t += gridDim.x, i++, g += KT) {
         if ((i & 1) != wg) continue;
-        const int m0 = t / tn * 128, n0 = t % tn * BN;
+        const int m0 = t / tn * RM, n0 = t % tn * BN;
         int acc0[ACC], acc1[ACC];
 #pragma unroll
         for (int j = 0; j < ACC; j++) acc0[j] = acc1[j] = 0;
@@ -120,22 +134,33 @@ __device__ __forceinline__ void pp_consumer(const signed char *sa, const signed 
             __syncwarp(); // converged for the .aligned wgmma instructions
             uint32_t a = smem_u32(sa + st * SA), b = smem_u32(sb + st * SB);
 #pragma unroll
-            for (int j = 0; j < ACC; j++) reg_fence(acc0[j]), reg_fence(acc1[j]);
+            for (int j = 0; j < ACC; j++) {
+                reg_fence(acc0[j]);
+                if (TWO) reg_fence(acc1[j]);
+            }
             wg_fence();
             wgmma<BN>::template run<U8>(acc0, wg_desc(a), wg_desc(b));
             wgmma<BN>::template run<U8>(acc0, wg_desc(a + 32), wg_desc(b + 32));
-            wgmma<BN>::template run<U8>(acc1, wg_desc(a + 64 * BK), wg_desc(b));
-            wgmma<BN>::template run<U8>(acc1, wg_desc(a + 64 * BK + 32), wg_desc(b + 32));
+            if (TWO) {
+                wgmma<BN>::template run<U8>(acc1, wg_desc(a + 64 * BK), wg_desc(b));
+                wgmma<BN>::template run<U8>(acc1, wg_desc(a + 64 * BK + 32), wg_desc(b + 32));
+            }
             wg_commit();
             wg_wait<1>();
 #pragma unroll
-            for (int j = 0; j < ACC; j++) reg_fence(acc0[j]), reg_fence(acc1[j]);
+            for (int j = 0; j < ACC; j++) {
+                reg_fence(acc0[j]);
+                if (TWO) reg_fence(acc1[j]);
+            }
             if (kt > 0 && lane == 0) mbar_arrive(empty0 + ((gs - 1) % ST) * 8);
         }
         if (lane == 0) mbar_arrive(order0 + (wg ^ 1) * 8); // the other may start tile i + 1
         wg_wait<0>();
 #pragma unroll
-        for (int j = 0; j < ACC; j++) reg_fence(acc0[j]), reg_fence(acc1[j]);
+        for (int j = 0; j < ACC; j++) {
+            reg_fence(acc0[j]);
+            if (TWO) reg_fence(acc1[j]);
+        }
         if (lane == 0) mbar_arrive(empty0 + ((g + KT - 1) % ST) * 8); // the tile's last stage
 
         if (FAST) {
@@ -151,20 +176,22 @@ __device__ __forceinline__ void pp_consumer(const signed char *sa, const signed 
                     for (int h = 0; h < 2; h++) {
                         *(float2 *)&stage[(wrow + gq + h * 8) * SP + igemm_scol(nl - c0)] =
                             igemm_pre(cs, acc0[j * 4 + h * 2], acc0[j * 4 + h * 2 + 1], pre);
-                        *(float2 *)&stage[(64 + wrow + gq + h * 8) * SP + igemm_scol(nl - c0)] =
-                            igemm_pre(cs, acc1[j * 4 + h * 2], acc1[j * 4 + h * 2 + 1], pre);
+                        if (TWO)
+                            *(float2 *)&stage[(64 + wrow + gq + h * 8) * SP +
+                                              igemm_scol(nl - c0)] =
+                                igemm_pre(cs, acc1[j * 4 + h * 2], acc1[j * 4 + h * 2 + 1], pre);
                     }
                 }
                 named_sync(2 + wg, 128);
-                igemm_store_rows<CW, SP, 128, 128>(q, stage, m0, n0 + c0, Mi, p.Nout, ltid,
-                                                   nocvt);
+                igemm_store_rows<CW, SP, 128, RM>(q, stage, m0, n0 + c0, Mi, p.Nout, ltid,
+                                                  nocvt);
             }
         } else {
 #pragma unroll
             for (int j = 0; j < BN / 8; j++) {
                 int n = n0 + j * 8 + t4 * 2;
 #pragma unroll
-                for (int h = 0; h < 4; h++) {
+                for (int h = 0; h < RM / 32; h++) {
                     int m = m0 + (h >> 1) * 64 + wrow + gq + (h & 1) * 8;
                     const int *ac = h >> 1 ? acc1 : acc0;
                     if (m >= Mi) continue;
@@ -420,6 +447,186 @@ int dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
                 : launch<BM, BN, ST, MINB, PW, PS, false, false, PP>(s, x, w, p, q, grid);
 }
 
+// TI (phase 20w): the ping-pong tile (PP above: the same consumers, ring,
+// order barriers and epilogue) with A and B by the copy engine. One lane of
+// the producer warpgroup issues a stage: the im2col TMA of the tile's 128
+// output pixels (64 channels of one tap: the tap as the copy's offsets) and
+// the tiled TMA of BN weight rows, completing on full[s] by transaction
+// count (expect-tx). C % 64 == 0 (a stage is one tap's 64-channel chunk).
+// The padding is the copy's zero fill; biased uint8 x (FIX) needs the byte
+// -128 there instead: three more producer warps (stage g: warp 9 + g % 3)
+// wait for each stage's bytes, overwrite the rows whose tap falls outside
+// the image with 0x80 (whole
+// 64-byte rows: the swizzle permutes 16-byte chunks within a row), fences
+// and arrives on fixd[s], which the consumers wait on instead of full[s].
+template <int RM, int BN, int ST> constexpr int ti_smem_bytes() {
+    return ring_bytes<RM, BN, ST>() + stage_all<RM, BN, true, true>() + 3 * ST * 8 + 16 + 1024;
+}
+static_assert(ti_smem_bytes<128, 128, 9>() <= 232448 && ti_smem_bytes<128, 64, 12>() <= 232448 &&
+                  ti_smem_bytes<64, 256, 9>() <= 232448,
+              "TMA ping-pong forms fit in 227 KB");
+
+// RM rows a tile: 128 (BN 64 / 128) or 64 (BN 256: one m64n256 wgmma a k32
+// step a warpgroup, the A copy 64 pixels; PRECIS_CUDA_IGEMM_TI=256 only)
+template <int RM, int BN, int ST, bool U8, bool FAST, bool FIX>
+__global__ void __launch_bounds__(384, 1)
+    k_igemm_ti(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb,
+               pr_cu_igemm p, pr_cu_qepi q, bool nocvt) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int SA = RM * BK, SB = BN * BK;
+    extern __shared__ __align__(1024) unsigned char dsm[];
+    unsigned char *smem = dsm + ((1024 - (smem_u32(dsm) & 1023)) & 1023); // swizzle atoms aligned
+    signed char *sa = (signed char *)smem, *sb = (signed char *)smem + ST * SA;
+    const uint32_t full0 = smem_u32(smem + ring_bytes<RM, BN, ST>() +
+                                    stage_all<RM, BN, true, true>()),
+                   empty0 = full0 + ST * 8, order0 = empty0 + ST * 8, fixd0 = order0 + 16;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int Mi = (int)(p.N * p.OH * p.OW); // < 2^31: checked by the launcher
+    const int tn = (int)((p.Nout + BN - 1) / BN), ntiles = (Mi + RM - 1) / RM * tn;
+    const int KT = (int)(p.K / BK), CC = (int)(p.C / BK);
+    const int OHi = (int)p.OH, OWi = (int)p.OW;
+
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++) {
+            mbar_init(full0 + s * 8, 1);
+            mbar_init(empty0 + s * 8, 4);
+            mbar_init(fixd0 + s * 8, 1);
+        }
+        mbar_init(order0, 4);
+        mbar_init(order0 + 8, 4);
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp >= 8) { // ---- the producer warpgroup
+        regs_dec<PREG>();
+        if (warp == 8 && lane == 0) { // the copies
+            tma_prefetch_map(&ma);
+            tma_prefetch_map(&mb);
+            const uint32_t bytes = (uint32_t)(SA + SB);
+            int g = 0;
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+                const int m0 = t / tn * RM, n0 = t % tn * BN;
+                const int ow = m0 % OWi, r0 = m0 / OWi, oh = r0 % OHi, b = r0 / OHi;
+                const int wb = ow * p.sw - p.pw, hb = oh * p.sh - p.ph;
+                int tap = 0, cc = 0;
+                for (int kt = 0; kt < KT; kt++, g++) {
+                    const int st = g % ST;
+                    mbar_wait(empty0 + st * 8, ((g / ST) & 1) ^ 1);
+                    const uint32_t fb = full0 + st * 8;
+                    mbar_expect_tx(fb, bytes);
+                    const int r = tap / p.kw, s = tap - r * p.kw;
+                    tma_im2col_4d(smem_u32(sa + st * SA), &ma, cc * BK, wb, hb, b,
+                                  (uint16_t)(s * p.dw), (uint16_t)(r * p.dh), fb);
+                    tma_2d(smem_u32(sb + st * SB), &mb, kt * BK, n0, fb);
+                    if (++cc == CC) cc = 0, tap++;
+                }
+            }
+        } else if (FIX && warp >= 9) { // biased x: the padding rows as 0x80
+            // three fixer warps, stage g by warp 9 + g % 3 (each stage's wait /
+            // rewrite / fence / arrive chain is serial: one warp was the
+            // bottleneck, call 2's ncu)
+            const int Hi = (int)p.H, Wi = (int)p.W, fw = warp - 9;
+            int g = 0;
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+                const int m0 = t / tn * RM;
+                int aih[RM / 32], aiw[RM / 32]; // a row's tap-0 position (rows past M: never fixed)
+#pragma unroll
+                for (int i = 0; i < RM / 32; i++) {
+                    const int m = m0 + lane + 32 * i;
+                    const int ow = m % OWi, oh = m / OWi % OHi;
+                    aih[i] = m < Mi ? oh * p.sh - p.ph : 0;
+                    aiw[i] = m < Mi ? ow * p.sw - p.pw : 0;
+                }
+                int tap = 0, cc = 0;
+                for (int kt = 0; kt < KT; kt++, g++) {
+                    if (g % 3 != fw) {
+                        if (++cc == CC) cc = 0, tap++;
+                        continue;
+                    }
+                    const int st = g % ST;
+                    mbar_wait(full0 + st * 8, (g / ST) & 1); // the copy's bytes landed
+                    const int r = tap / p.kw, s = tap - r * p.kw;
+                    const int ihk = r * p.dh, iwk = s * p.dw;
+                    bool any = false;
+#pragma unroll
+                    for (int i = 0; i < RM / 32; i++) {
+                        const int ih = aih[i] + ihk, iw = aiw[i] + iwk;
+                        if ((unsigned)ih >= (unsigned)Hi || (unsigned)iw >= (unsigned)Wi) {
+                            uint4 *row = (uint4 *)(sa + st * SA + (lane + 32 * i) * BK);
+                            const uint4 v = make_uint4(0x80808080u, 0x80808080u, 0x80808080u,
+                                                       0x80808080u);
+                            row[0] = v, row[1] = v, row[2] = v, row[3] = v;
+                            any = true;
+                        }
+                    }
+                    if (any) fence_async_smem(); // the wgmma reads through the async proxy
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(fixd0 + st * 8);
+                    if (++cc == CC) cc = 0, tap++;
+                }
+            }
+        }
+        return;
+    }
+
+    // ---- consumer warpgroups 0-1: PP's
+    regs_inc<consumer_regs<128, 4, 1>()>();
+    pp_consumer<BN, ST, U8, FAST, RM>(sa, sb, smem + ring_bytes<RM, BN, ST>(),
+                                      FIX ? fixd0 : full0, empty0, order0, p, q, nocvt, Mi, tn,
+                                      ntiles, KT);
+#endif
+}
+
+template <int RM, int BN, int ST, bool U8, bool FAST, bool FIX>
+int ti_launch(cudaStream_t s, const CUtensorMap &ma, const CUtensorMap &mb, const pr_cu_igemm *p,
+              const pr_cu_qepi *q, unsigned grid) {
+    constexpr int SMEM = ti_smem_bytes<RM, BN, ST>();
+    auto k = k_igemm_ti<RM, BN, ST, U8, FAST, FIX>;
+    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); // not left behind for the next launch's check
+        return (int)e;
+    }
+    k<<<grid, 384, SMEM, s>>>(ma, mb, *p, *q, FAST && igemm_epi_nocvt());
+    return launch_result();
+}
+
+template <int RM, int BN, int ST, bool U8, bool FIX>
+int ti_fast(cudaStream_t s, const CUtensorMap &ma, const CUtensorMap &mb, const pr_cu_igemm *p,
+            const pr_cu_qepi *q, unsigned grid) {
+    return igemm_fast_ok(q) ? ti_launch<RM, BN, ST, U8, true, FIX>(s, ma, mb, p, q, grid)
+                            : ti_launch<RM, BN, ST, U8, false, FIX>(s, ma, mb, p, q, grid);
+}
+
+template <int RM, int BN, int ST>
+int ti_dispatch(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
+                const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    int64_t tiles = (M + RM - 1) / RM * ((p->Nout + BN - 1) / BN);
+    if (tiles > 0x7fffffff) return (int)cudaErrorInvalidValue;
+    CUtensorMap ma, mb;
+    if (!ti_encode_x(&ma, x, p->N, p->H, p->W, p->C, p->OH, p->OW, p->sh, p->sw, p->ph, p->pw,
+                     RM) ||
+        !ti_encode_w(&mb, w, p->K, p->Nout, BN))
+        return (int)cudaErrorInvalidValue;
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (!e) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e) return (int)e;
+    if (tiles > sms) tiles = sms;
+    const unsigned grid = (unsigned)tiles;
+    const bool fix = p->x_u8 == PR_CU_X_U8B && (p->ph || p->pw);
+    if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
+        pr_cu_qepi q2 = *q;
+        q2.acc_off = NULL;
+        return ti_fast<RM, BN, ST, true, false>(s, ma, mb, p, &q2, grid);
+    }
+    return fix ? ti_fast<RM, BN, ST, false, true>(s, ma, mb, p, q, grid)
+               : ti_fast<RM, BN, ST, false, false>(s, ma, mb, p, q, grid);
+}
+
 } // namespace
 
 extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
@@ -451,5 +658,24 @@ extern "C" int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w,
     case PR_CU_IGEMM_WG128x256: return dispatch<128, 256, 8, 1, 4, false>(s, x, w, p, q);
     default: return (int)cudaErrorInvalidValue;
     }
+}
+
+extern "C" int pr_cu_igemm_ti_s8(void *stream, const void *x, const void *w,
+                                 const pr_cu_igemm *p, const pr_cu_qepi *q) {
+    int64_t M = p->N * p->OH * p->OW;
+    if (M <= 0 || p->Nout <= 0) return 0;
+    if (p->tile != PR_CU_IGEMM_TI128x128 || p->C % 64 || p->K != p->kh * p->kw * p->C ||
+        ((uintptr_t)x & 15) || ((uintptr_t)w & 15) || (p->N * p->H * p->W * p->C) >> 31 ||
+        (p->Nout * p->K) >> 31 || (M + 128) >> 31 || p->dh < 1 || p->dw < 1 ||
+        (p->kh - 1) * p->dh > 0xffff || (p->kw - 1) * p->dw > 0xffff)
+        return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    // (ST: the stages that fit beside the staged rows, as PP's).
+    // PRECIS_CUDA_IGEMM_TI=256 (experiment, timed slower: NOTES, phase 20w):
+    // 64 x 256 tiles (one m64n256 wgmma a k32 step) where Nout >= 256
+    const char *e = getenv("PRECIS_CUDA_IGEMM_TI");
+    if (p->Nout >= 256 && e && !strcmp(e, "256")) return ti_dispatch<64, 256, 9>(s, x, w, p, q);
+    return p->Nout > 64 ? ti_dispatch<128, 128, 9>(s, x, w, p, q)
+                        : ti_dispatch<128, 64, 12>(s, x, w, p, q);
 }
 #endif

@@ -308,6 +308,8 @@ enum { PR_CU_IGEMM_128x128, PR_CU_IGEMM_128x64, PR_CU_IGEMM_64x64, PR_CU_IGEMM_6
                               /* (cu_q1x1_ws.cu, sm_90a only; stride 1, or 2 with H = 2 OH) */
        PR_CU_IGEMM_QT128x256, /* streaming, K <= 256: resident weights, TMA loads of A and */
                               /* the residual, TMA stores (cu_q1x1_st.cu, sm_90a, stride 1) */
+       PR_CU_IGEMM_TI128x128, /* the 3x3 ping-pong tile fed by TMA im2col (cu_igemm_ws.cu, */
+                              /* sm_90a only; C % 64 == 0; pr_cu_igemm_ti_s8) */
        PR_CU_IGEMM_TILES };
 #define PR_CU_IGEMM_WG_FIRST PR_CU_IGEMM_WG128x128
 #define PR_CU_IGEMM_Q1X1_FIRST PR_CU_IGEMM_Q64x256
@@ -330,6 +332,14 @@ int pr_cu_igemm_wg_s8(void *stream, const void *x, const void *w, const pr_cu_ig
  * WG128x256 (cu_igemm_ws.cu: a producer warpgroup, mbarrier ring);
  * pr_cu_igemm_wg_s8 calls it unless PRECIS_CUDA_IGEMM_WS=0. */
 int pr_cu_igemm_ws_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                      const pr_cu_qepi *q);
+/* The tile PR_CU_IGEMM_TI128x128 (cu_igemm_ws.cu, phase 20w): the ping-pong
+ * form's consumers fed by the copy engine -- A by im2col TMA (one copy a
+ * tap's 64-channel chunk of 128 output pixels), the weights by tiled TMA --
+ * BN 64 where Nout <= 64. C % 64 == 0 and K == kh * kw * C, else
+ * cudaErrorInvalidValue (also where the im2col map cannot express the
+ * padding / strides); cudaErrorNotSupported off sm_90a builds. */
+int pr_cu_igemm_ti_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                       const pr_cu_qepi *q);
 /* The QW tiles of pr_cu_q1x1_s8 (cu_q1x1_wg.cu: K streamed, wgmma; the
  * Q1X1K tiles from PR_CU_IGEMM_Q1X1K_FIRST on stream the weights with A in

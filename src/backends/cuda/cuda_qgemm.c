@@ -485,6 +485,8 @@ static precis_status run_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qg
         w = s->w2;
     }
     if (stem_route(s, route)) KL_TRY(pr_cu_stem_s8(x->stream, xa, w, &o->ig, &o->q));
+    else if (route == PR_CU_IGEMM_TI128x128)
+        KL_TRY(pr_cu_igemm_ti_s8(x->stream, xa, w, &o->ig, &o->q));
     else if (route >= PR_CU_IGEMM_Q1X1_FIRST)
         KL_TRY(pr_cu_q1x1_s8(x->stream, xa, w, &o->ig, &o->q));
     else KL_TRY(pr_cu_igemm_s8(x->stream, xa, w, &o->ig, &o->q));
@@ -518,7 +520,7 @@ static const char *const tile_names[PR_CU_IGEMM_TILES] = {
     "128x128", "128x64", "64x64", "64x128", "wgmma 128x128", "wgmma 128x256",
     "wgmma 128x128 k128", "wgmma 128x256 k128", "wgmma 128x64", "q1x1 64x256", "q1x1 64x64",
     "q1x1 128x64", "q1x1 64x128", "q1x1k 128x256", "q1x1 wgmma 128x256", "q1x1 wgmma 128x128",
-    "q1x1 ws 128x128", "q1x1 st 128x256"};
+    "q1x1 ws 128x128", "q1x1 st 128x256", "wgmma ti 128x128"};
 
 /* A route's name in PRECIS_VERBOSE's lines and the description */
 /* PRECIS_CUDA_IGEMM_WS=0 gives the wgmma 128x128 / 128x256 tiles back their
@@ -580,6 +582,23 @@ static bool q1x1st_on(void) {
     return !(e && !strcmp(e, "0"));
 }
 
+/* PRECIS_CUDA_IGEMM_TI=0 leaves the TMA im2col 3x3 tile (cu_igemm_ws.cu's
+ * k_igemm_ti, phase 20w) out of the timed choice (A/B; key " ti" when on);
+ * default on: it runs only where it times faster. =256: its 64 x 256 form
+ * where Nout >= 256 (an experiment, timed slower; key " ti256"). */
+static bool igemm_ti_on(void) {
+    const char *e = getenv("PRECIS_CUDA_IGEMM_TI");
+    return !(e && !strcmp(e, "0"));
+}
+
+/* The TI tile takes this conv: not 1x1 (the Q1X1 tiles' shapes), no
+ * space-to-depth copy, C % 64 == 0 (a pipeline stage is one tap's
+ * 64-channel chunk) */
+static bool ti_shape(const qgemm_state *s, const pr_cu_igemm *g) {
+    return s->conv && !s->s2d && (g->kh > 1 || g->kw > 1) && g->C % 64 == 0 &&
+           g->K == g->kh * g->kw * g->C;
+}
+
 /* The Q1X1 tiles take this conv: 1x1, no padding (any stride). */
 static bool q1x1_shape(const qgemm_state *s, const pr_cu_igemm *g) {
     return s->conv && !s->s2d && g->kh == 1 && g->kw == 1 && g->ph == 0 && g->pw == 0 &&
@@ -591,6 +610,7 @@ static bool q1x1_shape(const qgemm_state *s, const pr_cu_igemm *g) {
 static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool wg, bool q1) {
     if (c == PR_CU_IGEMM_QT128x256)
         return q1 && q1x1st_on() && q1x1_shape(s, g) && g->K <= 256 && g->sh == 1 && g->sw == 1;
+    if (c == PR_CU_IGEMM_TI128x128) return wg && igemm_ti_on() && ti_shape(s, g);
     if (c == PR_CU_IGEMM_QS128x128) return q1 && q1x1ws_on() && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_Q1X1K_FIRST) return q1 && q1x1k_on() && q1x1_shape(s, g);
     if (c >= PR_CU_IGEMM_Q1X1_FIRST) return q1 && q1x1_shape(s, g);
@@ -601,7 +621,8 @@ static bool route_cand(const qgemm_state *s, const pr_cu_igemm *g, int c, bool w
 /* The route for this M: remembered, from the timing cache, or timed now
  * (PRECIS_CUDA_IGEMM: 0 cuBLASLt only, 1 implicit GEMM only, t0..t12 one
  * tile: t4..t8 the wgmma tiles, t9..t12 the Q1X1 ones, t13..t15 the K-streamed,
- * t16 the warp-specialized one, t17 the small-K streaming one). */
+ * t16 the warp-specialized one, t17 the small-K streaming one, t18 the TMA im2col
+ * 3x3 tile). */
 static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o,
                                 int *route) {
     precis_status st = PRECIS_OK;
@@ -637,6 +658,11 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
         size_t kl = strlen(key);
         snprintf(key + kl, sizeof key - kl,
                  e && !strcmp(e, "2") ? " ws2" : igemm_pp_on() ? " pp" : " ws");
+    }
+    if (wg && igemm_ti_on()) { /* phase 20w: the TMA im2col tile among the candidates */
+        const char *e = getenv("PRECIS_CUDA_IGEMM_TI");
+        size_t kl = strlen(key);
+        snprintf(key + kl, sizeof key - kl, e && !strcmp(e, "256") ? " ti256" : " ti");
     }
     int32_t r = 0;
     char times[600] = "";
