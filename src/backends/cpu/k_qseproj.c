@@ -174,10 +174,14 @@ static Q1_VNNI void sp_weights(const pr_seproj *s, const float *gate, int8_t *wq
     const __m512i lo8 = _mm512_set1_epi32(0xff);
     for (int64_t v = 0; v < s->OCv; v++) { /* 16 output channels in the lanes */
         const float *wc = s->wf + 16 * v;
-        __m512 mx = _mm512_setzero_ps();
+        /* four chains (max is exact: the same maximum in any order) */
+        __m512 m4[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                        _mm512_setzero_ps()};
         for (int64_t c = 0; c < IC; c++)
-            mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(wc + c * OC),
-                                                               _mm512_set1_ps(gate[c]))));
+            m4[c & 3] =
+                _mm512_max_ps(m4[c & 3], _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(wc + c * OC),
+                                                                     _mm512_set1_ps(gate[c]))));
+        const __m512 mx = _mm512_max_ps(_mm512_max_ps(m4[0], m4[1]), _mm512_max_ps(m4[2], m4[3]));
         /* m > 0 finite: f = 127 / m, else 0 (a zero row) */
         const __mmask16 ok = _mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ) &
                              _mm512_cmp_ps_mask(mx, _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
