@@ -78,7 +78,13 @@ static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
      * pass's float round trip (YOLOv8n b1 t1 per-step minima, us, dnnl +
      * late pass -> q1x1: C2f cv2 96->64 at 40x40 75.6 -> 68.4, 192->128 at
      * 20x20 60.7 -> 55.5, SPPF cv1 256->128 at 10x10 16.4 -> 14.2) */
-    const bool proj = a.kind == PR_ACT_SWISH && W->dims[0] >= 16;
+    /* projections to 8 channels from up to 32 (two pixels a vector,
+     * q1_rows8), where oneDNN's 16-lane kernels waste half their lanes: cls
+     * 24->8 at 6x48 b8 t1 ~14 us on brgconv_1x1 (NOTES.md session 17);
+     * PRECIS_Q1X1_PROJ8=0: declined (A/B) */
+    static int p8 = -1;
+    const bool proj = (a.kind == PR_ACT_SWISH && W->dims[0] >= 16) ||
+                      (W->dims[0] == 8 && W->dims[1] <= 32 && pr_cpu_switch_on("PRECIS_Q1X1_PROJ8", &p8));
     return (W->dims[0] >= 16 || W->dims[0] == 8) && (W->dims[0] >= W->dims[1] || proj) &&
            W->dims[1] % 4 == 0 && W->dims[1] <= Q1X1_MAX_IC;
 }
