@@ -49,8 +49,25 @@ static bool q1x1_vnni(void) {
 #endif
 }
 
+/* A residual (no act, OC 8 from up to 32 channels: cls's 32->8 + Add at
+ * 6x48, b8 on brgconv_1x1 15.6 us t1, 13.4 t2): q1_rows8z. PRECIS_Q1X1_Z=0:
+ * declined (A/B). */
+static bool q1x1_z_ok(const pr_graph *g, const pr_node *n) {
+    static int on = -1;
+    const pr_tensor *W = pr_node_tin(g, n, 1), *Z = pr_node_tin(g, n, 4);
+    pr_act a, a2;
+    const float zs = pr_attr_float(n, "z_scale", 0.0f), ys = pr_attr_float(n, "y_scale", 0.0f);
+    return pr_cpu_switch_on("PRECIS_Q1X1_Z", &on) && Z && (Z->dtype == PRECIS_INT8 ||
+           Z->dtype == PRECIS_UINT8) && Z->layout == PR_LAYOUT_NHWC && W->dims[0] == 8 &&
+           W->dims[1] <= 32 && pr_act_from_node(n, "act", &a) && a.kind == PR_ACT_NONE &&
+           pr_act_from_node(n, "act2", &a2) && a2.kind == PR_ACT_NONE && zs > 0.0f &&
+           isfinite(zs) && ys > 0.0f && isfinite(zs / ys);
+}
+
 static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
-    if (!q1x1_vnni() || !pr_qfc_common(g, n)) return false;
+    const bool hz = n->n_inputs == 5 && n->inputs[4] >= 0;
+    if (!q1x1_vnni() || !(hz ? pr_qfc_common_z(g, n) : pr_qfc_common(g, n))) return false;
+    if (hz && !q1x1_z_ok(g, n)) return false;
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1);
     const pr_tensor *Y = pr_node_tout(g, n, 0);
     if (X->layout != PR_LAYOUT_NHWC || Y->layout != PR_LAYOUT_NHWC) return false;
@@ -110,6 +127,10 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
         return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
     memset(s->wq, 0, nw);
+    if (n->n_inputs == 5 && n->inputs[4] >= 0) { /* q1x1_z_ok */
+        s->zdt = pr_node_tin(g, n, 4)->dtype;
+        s->zsf = pr_attr_float(n, "z_scale", 1.0f) * (1.0f / pr_attr_float(n, "y_scale", 1.0f));
+    }
     /* large images go to oneDNN (see Q1X1_MAX_PIX); without it (or if it
      * declines) q1x1 runs them too */
     if (pr_cpu_impl_dnnl_qconv.supports(g, n)) {
@@ -324,6 +345,54 @@ Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restr
     }
 }
 
+/* q1_rows8 with a residual z (rows of 8 bytes, zs8: int8) and no act:
+ * k_q1x1.h q1_epvzf, oneDNN's sum post-op as dnnl.qconv sets it (qamx's
+ * projections: the same bytes), clamped, vpmovdb stores. */
+static Q1_VNNI __attribute__((noinline)) void
+q1_rows8z(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, const uint8_t *z,
+          bool zs8, float zsf, int64_t p0, int64_t p1) {
+    const int64_t IC = c->IC, ICq = c->ICq;
+    const __m512i c0 = _mm512_loadu_si512((const void *)c->comp);
+    const __m512 bi = _mm512_load_ps(c->bi), sc = _mm512_load_ps(c->sc), zs = _mm512_set1_ps(zsf);
+    const __m512i *wv = c->wq;
+    int64_t p = p0;
+#define Q1Z_OUT(a, q)                                                                              \
+    do {                                                                                           \
+        const __m128i zb = _mm_loadu_si128((const __m128i *)(z + (q) * 8));                        \
+        const __m512 zf =                                                                          \
+            _mm512_cvtepi32_ps(zs8 ? _mm512_cvtepi8_epi32(zb) : _mm512_cvtepu8_epi32(zb));        \
+        _mm_storeu_si128((__m128i *)(y + (q) * 8),                                                 \
+                         _mm512_cvtepi32_epi8(q1_epvzf(c, a, bi, sc, zf, zs)));                    \
+    } while (0)
+    for (; p + 8 <= p1; p += 8) { /* 4 pairs: 4 independent chains of vpdpbusd */
+        const uint8_t *xp = x + p * IC;
+        __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0;
+        for (int64_t k = 0; k < ICq; k++) {
+            const __m512i w = _mm512_load_si512((const void *)(wv + k));
+            a0 = q1_dp(a0, q1_x4x2(xp, xp + IC, k, c->flip), w);
+            a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, c->flip), w);
+            a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, c->flip), w);
+            a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, c->flip), w);
+        }
+        Q1Z_OUT(a0, p);
+        Q1Z_OUT(a1, p + 2);
+        Q1Z_OUT(a2, p + 4);
+        Q1Z_OUT(a3, p + 6);
+    }
+#undef Q1Z_OUT
+    for (; p < p1; p += 2) { /* pairs; a last single pixel reads itself twice */
+        const uint8_t *xa = x + p * IC, *xb = p + 1 < p1 ? xa + IC : xa;
+        __m512i a = c0;
+        for (int64_t k = 0; k < ICq; k++)
+            a = q1_dp(a, q1_x4x2(xa, xb, k, c->flip), _mm512_load_si512((const void *)(wv + k)));
+        const __mmask16 m = p + 1 < p1 ? (__mmask16)0xffff : (__mmask16)0xff;
+        const __m128i zb = _mm_maskz_loadu_epi8(m, z + p * 8);
+        const __m512 zf =
+            _mm512_cvtepi32_ps(zs8 ? _mm512_cvtepi8_epi32(zb) : _mm512_cvtepu8_epi32(zb));
+        _mm_mask_storeu_epi8(y + p * 8, m, _mm512_cvtepi32_epi8(q1_epvzf(c, a, bi, sc, zf, zs)));
+    }
+}
+
 /* Pixels p0..p1 of the image rows, every output vector; the tile shapes
  * as constants. */
 Q1_INLINE void q1_rows_t(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y,
@@ -418,6 +487,16 @@ static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, in
                                                 : 0;
     q1_fns[s->sat ? 1 + s->satpk : 0][ak][s->act2.kind == PR_ACT_AFFINE](&c, x, y, p0, p1);
 }
+
+/* q1_rows with the residual (qfc_state.zdt: OC 8, no act). */
+static Q1_VNNI void q1_rows_z(const qfc_state *s, const uint8_t *x, uint8_t *y, const uint8_t *z,
+                              int64_t p0, int64_t p1) {
+    const q1_c c = {s->sc, s->bi, s->comp, (const __m512i *)s->wq, s->IC, s->OC, s->ICq,
+                    s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
+                    PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
+                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi)};
+    q1_rows8z(&c, x, y, z, s->zdt == PRECIS_INT8, s->zsf, p0, p1);
+}
 #endif
 
 static precis_status q1x1_run(void *state, pr_kernel *k, pr_cpu_exec *xc) {
@@ -449,6 +528,19 @@ precis_status pr_q1x1_rows_run(const qfc_state *s, pr_kernel *k, pr_cpu_exec *xc
     if (P * s->OC < PR_CPU_PAR_MIN) nt = 1;
     const int64_t chunk = 48, tasks = (P + chunk - 1) / chunk;
     if (tasks < nt) nt = (int)tasks;
+    if (s->zdt != PRECIS_UNDEFINED) { /* the residual (q1x1_z_ok) */
+        const pr_buf *Z = pr_kin(k, 4);
+        if (!Z || Z->dtype != s->zdt || Z->numel != Y->numel)
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "residual does not match the output");
+        if (nt < 2) {
+            q1_rows_z(s, X->data, Y->data, Z->data, 0, P);
+            return PRECIS_OK;
+        }
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t t = 0; t < tasks; t++)
+            q1_rows_z(s, X->data, Y->data, Z->data, t * chunk, P - t * chunk < chunk ? P : (t + 1) * chunk);
+        return PRECIS_OK;
+    }
     /* satpk with an int8 src: each chunk's pixels biased by 128 into this
      * thread's scratch first (q1_tile's SAT 2 takes them as they are;
      * CenterFace b1 t1 16->96 at 160x160 302 -> ~245 us) */
