@@ -209,24 +209,33 @@ static void test_qfc(void) {
 
 static int n_vs_dnnl, n_vs_dnnl_bytes;
 
-/* impl and dnnl.qconv on the same node and NHWC inputs (the residual Z
- * when zdt is int8 / uint8): bytes equal. */
-static void vs_dnnl(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, pr_dtype ydt,
-                    bool bias, pr_dtype zdt, int threads) {
+/* impl and other (dnnl.qconv, or impl prepared with env_b set to 0) on the
+ * same node and NHWC inputs (the residual Z when zdt is int8 / uint8; act
+ * a1, act2 a2, y_scale ys): bytes equal. */
+static void vs_other(const pr_cpu_impl *impl, const pr_cpu_impl *other, const char *env_b,
+                     const qconv_case *c, pr_dtype xdt, pr_dtype ydt, bool bias, pr_dtype zdt,
+                     const qact *a1, const qact *a2, float ys, int threads) {
     qnode q;
     qconv_node(&q, c, xdt, ydt);
+    if (a1) qn_act(&q, "act", a1->name, a1->alpha, a1->beta);
+    if (a2) qn_act(&q, "act2", a2->name, a2->alpha, a2->beta);
+    for (int i = 0; i < q.t.node.n_attrs; i++)
+        if (!strcmp(q.attrs[i].name, "y_scale")) q.attrs[i].f = ys;
     const bool hz = zdt != PRECIS_UNDEFINED;
     if (hz) qn_float(&q, "z_scale", ZS);
     qc_in in[5];
     qconv_inputs(c, xdt, bias, zdt, true, in);
     const int n_in = hz ? 5 : bias ? 4 : 3;
     char label[200];
-    snprintf(label, sizeof label, "%s vs dnnl %s [%s->%s%s z %s %dt]", impl->name, c->name,
-             dn(xdt), dn(ydt), bias ? " bias" : "", dn(zdt), threads);
+    snprintf(label, sizeof label, "%s vs %s%s%s %s [%s->%s%s z %s %s%s y_scale %g %dt]",
+             impl->name, other->name, env_b ? " " : "", env_b ? env_b : "", c->name, dn(xdt),
+             dn(ydt), bias ? " bias" : "", dn(zdt), a1 ? a1->name : "-", a2 ? " act2" : "",
+             (double)ys, threads);
     qc_prep pa, pd;
     const bool oka = qc_prepare(&pa, &q.t, n_in, in, 1, true, impl, threads, label);
-    const bool okd =
-        qc_prepare(&pd, &q.t, n_in, in, 1, true, &pr_cpu_impl_dnnl_qconv, threads, label);
+    if (env_b) setenv(env_b, "0", 1);
+    const bool okd = qc_prepare(&pd, &q.t, n_in, in, 1, true, other, threads, label);
+    if (env_b) unsetenv(env_b);
     CHECK(oka && okd);
     if (oka && okd) {
         pr_err e = {0};
@@ -254,7 +263,7 @@ static void vs_dnnl(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, 
         pr_kernel ka = {pa.gi, &pa.gi->nodes[0], n_in, iinp, 1, oa, &e, threads};
         pr_kernel kd = {pd.gi, &pd.gi->nodes[0], n_in, iinp, 1, od, &e, threads};
         const precis_status sa = impl->run(pa.state, &ka, &xa);
-        const precis_status sd = pr_cpu_impl_dnnl_qconv.run(pd.state, &kd, &xd);
+        const precis_status sd = other->run(pd.state, &kd, &xd);
         CHECK(sa == PRECIS_OK && sd == PRECIS_OK);
         if (!sa && !sd) {
             size_t bad = 0;
@@ -275,6 +284,12 @@ static void vs_dnnl(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, 
     qc_release(&pa);
     qc_release(&pd);
     qc_free(in, 5);
+}
+
+static void vs_dnnl(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, pr_dtype ydt,
+                    bool bias, pr_dtype zdt, int threads) {
+    vs_other(impl, &pr_cpu_impl_dnnl_qconv, NULL, c, xdt, ydt, bias, zdt, NULL, NULL, YS,
+             threads);
 }
 
 /* q1x1 (k_q1x1.c): 1x1 stride-1 QConv on NHWC images, IC a multiple of 4
@@ -387,8 +402,33 @@ static void test_q1x1(void) {
             vs_dnnl(&pr_cpu_impl_q1x1, &p8[i], XT[v / 2 % 2], YT[(v / 4 + i) % 2], k % 3 != 2, zt,
                     1 + v % 2);
         }
-    printf("q1x1: %d cases bit-identical to dnnl.qconv (%d output bytes)\n", n_vs_dnnl,
-           n_vs_dnnl_bytes);
+    /* OC 24 as pixel pairs of 3 channel groups (q1_rows24): against the
+     * 16-lane vectors (PRECIS_Q1X1_P24=0) bit for bit, every act, act2,
+     * clamp-free and clamped (y_scale 1e-9), 8-pixel steps, pairs, an odd
+     * last pixel, 2 threads; against dnnl.qconv where it rounds as q1x1
+     * (not HardSwish); against ref */
+    static const qconv_case c24[] = {
+        {"pw 8->24 12x48 batch 2", 2, 8, 12, 48, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 16->24 5x7", 1, 16, 5, 7, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 4->24 1x9 batch 3", 3, 4, 1, 9, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 24->24 3x3", 1, 24, 3, 3, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 8->24 37x29 (threads, chunks of 48)", 1, 8, 37, 29, 24, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+    };
+    for (size_t i = 0; i < sizeof c24 / sizeof c24[0]; i++)
+        for (int v = 0; v < 10; v++, k++) {
+            const qact *a1 = A1[v % 5], *a2 = v % 3 == 1 ? &aff : NULL;
+            const pr_dtype xt = XT[(v + i) % 2], yt = YT[v / 2 % 2];
+            vs_other(&pr_cpu_impl_q1x1, &pr_cpu_impl_q1x1, "PRECIS_Q1X1_P24", &c24[i], xt, yt,
+                     v != 3, PRECIS_UNDEFINED, a1, a2, v == 7 ? 1e-9f : YS, 1 + v % 2);
+            if (a1 != &hsw)
+                vs_other(&pr_cpu_impl_q1x1, &pr_cpu_impl_dnnl_qconv, NULL, &c24[i], xt, yt,
+                         v != 3, PRECIS_UNDEFINED, a1, a2, YS, 1 + v % 2);
+            qconv_one(&c24[i], xt, yt, v != 3, PRECIS_UNDEFINED, true, a1, a2, 1 + v % 2,
+                      c24[i].name);
+        }
+    printf("q1x1: %d cases bit-identical to dnnl.qconv or its other path (%d output bytes)\n",
+           n_vs_dnnl, n_vs_dnnl_bytes);
     qconv_impl = &pr_cpu_impl_dnnl_qconv;
     /* declined: OC below IC or 16 (but 8 from up to 32), IC not a multiple of 4 or over 256,
      * stride 2, a residual (but OC 8 with no act), float out, plain layout, other acts, 1x1

@@ -176,6 +176,7 @@ void pr_qfc_destroy(void *state) {
     free(s->bi);
     free(s->wq);
     free(s->comp);
+    free(s->g24);
     if (s->big) pr_cpu_impl_dnnl_qconv.destroy(s->big);
     free(s);
 }

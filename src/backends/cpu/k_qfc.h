@@ -31,6 +31,10 @@ typedef struct qfc_state {
                    saturating packs too (PRECIS_QACT_SAT=0: only its 4-vector blocks) */
     pr_dtype zdt; /* q1x1's residual (OC 8, no act), PRECIS_UNDEFINED: none */
     float zsf;    /* its scale z_scale / y_scale */
+    /* q1x1's OC 24 as 3 groups of 8 channels x pixel pairs (q1_rows24): one
+     * block, [3][ICq][16 lanes][4] weight bytes (lanes 8-15 repeat 0-7),
+     * then comp, sc, bi [48] each; NULL: the 16-lane vectors */
+    void *g24;
 } qfc_state;
 
 /* q1_epv's act for Clip with only its upper bound kept (k_q1x1.h). */
