@@ -515,6 +515,43 @@ static void test_quant(void) {
                 qc_free(in, 3);
             }
     }
+    /* the division-free correction (k_quant.c quant16m): 64 random scales
+     * (random mantissas, exponents 2^-12 .. 2^6), x = fl(h scale) for
+     * half-integers h up to +-300 and +-0..3 ulps around it, x = h scale
+     * made exact where the product is (h scale's ulp), |x / scale| near
+     * 2^20 (where the correction stops) and beyond, against ref's division */
+    {
+        const int64_t n = 24000;
+        for (int si = 0; si < 64; si++) {
+            const float sc = ldexpf(1.0f + cc_rand(0, 1), (si * 7) % 19 - 12);
+            qnode q;
+            qn_init(&q, PR_OP_QuantizeLinear, "QuantizeLinear", 13, false);
+            qc_in in[3];
+            memset(in, 0, sizeof in);
+            in[0] = q_act("x", 1, &n, PRECIS_FLOAT32, false);
+            float *x = in[0].data;
+            for (int64_t i = 0; i < n; i++) {
+                float v;
+                if (i % 97 == 0) { /* around 2^20 and far past it */
+                    v = ldexpf(1.0f + cc_rand(-0.01f, 0.01f), 20 + (int)(i % 5) - 2) * sc;
+                    if (i & 1) v = -v;
+                } else {
+                    const float h = (float)(i % 601) - 300.5f;
+                    v = h * sc;
+                    for (int64_t u = (i / 601) % 7 - 3; u != 0; u += u > 0 ? -1 : 1)
+                        v = nextafterf(v, u > 0 ? INFINITY : -INFINITY);
+                }
+                x[i] = v;
+            }
+            in[1] = q_init("s", 0, NULL, PRECIS_FLOAT32, &sc);
+            const uint8_t zero = 0;
+            in[2] = q_init("zp", 0, NULL, si % 2 ? PRECIS_INT8 : PRECIS_UINT8, &zero);
+            char label[96];
+            snprintf(label, sizeof label, "quantize halves, random scale %a", (double)sc);
+            qc_run(&q.t, 3, in, 1, false, &pr_cpu_impl_quantize, 1, 0, true, label);
+            qc_free(in, 3);
+        }
+    }
     /* NHWC tensors (layout-agnostic), 2 threads */
     {
         qnode q;

@@ -6,6 +6,7 @@
  * 3 units of P's output grid on any output and a mean absolute difference
  * under 0.35 units (measured here: max 2, mean ~0.1-0.25 on these cases;
  * NOTES.md session 11). Also: the declines of pr_seproj_ok. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "check.h"
 
 static uint32_t rng = 12345u;
+static int amx_checked; /* cases run on AMX and compared with vpdpbusd */
 static float frand(void) { /* [0, 1) */
     rng = rng * 1664525u + 1013904223u;
     return (float)(rng >> 8) / 16777216.0f;
@@ -176,6 +178,32 @@ static void run_case(const tcase *tc, int threads_unused) {
         CHECK(memcmp(Y, Y2, yn) == 0);
         free(Y2);
     }
+    /* the AMX path (where the CPU has it) against the vpdpbusd one
+     * (PRECIS_SEPROJ_AMX=0): the same int32 sums, so the same bytes, whole
+     * and in parts */
+    if (pr_seproj_amx(sp)) {
+        setenv("PRECIS_SEPROJ_AMX", "0", 1);
+        pr_seproj *sv = pr_seproj_new(g, m, p);
+        unsetenv("PRECIS_SEPROJ_AMX");
+        CHECK(sv != NULL && !pr_seproj_amx(sv));
+        for (int parts = 1; sv && parts <= 3; parts++) {
+            uint8_t *Y2 = calloc(yn, 1);
+            pr_buf bY2 = bY;
+            bY2.data = Y2;
+            pr_buf *pout2[1] = {&bY2};
+            pr_kernel kp2 = kp;
+            kp2.out = pout2;
+            for (int part = 0; part < parts; part++)
+                CHECK(pr_seproj_run(sv, &km, &kp2, 0, N, part, parts, &x) == PRECIS_OK);
+            size_t nd = 0;
+            for (size_t i = 0; i < yn; i++) nd += Y[i] != Y2[i];
+            if (nd) printf("    AMX vs vpdpbusd: %zu of %zu bytes differ (%d parts)\n", nd, yn, parts);
+            CHECK(nd == 0);
+            amx_checked++;
+            free(Y2);
+        }
+        pr_seproj_free(sv);
+    }
     /* ref: M then P on plain buffers */
     bT.data = Tp;
     bM.data = Mp;
@@ -216,7 +244,23 @@ int main(void) {
         {2, 40, 3, 7, 48, PRECIS_UINT8, PRECIS_UINT8, PRECIS_UINT8, false},
         {1, 4, 1, 5, 64, PRECIS_UINT8, PRECIS_INT8, PRECIS_INT8, true},
         {2, 104, 2, 9, 32, PRECIS_INT8, PRECIS_UINT8, PRECIS_UNDEFINED, false},
+        /* the AMX path's shapes: cls's 200 -> 32 at 6x24, 8 images; K a
+         * multiple of 64 (no bytes past a pixel), K under 64, 1..47 pixels
+         * (blocks of 16 rows, partial blocks, the copy at T's end), OC 16 /
+         * 48 / 64 (one B tile, a 32 + 16 split, two 32-channel steps) */
+        {8, 200, 6, 24, 32, PRECIS_INT8, PRECIS_INT8, PRECIS_INT8, true},
+        {2, 64, 5, 7, 32, PRECIS_INT8, PRECIS_INT8, PRECIS_UNDEFINED, true},
+        {2, 128, 3, 11, 64, PRECIS_UINT8, PRECIS_INT8, PRECIS_INT8, true},
+        {3, 256, 1, 17, 16, PRECIS_INT8, PRECIS_UINT8, PRECIS_UINT8, false},
+        {2, 32, 4, 12, 16, PRECIS_INT8, PRECIS_INT8, PRECIS_UNDEFINED, true},
+        {1, 48, 1, 1, 48, PRECIS_UINT8, PRECIS_UINT8, PRECIS_UNDEFINED, true},
+        {3, 40, 1, 15, 16, PRECIS_INT8, PRECIS_INT8, PRECIS_INT8, true},
+        {2, 88, 1, 16, 48, PRECIS_UINT8, PRECIS_INT8, PRECIS_UNDEFINED, true},
+        {1, 12, 3, 11, 64, PRECIS_INT8, PRECIS_INT8, PRECIS_INT8, false},
+        {2, 196, 2, 24, 32, PRECIS_UINT8, PRECIS_UINT8, PRECIS_INT8, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], 1);
+    printf("AMX path compared with vpdpbusd: %d runs%s\n", amx_checked,
+           amx_checked ? "" : " (no AMX-INT8 here: skipped)");
     return check_report("test_cpu_qblock");
 }

@@ -207,6 +207,91 @@ static void test_qfc(void) {
     qc_free(in, 5);
 }
 
+static int n_vs_dnnl, n_vs_dnnl_bytes;
+
+/* impl and other (dnnl.qconv, or impl prepared with env_b set to 0) on the
+ * same node and NHWC inputs (the residual Z when zdt is int8 / uint8; act
+ * a1, act2 a2, y_scale ys): bytes equal. */
+static void vs_other(const pr_cpu_impl *impl, const pr_cpu_impl *other, const char *env_b,
+                     const qconv_case *c, pr_dtype xdt, pr_dtype ydt, bool bias, pr_dtype zdt,
+                     const qact *a1, const qact *a2, float ys, int threads) {
+    qnode q;
+    qconv_node(&q, c, xdt, ydt);
+    if (a1) qn_act(&q, "act", a1->name, a1->alpha, a1->beta);
+    if (a2) qn_act(&q, "act2", a2->name, a2->alpha, a2->beta);
+    for (int i = 0; i < q.t.node.n_attrs; i++)
+        if (!strcmp(q.attrs[i].name, "y_scale")) q.attrs[i].f = ys;
+    const bool hz = zdt != PRECIS_UNDEFINED;
+    if (hz) qn_float(&q, "z_scale", ZS);
+    qc_in in[5];
+    qconv_inputs(c, xdt, bias, zdt, true, in);
+    const int n_in = hz ? 5 : bias ? 4 : 3;
+    char label[200];
+    snprintf(label, sizeof label, "%s vs %s%s%s %s [%s->%s%s z %s %s%s y_scale %g %dt]",
+             impl->name, other->name, env_b ? " " : "", env_b ? env_b : "", c->name, dn(xdt),
+             dn(ydt), bias ? " bias" : "", dn(zdt), a1 ? a1->name : "-", a2 ? " act2" : "",
+             (double)ys, threads);
+    qc_prep pa, pd;
+    const bool oka = qc_prepare(&pa, &q.t, n_in, in, 1, true, impl, threads, label);
+    if (env_b) setenv(env_b, "0", 1);
+    const bool okd = qc_prepare(&pd, &q.t, n_in, in, 1, true, other, threads, label);
+    if (env_b) unsetenv(env_b);
+    CHECK(oka && okd);
+    if (oka && okd) {
+        pr_err e = {0};
+        pr_buf iin[5], ya, yd;
+        const pr_buf *iinp[5];
+        memset(iin, 0, sizeof iin);
+        for (int i = 0; i < n_in; i++) {
+            iinp[i] = NULL;
+            if (!in[i].name) continue;
+            pr_buf_alloc(&iin[i], in[i].dt, in[i].rank, in[i].dims, in[i].name, &e);
+            if (!in[i].init && in[i].rank == 4)
+                bytes_nhwc(in[i].data, iin[i].data, in[i].dims, pr_dtype_size(in[i].dt), true);
+            else
+                memcpy(iin[i].data, in[i].data, iin[i].nbytes);
+            iinp[i] = &iin[i];
+        }
+        const int64_t yd4[4] = {c->N, c->M, c->H, c->W};
+        pr_buf_alloc(&ya, ydt, 4, yd4, "ya", &e);
+        pr_buf_alloc(&yd, ydt, 4, yd4, "yd", &e);
+        memset(ya.data, 0x5a, ya.nbytes);
+        memset(yd.data, 0xa5, yd.nbytes);
+        pr_buf *oa[1] = {&ya}, *od[1] = {&yd};
+        pr_cpu_exec xa = {threads, NULL, NULL, 0, NULL, 0}, xd = xa;
+        xd.dnnl_stream = pr_dnnl_stream_create(&e);
+        pr_kernel ka = {pa.gi, &pa.gi->nodes[0], n_in, iinp, 1, oa, &e, threads};
+        pr_kernel kd = {pd.gi, &pd.gi->nodes[0], n_in, iinp, 1, od, &e, threads};
+        const precis_status sa = impl->run(pa.state, &ka, &xa);
+        const precis_status sd = other->run(pd.state, &kd, &xd);
+        CHECK(sa == PRECIS_OK && sd == PRECIS_OK);
+        if (!sa && !sd) {
+            size_t bad = 0;
+            for (size_t i = 0; i < ya.nbytes; i++) bad += ((uint8_t *)ya.data)[i] != ((uint8_t *)yd.data)[i];
+            CHECK(bad == 0);
+            if (bad) fprintf(stderr, "%s: %zu of %zu bytes differ\n", label, bad, ya.nbytes);
+            n_vs_dnnl++;
+            n_vs_dnnl_bytes += (int)ya.nbytes;
+        }
+        pr_dnnl_stream_destroy(xd.dnnl_stream);
+        free(xa.scratch);
+        free(xd.scratch);
+        pr_buf_free(&ya);
+        pr_buf_free(&yd);
+        for (int i = 0; i < n_in; i++)
+            if (in[i].name) pr_buf_free(&iin[i]);
+    }
+    qc_release(&pa);
+    qc_release(&pd);
+    qc_free(in, 5);
+}
+
+static void vs_dnnl(const pr_cpu_impl *impl, const qconv_case *c, pr_dtype xdt, pr_dtype ydt,
+                    bool bias, pr_dtype zdt, int threads) {
+    vs_other(impl, &pr_cpu_impl_dnnl_qconv, NULL, c, xdt, ydt, bias, zdt, NULL, NULL, YS,
+             threads);
+}
+
 /* q1x1 (k_q1x1.c): 1x1 stride-1 QConv on NHWC images, IC a multiple of 4
  * up to 256, OC from IC and 16 (or 8: pixel pairs), images over 4096
  * pixels on dnnl.qconv: pixel tiles of 4 and their tails, output vector
@@ -296,12 +381,61 @@ static void test_q1x1(void) {
     ws[0] = ws[17] = ws[87] = 0.0f;
     qc_run(&q.t, 4, in, 1, true, &pr_cpu_impl_q1x1, 1, 1, false, "q1x1 zero w_scale");
     qc_free(in, 5);
+    /* projections to 8 channels from up to 32 (pixel pairs; cls's 24->8),
+     * and with a residual and no act (cls's 32->8 + Add: q1_rows8z, 8-pixel
+     * steps, pairs, an odd last pixel): against ref, and bit for bit
+     * against dnnl.qconv, which ran them before */
+    static const qconv_case p8[] = {
+        {"proj 24->8 6x48 batch 2", 2, 24, 6, 48, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"proj 32->8 5x7 (odd pixel count)", 1, 32, 5, 7, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+         NULL},
+        {"proj 16->8 3x11 batch 3", 3, 16, 3, 11, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"proj 12->8 1x9", 1, 12, 1, 9, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"proj 32->8 37x29 (threads, chunks of 48)", 1, 32, 37, 29, 8, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+    };
+    for (size_t i = 0; i < sizeof p8 / sizeof p8[0]; i++)
+        for (int v = 0; v < 8; v++, k++) {
+            const pr_dtype zt = v < 2 ? PRECIS_UNDEFINED : XT[v % 2];
+            qconv_one(&p8[i], XT[v / 2 % 2], YT[(v / 4 + i) % 2], k % 3 != 2, zt, true,
+                      zt == PRECIS_UNDEFINED ? A1[k % 5] : NULL, NULL, 1 + v % 2, p8[i].name);
+            vs_dnnl(&pr_cpu_impl_q1x1, &p8[i], XT[v / 2 % 2], YT[(v / 4 + i) % 2], k % 3 != 2, zt,
+                    1 + v % 2);
+        }
+    /* OC 24 as pixel pairs of 3 channel groups (q1_rows24): against the
+     * 16-lane vectors (PRECIS_Q1X1_P24=0) bit for bit, every act, act2,
+     * clamp-free and clamped (y_scale 1e-9), 8-pixel steps, pairs, an odd
+     * last pixel, 2 threads; against dnnl.qconv where it rounds as q1x1
+     * (not HardSwish); against ref */
+    static const qconv_case c24[] = {
+        {"pw 8->24 12x48 batch 2", 2, 8, 12, 48, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 16->24 5x7", 1, 16, 5, 7, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 4->24 1x9 batch 3", 3, 4, 1, 9, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 24->24 3x3", 1, 24, 3, 3, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 8->24 37x29 (threads, chunks of 48)", 1, 8, 37, 29, 24, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+    };
+    for (size_t i = 0; i < sizeof c24 / sizeof c24[0]; i++)
+        for (int v = 0; v < 10; v++, k++) {
+            const qact *a1 = A1[v % 5], *a2 = v % 3 == 1 ? &aff : NULL;
+            const pr_dtype xt = XT[(v + i) % 2], yt = YT[v / 2 % 2];
+            vs_other(&pr_cpu_impl_q1x1, &pr_cpu_impl_q1x1, "PRECIS_Q1X1_P24", &c24[i], xt, yt,
+                     v != 3, PRECIS_UNDEFINED, a1, a2, v == 7 ? 1e-9f : YS, 1 + v % 2);
+            if (a1 != &hsw)
+                vs_other(&pr_cpu_impl_q1x1, &pr_cpu_impl_dnnl_qconv, NULL, &c24[i], xt, yt,
+                         v != 3, PRECIS_UNDEFINED, a1, a2, YS, 1 + v % 2);
+            qconv_one(&c24[i], xt, yt, v != 3, PRECIS_UNDEFINED, true, a1, a2, 1 + v % 2,
+                      c24[i].name);
+        }
+    printf("q1x1: %d cases bit-identical to dnnl.qconv or its other path (%d output bytes)\n",
+           n_vs_dnnl, n_vs_dnnl_bytes);
     qconv_impl = &pr_cpu_impl_dnnl_qconv;
-    /* declined: OC below IC or 16 (but 8), IC not a multiple of 4 or over 256, stride 2,
-     * a residual, float out, plain layout, other acts, 1x1 images (qfc's) */
+    /* declined: OC below IC or 16 (but 8 from up to 32), IC not a multiple of 4 or over 256,
+     * stride 2, a residual (but OC 8 with no act), float out, plain layout, other acts, 1x1
+     * images (qfc's) */
     static const qconv_case no[] = {
         {"oc 12", 1, 8, 4, 4, 12, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
-        {"oc 8 from 16", 1, 16, 4, 4, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"oc 8 from 40", 1, 40, 4, 4, 8, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
         {"projection 64->32", 1, 64, 4, 4, 32, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
         {"ic 6", 1, 6, 4, 4, 16, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
         {"ic 260", 1, 260, 4, 4, 272, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
@@ -333,6 +467,12 @@ static void test_q1x1(void) {
     qconv_inputs(c, PRECIS_UINT8, true, PRECIS_UINT8, true, in);
     CHECK(qc_supports(&q.t, 4, in, true, &pr_cpu_impl_q1x1));
     qn_float(&q, "z_scale", ZS);
+    CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_q1x1));
+    qc_free(in, 5);
+    qconv_node(&q, &p8[0], PRECIS_UINT8, PRECIS_INT8); /* OC 8 + a residual + Relu */
+    qn_act(&q, "act", "Relu", 0, 0);
+    qn_float(&q, "z_scale", ZS);
+    qconv_inputs(&p8[0], PRECIS_UINT8, true, PRECIS_INT8, true, in);
     CHECK(!qc_supports(&q.t, 5, in, true, &pr_cpu_impl_q1x1));
     qc_free(in, 5);
 }

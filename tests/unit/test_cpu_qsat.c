@@ -18,7 +18,8 @@
  * before the clamp-free tiles (1 and 2 threads), qamx's tiles (1x1 and 3x3), q1x1's
  * rows for a large image under qamx, the depthwise quad path (3x3 / 5x5,
  * the small-image tables, a linear last block) and the direct path (8..32
- * channels, packed and vpmovdb stores). Where the CPU lacks AVX512-VNNI or
+ * channels, packed and vpmovdb stores), qstem (3 -> 8 stride 2: packs and
+ * the packed transpose tables). Where the CPU lacks AVX512-VNNI or
  * AMX-INT8 an impl declines and its cases are skipped with a message. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -222,6 +223,19 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 7; i++)
         for (int x = 0; x < 2; x++)
             all_acts(&pr_cpu_impl_qdwconv, &dw[i], x ? PRECIS_INT8 : PRECIS_UINT8, 1 + (i + x) % 2);
+    /* qstem (k_qstem.c qs_pk_ok: packs + the packed transpose tables):
+     * cls's 3 -> 8 stride-2 stem, 1 and 4 channels, odd widths (a partial
+     * 16-pixel step), asymmetric pads, batches */
+    static const qconv_case st[] = {
+        {"stem 3->8 12x38 pad 1 batch 2", 2, 3, 12, 38, 8, 3, 3, 1, 2, 2, 1, 1, {1, 1, 1, 1},
+         NULL},
+        {"stem 1->8 9x37 pads 0/1", 1, 1, 9, 37, 8, 3, 3, 1, 2, 2, 1, 1, {0, 1, 1, 0}, NULL},
+        {"stem 4->8 11x64 pad 1 batch 3", 3, 4, 11, 64, 8, 3, 3, 1, 2, 2, 1, 1, {1, 1, 1, 1},
+         NULL},
+    };
+    for (int i = 0; i < 3; i++)
+        for (int x = 0; x < 2; x++)
+            all_acts(&pr_cpu_impl_qstem, &st[i], x ? PRECIS_INT8 : PRECIS_UINT8, 1 + (i + x) % 2);
     printf("qsat: %d cases bit-identical with the clamps kept (%d reach both ends of the range); "
            "%d declined (skipped)\n",
            n_same, n_cases_sat, n_skip);

@@ -49,8 +49,33 @@ static bool q1x1_vnni(void) {
 #endif
 }
 
+/* A residual (no act, OC 8 from up to 32 channels: cls's 32->8 + Add at
+ * 6x48, b8 on brgconv_1x1 15.6 us t1, 13.4 t2): q1_rows8z. PRECIS_Q1X1_Z=0:
+ * declined (A/B). */
+static bool q1x1_z_ok(const pr_graph *g, const pr_node *n) {
+    static int on = -1;
+    const pr_tensor *W = pr_node_tin(g, n, 1), *Z = pr_node_tin(g, n, 4);
+    pr_act a, a2;
+    const float zs = pr_attr_float(n, "z_scale", 0.0f), ys = pr_attr_float(n, "y_scale", 0.0f);
+    return pr_cpu_switch_on("PRECIS_Q1X1_Z", &on) && Z && (Z->dtype == PRECIS_INT8 ||
+           Z->dtype == PRECIS_UINT8) && Z->layout == PR_LAYOUT_NHWC && W->dims[0] == 8 &&
+           W->dims[1] <= 32 && pr_act_from_node(n, "act", &a) && a.kind == PR_ACT_NONE &&
+           pr_act_from_node(n, "act2", &a2) && a2.kind == PR_ACT_NONE && zs > 0.0f &&
+           isfinite(zs) && ys > 0.0f && isfinite(zs / ys);
+}
+
+/* OC 24 as pixel pairs of 3 groups of 8 channels (q1_rows24) rather than
+ * 16-lane vectors (a half-empty second one). PRECIS_Q1X1_P24=0 (read at
+ * prepare): the vectors (A/B). */
+static bool q1_pairs24_on(void) {
+    const char *e = getenv("PRECIS_Q1X1_P24");
+    return !(e && !strcmp(e, "0"));
+}
+
 static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
-    if (!q1x1_vnni() || !pr_qfc_common(g, n)) return false;
+    const bool hz = n->n_inputs == 5 && n->inputs[4] >= 0;
+    if (!q1x1_vnni() || !(hz ? pr_qfc_common_z(g, n) : pr_qfc_common(g, n))) return false;
+    if (hz && !q1x1_z_ok(g, n)) return false;
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1);
     const pr_tensor *Y = pr_node_tout(g, n, 0);
     if (X->layout != PR_LAYOUT_NHWC || Y->layout != PR_LAYOUT_NHWC) return false;
@@ -78,7 +103,13 @@ static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
      * pass's float round trip (YOLOv8n b1 t1 per-step minima, us, dnnl +
      * late pass -> q1x1: C2f cv2 96->64 at 40x40 75.6 -> 68.4, 192->128 at
      * 20x20 60.7 -> 55.5, SPPF cv1 256->128 at 10x10 16.4 -> 14.2) */
-    const bool proj = a.kind == PR_ACT_SWISH && W->dims[0] >= 16;
+    /* projections to 8 channels from up to 32 (two pixels a vector,
+     * q1_rows8), where oneDNN's 16-lane kernels waste half their lanes: cls
+     * 24->8 at 6x48 b8 t1 ~14 us on brgconv_1x1 (NOTES.md session 17);
+     * PRECIS_Q1X1_PROJ8=0: declined (A/B) */
+    static int p8 = -1;
+    const bool proj = (a.kind == PR_ACT_SWISH && W->dims[0] >= 16) ||
+                      (W->dims[0] == 8 && W->dims[1] <= 32 && pr_cpu_switch_on("PRECIS_Q1X1_PROJ8", &p8));
     return (W->dims[0] >= 16 || W->dims[0] == 8) && (W->dims[0] >= W->dims[1] || proj) &&
            W->dims[1] % 4 == 0 && W->dims[1] <= Q1X1_MAX_IC;
 }
@@ -104,8 +135,19 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
         return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
     }
     memset(s->wq, 0, nw);
+    if (n->n_inputs == 5 && n->inputs[4] >= 0) { /* q1x1_z_ok */
+        s->zdt = pr_node_tin(g, n, 4)->dtype;
+        s->zsf = pr_attr_float(n, "z_scale", 1.0f) * (1.0f / pr_attr_float(n, "y_scale", 1.0f));
+    }
     /* large images go to oneDNN (see Q1X1_MAX_PIX); without it (or if it
      * declines) q1x1 runs them too */
+    if (s->OC == 24 && q1_pairs24_on()) { /* filled after the weights, below */
+        s->g24 = aligned_alloc(64, (size_t)(3 * s->ICq * 64) + 3 * 48 * 4);
+        if (!s->g24) {
+            pr_qfc_destroy(s);
+            return pr_errf(e, PRECIS_ERR_OOM, "out of memory");
+        }
+    }
     if (pr_cpu_impl_dnnl_qconv.supports(g, n)) {
         pr_err e2 = {0};
         if (pr_cpu_impl_dnnl_qconv.prepare(g, n, cfg, &s->big, &e2)) s->big = NULL;
@@ -146,6 +188,21 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
     }
     const char *env = getenv("PRECIS_QACT_SAT");
     s->satpk = s->sat && !(env && !strcmp(env, "0"));
+    if (s->g24) { /* group g, lane j: channel 8 g + j % 8 */
+        int8_t *wg = s->g24;
+        int32_t *cg = (int32_t *)(wg + 3 * s->ICq * 64);
+        float *sg = (float *)(cg + 48), *bg = sg + 48;
+        for (int64_t gi = 0; gi < 3; gi++)
+            for (int64_t j = 0; j < 16; j++) {
+                const int64_t m = 8 * gi + j % 8;
+                cg[16 * gi + j] = s->comp[m];
+                sg[16 * gi + j] = s->sc[m];
+                bg[16 * gi + j] = s->bi[m];
+                for (int64_t k = 0; k < s->ICq; k++)
+                    memcpy(wg + ((gi * s->ICq + k) * 16 + j) * 4,
+                           s->wq + (((m / 16) * s->ICq + k) * 16 + m % 16) * 4, 4);
+            }
+    }
     *state = s;
     return PRECIS_OK;
 }
@@ -318,11 +375,125 @@ Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restr
     }
 }
 
+/* q1_rows8 with a residual z (rows of 8 bytes, zs8: int8) and no act:
+ * k_q1x1.h q1_epvzf, oneDNN's sum post-op as dnnl.qconv sets it (qamx's
+ * projections: the same bytes), clamped, vpmovdb stores. */
+static Q1_VNNI __attribute__((noinline)) void
+q1_rows8z(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, const uint8_t *z,
+          bool zs8, float zsf, int64_t p0, int64_t p1) {
+    const int64_t IC = c->IC, ICq = c->ICq;
+    const __m512i c0 = _mm512_loadu_si512((const void *)c->comp);
+    const __m512 bi = _mm512_load_ps(c->bi), sc = _mm512_load_ps(c->sc), zs = _mm512_set1_ps(zsf);
+    const __m512i *wv = c->wq;
+    int64_t p = p0;
+#define Q1Z_OUT(a, q)                                                                              \
+    do {                                                                                           \
+        const __m128i zb = _mm_loadu_si128((const __m128i *)(z + (q) * 8));                        \
+        const __m512 zf =                                                                          \
+            _mm512_cvtepi32_ps(zs8 ? _mm512_cvtepi8_epi32(zb) : _mm512_cvtepu8_epi32(zb));        \
+        _mm_storeu_si128((__m128i *)(y + (q) * 8),                                                 \
+                         _mm512_cvtepi32_epi8(q1_epvzf(c, a, bi, sc, zf, zs)));                    \
+    } while (0)
+    for (; p + 8 <= p1; p += 8) { /* 4 pairs: 4 independent chains of vpdpbusd */
+        const uint8_t *xp = x + p * IC;
+        __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0;
+        for (int64_t k = 0; k < ICq; k++) {
+            const __m512i w = _mm512_load_si512((const void *)(wv + k));
+            a0 = q1_dp(a0, q1_x4x2(xp, xp + IC, k, c->flip), w);
+            a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, c->flip), w);
+            a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, c->flip), w);
+            a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, c->flip), w);
+        }
+        Q1Z_OUT(a0, p);
+        Q1Z_OUT(a1, p + 2);
+        Q1Z_OUT(a2, p + 4);
+        Q1Z_OUT(a3, p + 6);
+    }
+#undef Q1Z_OUT
+    for (; p < p1; p += 2) { /* pairs; a last single pixel reads itself twice */
+        const uint8_t *xa = x + p * IC, *xb = p + 1 < p1 ? xa + IC : xa;
+        __m512i a = c0;
+        for (int64_t k = 0; k < ICq; k++)
+            a = q1_dp(a, q1_x4x2(xa, xb, k, c->flip), _mm512_load_si512((const void *)(wv + k)));
+        const __mmask16 m = p + 1 < p1 ? (__mmask16)0xffff : (__mmask16)0xff;
+        const __m128i zb = _mm_maskz_loadu_epi8(m, z + p * 8);
+        const __m512 zf =
+            _mm512_cvtepi32_ps(zs8 ? _mm512_cvtepi8_epi32(zb) : _mm512_cvtepu8_epi32(zb));
+        _mm_mask_storeu_epi8(y + p * 8, m, _mm512_cvtepi32_epi8(q1_epvzf(c, a, bi, sc, zf, zs)));
+    }
+}
+
+/* Two pixels' 3 group vectors (lanes: 8 channels x 2 pixels) as their 2 x
+ * 24 bytes (nb: 48, or 24 for a single last pixel): the packs put 4
+ * channels of a group a dword, vpermd orders the dwords. Through the
+ * packs either way: clamped (in range: exact) or, SAT 2, clamp-free (the
+ * sums' bound: the packs clamp). */
+Q1_INLINE void q1_st24(const q1_c *c, uint8_t *yp, __m512i a0, __m512i a1, __m512i a2, int AK,
+                       bool A2, int SAT, int nb) {
+    const __m512i q0 = q1_ep(c, a0, 0, AK, A2, SAT == 2), q1 = q1_ep(c, a1, 16, AK, A2, SAT == 2);
+    const __m512i q2 = q1_ep(c, a2, 32, AK, A2, SAT == 2);
+    const __m512i p01 = _mm512_packs_epi32(q0, q1), p22 = _mm512_packs_epi32(q2, q2);
+    const __m512i b = c->u8 ? _mm512_packus_epi16(p01, p22) : _mm512_packs_epi16(p01, p22);
+    _mm512_mask_storeu_epi8(
+        yp, nb == 48 ? (__mmask64)0xffffffffffffull : (__mmask64)0xffffffull,
+        _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 8, 12, 9, 13, 10, 14, 0, 0, 0, 0), b));
+}
+
+/* OC 24 (q1_c.pairs24): 8 pixels a step, 4 pairs x 3 groups of sums. */
+Q1_INLINE void q1_rows24(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, int64_t p0,
+                         int64_t p1, int AK, bool A2, int SAT) {
+    const int64_t IC = c->IC, ICq = c->ICq;
+    const uint32_t flip = SAT == 2 ? 0u : c->flip; /* as q1_tile's */
+    const __m512i c0 = _mm512_loadu_si512((const void *)c->comp),
+                  c1 = _mm512_loadu_si512((const void *)(c->comp + 16)),
+                  c2 = _mm512_loadu_si512((const void *)(c->comp + 32));
+    const __m512i *wv = c->wq;
+    int64_t p = p0;
+    for (; p + 8 <= p1; p += 8) {
+        const uint8_t *xp = x + p * IC;
+        __m512i a00 = c0, a01 = c1, a02 = c2, a10 = c0, a11 = c1, a12 = c2;
+        __m512i a20 = c0, a21 = c1, a22 = c2, a30 = c0, a31 = c1, a32 = c2;
+        for (int64_t k = 0; k < ICq; k++) {
+            const __m512i w0 = _mm512_load_si512((const void *)(wv + k)),
+                          w1 = _mm512_load_si512((const void *)(wv + ICq + k)),
+                          w2 = _mm512_load_si512((const void *)(wv + 2 * ICq + k));
+            __m512i b = q1_x4x2(xp, xp + IC, k, flip);
+            a00 = q1_dp(a00, b, w0), a01 = q1_dp(a01, b, w1), a02 = q1_dp(a02, b, w2);
+            b = q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, flip);
+            a10 = q1_dp(a10, b, w0), a11 = q1_dp(a11, b, w1), a12 = q1_dp(a12, b, w2);
+            b = q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, flip);
+            a20 = q1_dp(a20, b, w0), a21 = q1_dp(a21, b, w1), a22 = q1_dp(a22, b, w2);
+            b = q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, flip);
+            a30 = q1_dp(a30, b, w0), a31 = q1_dp(a31, b, w1), a32 = q1_dp(a32, b, w2);
+        }
+        q1_st24(c, y + p * 24, a00, a01, a02, AK, A2, SAT, 48);
+        q1_st24(c, y + (p + 2) * 24, a10, a11, a12, AK, A2, SAT, 48);
+        q1_st24(c, y + (p + 4) * 24, a20, a21, a22, AK, A2, SAT, 48);
+        q1_st24(c, y + (p + 6) * 24, a30, a31, a32, AK, A2, SAT, 48);
+    }
+    for (; p < p1; p += 2) { /* pairs; a last single pixel reads itself twice */
+        const uint8_t *xa = x + p * IC, *xb = p + 1 < p1 ? xa + IC : xa;
+        __m512i a0 = c0, a1 = c1, a2 = c2;
+        for (int64_t k = 0; k < ICq; k++) {
+            const __m512i b = q1_x4x2(xa, xb, k, flip);
+            a0 = q1_dp(a0, b, _mm512_load_si512((const void *)(wv + k)));
+            a1 = q1_dp(a1, b, _mm512_load_si512((const void *)(wv + ICq + k)));
+            a2 = q1_dp(a2, b, _mm512_load_si512((const void *)(wv + 2 * ICq + k)));
+        }
+        q1_st24(c, y + p * 24, a0, a1, a2, AK, A2, SAT, p + 1 < p1 ? 48 : 24);
+    }
+}
+
 /* Pixels p0..p1 of the image rows, every output vector; the tile shapes
  * as constants. */
 Q1_INLINE void q1_rows_t(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y,
                          int64_t p0, int64_t p1, int AK, bool A2, int SAT) {
     const int64_t IC = c->IC, OC = c->OC, OCv = (OC + 15) / 16;
+    if (c->pairs24) {
+        q1_rows24(c, x, y, p0, p1, AK, A2, SAT);
+        return;
+    }
     if (OC == 8) {
         q1_rows8(c, x, y, p0, p1, AK, A2, SAT);
         return;
@@ -400,10 +571,14 @@ Q1_VNNI void pr_q1_flip(const uint8_t *x, uint8_t *t, int64_t n) {
 
 static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, int64_t p0,
                             int64_t p1) {
-    const q1_c c = {s->sc, s->bi, s->comp, (const __m512i *)s->wq, s->IC, s->OC, s->ICq,
+    const int8_t *g = s->g24; /* qfc_state.g24: [3][ICq][16][4] bytes, comp, sc, bi [48] */
+    const int32_t *gc = g ? (const int32_t *)(g + 3 * s->ICq * 64) : NULL;
+    const float *gs = g ? (const float *)(gc + 48) : NULL;
+    const q1_c c = {g ? gs : s->sc, g ? gs + 48 : s->bi, g ? gc : s->comp,
+                    (const __m512i *)(g ? g : s->wq), s->IC, s->OC, s->ICq,
                     s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
                     PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
-                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi)};
+                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi), g != NULL};
     const int ak = s->ak == PR_ACT_RELU         ? 1
                    : s->ak == PR_ACT_CLIP       ? 2
                    : s->ak == PR_ACT_HARD_SWISH ? 3
@@ -411,6 +586,16 @@ static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, in
                    : s->ak == PR_ACT_CLIP_HI    ? 5
                                                 : 0;
     q1_fns[s->sat ? 1 + s->satpk : 0][ak][s->act2.kind == PR_ACT_AFFINE](&c, x, y, p0, p1);
+}
+
+/* q1_rows with the residual (qfc_state.zdt: OC 8, no act). */
+static Q1_VNNI void q1_rows_z(const qfc_state *s, const uint8_t *x, uint8_t *y, const uint8_t *z,
+                              int64_t p0, int64_t p1) {
+    const q1_c c = {s->sc, s->bi, s->comp, (const __m512i *)s->wq, s->IC, s->OC, s->ICq,
+                    s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
+                    PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
+                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi), false};
+    q1_rows8z(&c, x, y, z, s->zdt == PRECIS_INT8, s->zsf, p0, p1);
 }
 #endif
 
@@ -443,6 +628,19 @@ precis_status pr_q1x1_rows_run(const qfc_state *s, pr_kernel *k, pr_cpu_exec *xc
     if (P * s->OC < PR_CPU_PAR_MIN) nt = 1;
     const int64_t chunk = 48, tasks = (P + chunk - 1) / chunk;
     if (tasks < nt) nt = (int)tasks;
+    if (s->zdt != PRECIS_UNDEFINED) { /* the residual (q1x1_z_ok) */
+        const pr_buf *Z = pr_kin(k, 4);
+        if (!Z || Z->dtype != s->zdt || Z->numel != Y->numel)
+            return pr_kernelf(k, PRECIS_ERR_SHAPE, "residual does not match the output");
+        if (nt < 2) {
+            q1_rows_z(s, X->data, Y->data, Z->data, 0, P);
+            return PRECIS_OK;
+        }
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t t = 0; t < tasks; t++)
+            q1_rows_z(s, X->data, Y->data, Z->data, t * chunk, P - t * chunk < chunk ? P : (t + 1) * chunk);
+        return PRECIS_OK;
+    }
     /* satpk with an int8 src: each chunk's pixels biased by 128 into this
      * thread's scratch first (q1_tile's SAT 2 takes them as they are;
      * CenterFace b1 t1 16->96 at 160x160 302 -> ~245 us) */

@@ -54,6 +54,7 @@ typedef struct q1_c {
     uint32_t flip;
     bool u8;
     __m512 aa, ab, a2a, a2b, inv, lo, hi;
+    bool pairs24; /* OC 24 with sc, bi, comp, wq in qfc_state.g24's layout (q1_rows24) */
 } q1_c;
 
 /* The epilogue of 16 int32 sums (bi, sc: their B / s and output scales,

@@ -77,7 +77,8 @@ int pr_cpu_block_match(const pr_graph *g, const pr_node *const *nodes,
 const char *pr_cpu_block_member(const pr_cpu_block *b, int i) {
     if (!b || !b->sp || i < b->len - 2 || i >= b->len) return NULL;
     return i == b->len - 2 ? "seproj (gate folded into the next step's weights; not stored)"
-                           : "seproj.avx512_vnni (gate x weights per image)";
+           : pr_seproj_amx(b->sp) ? "seproj.amx_int8 (gate x weights per image)"
+                                   : "seproj.avx512_vnni (gate x weights per image)";
 }
 void pr_cpu_block_destroy(pr_cpu_block *b) { /* the states are the steps' */
     if (b) pr_seproj_free(b->sp);

@@ -94,7 +94,14 @@ static bool act_layout(const pr_tensor *t) {
 /* (k_qfc.h) The checks qfc and q1x1 share: a 1x1 QConv, group 1, no residual, no
  * pads, finite scales and bias, IC up to QFC_MAX_IC. */
 bool pr_qfc_common(const pr_graph *g, const pr_node *n) {
-    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 4) return false;
+    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 5) return false;
+    if (n->n_inputs == 5 && n->inputs[4] >= 0) return false; /* pr_qfc_common_z's */
+    return pr_qfc_common_z(g, n);
+}
+
+/* (k_qfc.h) pr_qfc_common with a residual (input 4) allowed. */
+bool pr_qfc_common_z(const pr_graph *g, const pr_node *n) {
+    if (n->op != PR_OP_QConv || n->n_inputs < 3 || n->n_inputs > 5) return false;
     const pr_tensor *X = pr_node_tin(g, n, 0), *W = pr_node_tin(g, n, 1), *S = pr_node_tin(g, n, 2),
                     *B = pr_node_tin(g, n, 3), *Y = pr_node_tout(g, n, 0);
     if (!X || !W || !S || !Y || !q8(X->dtype) || X->rank != 4 || !act_layout(X) || !act_layout(Y))
@@ -169,6 +176,7 @@ void pr_qfc_destroy(void *state) {
     free(s->bi);
     free(s->wq);
     free(s->comp);
+    free(s->g24);
     if (s->big) pr_cpu_impl_dnnl_qconv.destroy(s->big);
     free(s);
 }

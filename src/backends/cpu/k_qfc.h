@@ -29,6 +29,12 @@ typedef struct qfc_state {
     int ak;    /* the act q1x1 / qamx / qstem run (k_q1x1.h q1_epv): pr_qfc_act_sat */
     bool satpk; /* sat, and q1x1's 1-3 vector tails and OC-8 pixel pairs stored through
                    saturating packs too (PRECIS_QACT_SAT=0: only its 4-vector blocks) */
+    pr_dtype zdt; /* q1x1's residual (OC 8, no act), PRECIS_UNDEFINED: none */
+    float zsf;    /* its scale z_scale / y_scale */
+    /* q1x1's OC 24 as 3 groups of 8 channels x pixel pairs (q1_rows24): one
+     * block, [3][ICq][16 lanes][4] weight bytes (lanes 8-15 repeat 0-7),
+     * then comp, sc, bi [48] each; NULL: the 16-lane vectors */
+    void *g24;
 } qfc_state;
 
 /* q1_epv's act for Clip with only its upper bound kept (k_q1x1.h). */
@@ -48,6 +54,8 @@ pr_dtype pr_qfc_y_dtype(const pr_node *n);
 /* A 1x1 QConv, group 1, no residual, no pads, finite scales and bias, IC up
  * to 512, supported acts (either impl's supports() adds its own). */
 bool pr_qfc_common(const pr_graph *g, const pr_node *n);
+/* The same with a residual input (4) allowed (q1x1's OC-8 projections). */
+bool pr_qfc_common_z(const pr_graph *g, const pr_node *n);
 /* The scales, biases, float weights and acts of n (pr_qfc_common holds). */
 precis_status pr_qfc_state_new(const pr_graph *g, const pr_node *n, qfc_state **state,
                                pr_err *e);

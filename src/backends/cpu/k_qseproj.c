@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backends/cpu/k_q1x1.h"
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/qblock.h"
 
 struct pr_seproj {
@@ -27,6 +28,8 @@ struct pr_seproj {
     float *wf;   /* [IC][OC] P's int8 weights as float, transposed */
     float *ws;   /* [OC] */
     float *bias; /* [OC] B / y_scale (0 without B) */
+    bool amx;    /* the projection on AMX tiles (sp_amx_ok) */
+    int64_t ICs; /* quads of a weight column: ICq, or K rounded to 64 / 4 (AMX) */
 };
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -107,6 +110,15 @@ bool pr_seproj_ok(const pr_graph *g, const pr_node *m, const pr_node *p) {
 #endif
 }
 
+/* The projection's sums on AMX-INT8 tiles (sp_amx_range) where the CPU has
+ * them, unless PRECIS_SEPROJ_AMX=0 (read when the block is made: A/B). */
+static bool sp_amx_ok(void) {
+    const char *e = getenv("PRECIS_SEPROJ_AMX");
+    return !(e && !strcmp(e, "0")) && pr_cpu_qamx_available();
+}
+
+bool pr_seproj_amx(const pr_seproj *s) { return s && s->amx; }
+
 void pr_seproj_free(pr_seproj *s) {
     if (!s) return;
     free(s->wf);
@@ -129,6 +141,8 @@ pr_seproj *pr_seproj_new(const pr_graph *g, const pr_node *m, const pr_node *p) 
     s->IC = W->dims[1];
     s->OCv = s->OC / 16;
     s->ICq = s->IC / 4;
+    s->amx = sp_amx_ok();
+    s->ICs = s->amx ? (s->IC + 63) / 64 * 16 : s->ICq;
     s->y_inv = 1.0f / pr_attr_float(p, "y_scale", 1.0f);
     s->z_scale = Z ? pr_attr_float(p, "z_scale", 1.0f) : 0.0f;
     s->wf = malloc((size_t)(s->OC * s->IC) * sizeof(float));
@@ -150,8 +164,9 @@ pr_seproj *pr_seproj_new(const pr_graph *g, const pr_node *m, const pr_node *p) 
 
 #ifdef PR_CPU_X86
 /* Per image: u' = round(W g * 127 / max|W g|) per output channel in q1x1's
- * layout [OCv][ICq][16][4], the int8-T start -128 sum(u') and the output
- * scale t_scale w_scale (max / 127) / y_scale. */
+ * layout [OCv][ICs][16][4] (quads ICq .. ICs - 1 zero: AMX's B tiles, whose
+ * layout this is with ICs a multiple of 16), the int8-T start -128 sum(u')
+ * and the output scale t_scale w_scale (max / 127) / y_scale. */
 static Q1_VNNI void sp_weights(const pr_seproj *s, const float *gate, int8_t *wq, int32_t *comp,
                                float *sc) {
     const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq;
@@ -159,16 +174,22 @@ static Q1_VNNI void sp_weights(const pr_seproj *s, const float *gate, int8_t *wq
     const __m512i lo8 = _mm512_set1_epi32(0xff);
     for (int64_t v = 0; v < s->OCv; v++) { /* 16 output channels in the lanes */
         const float *wc = s->wf + 16 * v;
-        __m512 mx = _mm512_setzero_ps();
+        /* four chains (max is exact: the same maximum in any order) */
+        __m512 m4[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                        _mm512_setzero_ps()};
         for (int64_t c = 0; c < IC; c++)
-            mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(wc + c * OC),
-                                                               _mm512_set1_ps(gate[c]))));
+            m4[c & 3] =
+                _mm512_max_ps(m4[c & 3], _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(wc + c * OC),
+                                                                     _mm512_set1_ps(gate[c]))));
+        const __m512 mx = _mm512_max_ps(_mm512_max_ps(m4[0], m4[1]), _mm512_max_ps(m4[2], m4[3]));
         /* m > 0 finite: f = 127 / m, else 0 (a zero row) */
         const __mmask16 ok = _mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ) &
                              _mm512_cmp_ps_mask(mx, _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
         const __m512 f = _mm512_maskz_div_ps(ok, _mm512_set1_ps(127.0f), mx);
         __m512i sum = _mm512_setzero_si512();
-        __m512i *dst = (__m512i *)wq + v * ICq;
+        __m512i *dst = (__m512i *)wq + v * s->ICs;
+        for (int64_t k = ICq; k < s->ICs; k++)
+            _mm512_store_si512((void *)(dst + k), _mm512_setzero_si512());
         for (int64_t k = 0; k < ICq; k++) {
             __m512i q[4];
             for (int j = 0; j < 4; j++) {
@@ -209,7 +230,7 @@ Q1_INLINE __m512 sp_zf(const uint8_t *z, bool s8) {
 Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *comp, const float *sc,
                        const uint8_t *x, const uint8_t *z, uint8_t *y, int PT, int NV, __m512 lo,
                        __m512 hi, __m512 zs, bool FL) {
-    const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq;
+    const int64_t IC = s->IC, OC = s->OC, ICq = s->ICq, ICs = s->ICs;
     /* FL: an int8 T biased here (the dword through a register, broadcast
      * by the vector unit's shuffle port); else T's bytes as they are (a
      * uint8 T, or an int8 one biased beforehand, pr_q1_flip): a broadcast load */
@@ -231,9 +252,9 @@ Q1_INLINE void sp_tile(const pr_seproj *s, const __m512i *wq, const int32_t *com
 #undef SP_ACC
     for (int64_t k = 0; k < ICq; k++) {
         const __m512i w0 = _mm512_load_si512((const void *)(wq + k));
-        const __m512i w1 = NV > 1 ? _mm512_load_si512((const void *)(wq + ICq + k)) : zero;
-        const __m512i w2 = NV > 2 ? _mm512_load_si512((const void *)(wq + 2 * ICq + k)) : zero;
-        const __m512i w3 = NV > 3 ? _mm512_load_si512((const void *)(wq + 3 * ICq + k)) : zero;
+        const __m512i w1 = NV > 1 ? _mm512_load_si512((const void *)(wq + ICs + k)) : zero;
+        const __m512i w2 = NV > 2 ? _mm512_load_si512((const void *)(wq + 2 * ICs + k)) : zero;
+        const __m512i w3 = NV > 3 ? _mm512_load_si512((const void *)(wq + 3 * ICs + k)) : zero;
 #define SP_DOT(p)                                                                                  \
     do {                                                                                           \
         const __m512i b = q1_x4(x + (p)*IC, k, flip);                                              \
@@ -338,6 +359,138 @@ sp_pixels_fl(const pr_seproj *restrict s, const __m512i *wq, const int32_t *comp
     sp_pixels_t(s, wq, comp, sc, x, z, y, P, true);
 }
 
+/* The sums on AMX-INT8 tiles: per image, blocks of 32 pixels (2 A tiles of
+ * 16 rows) x 32 output channels (2 B tiles, the per-image weights as
+ * sp_weights lays them out), 64 bytes of K a step (TDPBSSD for an int8 T,
+ * TDPBUSD for a uint8 one: no bias, no start term; the int32 sums equal
+ * the vpdpbusd ones, so the epilogue, sp_tile's, makes the same bytes).
+ * The A tiles are read straight from T at a row stride of IC bytes: the
+ * bytes past a pixel's IC meet the weights' zero quads (ICq .. ICs), rows
+ * past the part's pixels are not stored; a block whose reads would pass
+ * T's end is copied into scratch first. */
+#define SPA_ISA                                                                                    \
+    __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c," \
+                          "fma")))
+typedef struct __attribute__((aligned(64))) spa_cfg {
+    uint8_t palette, start_row, rsv[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} spa_cfg;
+/* tiles 0-3: C (rows 0-15 x ch 0-15, 0-15 x 16-31, 16-31 x 0-15, 16-31 x
+ * 16-31), 4-5: A rows 0-15 / 16-31, 6-7: B channels 0-15 / 16-31 */
+static const spa_cfg spa_config = {
+    1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+#define SPA_BARRIER() __asm__ volatile("" ::: "memory")
+
+/* C[32][32] int32 (stride 32) of the 32 rows at a (stride lda) x the
+ * channels of B0 (and B1 when two): rows 16-31 only when full. */
+static inline __attribute__((always_inline)) SPA_ISA void
+spa_mm(const uint8_t *a, int64_t lda, const int8_t *B0, const int8_t *B1, int64_t KS, int32_t *C,
+       bool u8, bool two, bool full) {
+    SPA_BARRIER();
+    _tile_zero(0);
+    if (two) _tile_zero(1);
+    if (full) _tile_zero(2);
+    if (full && two) _tile_zero(3);
+    for (int64_t ks = 0; ks < KS; ks++) {
+        _tile_loadd(4, a + ks * 64, lda);
+        if (full) _tile_loadd(5, a + 16 * lda + ks * 64, lda);
+        _tile_loadd(6, B0 + ks * 1024, 64);
+        if (two) _tile_loadd(7, B1 + ks * 1024, 64);
+        if (u8) {
+            _tile_dpbusd(0, 4, 6);
+            if (two) _tile_dpbusd(1, 4, 7);
+            if (full) _tile_dpbusd(2, 5, 6);
+            if (full && two) _tile_dpbusd(3, 5, 7);
+        } else {
+            _tile_dpbssd(0, 4, 6);
+            if (two) _tile_dpbssd(1, 4, 7);
+            if (full) _tile_dpbssd(2, 5, 6);
+            if (full && two) _tile_dpbssd(3, 5, 7);
+        }
+    }
+    _tile_stored(0, C, 128);
+    if (two) _tile_stored(1, C + 16, 128);
+    if (full) _tile_stored(2, C + 16 * 32, 128);
+    if (full && two) _tile_stored(3, C + 16 * 32 + 16, 128);
+    SPA_BARRIER();
+}
+
+/* sp_tile's epilogue of rows x NV (1 or 2) vectors of C (channels m0 ..)
+ * into y / z (rows of OC bytes). */
+static inline __attribute__((always_inline)) SPA_ISA void
+spa_epi(const pr_seproj *s, const int32_t *C, const float *sc, const uint8_t *z, uint8_t *y,
+        int64_t rows, int64_t m0, int NV, __m512 lo, __m512 hi, __m512 zs) {
+    const int64_t OC = s->OC;
+    const bool zs8 = s->zdt == PRECIS_INT8;
+    for (int v = 0; v < NV; v++) {
+        const __m512 scv = _mm512_loadu_ps(sc + m0 + 16 * v),
+                     bv = _mm512_loadu_ps(s->bias + m0 + 16 * v);
+        for (int64_t r = 0; r < rows; r++) {
+            __m512 f = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(C + r * 32 + 16 * v))), scv,
+                bv);
+            if (z) f = _mm512_fmadd_ps(sp_zf(z + r * OC + m0 + 16 * v, zs8), zs, f);
+            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+            _mm_storeu_si128((__m128i *)(y + r * OC + m0 + 16 * v),
+                             _mm512_cvtepi32_epi8(_mm512_cvt_roundps_epi32(
+                                 f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        }
+    }
+}
+
+/* Pixels [0, P) from t (image n's part; its bytes end at tend) into y / z;
+ * tiles configured. A: 32 x Kp bytes of scratch, C: 2 x 32 x 32 int32. */
+static SPA_ISA __attribute__((noinline)) void
+spa_pixels(const pr_seproj *s, const int8_t *wq, const float *sc, const uint8_t *t,
+           const uint8_t *tend, const uint8_t *z, uint8_t *y, int64_t P, uint8_t *A, int32_t *C) {
+    const int64_t IC = s->IC, OC = s->OC, KS = s->ICs / 16, Kp = KS * 64;
+    const bool u8 = s->tdt == PRECIS_UINT8, yu8 = s->ydt == PRECIS_UINT8;
+    const __m512 lo = _mm512_set1_ps(yu8 ? 0.0f : -128.0f), hi = _mm512_set1_ps(yu8 ? 255.0f : 127.0f);
+    const __m512 zs = _mm512_set1_ps(s->z_scale * s->y_inv);
+    int32_t *Cb[2] = {C, C + 32 * 32};
+    int cur = 0;
+    bool pend = false;
+    int64_t pp = 0, prows = 0, pm0 = 0;
+    int pnv = 0;
+    for (int64_t p = 0; p < P; p += 32) {
+        const int64_t rows = P - p < 32 ? P - p : 32;
+        const bool full = rows > 16;
+        const uint8_t *a = t + p * IC;
+        int64_t lda = IC;
+        if (tend - a < (full ? 31 : 15) * IC + Kp) { /* the tiles would read past T */
+            for (int64_t r = 0; r < rows; r++) memcpy(A + r * Kp, a + r * IC, (size_t)IC);
+            a = A;
+            lda = Kp;
+        }
+        for (int64_t m0 = 0; m0 < OC; m0 += 32) {
+            const int nv = OC - m0 >= 32 ? 2 : 1;
+            const int8_t *B0 = wq + (m0 / 16) * s->ICs * 64;
+            spa_mm(a, lda, B0, B0 + s->ICs * 64, KS, Cb[cur], u8, nv == 2, full);
+            if (pend)
+                spa_epi(s, Cb[cur ^ 1], sc, z ? z + pp * OC : NULL, y + pp * OC, prows, pm0, pnv,
+                        lo, hi, zs);
+            pend = true;
+            pp = p, prows = rows, pm0 = m0, pnv = nv;
+            cur ^= 1;
+        }
+    }
+    if (pend)
+        spa_epi(s, Cb[cur ^ 1], sc, z ? z + pp * OC : NULL, y + pp * OC, prows, pm0, pnv, lo, hi,
+                zs);
+}
+
+static SPA_ISA void spa_config_load(void) {
+    SPA_BARRIER();
+    _tile_loadconfig(&spa_config);
+    SPA_BARRIER();
+}
+static SPA_ISA void spa_release(void) {
+    SPA_BARRIER();
+    _tile_release();
+    SPA_BARRIER();
+}
+
 /* PRECIS_SEPROJ_FLIP=0: an int8 T biased in the kernel's loop (A/B). */
 static bool sp_flip_on(void) {
     static int on = -1;
@@ -363,11 +516,34 @@ precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_ke
     const int64_t q0 = P * part / parts / 8 * 8,
                   q1 = part + 1 == parts ? P : P * (part + 1) / parts / 8 * 8;
     if (q1 <= q0) return PRECIS_OK;
-    const size_t wbytes = (size_t)(s->OCv * s->ICq * 64);
+    const size_t wbytes = (size_t)(s->OCv * s->ICs * 64);
     /* an int8 T: this part of each image biased once into scratch (tb), so
      * that the tiles broadcast its dwords from memory: cls b8 t1 1337 ->
      * 1281 us with the bias left out altogether (the kernel's loop was
      * bound by its register broadcasts) */
+    if (s->amx) {
+        const int64_t Kp = s->ICs * 4;
+        const size_t abytes = (size_t)(32 * Kp), cbytes = 2 * 32 * 32 * sizeof(int32_t);
+        unsigned char *scr =
+            pr_cpu_scratch(x, wbytes + abytes + cbytes + (size_t)s->OC * 2 * sizeof(float));
+        if (!scr) return pr_kernelf((pr_kernel *)kp, PRECIS_ERR_OOM, "out of memory");
+        int8_t *wq = (int8_t *)scr;
+        uint8_t *A = scr + wbytes;
+        int32_t *C = (int32_t *)(A + abytes);
+        float *sc = (float *)(C + 2 * 32 * 32);
+        int32_t *comp = (int32_t *)(sc + s->OC); /* not used: no start term on AMX */
+        const uint8_t *tend = (const uint8_t *)T->data + T->nbytes;
+        spa_config_load();
+        for (int64_t n = n0; n < n1; n++) {
+            sp_weights(s, (const float *)G->data + n * s->IC, wq, comp, sc);
+            const int64_t p0 = n * P + q0;
+            spa_pixels(s, wq, sc, (const uint8_t *)T->data + p0 * s->IC, tend,
+                       Z ? (const uint8_t *)Z->data + p0 * s->OC : NULL,
+                       (uint8_t *)Y->data + p0 * s->OC, q1 - q0, A, C);
+        }
+        spa_release();
+        return PRECIS_OK;
+    }
     const bool fl = s->tdt == PRECIS_INT8 && sp_flip_on();
     const size_t sbytes = wbytes + (size_t)s->OC * 2 * sizeof(float) + 64;
     const size_t tbytes = fl ? (size_t)((q1 - q0) * s->IC) + 64 : 0;

@@ -44,6 +44,8 @@ typedef struct qs_state {
     int32_t wd[8][9]; /* output channel o, tap ky * 3 + kx: bytes c < C */
     int32_t comp[8];   /* the sums' start: -128 * sum(w[o]) for an int8 src */
     uint8_t tr[2][64]; /* vpermt2b indices of the NHWC transpose (qs_tables) */
+    uint8_t trp[2][64]; /* the same from the packed sources (qs_tables) */
+    bool pk;            /* the epilogue without its clamp, through packs (qs_pk_ok) */
 } qs_state;
 
 static bool q8(pr_dtype dt) { return dt == PRECIS_INT8 || dt == PRECIS_UINT8; }
@@ -122,14 +124,44 @@ static void qs_destroy(void *state) {
 
 /* The transpose of the 16 pixels x OC channel bytes (channel o's 16 bytes
  * at o * 16 in the sources) into NHWC (pixel i's OC bytes at i * OC):
- * output vector j's byte q is source byte tr[j][q] of the pair of sources. */
+ * output vector j's byte q is source byte tr[j][q] of the pair of sources.
+ * trp: the same from sources made by the saturating packs (qs_pk_ok), whose
+ * 128-bit lanes interleave 4 channels x 4 pixels: channel 4 z + k, pixel i
+ * at byte 64 z + 16 (i / 4) + 4 k + i % 4. */
 static void qs_tables(qs_state *s) {
     const int OC = (int)s->OC;
     for (int j = 0; j < OC / 4; j++)
         for (int q = 0; q < 64; q++) {
             const int b = j * 64 + q, i = b / OC, o = b % OC;
             s->tr[j][q] = (uint8_t)((o * 16 + i) & 127);
+            const int z = (o / 4) & 1, k = o % 4;
+            s->trp[j][q] = (uint8_t)(64 * z + 16 * (i / 4) + 4 * k + i % 4);
         }
+}
+
+/* The epilogue without the output clamp (q1_epv's SAT), its int32 values
+ * through saturating int32 -> int16 -> int8 packs, where every value before
+ * the clamp is within +-2^30 (q1x1's bound, k_q1x1.c: |sum| <= 9 C 255 128;
+ * the acts do not grow it beyond their bounds; act2 and 1 / y_scale), so
+ * that the conversion cannot overflow and the packs clamp as the min / max
+ * did (the bounds are integers: clamp and round commute): the same bytes.
+ * PRECIS_QACT_SAT=0 (read at prepare): never. */
+static bool qs_pk_ok(const qs_state *s) {
+    const qfc_state *q = s->q;
+    const char *env = getenv("PRECIS_QACT_SAT");
+    if ((env && !strcmp(env, "0")) || q->ydt == PRECIS_FLOAT32) return false;
+    const double amax = 9.0 * (double)s->C * 255.0 * 128.0;
+    const double a2 = q->act2.kind == PR_ACT_AFFINE ? fabs((double)q->act2.alpha) : 1.0;
+    const double b2 = q->act2.kind == PR_ACT_AFFINE ? fabs((double)q->act2.beta) : 0.0;
+    for (int64_t m = 0; m < s->OC; m++) {
+        double r = (amax + fabs((double)q->bi[m])) * fabs((double)q->sc[m]);
+        if (q->act.kind == PR_ACT_CLIP)
+            r = fmax(r, fmax(fabs((double)q->act.alpha), fabs((double)q->act.beta)));
+        r = a2 * r + b2;
+        if (!q->folded) r *= fabs((double)q->inv);
+        if (!(r < (double)(1 << 30))) return false;
+    }
+    return true;
 }
 
 static precis_status qs_prepare(const pr_graph *g, const pr_node *n, const pr_cpu_cfg *cfg,
@@ -170,6 +202,7 @@ static precis_status qs_prepare(const pr_graph *g, const pr_node *n, const pr_cp
         s->comp[o] = s8 ? -128 * sum : 0;
     }
     qs_tables(s);
+    s->pk = qs_pk_ok(s);
     *state = s;
     return PRECIS_OK;
 }
@@ -215,11 +248,11 @@ static QS_ISA void qs_expand(const qs_state *s, const qs_geo *g, const uint8_t *
 /* Output row oy of one image from its expanded rows (e: row 0), into y (the
  * row's NHWC bytes); OC (8), the act and act2 as constants. */
 QS_INLINE void qs_row_t(const qs_state *s, const q1_c *c, const qs_geo *g, const int32_t *e,
-                        int64_t oy, uint8_t *y, int OC, int AK, bool A2) {
+                        int64_t oy, uint8_t *y, int OC, int AK, bool A2, bool PK) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i t0 = _mm512_loadu_si512((const void *)s->tr[0]);
-    const __m512i t1 = _mm512_loadu_si512((const void *)s->tr[1]);
+    const __m512i t0 = _mm512_loadu_si512((const void *)(PK ? s->trp[0] : s->tr[0]));
+    const __m512i t1 = _mm512_loadu_si512((const void *)(PK ? s->trp[1] : s->tr[1]));
     const int32_t *r0 = e + 2 * oy * g->RW;
     for (int64_t ox0 = 0; ox0 < g->OW; ox0 += 16) {
         __m512i acc[8];
@@ -235,7 +268,14 @@ QS_INLINE void qs_row_t(const qs_state *s, const q1_c *c, const qs_geo *g, const
             }
         }
         __m512i z[2]; /* channels 4q..4q+3, 16 bytes each */
-        for (int q = 0; q < OC / 4; q++) {
+        for (int q = 0; PK && q < OC / 4; q++) { /* lanes: 4 channels x 4 pixels (trp) */
+#define QS_EP(o) q1_epv(c, acc[o], _mm512_set1_ps(c->bi[o]), _mm512_set1_ps(c->sc[o]), AK, A2, true)
+            const __m512i a = _mm512_packs_epi32(QS_EP(4 * q), QS_EP(4 * q + 1));
+            const __m512i b = _mm512_packs_epi32(QS_EP(4 * q + 2), QS_EP(4 * q + 3));
+#undef QS_EP
+            z[q] = c->u8 ? _mm512_packus_epi16(a, b) : _mm512_packs_epi16(a, b);
+        }
+        for (int q = 0; !PK && q < OC / 4; q++) {
             __m128i v[4];
             for (int k = 0; k < 4; k++) {
                 const int o = q * 4 + k;
@@ -263,29 +303,32 @@ QS_INLINE void qs_row_t(const qs_state *s, const q1_c *c, const qs_geo *g, const
 /* One function per (OC, act, act2) (k_q1x1.c's reason: one frame each). */
 typedef void (*qs_row_fn)(const qs_state *s, const q1_c *c, const qs_geo *g, const int32_t *e,
                           int64_t oy, uint8_t *y);
-#define QS_VAR(NAME, OC, AK, A2)                                                                   \
+#define QS_VAR(NAME, OC, AK, A2, PK)                                                               \
     static QS_ISA __attribute__((noinline)) void NAME(const qs_state *s, const q1_c *c,           \
                                                       const qs_geo *g, const int32_t *e,          \
                                                       int64_t oy, uint8_t *y) {                   \
-        qs_row_t(s, c, g, e, oy, y, OC, AK, A2);                                                   \
+        qs_row_t(s, c, g, e, oy, y, OC, AK, A2, PK);                                               \
     }
-#define QS_VARS(OC)                                                                                \
-    QS_VAR(qs_none_##OC, OC, PR_ACT_NONE, false)                                                   \
-    QS_VAR(qs_none_a2_##OC, OC, PR_ACT_NONE, true)                                                 \
-    QS_VAR(qs_relu_##OC, OC, PR_ACT_RELU, false)                                                   \
-    QS_VAR(qs_relu_a2_##OC, OC, PR_ACT_RELU, true)                                                 \
-    QS_VAR(qs_clip_##OC, OC, PR_ACT_CLIP, false)                                                   \
-    QS_VAR(qs_clip_a2_##OC, OC, PR_ACT_CLIP, true)                                                 \
-    QS_VAR(qs_hsw_##OC, OC, PR_ACT_HARD_SWISH, false)                                              \
-    QS_VAR(qs_hsw_a2_##OC, OC, PR_ACT_HARD_SWISH, true)
-QS_VARS(8)
+#define QS_VARS(OC, PK, S)                                                                         \
+    QS_VAR(qs_none_##OC##S, OC, PR_ACT_NONE, false, PK)                                            \
+    QS_VAR(qs_none_a2_##OC##S, OC, PR_ACT_NONE, true, PK)                                          \
+    QS_VAR(qs_relu_##OC##S, OC, PR_ACT_RELU, false, PK)                                            \
+    QS_VAR(qs_relu_a2_##OC##S, OC, PR_ACT_RELU, true, PK)                                          \
+    QS_VAR(qs_clip_##OC##S, OC, PR_ACT_CLIP, false, PK)                                            \
+    QS_VAR(qs_clip_a2_##OC##S, OC, PR_ACT_CLIP, true, PK)                                          \
+    QS_VAR(qs_hsw_##OC##S, OC, PR_ACT_HARD_SWISH, false, PK)                                       \
+    QS_VAR(qs_hsw_a2_##OC##S, OC, PR_ACT_HARD_SWISH, true, PK)
+QS_VARS(8, false, )
+QS_VARS(8, true, _pk)
 #undef QS_VARS
 #undef QS_VAR
 
-/* [act: none, Relu, Clip, HardSwish][act2 Affine] */
-static const qs_row_fn qs_fns[4][2] = {
-    {qs_none_8, qs_none_a2_8}, {qs_relu_8, qs_relu_a2_8}, {qs_clip_8, qs_clip_a2_8},
-    {qs_hsw_8, qs_hsw_a2_8}};
+/* [packs (qs_state.pk)][act: none, Relu, Clip, HardSwish][act2 Affine] */
+static const qs_row_fn qs_fns[2][4][2] = {
+    {{qs_none_8, qs_none_a2_8}, {qs_relu_8, qs_relu_a2_8}, {qs_clip_8, qs_clip_a2_8},
+     {qs_hsw_8, qs_hsw_a2_8}},
+    {{qs_none_8_pk, qs_none_a2_8_pk}, {qs_relu_8_pk, qs_relu_a2_8_pk},
+     {qs_clip_8_pk, qs_clip_a2_8_pk}, {qs_hsw_8_pk, qs_hsw_a2_8_pk}}};
 
 /* Task t: image t / nb, its band t % nb of B output rows (expanded rows
  * into Et, then the output rows). */
@@ -307,12 +350,12 @@ static QS_ISA void qs_go(const qs_state *s, const qs_geo *gp, const uint8_t *xd,
     const qfc_state *q = s->q;
     const q1_c c = {q->sc, q->bi, NULL, NULL, 0, s->OC, 0, 0, q->ydt == PRECIS_UINT8,
                     PV_C(q->act.alpha), PV_C(q->act.beta), PV_C(q->act2.alpha),
-                    PV_C(q->act2.beta), PV_C(q->inv), PV_C(q->lo), PV_C(q->hi)};
+                    PV_C(q->act2.beta), PV_C(q->inv), PV_C(q->lo), PV_C(q->hi), false};
     const int ak = q->act.kind == PR_ACT_RELU ? 1
                    : q->act.kind == PR_ACT_CLIP ? 2
                    : q->act.kind == PR_ACT_HARD_SWISH ? 3
                                                        : 0;
-    const qs_row_fn fn = qs_fns[ak][q->act2.kind == PR_ACT_AFFINE];
+    const qs_row_fn fn = qs_fns[s->pk][ak][q->act2.kind == PR_ACT_AFFINE];
     const int64_t img = g.IH * g.IW * s->C, orow = g.OW * s->OC, nb = (g.OH + B - 1) / B;
     if (nt < 2) { /* no region: even a serial one costs ~0.3 us (NOTES.md) */
         for (int64_t t = 0; t < N * nb; t++) qs_task(s, &c, &g, fn, xd, yd, img, orow, nb, B, t, E);

@@ -30,8 +30,9 @@
  *       squeeze-excitation FCs after a GlobalAveragePool): a matrix-vector
  *       product per image, bias, act, act2, int8/uint8/float32 out, no Z.
  *   pr_cpu_impl_q1x1  (k_q1x1.c) 1x1 stride-1 QConv on NHWC images, IC a
- *       multiple of 4 up to 256, OC >= max(16, IC), int8/uint8 out, act
- *       none/Relu/Clip/HardSwish/Swish, act2 none/Affine, no Z; images over 4096
+ *       multiple of 4 up to 256, OC >= max(16, IC) (or 8 from up to 32),
+ *       int8/uint8 out, act none/Relu/Clip/HardSwish/Swish, act2 none/Affine,
+ *       no Z (but OC 8 with no act: an int8/uint8 Z); images over 4096
  *       pixels run a dnnl.qconv primitive kept in its state; needs
  *       AVX512-VNNI (declined otherwise).
  *   pr_cpu_impl_qstem  (k_qstem.c) 3x3 stride-2 QConv of 1..4 NHWC input

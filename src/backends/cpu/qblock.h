@@ -61,6 +61,7 @@ pr_seproj *pr_seproj_new(const pr_graph *g, const pr_node *m, const pr_node *p);
 precis_status pr_seproj_run(const pr_seproj *s, const pr_kernel *km, const pr_kernel *kp,
                             int64_t n0, int64_t n1, int part, int parts, pr_cpu_exec *x);
 void pr_seproj_free(pr_seproj *s);
+bool pr_seproj_amx(const pr_seproj *s); /* its sums on AMX tiles */
 
 /* Frees the per-thread execs a block run made on x (not x itself). */
 void pr_cpu_exec_free_subs(pr_cpu_exec *x);
