@@ -308,8 +308,8 @@ static bool stem_pool_on(void) {
 /* The ints attribute name of n equal to want[0..len) (absent: equal to dflt). */
 static bool ints_are(const pr_node *n, const char *name, int len, const int64_t *want, int64_t dflt) {
     const int64_t *v;
-    int k = pr_attr_ints(n, name, &v);
-    if (k == 0) {
+    int k = pr_attr_ints(n, name, &v); /* -1: absent */
+    if (k <= 0) {
         for (int i = 0; i < len; i++)
             if (want[i] != dflt) return false;
         return true;
