@@ -1190,17 +1190,19 @@ static void test_stem_pool(void) {
                 CHECK(ok);
                 if (!ok) fprintf(stderr, "%s: ref failed: %s\n", label, e.msg);
                 const size_t ybytes = (size_t)nb * No * OH * OW, obytes = (size_t)nb * No * PH * PW;
-                unsigned char *got[4] = {malloc(obytes), malloc(obytes), malloc(obytes),
-                                         malloc(obytes)};
+                unsigned char *got[5] = {malloc(obytes), malloc(obytes), malloc(obytes),
+                                         malloc(obytes), malloc(obytes)};
                 /* modes: 0 fused, the MaxPool's own buffer; 1 fused, sharing the conv's,
                  * units of 2..4 pooled rows; 2 PRECIS_CUDA_STEM_POOL=0; 3 fused, a unit an
-                 * image (at these batches the launcher picks 1 row a unit) */
+                 * image (at these batches the launcher picks 1 row a unit); 4 fused, the
+                 * 1 x 4 warp layout (PRECIS_CUDA_STEM=2) */
                 char rf[16];
                 snprintf(rf, sizeof rf, "r%d", mode_r(si));
-                for (int mode = 0; mode < 4 && ok; mode++) {
+                for (int mode = 0; mode < 5 && ok; mode++) {
                     if (mode == 1) setenv("PRECIS_CUDA_STEM_POOL", rf, 1);
                     if (mode == 2) setenv("PRECIS_CUDA_STEM_POOL", "0", 1);
                     if (mode == 3) setenv("PRECIS_CUDA_STEM_POOL", "r9999", 1);
+                    if (mode == 4) setenv("PRECIS_CUDA_STEM", "2", 1);
                     if (xk == 1) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
                     pr_graph *gi = sp_graph(&t, &p, xd, yd, nb, ci, H, W, No, OH, OW, PH, PW, sw,
                                             ws, bs, true, xnhwc);
@@ -1256,11 +1258,12 @@ static void test_stem_pool(void) {
                     pr_graph_destroy(gi);
                     unsetenv("PRECIS_CUDA_U8_BIAS");
                     unsetenv("PRECIS_CUDA_STEM_POOL");
+                    unsetenv("PRECIS_CUDA_STEM");
                     ok = sok;
                 }
                 if (ok) { /* NHWC device bytes vs ref's NCHW; biased read back as q */
                     int bad = 0;
-                    for (int mode = 0; mode < 4; mode++)
+                    for (int mode = 0; mode < 5; mode++)
                         if (xk == 1 && u8y) cu_flip_bytes(got[mode], obytes);
                     const unsigned char *r = ro->data;
                     for (int64_t i = 0; i < (int64_t)obytes; i++) {
@@ -1269,18 +1272,20 @@ static void test_stem_pool(void) {
                         int gv = u8y ? got[0][i] : (int8_t)got[0][i];
                         int rv = u8y ? r[ri] : (int8_t)r[ri];
                         if (got[0][i] != got[1][i] || got[0][i] != got[2][i] ||
-                            got[0][i] != got[3][i] || abs(gv - rv) > 1) {
+                            got[0][i] != got[3][i] || got[0][i] != got[4][i] ||
+                            abs(gv - rv) > 1) {
                             if (bad++ < 3)
                                 fprintf(stderr, "%s: element %lld: fused %d / shared %d / "
-                                        "unfused %d / a unit an image %d, ref %d\n", label,
+                                        "unfused %d / a unit an image %d / 1x4 %d, ref %d\n", label,
                                         (long long)ri, gv, u8y ? got[1][i] : (int8_t)got[1][i],
                                         u8y ? got[2][i] : (int8_t)got[2][i],
-                                        u8y ? got[3][i] : (int8_t)got[3][i], rv);
+                                        u8y ? got[3][i] : (int8_t)got[3][i],
+                                        u8y ? got[4][i] : (int8_t)got[4][i], rv);
                         }
                     }
                     CHECK(bad == 0);
                 }
-                for (int m = 0; m < 4; m++) free(got[m]);
+                for (int m = 0; m < 5; m++) free(got[m]);
                 for (int i = 0; i < 4; i++) pr_buf_free(&rin[i]);
                 pr_buf_free(ry);
                 pr_buf_free(ro);

@@ -360,14 +360,13 @@ int stem_check(const void *x, const void *w, const pr_cu_igemm *p, const pr_cu_q
 template <bool POOL>
 int stem_run(cudaStream_t s, const void *x, const void *w, const pr_cu_igemm *p,
              const pr_cu_qepi *q, int NT, int TPR, stem_pool pl, bool wm1) {
-    constexpr int WM1 = POOL ? 2 : 1; // the pool only with the 2 x 2 warps
     if (p->x_u8 == PR_CU_X_U8) { // exact u8 x s8 sums: no 128 * sum_k w correction
         pr_cu_qepi q2 = *q;
         q2.acc_off = NULL;
-        return wm1 ? launch<true, WM1, POOL>(s, x, w, p, &q2, NT, TPR, pl)
+        return wm1 ? launch<true, 1, POOL>(s, x, w, p, &q2, NT, TPR, pl)
                    : launch<true, 2, POOL>(s, x, w, p, &q2, NT, TPR, pl);
     }
-    return wm1 ? launch<false, WM1, POOL>(s, x, w, p, q, NT, TPR, pl)
+    return wm1 ? launch<false, 1, POOL>(s, x, w, p, q, NT, TPR, pl)
                : launch<false, 2, POOL>(s, x, w, p, q, NT, TPR, pl);
 }
 
@@ -398,7 +397,7 @@ extern "C" int pr_cu_stem_pool_s8(void *stream, const void *x, const void *w,
     // at small batches, where the choice is 1); default the launcher's choice
     const char *env = getenv("PRECIS_CUDA_STEM_POOL");
     int R = env && env[0] == 'r' ? atoi(env + 1) : 0;
-    // the 1 x 4 warp layout (PRECIS_CUDA_STEM=2) is not built with the pool
+    // PRECIS_CUDA_STEM=2: the 1 x 4 warp layout here too (4 blocks an SM)
     return stem_run<true>((cudaStream_t)stream, x, w, p, q, (int)NT, (int)TPR,
-                          stem_pool{(int)PH, (int)PW, R > 0 ? R : 0, 1}, false);
+                          stem_pool{(int)PH, (int)PW, R > 0 ? R : 0, 1}, stem_wm1());
 }
