@@ -617,7 +617,7 @@ static void test_stem(void) {
                     if ((mode == 2 || mode == 3) && !wg) continue;
                     setenv("PRECIS_CUDA_IGEMM", mode == 2 || mode == 3 ? "t8" : "t3", 1);
                     if (mode == 1) setenv("PRECIS_CUDA_STEM", "0", 1);
-                    if (mode == 4) setenv("PRECIS_CUDA_STEM", "2", 1);
+                    if (mode == 4) setenv("PRECIS_CUDA_STEM_POOL", "w2", 1);
                     if (mode == 2) setenv("PRECIS_CUDA_IGEMM_EPI", "0", 1);
                     if (xk == 1) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
                     cu_bias_io = xk == 1 ? 1u | (u8y ? 1u << 16 : 0) : 0;
@@ -1195,14 +1195,14 @@ static void test_stem_pool(void) {
                 /* modes: 0 fused, the MaxPool's own buffer; 1 fused, sharing the conv's,
                  * units of 2..4 pooled rows; 2 PRECIS_CUDA_STEM_POOL=0; 3 fused, a unit an
                  * image (at these batches the launcher picks 1 row a unit); 4 fused, the
-                 * 1 x 4 warp layout (PRECIS_CUDA_STEM=2) */
+                 * 2 x 2 warp layout (PRECIS_CUDA_STEM_POOL=w2; the others 1 x 4) */
                 char rf[16];
                 snprintf(rf, sizeof rf, "r%d", mode_r(si));
                 for (int mode = 0; mode < 5 && ok; mode++) {
                     if (mode == 1) setenv("PRECIS_CUDA_STEM_POOL", rf, 1);
                     if (mode == 2) setenv("PRECIS_CUDA_STEM_POOL", "0", 1);
                     if (mode == 3) setenv("PRECIS_CUDA_STEM_POOL", "r9999", 1);
-                    if (mode == 4) setenv("PRECIS_CUDA_STEM", "2", 1);
+                    if (mode == 4) setenv("PRECIS_CUDA_STEM_POOL", "w2", 1);
                     if (xk == 1) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
                     pr_graph *gi = sp_graph(&t, &p, xd, yd, nb, ci, H, W, No, OH, OW, PH, PW, sw,
                                             ws, bs, true, xnhwc);
@@ -1276,7 +1276,7 @@ static void test_stem_pool(void) {
                             abs(gv - rv) > 1) {
                             if (bad++ < 3)
                                 fprintf(stderr, "%s: element %lld: fused %d / shared %d / "
-                                        "unfused %d / a unit an image %d / 1x4 %d, ref %d\n", label,
+                                        "unfused %d / a unit an image %d / 2x2 %d, ref %d\n", label,
                                         (long long)ri, gv, u8y ? got[1][i] : (int8_t)got[1][i],
                                         u8y ? got[2][i] : (int8_t)got[2][i],
                                         u8y ? got[3][i] : (int8_t)got[3][i],

@@ -34,7 +34,8 @@
 // pooled row's running max (pacc, shared) and stores a pooled row's 16 bytes
 // after its last conv row. Max of the bytes conv-then-MaxPool would compare
 // (signed for int8 y and biased storage, unsigned for uint8): the same bytes.
-// Neither the 112 x 112 output nor the MaxPool's pass over it exist.
+// Neither the 112 x 112 output nor the MaxPool's pass over it exist. R: the
+// fewest conv rows on the busiest block (launch); warps 1 x 4 by default here.
 #include "backends/cuda/cu_igemm_epi.cuh"
 #include "backends/cuda/cu_mma.cuh"
 
@@ -394,10 +395,14 @@ extern "C" int pr_cu_stem_pool_s8(void *stream, const void *x, const void *w,
         2 * (PW - 1) > p->OW - 1 || TPR > MAXTPR)
         return (int)cudaErrorInvalidValue;
     // PRECIS_CUDA_STEM_POOL=r<R>: R pooled rows a unit (the tests: units of several rows
-    // at small batches, where the choice is 1); default the launcher's choice
+    // at small batches, where the choice is 1); default the launcher's choice.
+    // =w2: the 2 x 2 warp layout (A/B); default 1 x 4 (124 registers, 4 blocks an SM: at
+    // b256 R 28, 512 units of 56-57 conv rows on 528 blocks, vs 2 x 2's R 19, two units of
+    // ~39 rows on most of 396 blocks; ResNet-50 b256 -0.05 ms in phase 20m's A/B).
+    // Read at each launch (the tests switch it within one process).
     const char *env = getenv("PRECIS_CUDA_STEM_POOL");
     int R = env && env[0] == 'r' ? atoi(env + 1) : 0;
-    // PRECIS_CUDA_STEM=2: the 1 x 4 warp layout here too (4 blocks an SM)
+    const bool w2 = env && !strcmp(env, "w2");
     return stem_run<true>((cudaStream_t)stream, x, w, p, q, (int)NT, (int)TPR,
-                          stem_pool{(int)PH, (int)PW, R > 0 ? R : 0, 1}, stem_wm1());
+                          stem_pool{(int)PH, (int)PW, R > 0 ? R : 0, 1}, !w2);
 }
