@@ -753,7 +753,7 @@ static void test_stem(void) {
                     if ((mode == 2 || mode == 3) && !wg) continue;
                     setenv("PRECIS_CUDA_IGEMM", mode == 2 || mode == 3 ? "t8" : "t3", 1);
                     if (mode == 1) setenv("PRECIS_CUDA_STEM", "0", 1);
-                    if (mode == 4) setenv("PRECIS_CUDA_STEM", "2", 1);
+                    if (mode == 4) setenv("PRECIS_CUDA_STEM_POOL", "w2", 1);
                     if (mode == 2) setenv("PRECIS_CUDA_IGEMM_EPI", "0", 1);
                     if (xk == 1) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
                     cu_bias_io = xk == 1 ? 1u | (u8y ? 1u << 16 : 0) : 0;
@@ -1239,6 +1239,245 @@ static void test_q1x1st(void) {
     q1x1_case("timed", 2, 64, 56, 56, 256, 1, 1.0f, false, true, 1, false, false);
 }
 
+/* The stem's two-node graph for test_stem_pool: x -QConv 7x7 s2 pad 3 (t)-> y -MaxPool 3x3
+ * s2 pads (1, 1, pe, pe) (p)-> o; x, y, o NHWC where lay (x: xnhwc too). */
+static pr_graph *sp_graph(const tnode *t, const tnode *p, pr_dtype xd, pr_dtype yd, int nb, int ci,
+                          int H, int W, int No, int OH, int OW, int PH, int PW, const int8_t *w,
+                          const float *ws, const float *b, bool lay, bool xnhwc) {
+    pr_err e = {0};
+    pr_graph *g = pr_graph_create();
+    const char *names[6] = {"x", "w", "ws", "b", "y", "o"};
+    const int64_t dims[6][4] = {{nb, ci, H, W}, {No, ci, 7, 7}, {No}, {No}, {nb, No, OH, OW},
+                                {nb, No, PH, PW}};
+    const pr_dtype dts[6] = {xd, PRECIS_INT8, PRECIS_FLOAT32, PRECIS_FLOAT32, yd, yd};
+    const void *data[6] = {NULL, w, ws, b, NULL, NULL};
+    int ti[6];
+    for (int i = 0; i < 6; i++) {
+        ti[i] = pr_graph_get_tensor(g, names[i], &e);
+        pr_tensor *x = &g->tensors[ti[i]];
+        x->dtype = dts[i];
+        x->rank = i == 2 || i == 3 ? 1 : 4;
+        memcpy(x->dims, dims[i], sizeof dims[i]);
+        x->layout = lay && (i >= 4 || (i == 0 && xnhwc)) ? PR_LAYOUT_NHWC : PR_LAYOUT_PLAIN;
+        if (data[i]) {
+            x->flags |= PR_T_INIT;
+            x->nbytes = (size_t)pr_numel(x->rank, x->dims) * pr_dtype_size(x->dtype);
+            x->data = malloc(x->nbytes);
+            memcpy(x->data, data[i], x->nbytes);
+            pr_graph_own(g, x->data);
+        }
+    }
+    g->tensors[ti[0]].flags |= PR_T_INPUT;
+    g->tensors[ti[5]].flags |= PR_T_OUTPUT;
+    const tnode *src[2] = {t, p};
+    for (int k = 0; k < 2; k++) {
+        int ni = pr_graph_add_node(g, k ? 1 : 4, 1, 0, &e);
+        pr_node *n = &g->nodes[ni];
+        n->name = src[k]->node.name;
+        n->op_type = src[k]->node.op_type;
+        n->domain = src[k]->node.domain;
+        n->op = src[k]->node.op;
+        n->opset = src[k]->node.opset;
+        n->attrs = src[k]->node.attrs;
+        n->n_attrs = src[k]->node.n_attrs;
+        for (int i = 0; i < (k ? 1 : 4); i++) n->inputs[i] = ti[k ? 4 : i];
+        n->outputs[0] = ti[k ? 5 : 4];
+        g->tensors[ti[k ? 5 : 4]].producer = ni;
+    }
+    return g;
+}
+
+/* The stem with its MaxPool fused (cuda_qgemm.c pr_cu_stem_pool_node, cu_stem.cu's POOL
+ * form): QConv 7x7 s2 pad 3 -> MaxPool 3x3 s2 pads (1, 1, pe, pe), a two-node graph run
+ * by both impls as the engine would (the conv, then the MaxPool reading its output), on
+ * 1 / 3 / 4 channels, uint8 (plain, biased) / int8 x, NCHW / NHWC x, batch 1-3, odd and
+ * even OH / OW, OW over 1-4 64-pixel tiles (a partial last one), Nout 16 / 32 / 64 / 80,
+ * ReLU or none, int8 / uint8 y. Fused with the MaxPool's own output buffer (its copy of
+ * the conv's head) and sharing the conv's (no pass), and PRECIS_CUDA_STEM_POOL=0 (conv
+ * then MaxPool): the fused bytes equal the unfused ones exactly, and ref's within 1 (the
+ * conv's rounding, as test_stem). */
+static int mode_r(int si) { return 2 + si % 3; }
+
+static void test_stem_pool(void) {
+    printf("int8 stem with its MaxPool fused\n");
+    enum { XN = 3 * 4 * 64 * 64 > 2 * 3 * 224 * 224 ? 3 * 4 * 64 * 64 : 2 * 3 * 224 * 224 };
+    static unsigned char ux[XN];
+    static int8_t sx[XN], sw[80 * 4 * 49];
+    static float ws[80], bs[80];
+    rand_u8(ux, XN, 0, 255);
+    rand_i8(sx, XN, -128, 127);
+    rand_i8(sw, 80 * 4 * 49, -127, 127);
+    for (int i = 0; i < 80; i++) {
+        ws[i] = cc_rand(1e-3f, 6e-3f);
+        bs[i] = cc_rand(-1.0f, 1.0f);
+    }
+    /* batch, H, W, Nout, channels, the MaxPool's end pad */
+    static const int shp[7][6] = {{2, 21, 19, 16, 1, 1}, {3, 17, 150, 64, 3, 0},
+                                  {1, 9, 131, 80, 4, 1}, {2, 16, 20, 32, 4, 0},
+                                  {1, 11, 300, 16, 3, 1}, {1, 7, 511, 16, 1, 0},
+                                  {1, 224, 224, 64, 3, 1}};
+    char label[200];
+    for (int si = 0; si < 7; si++)
+        for (int xk = 0; xk < 3; xk++)    /* uint8, biased uint8, int8 x */
+            for (int v = 0; v < 4; v++) { /* bit 0: ReLU, uint8 y (x uint8); bit 1: NHWC x */
+                const int nb = shp[si][0], H = shp[si][1], W = shp[si][2], No = shp[si][3],
+                          ci = shp[si][4], pe = shp[si][5];
+                if (si == 6 && v != 1) continue; /* ResNet-50's stem: one form */
+                const int OH = (H + 6 - 7) / 2 + 1, OW = (W + 6 - 7) / 2 + 1;
+                const int PH = (OH + 1 + pe - 3) / 2 + 1, PW = (OW + 1 + pe - 3) / 2 + 1;
+                const bool relu = v & 1, u8y = xk < 2 && relu, xnhwc = v >> 1;
+                const pr_dtype xd = xk < 2 ? PRECIS_UINT8 : PRECIS_INT8,
+                               yd = u8y ? PRECIS_UINT8 : PRECIS_INT8;
+                const void *xr = xk < 2 ? (const void *)ux : (const void *)sx;
+                tnode t, p;
+                cu_fused_node(&t, PR_OP_QConv, "QConv");
+                n_ints(&t, "pads", (int64_t[]){3, 3, 3, 3}, 4);
+                n_ints(&t, "strides", (int64_t[]){2, 2}, 2);
+                n_ints(&t, "kernel_shape", (int64_t[]){7, 7}, 2);
+                n_float(&t, "x_scale", 0.01f);
+                n_int(&t, "y_type", u8y ? 2 : 3);
+                n_float(&t, "y_scale", 0.1f);
+                if (relu) n_str(&t, "act", "Relu");
+                n_init(&p, PR_OP_MaxPool, "MaxPool", 12);
+                n_ints(&p, "kernel_shape", (int64_t[]){3, 3}, 2);
+                n_ints(&p, "strides", (int64_t[]){2, 2}, 2);
+                n_ints(&p, "pads", (int64_t[]){1, 1, pe, pe}, 4);
+                snprintf(label, sizeof label, "%s x %dx%dx%dx%d%s N %d%s -> %s, pool pads 1/%d",
+                         xk == 0 ? "u8" : xk == 1 ? "u8 biased" : "s8", nb, ci, H, W,
+                         xnhwc ? " nhwc" : "", No, relu ? " relu" : "", u8y ? "u8" : "s8", pe);
+                /* ref: the two nodes on the host, NCHW */
+                pr_err e = {0};
+                pr_graph *gr = sp_graph(&t, &p, xd, yd, nb, ci, H, W, No, OH, OW, PH, PW, sw, ws,
+                                        bs, false, false);
+                pr_buf rin[4], ry[1], ro[1];
+                memset(rin, 0, sizeof rin);
+                memset(ry, 0, sizeof ry);
+                memset(ro, 0, sizeof ro);
+                const int64_t xdims[4] = {nb, ci, H, W}, wdims[4] = {No, ci, 7, 7};
+                pr_buf_alloc(&rin[0], xd, 4, xdims, "x", &e);
+                memcpy(rin[0].data, xr, rin[0].nbytes);
+                pr_buf_alloc(&rin[1], PRECIS_INT8, 4, wdims, "w", &e);
+                memcpy(rin[1].data, sw, rin[1].nbytes);
+                pr_buf_alloc(&rin[2], PRECIS_FLOAT32, 1, (int64_t[]){No}, "ws", &e);
+                memcpy(rin[2].data, ws, rin[2].nbytes);
+                pr_buf_alloc(&rin[3], PRECIS_FLOAT32, 1, (int64_t[]){No}, "b", &e);
+                memcpy(rin[3].data, bs, rin[3].nbytes);
+                const pr_buf *rinp[4] = {&rin[0], &rin[1], &rin[2], &rin[3]}, *ryp[1] = {ry};
+                bool ok = !pr_exec_node(gr, &gr->nodes[0], rinp, ry, 1, &e) &&
+                          !pr_exec_node(gr, &gr->nodes[1], ryp, ro, 1, &e);
+                CHECK(ok);
+                if (!ok) fprintf(stderr, "%s: ref failed: %s\n", label, e.msg);
+                const size_t ybytes = (size_t)nb * No * OH * OW, obytes = (size_t)nb * No * PH * PW;
+                unsigned char *got[5] = {malloc(obytes), malloc(obytes), malloc(obytes),
+                                         malloc(obytes), malloc(obytes)};
+                /* modes: 0 fused, the MaxPool's own buffer; 1 fused, sharing the conv's,
+                 * units of 2..4 pooled rows; 2 PRECIS_CUDA_STEM_POOL=0; 3 fused, a unit an
+                 * image (at these batches the launcher picks 1 row a unit); 4 fused, the
+                 * 2 x 2 warp layout (PRECIS_CUDA_STEM_POOL=w2; the others 1 x 4). The
+                 * unfused conv pinned to the stem kernel's route, whose epilogue is the
+                 * fused one's (the same bytes; cuBLASLt's may differ by 1 from ref's) */
+                char rf[16];
+                snprintf(rf, sizeof rf, "r%d", mode_r(si));
+                for (int mode = 0; mode < 5 && ok; mode++) {
+                    if (mode == 1) setenv("PRECIS_CUDA_STEM_POOL", rf, 1);
+                    if (mode == 2) { /* the stem kernel's route (t3): the timed choice may
+                                      * take cuBLASLt, whose epilogue rounds differently */
+                        setenv("PRECIS_CUDA_STEM_POOL", "0", 1);
+                        setenv("PRECIS_CUDA_IGEMM", "t3", 1);
+                    }
+                    if (mode == 3) setenv("PRECIS_CUDA_STEM_POOL", "r9999", 1);
+                    if (mode == 4) setenv("PRECIS_CUDA_STEM_POOL", "w2", 1);
+                    if (xk == 1) setenv("PRECIS_CUDA_U8_BIAS", "all", 1);
+                    pr_graph *gi = sp_graph(&t, &p, xd, yd, nb, ci, H, W, No, OH, OW, PH, PW, sw,
+                                            ws, bs, true, xnhwc);
+                    pr_cuda_cfg cfg = {pr_cuda_dev_exec(cu_dev), NULL};
+                    void *sc = NULL, *sp = NULL;
+                    bool sok;
+                    bool sup = pr_cuda_impl_qgemm.supports(gi, &gi->nodes[0]) &&
+                               pr_cuda_impl_pool.supports(gi, &gi->nodes[1]);
+                    CHECK(sup);
+                    sok = sup && !pr_cuda_impl_qgemm.prepare(gi, &gi->nodes[0], &cfg, &sc, &e) &&
+                            !pr_cuda_impl_pool.prepare(gi, &gi->nodes[1], &cfg, &sp, &e);
+                    CHECK(sok);
+                    const bool fused = sok && strstr(pr_cuda_impl_pool.describe(sp), "fused");
+                    CHECK(fused == (mode != 2)); /* the fused path runs where it should */
+                    int ip = pr_cuda_impl_pool.inplace_input(gi, &gi->nodes[1]);
+                    CHECK(ip == (mode != 2 ? 0 : -1));
+                    /* the device buffers, as the engine holds them */
+                    pr_buf bx = rin[0], bw = rin[1], bws = rin[2], bb = rin[3], by = *ry, bo = *ro;
+                    unsigned char *hx = malloc(rin[0].nbytes);
+                    if (xnhwc) cu_bytes_to_nhwc(xr, hx, xdims, 1);
+                    else memcpy(hx, xr, rin[0].nbytes);
+                    if (xk == 1) cu_flip_bytes(hx, rin[0].nbytes);
+                    cudaMalloc(&bx.data, rin[0].nbytes);
+                    cudaMemcpy(bx.data, hx, rin[0].nbytes, cudaMemcpyHostToDevice);
+                    free(hx);
+                    bw.data = bws.data = bb.data = NULL; /* packed at prepare */
+                    cudaMalloc(&by.data, ybytes);
+                    cudaMemset(by.data, 0x5a, ybytes);
+                    if (mode == 1) {
+                        bo.data = by.data;
+                    } else {
+                        cudaMalloc(&bo.data, obytes);
+                        cudaMemset(bo.data, 0x5a, obytes);
+                    }
+                    const pr_buf *cin[4] = {&bx, &bw, &bws, &bb}, *pin[1] = {&by};
+                    pr_buf *cout_[1] = {&by}, *pout[1] = {&bo};
+                    pr_kernel kc = {gi, &gi->nodes[0], 4, cin, 1, cout_, &e, 1};
+                    pr_kernel kp = {gi, &gi->nodes[1], 1, pin, 1, pout, &e, 1};
+                    for (int rep = 0; rep < 2 && sok; rep++) {
+                        sok = !pr_cuda_impl_qgemm.run(sc, &kc, &cu_x) &&
+                                !pr_cuda_impl_pool.run(sp, &kp, &cu_x) &&
+                                cudaStreamSynchronize((cudaStream_t)cu_x.stream) == cudaSuccess;
+                    }
+                    CHECK(sok);
+                    if (!sok) fprintf(stderr, "%s mode %d: failed: %s\n", label, mode, e.msg);
+                    cudaMemcpy(got[mode], bo.data, obytes, cudaMemcpyDeviceToHost);
+                    if (sok && mode == 0)
+                        printf("  %-44s %s\n", label, pr_cuda_impl_qgemm.describe(sc));
+                    if (bo.data != by.data) cudaFree(bo.data);
+                    cudaFree(by.data);
+                    cudaFree(bx.data);
+                    if (sc) pr_cuda_impl_qgemm.destroy(sc);
+                    pr_graph_destroy(gi);
+                    unsetenv("PRECIS_CUDA_U8_BIAS");
+                    unsetenv("PRECIS_CUDA_STEM_POOL");
+                    unsetenv("PRECIS_CUDA_STEM");
+                    unsetenv("PRECIS_CUDA_IGEMM");
+                    ok = sok;
+                }
+                if (ok) { /* NHWC device bytes vs ref's NCHW; biased read back as q */
+                    int bad = 0;
+                    for (int mode = 0; mode < 5; mode++)
+                        if (xk == 1 && u8y) cu_flip_bytes(got[mode], obytes);
+                    const unsigned char *r = ro->data;
+                    for (int64_t i = 0; i < (int64_t)obytes; i++) {
+                        int64_t c = i % No, px = i / No % PW, py = i / No / PW % PH,
+                                n = i / No / PW / PH, ri = ((n * No + c) * PH + py) * PW + px;
+                        int gv = u8y ? got[0][i] : (int8_t)got[0][i];
+                        int rv = u8y ? r[ri] : (int8_t)r[ri];
+                        if (got[0][i] != got[1][i] || got[0][i] != got[2][i] ||
+                            got[0][i] != got[3][i] || got[0][i] != got[4][i] ||
+                            abs(gv - rv) > 1) {
+                            if (bad++ < 3)
+                                fprintf(stderr, "%s: element %lld: fused %d / shared %d / "
+                                        "unfused %d / a unit an image %d / 2x2 %d, ref %d\n", label,
+                                        (long long)ri, gv, u8y ? got[1][i] : (int8_t)got[1][i],
+                                        u8y ? got[2][i] : (int8_t)got[2][i],
+                                        u8y ? got[3][i] : (int8_t)got[3][i],
+                                        u8y ? got[4][i] : (int8_t)got[4][i], rv);
+                        }
+                    }
+                    CHECK(bad == 0);
+                }
+                for (int m = 0; m < 5; m++) free(got[m]);
+                for (int i = 0; i < 4; i++) pr_buf_free(&rin[i]);
+                pr_buf_free(ry);
+                pr_buf_free(ro);
+                pr_graph_destroy(gr);
+            }
+}
+
 int main(void) {
     int rc = cu_setup();
     if (rc) return rc;
@@ -1248,6 +1487,7 @@ int main(void) {
     test_igemm_ws();
     test_igemm_ti();
     test_stem();
+    test_stem_pool();
     test_quant_nhwc();
     test_q1x1();
     test_q1x1k();

@@ -378,6 +378,14 @@ int pr_cu_q1x1_s8(void *stream, const void *x, const void *w, const pr_cu_igemm 
  * cudaErrorInvalidValue for another conv. */
 int pr_cu_stem_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
                   const pr_cu_qepi *q);
+/* The same stem with the MaxPool 3x3 stride 2 pads (1, 1, 0 or 1, 0 or 1)
+ * (ceil_mode 0, no dilation) after it fused: q->y is the pooled [N, PH, PW,
+ * Nout] (int8 / uint8 / biased storage: the bytes conv-then-MaxPool would
+ * write), the conv's own output never written. Each pooled row / column must
+ * read a conv row / column (2 (PH - 1) < OH, 2 (PW - 1) < OW), OW <= 256.
+ * cudaErrorInvalidValue otherwise. */
+int pr_cu_stem_pool_s8(void *stream, const void *x, const void *w, const pr_cu_igemm *p,
+                       const pr_cu_qepi *q, int64_t PH, int64_t PW);
 
 /* Implicit-GEMM fp16/bf16 convolution (cu_hconv.cu, mma.sync, float32
  * accumulation, group 1): x NHWC [N, H, W, C] of type dt with C % 8 == 0,

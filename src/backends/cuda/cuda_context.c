@@ -295,7 +295,11 @@ static precis_status make_plan(pr_cuda_ctx *c, pr_err *e) {
         int i = s->cuda->inplace_input(g, n);
         if (i < 0 || i >= n->n_inputs || n->outputs[0] < 0) continue;
         int ti = n->inputs[i], to = n->outputs[0];
-        if (ti < 0 || !it[ti].bytes || it[ti].bytes != it[to].bytes || en->last_use[ti] != k)
+        if (ti < 0 || !it[ti].bytes || en->last_use[ti] != k) continue;
+        /* same size; or a smaller output for the MaxPool fused into the stem conv
+         * (cuda_pool.c: its output is the head of its input, no pass) */
+        if (it[ti].bytes != it[to].bytes &&
+            !(n->op == PR_OP_MaxPool && it[ti].bytes > it[to].bytes))
             continue;
         bool other = false;
         for (int j = 0; j < n->n_inputs; j++) other |= j != i && n->inputs[j] == ti;

@@ -67,10 +67,21 @@ static bool is_nhwc(const pr_kernel *k, int t) {
  * run as the int8 max of the bytes; every other node has none (NULL). */
 static const char biased_max[] = "cu.spatial (uint8 stored biased: int8 max)";
 
+/* The state of a MaxPool fused into the stem conv before it (cuda_qgemm.c,
+ * pr_cu_pool_fused): that conv wrote the pooled tensor into the head of its
+ * output X; Y shares X's buffer (pool_inplace: nothing to do) or gets a copy
+ * of the head (the engine's first, planning run allocates each tensor alone). */
+static const char fused_max[] = "cu.spatial (MaxPool fused into the stem conv: no pass)";
+
+static int pool_inplace(const pr_graph *g, const pr_node *n) {
+    return pr_cu_pool_fused(g, n) ? 0 : -1;
+}
+
 static precis_status pool_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                   void **out, pr_err *e) {
-    *out = n->op == PR_OP_MaxPool && pr_cu_u8_biased(g, pr_node_in(n, 0)) ? (void *)biased_max
-                                                                           : NULL;
+    *out = pr_cu_pool_fused(g, n) ? (void *)fused_max
+           : n->op == PR_OP_MaxPool && pr_cu_u8_biased(g, pr_node_in(n, 0)) ? (void *)biased_max
+                                                                            : NULL;
     return PRECIS_OK;
 }
 
@@ -124,6 +135,15 @@ static precis_status pool_run(void *s, pr_kernel *k, pr_cuda_exec *x) {
     pr_buf *Y = k->out[0];
     if (Y->numel == 0) return PRECIS_OK;
     if (n->op == PR_OP_Resize || n->op == PR_OP_Upsample) return resize_run(k, x);
+    if (s == fused_max) { /* the pooled tensor is X's head */
+        if (X->nbytes < Y->nbytes)
+            return pr_kernelf(k, PRECIS_ERR_INTERNAL, "fused MaxPool: %zu bytes in, %zu out",
+                              X->nbytes, Y->nbytes);
+        if (Y->data != X->data)
+            CU_TRY(cudaMemcpyAsync(Y->data, X->data, Y->nbytes, cudaMemcpyDeviceToDevice,
+                                   (cudaStream_t)x->stream));
+        return PRECIS_OK;
+    }
     bool nhwc = is_nhwc(k, n->inputs[0]);
     if (n->op == PR_OP_GlobalAveragePool || n->op == PR_OP_GlobalMaxPool) {
         int64_t N = X->dims[0], C = X->dims[1], planes = N * C;
@@ -156,6 +176,7 @@ const pr_cuda_impl pr_cuda_impl_pool = {
     .supports = pool_supports,
     .nhwc_ok = pool_nhwc_ok,
     .packs = pool_packs,
+    .inplace_input = pool_inplace,
     .prepare = pool_prepare,
     .run = pool_run,
     .describe = pool_describe,

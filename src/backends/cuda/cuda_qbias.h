@@ -23,4 +23,15 @@
  * graph's other readers would not agree). */
 bool pr_cu_u8_biased(const pr_graph *g, int t);
 
+/* The stem's MaxPool fused into its conv (cuda_qgemm.c, phase 20m): the
+ * index of the MaxPool node that QConv n (a space-to-depth stem on the stem
+ * kernel) computes with it, writing the pooled tensor into the head of its
+ * own output buffer, or -1. A pure function of the graph (and
+ * PRECIS_CUDA_STEM_POOL / _STEM / _S2D / _IGEMM), so the conv's and the
+ * MaxPool's prepare agree. pr_cu_pool_fused: is MaxPool node `pool` so
+ * fused (then cuda_pool.c runs it as a copy of its input's head, or nothing
+ * where its output shares that buffer)? */
+int pr_cu_stem_pool_node(const pr_graph *g, const pr_node *n);
+bool pr_cu_pool_fused(const pr_graph *g, const pr_node *pool);
+
 #endif

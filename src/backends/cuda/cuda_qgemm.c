@@ -47,7 +47,17 @@
  * whose weights are W rearranged (zero where a tap falls outside kh x kw).
  * The same sums in another order: exact in int32. It replaces a kh*kw*C-byte
  * im2col row per output pixel (ResNet-50 b256: 514 MB) by 16 bytes per 2x2
- * input pixels. PRECIS_CUDA_S2D=0 keeps such convs on the im2col route. */
+ * input pixels. PRECIS_CUDA_S2D=0 keeps such convs on the im2col route.
+ *
+ * The stem's MaxPool (3x3 stride 2, pads 1, ceil_mode 0: ResNet's) fused
+ * (pr_cu_stem_pool_node, a pure function of the graph, which cuda_pool.c's
+ * prepare asks too): when such a space-to-depth conv on the stem kernel
+ * (Nout % 16 == 0, no residual, int8 / uint8 NHWC y, ReLU or none) has that
+ * MaxPool as its output's only reader, it runs pr_cu_stem_pool_s8 (no timed
+ * choice: the one route) and writes the pooled tensor into the head of its
+ * own output buffer; the MaxPool then has nothing to do (its output shares
+ * that buffer, cuda_pool.c's inplace_input) or copies the head.
+ * PRECIS_CUDA_STEM_POOL=0 keeps the two steps (A/B). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -86,6 +96,9 @@ typedef struct qgemm_state {
     int64_t K2;
     int s2_kh, s2_kw, s2_ph, s2_pw; /* its taps a side and top / left pads */
     int64_t pad_h, pad_w; /* the pads W was rearranged for */
+    bool pool;          /* the MaxPool after it fused (pr_cu_stem_pool_node) */
+    int pool_pe_h, pool_pe_w; /* its bottom / right pads (0 or 1) */
+    bool pool_said;     /* PRECIS_VERBOSE's line printed */
     pthread_mutex_t mu; /* guards routes */
     bool mu_ok;
     struct {
@@ -258,6 +271,114 @@ done:
     return st;
 }
 
+/* Does QConv n run on a space-to-depth copy (see the top)? stride 2, no
+ * dilation, C <= 4, explicit pads with the top / left ones inside the
+ * kernel; PRECIS_CUDA_IGEMM=0 / PRECIS_CUDA_S2D=0: no. */
+static bool s2d_conv(const pr_graph *g, const pr_node *n) {
+    const pr_tensor *W = &g->tensors[n->inputs[1]];
+    const int64_t *v;
+    int ns = pr_attr_ints(n, "strides", &v);
+    bool s2 = ns == 2, d1 = true;
+    for (int i = 0; i < ns; i++) s2 &= v[i] == 2;
+    int64_t ph = 0, pw = 0;
+    int np = pr_attr_ints(n, "pads", &v);
+    if (np == 4) {
+        ph = v[0];
+        pw = v[1];
+    }
+    const int64_t *dv;
+    int nd = pr_attr_ints(n, "dilations", &dv);
+    for (int i = 0; i < nd; i++) d1 &= dv[i] == 1;
+    const char *ap = pr_attr_str(n, "auto_pad", "NOTSET");
+    const char *ig = getenv("PRECIS_CUDA_IGEMM");
+    const char *sd = getenv("PRECIS_CUDA_S2D");
+    return W->rank == 4 && s2 && d1 && W->dims[1] <= 4 && strcmp(ap, "NOTSET") == 0 &&
+           (np == 0 || np == 4) && ph >= 0 && pw >= 0 && ph < W->dims[2] && pw < W->dims[3] &&
+           !(ig && !strcmp(ig, "0")) && !(sd && !strcmp(sd, "0"));
+}
+
+static bool stem_on(void);
+
+/* PRECIS_CUDA_STEM_POOL=0 keeps the stem conv and its MaxPool two steps (A/B;
+ * read at each prepare); default fused (see the top). */
+static bool stem_pool_on(void) {
+    const char *e = getenv("PRECIS_CUDA_STEM_POOL");
+    return !(e && !strcmp(e, "0"));
+}
+
+/* The ints attribute name of n equal to want[0..len) (absent: equal to dflt). */
+static bool ints_are(const pr_node *n, const char *name, int len, const int64_t *want, int64_t dflt) {
+    const int64_t *v;
+    int k = pr_attr_ints(n, name, &v); /* -1: absent */
+    if (k <= 0) {
+        for (int i = 0; i < len; i++)
+            if (want[i] != dflt) return false;
+        return true;
+    }
+    if (k != len) return false;
+    for (int i = 0; i < len; i++)
+        if (v[i] != want[i]) return false;
+    return true;
+}
+
+int pr_cu_stem_pool_node(const pr_graph *g, const pr_node *n) {
+    if (!stem_pool_on() || !stem_on() || n->op != PR_OP_QConv || n->n_outputs < 1 ||
+        pr_cuda_find_impl(g, n) != &pr_cuda_impl_qgemm || !s2d_conv(g, n))
+        return -1;
+    const pr_tensor *W = &g->tensors[n->inputs[1]];
+    int y = pr_node_out(n, 0);
+    int64_t ph = 0, pw = 0;
+    const int64_t *v;
+    if (pr_attr_ints(n, "pads", &v) == 4) {
+        ph = v[0];
+        pw = v[1];
+    }
+    /* the stem kernel's conv: 4 x 4 taps over the copy (K 256), Nout % 16 == 0 */
+    if ((W->dims[2] + 2 * ((ph + 1) / 2) - ph + 1) / 2 != 4 ||
+        (W->dims[3] + 2 * ((pw + 1) / 2) - pw + 1) / 2 != 4 || W->dims[0] % 16 ||
+        pr_node_in(n, 4) >= 0 || y < 0)
+        return -1;
+    pr_cu_act a1 = pr_cu_act_of(n, "act"), a2 = pr_cu_act_of(n, "act2");
+    if ((a1.kind != PR_ACT_NONE && a1.kind != PR_ACT_RELU) ||
+        (a2.kind != PR_ACT_NONE && a2.kind != PR_ACT_RELU))
+        return -1;
+    const pr_tensor *Y = &g->tensors[y];
+    if ((Y->dtype != PRECIS_INT8 && Y->dtype != PRECIS_UINT8) || Y->layout != PR_LAYOUT_NHWC ||
+        (Y->flags & (PR_T_OUTPUT | PR_T_INPUT | PR_T_INIT)) || Y->rank != 4 ||
+        !pr_dim_known(Y->dims[3]) || Y->dims[3] > 256)
+        return -1;
+    int pi = -1, uses = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; j < g->nodes[i].n_inputs; j++)
+            if (g->nodes[i].inputs[j] == y) {
+                uses++;
+                pi = i;
+            }
+    if (uses != 1) return -1;
+    const pr_node *p = &g->nodes[pi];
+    int po = pr_node_out(p, 0);
+    static const int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, d1[2] = {1, 1};
+    if (p->op != PR_OP_MaxPool || p->inputs[0] != y || po < 0 ||
+        (p->n_outputs > 1 && p->outputs[1] >= 0) || pr_cuda_find_impl(g, p) != &pr_cuda_impl_pool ||
+        !ints_are(p, "kernel_shape", 2, k3, 0) || !ints_are(p, "strides", 2, s2, 1) ||
+        !ints_are(p, "dilations", 2, d1, 1) || pr_attr_int(p, "ceil_mode", 0) != 0 ||
+        strcmp(pr_attr_str(p, "auto_pad", "NOTSET"), "NOTSET") ||
+        pr_attr_ints(p, "pads", &v) != 4 || v[0] != 1 || v[1] != 1 || v[2] < 0 || v[2] > 1 ||
+        v[3] < 0 || v[3] > 1)
+        return -1;
+    const pr_tensor *P = &g->tensors[po];
+    if (P->dtype != Y->dtype || P->layout != PR_LAYOUT_NHWC ||
+        pr_cu_u8_biased(g, y) != pr_cu_u8_biased(g, po))
+        return -1;
+    return pi;
+}
+
+bool pr_cu_pool_fused(const pr_graph *g, const pr_node *pool) {
+    if (pool->op != PR_OP_MaxPool || pool->n_inputs < 1 || pool->inputs[0] < 0) return false;
+    int c = g->tensors[pool->inputs[0]].producer;
+    return c >= 0 && c < g->n_nodes && pr_cu_stem_pool_node(g, &g->nodes[c]) == pool - g->nodes;
+}
+
 static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr_cuda_cfg *cfg,
                                    void **out, pr_err *e) {
     precis_status st = PRECIS_OK;
@@ -287,11 +408,8 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         s->K = s->C * s->kh * s->kw;
         const int64_t *v;
         int ns = pr_attr_ints(n, "strides", &v);
-        bool s1 = true, s2 = ns == 2, p0 = true, d1 = true;
-        for (int i = 0; i < ns; i++) {
-            s1 &= v[i] == 1;
-            s2 &= v[i] == 2;
-        }
+        bool s1 = true, p0 = true, d1 = true;
+        for (int i = 0; i < ns; i++) s1 &= v[i] == 1;
         int np = pr_attr_ints(n, "pads", &v);
         for (int i = 0; i < np; i++) p0 &= v[i] == 0;
         if (np == 4) {
@@ -307,10 +425,7 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
         s->Kp = s->direct ? s->K : up(s->K, 16);
         s->a_scale = pr_attr_float(n, "x_scale", 1.0f);
         const char *ig = getenv("PRECIS_CUDA_IGEMM");
-        const char *sd = getenv("PRECIS_CUDA_S2D");
-        s->s2d = s2 && d1 && s->C <= 4 && strcmp(ap, "NOTSET") == 0 && (np == 0 || np == 4) &&
-                 s->pad_h >= 0 && s->pad_w >= 0 && s->pad_h < s->kh && s->pad_w < s->kw &&
-                 !(ig && !strcmp(ig, "0")) && !(sd && !strcmp(sd, "0"));
+        s->s2d = s2d_conv(g, n);
         s->ig_ok = (X->layout == PR_LAYOUT_NHWC && s->C % 16 == 0 && !(ig && !strcmp(ig, "0"))) ||
                    s->s2d;
     } else {
@@ -331,6 +446,14 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
             goto fail;
         }
         if ((st = pr_cu_upload(w2, (size_t)(s->N * s->K2), &s->w2, stream, e))) goto fail;
+        int pi = pr_cu_stem_pool_node(g, n);
+        if (pi >= 0) {
+            const int64_t *v;
+            pr_attr_ints(&g->nodes[pi], "pads", &v);
+            s->pool = true;
+            s->pool_pe_h = (int)v[2];
+            s->pool_pe_w = (int)v[3];
+        }
     }
     if (s->x_u8) { /* 128 * sum_k W[n][k]: |.| <= 128 * 127 * K, K < 2^16 checked */
         if (s->K >= (1 << 16)) {
@@ -393,6 +516,13 @@ static precis_status qgemm_prepare(const pr_graph *g, const pr_node *n, const pr
                  s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
                  s->pre.kind ? "+act" : "", s->z_input >= 0 ? "+residual" : "",
                  s->post.kind ? "+act2" : "", s->what);
+    if (s->pool)
+        snprintf(s->what_ig, sizeof s->what_ig, "implicit-GEMM int8 stem 64x64 (mma.sync) tile "
+                 "on a space-to-depth copy%s, MaxPool 3x3 s2 fused (epilogue: scale+bias%s%s "
+                 "-> %s, pooled)",
+                 s->x_b ? " (uint8 x stored biased)" : s->x_u8 ? " (uint8 x as x-128)" : "",
+                 s->pre.kind ? "+act" : "", s->post.kind ? "+act2" : "",
+                 s->y_b ? "uint8 stored biased" : pr_dtype_name(g->tensors[n->outputs[0]].dtype));
     free(wp);
     free(w2);
     free(sf);
@@ -728,6 +858,33 @@ static precis_status pick_route(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, q
     return st;
 }
 
+/* The stem with its MaxPool fused: the pooled [N, PH, PW, Nout] into the head
+ * of Y (cuda_pool.c's MaxPool shares or copies it). */
+static precis_status run_pool(qgemm_state *s, pr_kernel *k, pr_cuda_exec *x, qgemm_geo *o) {
+    pr_err *e = k->err;
+    precis_status st = PRECIS_OK;
+    int64_t PH = (o->ig.OH + 1 + s->pool_pe_h - 3) / 2 + 1;
+    int64_t PW = (o->ig.OW + 1 + s->pool_pe_w - 3) / 2 + 1;
+    char *scr = pr_cuda_scratch(x, (size_t)(o->ig.N * o->ig.H * o->ig.W * 16), e);
+    if (!scr) goto fail_e;
+    KL_TRY(pr_cu_s2d_s8(x->stream, k->in[0]->data, scr, &o->s2));
+    KL_TRY(pr_cu_stem_pool_s8(x->stream, scr, s->w2, &o->ig, &o->q, PH, PW));
+    if (getenv("PRECIS_VERBOSE")) {
+        pthread_mutex_lock(&s->mu);
+        if (!s->pool_said)
+            fprintf(stderr, "precis: node '%s' m=%lld: stem 64x64 (mma.sync) + MaxPool fused, "
+                    "pooled %lldx%lld\n", k->node->name, (long long)o->M, (long long)PH,
+                    (long long)PW);
+        s->pool_said = true;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return PRECIS_OK;
+fail:
+fail_e:
+    pr_err_prefix(e, "node '%s'", k->node->name);
+    return st ? st : e->status;
+}
+
 static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
     qgemm_state *s = p;
     pr_err *e = k->err;
@@ -778,6 +935,7 @@ static precis_status qgemm_run(void *p, pr_kernel *k, pr_cuda_exec *x) {
                        Z ? Z->data : NULL, Z ? (int)(s->z_b ? PRECIS_INT8 : Z->dtype) : 0,
                        Z && (Z->dtype == PRECIS_INT8 || Z->dtype == PRECIS_UINT8), s->z_scale,
                        Y->data, (int)Y->dtype, s->y_inv, s->acc_off, s->y_b, s->z_b};
+    if (s->pool) return run_pool(s, k, x, &o);
     int route = ROUTE_LT;
     if ((st = pick_route(s, k, x, &o, &route)) || (st = run_route(s, k, x, &o, route)))
         pr_err_prefix(e, "node '%s'", k->node->name);
