@@ -427,6 +427,36 @@ static void test_q1x1(void) {
             qconv_one(&c24[i], xt, yt, v != 3, PRECIS_UNDEFINED, true, a1, a2, 1 + v % 2,
                       c24[i].name);
         }
+    /* OC 16 k + 8 with its last 8 channels as pixel pairs (q1_tail8):
+     * against the half-empty vector (PRECIS_Q1X1_T8=0) bit for bit, every
+     * act, act2, clamp-free and clamped, 8-pixel steps, pairs, an odd last
+     * pixel, 4-vector blocks and 1-3 vector tails before it, 2 threads;
+     * against dnnl.qconv (not HardSwish) and ref */
+    static const qconv_case c8t[] = {
+        {"pw 16->40 5x7", 1, 16, 5, 7, 40, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 32->200 2x96 batch 2", 2, 32, 2, 96, 200, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 16->88 3x9 batch 3", 3, 16, 3, 9, 88, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 24->104 1x13", 1, 24, 1, 13, 104, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 8->56 37x29 (threads, chunks of 48)", 1, 8, 37, 29, 56, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+        {"pw 4->24 3x5 (pairs24 off: t8)", 1, 4, 3, 5, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof c8t / sizeof c8t[0]; i++)
+        for (int v = 0; v < 10; v++, k++) {
+            const qact *a1 = A1[v % 5], *a2 = v % 3 == 1 ? &aff : NULL;
+            const pr_dtype xt = XT[(v + i) % 2], yt = YT[v / 2 % 2];
+            const bool p24 = c8t[i].M == 24; /* OC 24: t8 only with PRECIS_Q1X1_P24=0 */
+            if (p24) setenv("PRECIS_Q1X1_P24", "0", 1);
+            vs_other(&pr_cpu_impl_q1x1, &pr_cpu_impl_q1x1, "PRECIS_Q1X1_T8", &c8t[i], xt, yt,
+                     v != 3, PRECIS_UNDEFINED, a1, a2, v == 7 ? 1e-9f : YS, 1 + v % 2);
+            if (a1 != &hsw)
+                vs_other(&pr_cpu_impl_q1x1, &pr_cpu_impl_dnnl_qconv, NULL, &c8t[i], xt, yt,
+                         v != 3, PRECIS_UNDEFINED, a1, a2, YS, 1 + v % 2);
+            qconv_one(&c8t[i], xt, yt, v != 3, PRECIS_UNDEFINED, true, a1, a2, 1 + v % 2,
+                      c8t[i].name);
+            if (p24) unsetenv("PRECIS_Q1X1_P24");
+        }
     printf("q1x1: %d cases bit-identical to dnnl.qconv or its other path (%d output bytes)\n",
            n_vs_dnnl, n_vs_dnnl_bytes);
     qconv_impl = &pr_cpu_impl_dnnl_qconv;
