@@ -252,7 +252,9 @@ static void vs_other(const pr_cpu_impl *impl, const pr_cpu_impl *other, const ch
                 memcpy(iin[i].data, in[i].data, iin[i].nbytes);
             iinp[i] = &iin[i];
         }
-        const int64_t yd4[4] = {c->N, c->M, c->H, c->W};
+        const int64_t yd4[4] = {
+            c->N, c->M, (c->H + c->pads[0] + c->pads[2] - c->dh * (c->kh - 1) - 1) / c->sh + 1,
+            (c->W + c->pads[1] + c->pads[3] - c->dw * (c->kw - 1) - 1) / c->sw + 1};
         pr_buf_alloc(&ya, ydt, 4, yd4, "ya", &e);
         pr_buf_alloc(&yd, ydt, 4, yd4, "yd", &e);
         memset(ya.data, 0x5a, ya.nbytes);
@@ -265,6 +267,7 @@ static void vs_other(const pr_cpu_impl *impl, const pr_cpu_impl *other, const ch
         const precis_status sa = impl->run(pa.state, &ka, &xa);
         const precis_status sd = other->run(pd.state, &kd, &xd);
         CHECK(sa == PRECIS_OK && sd == PRECIS_OK);
+        if (sa || sd) fprintf(stderr, "%s: status %d / %d: %s\n", label, sa, sd, e.msg);
         if (!sa && !sd) {
             size_t bad = 0;
             for (size_t i = 0; i < ya.nbytes; i++) bad += ((uint8_t *)ya.data)[i] != ((uint8_t *)yd.data)[i];
@@ -426,6 +429,67 @@ static void test_q1x1(void) {
                          v != 3, PRECIS_UNDEFINED, a1, a2, YS, 1 + v % 2);
             qconv_one(&c24[i], xt, yt, v != 3, PRECIS_UNDEFINED, true, a1, a2, 1 + v % 2,
                       c24[i].name);
+        }
+    /* OC 16 k + 8 with its last 8 channels as pixel pairs (q1_tail8):
+     * against the half-empty vector (PRECIS_Q1X1_T8=0) bit for bit, every
+     * act, act2, clamp-free and clamped, 8-pixel steps, pairs, an odd last
+     * pixel, 4-vector blocks and 1-3 vector tails before it, 2 threads;
+     * against dnnl.qconv (not HardSwish) and ref */
+    static const qconv_case c8t[] = {
+        {"pw 16->40 5x7", 1, 16, 5, 7, 40, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 32->200 2x96 batch 2", 2, 32, 2, 96, 200, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 16->88 3x9 batch 3", 3, 16, 3, 9, 88, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 24->104 1x13", 1, 24, 1, 13, 104, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, NULL},
+        {"pw 8->56 37x29 (threads, chunks of 48)", 1, 8, 37, 29, 56, 1, 1, 1, 1, 1, 1, 1,
+         {0, 0, 0, 0}, NULL},
+        {"pw 4->24 3x5 (pairs24 off: t8)", 1, 4, 3, 5, 24, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0},
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof c8t / sizeof c8t[0]; i++)
+        for (int v = 0; v < 10; v++, k++) {
+            const qact *a1 = A1[v % 5], *a2 = v % 3 == 1 ? &aff : NULL;
+            const pr_dtype xt = XT[(v + i) % 2], yt = YT[v / 2 % 2];
+            const bool p24 = c8t[i].M == 24; /* OC 24: t8 only with PRECIS_Q1X1_P24=0 */
+            if (p24) setenv("PRECIS_Q1X1_P24", "0", 1);
+            vs_other(&pr_cpu_impl_q1x1, &pr_cpu_impl_q1x1, "PRECIS_Q1X1_T8", &c8t[i], xt, yt,
+                     v != 3, PRECIS_UNDEFINED, a1, a2, v == 7 ? 1e-9f : YS, 1 + v % 2);
+            if (a1 != &hsw)
+                vs_other(&pr_cpu_impl_q1x1, &pr_cpu_impl_dnnl_qconv, NULL, &c8t[i], xt, yt,
+                         v != 3, PRECIS_UNDEFINED, a1, a2, YS, 1 + v % 2);
+            qconv_one(&c8t[i], xt, yt, v != 3, PRECIS_UNDEFINED, true, a1, a2, 1 + v % 2,
+                      c8t[i].name);
+            if (p24) unsetenv("PRECIS_Q1X1_P24");
+        }
+    /* qdwconv's direct path, 3x3 kernels on dd_convert3's rows (k_qdwdirect.c):
+     * bit for bit against dd_convert4's rows (PRECIS_QDW_ROWS3=0): 8 / 16 /
+     * 24 / 32 channels, row strides 1 and 2, pads 0-2 (rows wholly out of
+     * the image), 1-3 columns, images over 4096 pixels (bands), a batch, 2
+     * threads (rows split at batch 1), dilation 2 (dwq's rows still), every
+     * act, act2 */
+    static const qconv_case d3[] = {
+        {"dw 24 3x3 stride 2x1 12x96 batch 2", 2, 24, 12, 96, 24, 3, 3, 24, 2, 1, 1, 1,
+         {1, 1, 1, 1}, NULL},
+        {"dw 8 3x3 stride 2x1 24x37", 1, 8, 24, 37, 8, 3, 3, 8, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 32 3x3 6x29 batch 3", 3, 32, 6, 29, 32, 3, 3, 32, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 16 3x3 5x3 pads 2", 1, 16, 5, 3, 16, 3, 3, 16, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 24 3x3 2x1 pads 0 2 2 0", 1, 24, 2, 1, 24, 3, 3, 24, 1, 1, 1, 1, {0, 2, 2, 0},
+         NULL},
+        {"dw 8 3x3 stride 2x1 1x2", 1, 8, 1, 2, 8, 3, 3, 8, 2, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 32 3x3 stride 2x1 70x70 (bands)", 1, 32, 70, 70, 32, 3, 3, 32, 2, 1, 1, 1,
+         {1, 1, 1, 1}, NULL},
+        {"dw 24 3x3 20x300 (bands)", 1, 24, 20, 300, 24, 3, 3, 24, 1, 1, 1, 1, {1, 1, 1, 1},
+         NULL},
+        {"dw 8 3x3 dilation 2x1", 1, 8, 9, 13, 8, 3, 3, 8, 1, 1, 2, 1, {2, 1, 2, 1}, NULL},
+        {"dw 24 3x3 stride 2x1 asym pads", 1, 24, 11, 17, 24, 3, 3, 24, 2, 1, 1, 1,
+         {0, 1, 2, 0}, NULL},
+    };
+    for (size_t i = 0; i < sizeof d3 / sizeof d3[0]; i++)
+        for (int v = 0; v < 10; v++, k++) {
+            const qact *a1 = A1[v % 4]; /* none, Relu, Relu6, HardSwish */
+            const qact *a2 = v % 3 == 1 ? &aff : NULL;
+            vs_other(&pr_cpu_impl_qdwconv, &pr_cpu_impl_qdwconv, "PRECIS_QDW_ROWS3", &d3[i],
+                     PRECIS_UINT8, YT[v / 2 % 2], v != 3, PRECIS_UNDEFINED, a1, a2,
+                     v == 7 ? 1e-9f : YS, 1 + v % 2);
         }
     printf("q1x1: %d cases bit-identical to dnnl.qconv or its other path (%d output bytes)\n",
            n_vs_dnnl, n_vs_dnnl_bytes);

@@ -72,6 +72,14 @@ static bool q1_pairs24_on(void) {
     return !(e && !strcmp(e, "0"));
 }
 
+/* OC 16 k + 8 (k > 0: cls's 40, 88, 104, 200-channel expansions): the last
+ * 8 channels as pixel pairs (q1_tail8) rather than a half-empty 16-lane
+ * vector. PRECIS_Q1X1_T8=0 (read at prepare): the vector (A/B). */
+static bool q1_tail8_on(void) {
+    const char *e = getenv("PRECIS_Q1X1_T8");
+    return !(e && !strcmp(e, "0"));
+}
+
 static bool q1x1_supports(const pr_graph *g, const pr_node *n) {
     const bool hz = n->n_inputs == 5 && n->inputs[4] >= 0;
     if (!q1x1_vnni() || !(hz ? pr_qfc_common_z(g, n) : pr_qfc_common(g, n))) return false;
@@ -171,6 +179,20 @@ static precis_status q1x1_prepare(const pr_graph *g, const pr_node *n, const pr_
             for (int64_t k = 0; k < s->ICq; k++)
                 memcpy(s->wq + (k * 16 + j) * 4, s->wq + (k * 16 + j - 8) * 4, 4);
         }
+    if (s->OC > 16 && s->OC % 16 == 8 && !s->g24 && q1_tail8_on()) {
+        /* lanes 8-15 of the last vector: the next pixel (q1_tail8); the
+         * other paths' stores mask those lanes off */
+        const int64_t v = s->OC / 16, m0 = 16 * v;
+        for (int64_t j = 8; j < 16; j++) {
+            s->comp[m0 + j] = s->comp[m0 + j - 8];
+            s->sc[m0 + j] = s->sc[m0 + j - 8];
+            s->bi[m0 + j] = s->bi[m0 + j - 8];
+            for (int64_t k = 0; k < s->ICq; k++)
+                memcpy(s->wq + ((v * s->ICq + k) * 16 + j) * 4,
+                       s->wq + ((v * s->ICq + k) * 16 + j - 8) * 4, 4);
+        }
+        s->t8 = true;
+    }
     /* |acc| <= IC * 255 * 128; the acts do not grow |r| beyond it or their
      * bounds (HardSwish: |hswish(r)| <= |r|); then act2 and 1 / y_scale */
     const double amax = (double)s->IC * 255.0 * 128.0;
@@ -485,11 +507,57 @@ Q1_INLINE void q1_rows24(const q1_c *restrict c, const uint8_t *x, uint8_t *rest
     }
 }
 
+/* The last 8 channels (from m = OC - 8 = 16 v) of OC 16 k + 8 (q1_c.tail8:
+ * lanes 8-15 of vector v repeat lanes 0-7, q1x1_prepare) as pixel pairs, as
+ * q1_rows8: lanes 0-7 pixel p, 8-15 pixel p + 1, 8 pixels a step in 4
+ * chains. Each lane's sum and epilogue are those of the 16-lane vector
+ * (clamped, then vpmovdb: exact for every SAT): the same bytes. Each pair's
+ * 16 bytes go to its two rows. */
+Q1_INLINE void q1_st8x2(const q1_c *c, uint8_t *ya, uint8_t *yb, __m512i a, int64_t m, int AK,
+                        bool A2) {
+    const __m128i b = _mm512_cvtepi32_epi8(q1_ep(c, a, m, AK, A2, false));
+    _mm_storel_epi64((__m128i *)ya, b);
+    if (yb) _mm_storeh_pd((double *)yb, _mm_castsi128_pd(b));
+}
+
+Q1_INLINE void q1_tail8(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y,
+                        int64_t p0, int64_t p1, int AK, bool A2, int SAT) {
+    const int64_t IC = c->IC, OC = c->OC, ICq = c->ICq, v = OC / 16, m = 16 * v;
+    const uint32_t flip = SAT == 2 ? 0u : c->flip; /* as q1_tile's */
+    const __m512i c0 = _mm512_loadu_si512((const void *)(c->comp + m));
+    const __m512i *wv = c->wq + v * ICq;
+    uint8_t *yo = y + m;
+    int64_t p = p0;
+    for (; p + 8 <= p1; p += 8) {
+        const uint8_t *xp = x + p * IC;
+        __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0;
+        for (int64_t k = 0; k < ICq; k++) {
+            const __m512i w = _mm512_load_si512((const void *)(wv + k));
+            a0 = q1_dp(a0, q1_x4x2(xp, xp + IC, k, flip), w);
+            a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, flip), w);
+            a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, flip), w);
+            a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, flip), w);
+        }
+        uint8_t *yp = yo + p * OC;
+        q1_st8x2(c, yp, yp + OC, a0, m, AK, A2);
+        q1_st8x2(c, yp + 2 * OC, yp + 3 * OC, a1, m, AK, A2);
+        q1_st8x2(c, yp + 4 * OC, yp + 5 * OC, a2, m, AK, A2);
+        q1_st8x2(c, yp + 6 * OC, yp + 7 * OC, a3, m, AK, A2);
+    }
+    for (; p < p1; p += 2) { /* pairs; a last single pixel reads itself twice */
+        const uint8_t *xa = x + p * IC, *xb = p + 1 < p1 ? xa + IC : xa;
+        __m512i a = c0;
+        for (int64_t k = 0; k < ICq; k++)
+            a = q1_dp(a, q1_x4x2(xa, xb, k, flip), _mm512_load_si512((const void *)(wv + k)));
+        q1_st8x2(c, yo + p * OC, p + 1 < p1 ? yo + (p + 1) * OC : NULL, a, m, AK, A2);
+    }
+}
+
 /* Pixels p0..p1 of the image rows, every output vector; the tile shapes
  * as constants. */
 Q1_INLINE void q1_rows_t(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y,
                          int64_t p0, int64_t p1, int AK, bool A2, int SAT) {
-    const int64_t IC = c->IC, OC = c->OC, OCv = (OC + 15) / 16;
+    const int64_t IC = c->IC, OC = c->OC, OCv = c->tail8 ? OC / 16 : (OC + 15) / 16;
     if (c->pairs24) {
         q1_rows24(c, x, y, p0, p1, AK, A2, SAT);
         return;
@@ -514,6 +582,7 @@ Q1_INLINE void q1_rows_t(const q1_c *restrict c, const uint8_t *x, uint8_t *rest
         for (; v + 4 <= OCv; v += 4) q1_tile(c, x + p * IC, y + p * OC, v, 1, 4, AK, A2, SAT);
         for (; v < OCv; v++) q1_tile(c, x + p * IC, y + p * OC, v, 1, 1, AK, A2, SAT);
     }
+    if (c->tail8) q1_tail8(c, x, y, p0, p1, AK, A2, SAT);
 }
 
 /* One function per (act, act2, clamp-free) variant: q1_rows_t inlined into
@@ -578,7 +647,8 @@ static Q1_VNNI void q1_rows(const qfc_state *s, const uint8_t *x, uint8_t *y, in
                     (const __m512i *)(g ? g : s->wq), s->IC, s->OC, s->ICq,
                     s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
                     PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
-                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi), g != NULL};
+                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi), g != NULL,
+                    s->t8};
     const int ak = s->ak == PR_ACT_RELU         ? 1
                    : s->ak == PR_ACT_CLIP       ? 2
                    : s->ak == PR_ACT_HARD_SWISH ? 3
@@ -594,7 +664,7 @@ static Q1_VNNI void q1_rows_z(const qfc_state *s, const uint8_t *x, uint8_t *y, 
     const q1_c c = {s->sc, s->bi, s->comp, (const __m512i *)s->wq, s->IC, s->OC, s->ICq,
                     s->xdt == PRECIS_INT8 ? 0x80808080u : 0u, s->ydt == PRECIS_UINT8,
                     PV_C(s->act.alpha), PV_C(s->act.beta), PV_C(s->act2.alpha),
-                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi), false};
+                    PV_C(s->act2.beta), PV_C(s->inv), PV_C(s->lo), PV_C(s->hi), false, false};
     q1_rows8z(&c, x, y, z, s->zdt == PRECIS_INT8, s->zsf, p0, p1);
 }
 #endif

@@ -55,6 +55,7 @@ typedef struct q1_c {
     bool u8;
     __m512 aa, ab, a2a, a2b, inv, lo, hi;
     bool pairs24; /* OC 24 with sc, bi, comp, wq in qfc_state.g24's layout (q1_rows24) */
+    bool tail8;   /* OC 16 k + 8: the last 8 channels as pixel pairs (qfc_state.t8) */
 } q1_c;
 
 /* The epilogue of 16 int32 sums (bi, sc: their B / s and output scales,

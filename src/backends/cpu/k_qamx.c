@@ -595,7 +595,7 @@ static QA_ISA void qa_range(const qamx_state *s, const qa_geo *g, const uint8_t 
     const qfc_state *q = s->q;
     const q1_c c = {q->sc, q->bi, NULL, NULL, s->IC, s->OC, 0, 0u, q->ydt == PRECIS_UINT8,
                     PV_C(q->act.alpha), PV_C(q->act.beta), PV_C(q->act2.alpha),
-                    PV_C(q->act2.beta), PV_C(q->inv), PV_C(q->lo), PV_C(q->hi), false};
+                    PV_C(q->act2.beta), PV_C(q->inv), PV_C(q->lo), PV_C(q->hi), false, false};
     const bool zn = q->act.kind == PR_ACT_NONE;
     const int ak = s->zdt == PRECIS_INT8              ? (zn ? 8 : 5)
                    : s->zdt == PRECIS_UINT8           ? (zn ? 9 : 6)

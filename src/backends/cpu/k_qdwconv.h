@@ -60,6 +60,9 @@ typedef struct qdw_state {
     float *dsc, *dbi;  /* [Cv] x_scale * w_scale, B, lane l channel l % C */
     int32_t *dwq;      /* 3-column kernels with VNNI: [KH][Cv] the row's 3 weights
                           as bytes w0 w1 w2 0 (dd_flat4), or NULL */
+    int32_t *dwt;      /* 3x3 kernels with VNNI: [KW][Cv] a column's 3 weights as
+                          bytes w0 w1 w2 0 (dd_convert3: the 3 rows an output row
+                          reads as one row of dwords), or NULL (PRECIS_QDW_ROWS3=0) */
     void *big;         /* dnnl.qconv's state for images over QDW_DIRECT_MAX_PIX
                           (PRECIS_QDW_DIRECT_BIG=0 only) */
 } qdw_state;

@@ -23,6 +23,15 @@
  * conversion and the requantization: this path cannot reach 2x FP32, it only
  * removes oneDNN's call overhead.
  *
+ * 3x3 kernels at row dilation 1 (VNNI): the 3 rows an output row reads as
+ * one row of dwords (dd_convert3: a kernel column's 3 taps a dword, one
+ * vpdpbusd a column) rather than each input row's 3 columns (dd_convert4:
+ * one a kernel row): one conversion an output row instead of one an input
+ * row, half the conversions at row stride 2 (cls b8 t1, 1 thread: 24 ch
+ * stride 2x1 at 12x96 33.1 -> 21.2 us, the first block's 8 ch 2x1 at 24x96
+ * 54 -> 45 with its other members, 32 ch at 6x96 30.2 -> 26.4; the same
+ * bytes). PRECIS_QDW_ROWS3=0 (read at prepare): dd_convert4's rows.
+ *
  * Threads: images split over them; at batch 1 the output rows, when the
  * layer has at least PR_CPU_PAR_MIN multiply-adds per thread. Larger images
  * run on the dnnl.qconv state (s->big), as q1x1 does; a block (qblock)
@@ -71,7 +80,8 @@ bool pr_qdw_direct_ok(const pr_graph *g, const pr_node *n) {
 void pr_qdw_direct_free(qdw_state *s) {
     free(s->dwf);
     free(s->dwq);
-    s->dwq = NULL;
+    free(s->dwt);
+    s->dwq = s->dwt = NULL;
     free(s->dsc);
     free(s->dbi);
     if (s->big) pr_cpu_impl_dnnl_qconv.destroy(s->big);
@@ -120,6 +130,24 @@ precis_status pr_qdw_direct_prepare(qdw_state *s, const pr_graph *g, const pr_no
                 for (int64_t kw = 0; kw < 3; kw++)
                     v |= (uint32_t)(uint8_t)w[c * KK + kh * 3 + kw] << (8 * kw);
                 s->dwq[kh * ws_ + l] = (int32_t)v;
+            }
+        }
+    }
+    /* 3x3 kernels: the weights of a kernel column as the bytes of a dword
+     * (dd_convert3 / dd_flat4's T3); PRECIS_QDW_ROWS3=0: dwq's rows only */
+    const char *r3 = getenv("PRECIS_QDW_ROWS3");
+    if (s->dwq && s->KH == 3 && !(r3 && !strcmp(r3, "0"))) {
+        s->dwt = aligned_alloc(64, (size_t)(3 * ws_) * sizeof(int32_t));
+        if (!s->dwt) return PRECIS_ERR_OOM;
+        memset(s->dwt, 0, (size_t)(3 * ws_) * sizeof(int32_t));
+        for (int64_t l = 0; l < ws_; l++) {
+            const int64_t c = l % s->C;
+            if (ws[c] == 0.0f) continue;
+            for (int64_t kw = 0; kw < 3; kw++) {
+                uint32_t v = 0;
+                for (int64_t kh = 0; kh < 3; kh++)
+                    v |= (uint32_t)(uint8_t)w[c * KK + kh * 3 + kw] << (8 * kh);
+                s->dwt[kw * ws_ + l] = (int32_t)v;
             }
         }
     }
@@ -326,6 +354,42 @@ static PR_DD4 void dd_convert4(const qdw_state *s, const int64_t *g, const uint8
     }
 }
 
+/* The 3 rows r, r + 1, r + 2 (zeros out of the image) that an output row
+ * of a 3x3 kernel at row dilation 1 reads, as one row of dwords: value f
+ * (f = column * C + channel, columns as dd_convert's) as the bytes of rows
+ * r, r + 1, r + 2 at f, then 0: a kernel column's three taps for vpdpbusd
+ * (s->dwt). nqt dwords (a multiple of 16: the vectors of an output row
+ * and the 2 C values past them); R: 3 x (nqt + 64) bytes of scratch. One
+ * conversion an output row, where dd_convert4's rows cost one an input row:
+ * two an output row at row stride 2 (cls's 8- and 24-channel layers). */
+static PR_DD4 void dd_convert3(const qdw_state *s, const int64_t *g, const uint8_t *x, int64_t r,
+                               int64_t ncol, int64_t nqt, int32_t *Q, uint8_t *R) {
+    const int64_t C = s->C, IW = g[G_IW], pl = g[G_PL], rb = nqt + 64;
+    const int64_t left = pl < 0 ? 0 : pl > ncol ? ncol : pl;
+    int64_t right = IW + pl < ncol ? IW + pl : ncol;
+    if (right < left) right = left;
+    for (int64_t i = 0; i < 3; i++) {
+        uint8_t *Ri = R + i * rb;
+        const int64_t row = r + i;
+        if (row < 0 || row >= g[G_IH]) {
+            memset(Ri, 0, (size_t)rb);
+            continue;
+        }
+        memset(Ri, 0, (size_t)(left * C));
+        memcpy(Ri + left * C, x + (row * IW + (left - pl)) * C, (size_t)((right - left) * C));
+        memset(Ri + right * C, 0, (size_t)(rb - right * C));
+    }
+    for (int64_t f = 0; f < nqt; f += 16) {
+        const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(R + f)));
+        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(R + rb + f)));
+        const __m512i c =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(R + 2 * rb + f)));
+        _mm512_storeu_si512((void *)(Q + f),
+                            _mm512_ternarylogic_epi32(a, _mm512_slli_epi32(b, 8),
+                                                      _mm512_slli_epi32(c, 16), 0xfe));
+    }
+}
+
 /* dd_flat for 3 kernel columns at dilation 1 on dd_convert4's rows: per
  * kernel row one vpdpbusd (its 3 taps) instead of 3 FMAs; the int32 sums
  * equal the float path's (both exact), so do the bytes. */
@@ -352,9 +416,12 @@ static PR_DD4 void dd_convert4(const qdw_state *s, const int64_t *g, const uint8
     } while (0)
 static inline __attribute__((always_inline)) PR_DD4 void
 dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *prow, uint8_t *yr,
-         int64_t ncol, int RL, int NP, int64_t v0, int64_t v1) {
-    const int64_t C = s->C, KH = s->KH, dh = g[G_DH];
-    const int64_t n = g[G_OW] * C, nvec = v1, rs = dh * ncol * C, ws = NP * 16;
+         int64_t ncol, int RL, int NP, int64_t v0, int64_t v1, int T3) {
+    /* T3: on dd_convert3's row, per kernel column (3) one vpdpbusd of its 3
+     * taps, the columns C values apart */
+    const int64_t C = s->C, KH = T3 ? 3 : s->KH, dh = g[G_DH];
+    const int64_t n = g[G_OW] * C, nvec = v1, rs = T3 ? C : dh * ncol * C, ws = NP * 16;
+    const int32_t *wq = T3 ? s->dwt : s->dwq;
     const __m512 sc0 = _mm512_load_ps(s->dsc), sc1 = _mm512_load_ps(s->dsc + 16 * (1 % NP)),
                  sc2 = _mm512_load_ps(s->dsc + 16 * (2 % NP));
     const __m512 bi0 = _mm512_load_ps(s->dbi), bi1 = _mm512_load_ps(s->dbi + 16 * (1 % NP)),
@@ -365,7 +432,7 @@ dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *pr
     for (; v + 12 <= nvec; v += 12) {
         __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
         __m512i a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
-        const int32_t *q = prow + v * 16, *wt = s->dwq;
+        const int32_t *q = prow + v * 16, *wt = wq;
         for (int64_t kh = 0; kh < KH; kh++, q += rs, wt += ws) {
             const __m512i w0 = _mm512_load_si512((const void *)wt),
                           w1 = _mm512_load_si512((const void *)(wt + 16 * (1 % NP))),
@@ -407,7 +474,7 @@ dd_flat4(const qdw_state *s, const int64_t *g, const dd_ep *e, const int32_t *pr
         __m512i a0 = _mm512_setzero_si512();
         for (int64_t kh = 0; kh < KH; kh++)
             a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512((const void *)(prow + kh * rs + v * 16)),
-                                     _mm512_load_si512((const void *)(s->dwq + kh * ws + pat)));
+                                     _mm512_load_si512((const void *)(wq + kh * ws + pat)));
         _mm512_mask_cvtepi32_storeu_epi8(yr + v * 16, dd_mask(n, v),
                                          dd_q(_mm512_cvtepi32_ps(a0), _mm512_load_ps(s->dsc + pat),
                                               _mm512_load_ps(s->dbi + pat), e, RL ? 1 : 0));
@@ -470,7 +537,19 @@ static PR_DD void dd_row(const qdw_state *s, const int64_t *g, const dd_ep *e, c
 
 /* Output rows [oh0, oh1) of one image: x (IH, IW, C) bytes, y its output,
  * P scratch for the rows they read. */
-#define DD_FLAT4_V(RL, NP) dd_flat4(s, g, (RL) ? &er : e, qrow, yr, ncol, RL, NP, v0, v1)
+#define DD_FLAT4_V(RL, NP) dd_flat4(s, g, (RL) ? &er : e, qrow, yr, ncol, RL, NP, v0, v1, T3)
+#define DD_FLAT4_ALL                                                                               \
+    do {                                                                                           \
+        if (rl2 && np == 1) DD_FLAT4_V(2, 1);                                                      \
+        else if (rl2 && np == 2) DD_FLAT4_V(2, 2);                                                 \
+        else if (rl2) DD_FLAT4_V(2, 3);                                                            \
+        else if (rl && np == 1) DD_FLAT4_V(1, 1);                                                  \
+        else if (rl && np == 2) DD_FLAT4_V(1, 2);                                                  \
+        else if (rl) DD_FLAT4_V(1, 3);                                                             \
+        else if (np == 1) DD_FLAT4_V(false, 1);                                                    \
+        else if (np == 2) DD_FLAT4_V(false, 2);                                                    \
+        else DD_FLAT4_V(false, 3);                                                                 \
+    } while (0)
 /* dd_flat4's vectors per strip: the rows of a band are run a strip at a
  * time, so that the strip's converted input rows (KH + band rows - 1 of
  * DD_STRIP x 64 bytes) stay in L1 across the band's output rows rather
@@ -492,7 +571,9 @@ static PR_DD4 void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e,
     const bool k3 = KW == 3 && dw == 1;
     const bool q4 = k3 && s->dwq && sw == 1;
     const int64_t nq = (OW * C + 15) / 16 * 16;
-    if (q4)
+    const bool t3 = q4 && s->dwt && dh == 1; /* dd_convert3's rows */
+    if (t3) {
+    } else if (q4)
         dd_convert4(s, g, x, r0, r1, ncol, nq, (int32_t *)(void *)P,
                     (uint8_t *)(void *)(P + (r1 - r0) * ncol * C));
     else
@@ -507,22 +588,26 @@ static PR_DD4 void dd_rows(const qdw_state *s, const int64_t *g, const dd_ep *e,
     if (rl) er.hi = _mm512_min_ps(e->hi, _mm512_mul_ps(e->ahi, e->a2a));
     const bool rl2 = rl && s->sat != QDW_SAT_NONE && dd_pack_on(); /* dd_q's RL 2 */
     const int np = (int)(s->Cv / 16);
+    if (t3) {
+        const int T3 = 1;
+        const int64_t nqt = (nq + 2 * C + 15) / 16 * 16, v0 = 0, v1 = nq / 16;
+        int32_t *qrow = (int32_t *)(void *)P;
+        for (int64_t oh = oh0; oh < oh1; oh++) {
+            dd_convert3(s, g, x, oh * sh - g[G_PT], ncol, nqt, qrow, (uint8_t *)(qrow + nqt));
+            uint8_t *yr = y + oh * OW * C;
+            DD_FLAT4_ALL;
+        }
+        return;
+    }
     if (q4) {
+        const int T3 = 0;
         const int64_t nvec = nq / 16;
         for (int64_t v0 = 0; v0 < nvec; v0 += DD_STRIP) {
             const int64_t v1 = v0 + DD_STRIP < nvec ? v0 + DD_STRIP : nvec;
             for (int64_t oh = oh0; oh < oh1; oh++) {
                 const int32_t *qrow = (const int32_t *)(const void *)P + ((oh - oh0) * sh) * ncol * C;
                 uint8_t *yr = y + oh * OW * C;
-                if (rl2 && np == 1) DD_FLAT4_V(2, 1);
-                else if (rl2 && np == 2) DD_FLAT4_V(2, 2);
-                else if (rl2) DD_FLAT4_V(2, 3);
-                else if (rl && np == 1) DD_FLAT4_V(1, 1);
-                else if (rl && np == 2) DD_FLAT4_V(1, 2);
-                else if (rl) DD_FLAT4_V(1, 3);
-                else if (np == 1) DD_FLAT4_V(false, 1);
-                else if (np == 2) DD_FLAT4_V(false, 2);
-                else DD_FLAT4_V(false, 3);
+                DD_FLAT4_ALL;
             }
         }
         return;
@@ -587,7 +672,12 @@ precis_status pr_qdw_direct_run(const qdw_state *s, pr_kernel *k, pr_cpu_exec *x
     const int64_t brows = (br - 1) * g[G_SH] + (s->KH - 1) * g[G_DH] + 1;
     /* + slack read by tail lanes, + dd_convert4's byte row */
     const size_t per0 = (size_t)((brows < rows ? brows : rows) * ncol * s->C);
-    const size_t per = per0 + 32 + (s->dwq ? (size_t)((ncol * s->C + 64) / 4 + 16) : 0);
+    size_t per = per0 + 32 + (s->dwq ? (size_t)((ncol * s->C + 64) / 4 + 16) : 0);
+    if (s->dwt) { /* dd_convert3's dword row (nqt) and 3 byte rows of nqt + 64 */
+        const size_t nqt = (size_t)(((OW * s->C + 15) / 16 * 16 + 2 * s->C + 15) / 16 * 16);
+        const size_t t3 = nqt + (3 * (nqt + 64) + 3) / 4 + 16;
+        if (t3 > per0) per += t3 - per0;
+    }
     float *scr = pr_cpu_scratch(x, per * sizeof(float) * (size_t)nt);
     if (!scr) return pr_kernelf(k, PRECIS_ERR_OOM, "out of memory");
     for (int t = 0; t < nt; t++) memset(scr + (size_t)t * per + per0, 0, 32 * sizeof(float));

@@ -35,6 +35,10 @@ typedef struct qfc_state {
      * block, [3][ICq][16 lanes][4] weight bytes (lanes 8-15 repeat 0-7),
      * then comp, sc, bi [48] each; NULL: the 16-lane vectors */
     void *g24;
+    /* q1x1's OC 16 k + 8 (k > 0): the last 8 channels as pixel pairs
+     * (q1_tail8; wq, comp, sc, bi repeat them in lanes 8-15 of the last
+     * vector); false: a half-empty 16-lane vector (PRECIS_Q1X1_T8=0) */
+    bool t8;
 } qfc_state;
 
 /* q1_epv's act for Clip with only its upper bound kept (k_q1x1.h). */

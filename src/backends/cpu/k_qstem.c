@@ -350,7 +350,7 @@ static QS_ISA void qs_go(const qs_state *s, const qs_geo *gp, const uint8_t *xd,
     const qfc_state *q = s->q;
     const q1_c c = {q->sc, q->bi, NULL, NULL, 0, s->OC, 0, 0, q->ydt == PRECIS_UINT8,
                     PV_C(q->act.alpha), PV_C(q->act.beta), PV_C(q->act2.alpha),
-                    PV_C(q->act2.beta), PV_C(q->inv), PV_C(q->lo), PV_C(q->hi), false};
+                    PV_C(q->act2.beta), PV_C(q->inv), PV_C(q->lo), PV_C(q->hi), false, false};
     const int ak = q->act.kind == PR_ACT_RELU ? 1
                    : q->act.kind == PR_ACT_CLIP ? 2
                    : q->act.kind == PR_ACT_HARD_SWISH ? 3
