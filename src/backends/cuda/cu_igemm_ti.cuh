@@ -1,62 +1,25 @@
-// TMA im2col wrappers for the 3x3 ping-pong tile fed by the copy engine
-// (cu_igemm_ws.cu's k_igemm_ti, phase 20w): the 4D im2col form of
-// cp.async.bulk.tensor (NHWC int8 activations: coordinates {c, w, h, n} of
-// the first pixel's tap-0 position, the tap as the 16-bit im2col offsets
-// {w, h}), and the host encoders (cuTensorMapEncodeIm2col /
-// cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion). To be
-// merged with cu_tma.cuh (shared; not edited this phase). They live in the
-// including file's anonymous namespace.
+// The host's tensor maps of the 3x3 ping-pong tile fed by TMA im2col
+// (cu_igemm_ws.cu's k_igemm_ti, phase 20w): the weights as a tiled map, the
+// NHWC int8 activation as an im2col one (cuTensorMapEncodeIm2col; the device's
+// copy is cu_tma.cuh's tma_im2col_4d). In the including file's anonymous
+// namespace, after cu_tma.cuh.
 #ifndef PRECIS_CU_IGEMM_TI_CUH
 #define PRECIS_CU_IGEMM_TI_CUH
 
-#include <cuda.h>
-#include <stdint.h>
+#include "backends/cuda/cu_tma.cuh"
 
 namespace {
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// pixelsPerColumn pixels of map (channelsPerPixel bytes each) into dst: the
-// walk starts at input position (w, h) of image n (the box's base for the
-// tile's first output pixel) and reads each pixel at base + (ow_off, oh_off);
-// zero outside the tensor. Completes its bytes on bar.
-__device__ __forceinline__ void tma_im2col_4d(uint32_t dst, const void *map, int c, int w, int h,
-                                              int n, uint16_t ow_off, uint16_t oh_off,
-                                              uint32_t bar) {
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(dst),
-                 "l"((uint64_t)(uintptr_t)map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar),
-                 "h"(ow_off), "h"(oh_off)
-                 : "memory");
-}
-#endif
-
-typedef CUresult (*ti_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
-                                const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
-                                const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 typedef CUresult (*ti_im2col_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
                                  const cuuint64_t *, const cuuint64_t *, const int *, const int *,
                                  cuuint32_t, cuuint32_t, const cuuint32_t *,
                                  CUtensorMapInterleave, CUtensorMapSwizzle,
                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
-// a driver entry point (NULL when the driver lacks it)
-inline void *ti_entry(const char *name) {
-    void *f = NULL;
-    cudaDriverEntryPointQueryResult qr;
-    if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &qr) ||
-        qr != cudaDriverEntryPointSuccess) {
-        (void)cudaGetLastError();
-        return NULL;
-    }
-    return f;
-}
-
 // the int8 weights [rows][K] (K % 16 == 0) as a tiled map, box {64, box_rows},
 // the 64-byte swizzle the wgmma descriptors read, zero fill past K / rows
 inline bool ti_encode_w(CUtensorMap *m, const void *w, int64_t K, int64_t rows, int box_rows) {
-    static ti_tiled_fn fn; // the same value from any thread
-    if (!fn) fn = (ti_tiled_fn)ti_entry("cuTensorMapEncodeTiled");
+    tmap_encode_fn fn = tmap_encoder();
     const cuuint64_t d[2] = {(cuuint64_t)K, (cuuint64_t)rows}, st[1] = {(cuuint64_t)K};
     const cuuint32_t b[2] = {64, (cuuint32_t)box_rows}, es[2] = {1, 1};
     return fn && fn(m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)w, d, st, b, es,
@@ -75,7 +38,7 @@ inline bool ti_encode_w(CUtensorMap *m, const void *w, int64_t K, int64_t rows, 
 inline bool ti_encode_x(CUtensorMap *m, const void *x, int64_t N, int64_t H, int64_t W, int64_t C,
                         int64_t OH, int64_t OW, int sh, int sw, int ph, int pw, int pixels) {
     static ti_im2col_fn fn;
-    if (!fn) fn = (ti_im2col_fn)ti_entry("cuTensorMapEncodeIm2col");
+    if (!fn) fn = (ti_im2col_fn)tma_entry("cuTensorMapEncodeIm2col");
     const int64_t uw = (OW - 1) * sw - pw - (W - 1), uh = (OH - 1) * sh - ph - (H - 1);
     // equal corners in W and H (so the corners' order in the map cannot matter:
     // cuda.h names them {D, H, W}, the copy's offsets come as {W, H, D})

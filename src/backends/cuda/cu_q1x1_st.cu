@@ -60,7 +60,6 @@ extern "C" int pr_cu_q1x1_st_s8(void *stream, const void *x, const void *w,
 using namespace prmma;
 using namespace prq1;
 
-#include "backends/cuda/cu_q1x1_st.cuh"
 #include "backends/cuda/cu_tma.cuh"
 #include "backends/cuda/cu_wgmma.cuh"
 

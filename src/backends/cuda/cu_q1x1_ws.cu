@@ -177,39 +177,6 @@ __global__ void __launch_bounds__(T, 1)
 #endif
 }
 
-typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
-                              const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
-                              const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
-                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-encode_fn encoder() {
-    static encode_fn fn; // the same value from any thread
-    if (!fn) {
-        void *f = NULL;
-        cudaDriverEntryPointQueryResult qr;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
-                                             cudaEnableDefault, &qr) ||
-            qr != cudaDriverEntryPointSuccess) {
-            (void)cudaGetLastError();
-            return NULL;
-        }
-        fn = (encode_fn)f;
-    }
-    return fn;
-}
-
-// an int8 tiled map of rank r over base (dims d, byte strides st of dims 1..),
-// box b, the 64-byte swizzle, zero fill out of bounds
-bool encode(CUtensorMap *m, const void *base, int r, const cuuint64_t *d, const cuuint64_t *st,
-            const cuuint32_t *b) {
-    encode_fn fn = encoder();
-    const cuuint32_t es[3] = {1, 1, 1};
-    return fn && fn(m, CU_TENSOR_MAP_DATA_TYPE_UINT8, (cuuint32_t)r, (void *)base, d, st, b, es,
-                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
-                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
 template <bool U8, int EPI, bool S2>
 int launch_one(cudaStream_t s, const CUtensorMap &ma, const CUtensorMap &mb,
                const pr_cu_igemm *p, const pr_cu_qepi *q, int R) {
@@ -274,17 +241,17 @@ extern "C" int pr_cu_q1x1_ws_s8(void *stream, const void *x, const void *w,
     const int R = s1 ? 0 : BM / (int)p->OW;
     const cuuint32_t bb[2] = {BK, BN};
     const cuuint64_t bd[2] = {(cuuint64_t)p->K, (cuuint64_t)p->Nout}, bs[1] = {(cuuint64_t)p->K};
-    bool ok = encode(&mb, w, 2, bd, bs, bb);
+    bool ok = tmap_encode(&mb, w, 2, bd, bs, bb, CU_TENSOR_MAP_SWIZZLE_64B);
     if (s1) {
         const cuuint32_t ab[2] = {BK, BM};
         const cuuint64_t ad[2] = {(cuuint64_t)p->C, (cuuint64_t)M}, as[1] = {(cuuint64_t)p->C};
-        ok = ok && encode(&ma, x, 2, ad, as, ab);
+        ok = ok && tmap_encode(&ma, x, 2, ad, as, ab, CU_TENSOR_MAP_SWIZZLE_64B);
     } else {
         const cuuint32_t ab[3] = {BK, (cuuint32_t)p->OW, (cuuint32_t)R};
         const cuuint64_t ad[3] = {(cuuint64_t)p->C, (cuuint64_t)p->OW,
                                   (cuuint64_t)(p->N * p->OH)},
                          as[2] = {(cuuint64_t)(2 * p->C), (cuuint64_t)(2 * p->W * p->C)};
-        ok = ok && encode(&ma, x, 3, ad, as, ab);
+        ok = ok && tmap_encode(&ma, x, 3, ad, as, ab, CU_TENSOR_MAP_SWIZZLE_64B);
     }
     if (!ok) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
