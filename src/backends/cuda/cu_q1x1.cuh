@@ -82,6 +82,31 @@ static __device__ __forceinline__ void cp_wait_ring(int n) {
     }
 }
 
+// Two adjacent columns' outputs of the fast epilogue (EPI 1..3) at *zp, where
+// EPI >= 2 finds their residual bytes (read first, in place): accumulators a0 /
+// a1 requantized (of: acc_off, sc / bi: scale and bias), the residual added
+// (ReLU before it for EPI 3), clamped to [lo, hi] (ReLU before without a
+// residual, or after: the clamp's lo) and stored as two bytes (^ yflip)
+template <int EPI>
+__device__ __forceinline__ void q1_pair(unsigned short *zp, int a0, int a1, int2 of, float2 sc,
+                                        float2 bi, uint32_t zflip, float zc, float zs, float lo,
+                                        float hi, uint32_t yflip) {
+    float e0 = (float)(a0 + of.x) * sc.x + bi.x;
+    float e1 = (float)(a1 + of.y) * sc.y + bi.y;
+    if (EPI >= 2) {
+        if (EPI == 3) {
+            e0 = fmaxf(e0, 0.0f);
+            e1 = fmaxf(e1, 0.0f);
+        }
+        uint32_t zz = (uint32_t)*zp ^ zflip;
+        e0 = fmaf(q1_byte_f(zz, 0) - zc, zs, e0);
+        e1 = fmaf(q1_byte_f(zz, 1) - zc, zs, e1);
+    }
+    e0 = fminf(fmaxf(e0, lo), hi) + 12582912.0f;
+    e1 = fminf(fmaxf(e1, lo), hi) + 12582912.0f;
+    *zp = (unsigned short)(__byte_perm(__float_as_uint(e0), __float_as_uint(e1), 0x0040u) ^ yflip);
+}
+
 // The tile's epilogue (EPI as k_q1x1's): Z the tile's staging rows (the
 // residual's bytes, landed, for EPI >= 2; unused for EPI 0), cs / co the
 // block's scale, bias and acc_off columns, m0 / n0 the tile's origin, rows
@@ -117,24 +142,8 @@ q1_epilogue(int (&acc)[BM / WM / 16][BN / WN / 8][4], unsigned char *Z, const fl
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int row = (WGL ? i * (BM / MI) + wm * 16 : wm * TM + i * 16) + g + h * 8;
-                    unsigned short *zp = (unsigned short *)&Z[row * ZS + nl];
-                    float e0 = (float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x;
-                    float e1 = (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y;
-                    if (EPI >= 2) {
-                        if (EPI == 3) {
-                            e0 = fmaxf(e0, 0.0f);
-                            e1 = fmaxf(e1, 0.0f);
-                        }
-                        uint32_t zz = (uint32_t)*zp ^ zflip;
-                        e0 = fmaf(q1_byte_f(zz, 0) - zc, zs, e0);
-                        e1 = fmaf(q1_byte_f(zz, 1) - zc, zs, e1);
-                    }
-                    // (ReLU before without a residual, or after: the clamp's lo)
-                    e0 = fminf(fmaxf(e0, lo), hi) + 12582912.0f;
-                    e1 = fminf(fmaxf(e1, lo), hi) + 12582912.0f;
-                    *zp = (unsigned short)(__byte_perm(__float_as_uint(e0),
-                                                       __float_as_uint(e1), 0x0040u) ^
-                                           yflip);
+                    q1_pair<EPI>((unsigned short *)&Z[row * ZS + nl], acc[i][j][h * 2],
+                                 acc[i][j][h * 2 + 1], of, sc, bi, zflip, zc, zs, lo, hi, yflip);
                 }
         }
         if (bar) // the tile's bytes staged

@@ -91,25 +91,10 @@ __device__ __forceinline__ void st_epilogue(int (&acc)[MI][WN / 8][4], unsigned 
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int row = i * 64 + wm * 16 + g + h * 8;
-                unsigned short *zp = (unsigned short *)&Z[row * 128 +
-                                                          ((((nl >> 4) ^ (row & 7)) << 4) |
-                                                           (nl & 15))];
-                float e0 = (float)(acc[i][j][h * 2] + of.x) * sc.x + bi.x;
-                float e1 = (float)(acc[i][j][h * 2 + 1] + of.y) * sc.y + bi.y;
-                if (EPI >= 2) {
-                    if (EPI == 3) {
-                        e0 = fmaxf(e0, 0.0f);
-                        e1 = fmaxf(e1, 0.0f);
-                    }
-                    uint32_t zz = (uint32_t)*zp ^ zflip;
-                    e0 = fmaf(q1_byte_f(zz, 0) - zc, zs, e0);
-                    e1 = fmaf(q1_byte_f(zz, 1) - zc, zs, e1);
-                }
-                e0 = fminf(fmaxf(e0, lo), hi) + 12582912.0f;
-                e1 = fminf(fmaxf(e1, lo), hi) + 12582912.0f;
-                *zp = (unsigned short)(__byte_perm(__float_as_uint(e0), __float_as_uint(e1),
-                                                   0x0040u) ^
-                                       yflip);
+                q1_pair<EPI>((unsigned short *)&Z[row * 128 + ((((nl >> 4) ^ (row & 7)) << 4) |
+                                                               (nl & 15))],
+                             acc[i][j][h * 2], acc[i][j][h * 2 + 1], of, sc, bi, zflip, zc, zs,
+                             lo, hi, yflip);
             }
     }
 }
