@@ -352,6 +352,19 @@ Q1_INLINE __m512i q1_x4x2(const uint8_t *pa, const uint8_t *pb, int64_t k, uint3
                                   (int)(db ^ flip));
 }
 
+/* 8 pixels' sums over ICq dwords of k as 4 pixel pairs (q1_x4x2) against the
+ * weight vectors wv, added into *a0..*a3 */
+Q1_INLINE void q1_acc8(const uint8_t *xp, int64_t IC, int64_t ICq, const __m512i *wv,
+                       uint32_t flip, __m512i *a0, __m512i *a1, __m512i *a2, __m512i *a3) {
+    for (int64_t k = 0; k < ICq; k++) {
+        const __m512i w = _mm512_load_si512((const void *)(wv + k));
+        *a0 = q1_dp(*a0, q1_x4x2(xp, xp + IC, k, flip), w);
+        *a1 = q1_dp(*a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, flip), w);
+        *a2 = q1_dp(*a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, flip), w);
+        *a3 = q1_dp(*a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, flip), w);
+    }
+}
+
 Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, int64_t p0,
                         int64_t p1, int AK, bool A2, int SAT) {
     const int64_t IC = c->IC, ICq = c->ICq;
@@ -362,13 +375,7 @@ Q1_INLINE void q1_rows8(const q1_c *restrict c, const uint8_t *x, uint8_t *restr
     for (; p + 8 <= p1; p += 8) {
         const uint8_t *xp = x + p * IC;
         __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0;
-        for (int64_t k = 0; k < ICq; k++) {
-            const __m512i w = _mm512_load_si512((const void *)(wv + k));
-            a0 = q1_dp(a0, q1_x4x2(xp, xp + IC, k, flip), w);
-            a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, flip), w);
-            a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, flip), w);
-            a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, flip), w);
-        }
+        q1_acc8(xp, IC, ICq, wv, flip, &a0, &a1, &a2, &a3);
         if (SAT == 2) { /* 8 pixels' 64 bytes through saturating packs */
             const __m512i p01 = _mm512_packs_epi32(q1_ep(c, a0, 0, AK, A2, true),
                                                    q1_ep(c, a1, 0, AK, A2, true));
@@ -419,13 +426,7 @@ q1_rows8z(const q1_c *restrict c, const uint8_t *x, uint8_t *restrict y, const u
     for (; p + 8 <= p1; p += 8) { /* 4 pairs: 4 independent chains of vpdpbusd */
         const uint8_t *xp = x + p * IC;
         __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0;
-        for (int64_t k = 0; k < ICq; k++) {
-            const __m512i w = _mm512_load_si512((const void *)(wv + k));
-            a0 = q1_dp(a0, q1_x4x2(xp, xp + IC, k, c->flip), w);
-            a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, c->flip), w);
-            a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, c->flip), w);
-            a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, c->flip), w);
-        }
+        q1_acc8(xp, IC, ICq, wv, c->flip, &a0, &a1, &a2, &a3);
         Q1Z_OUT(a0, p);
         Q1Z_OUT(a1, p + 2);
         Q1Z_OUT(a2, p + 4);
@@ -531,13 +532,7 @@ Q1_INLINE void q1_tail8(const q1_c *restrict c, const uint8_t *x, uint8_t *restr
     for (; p + 8 <= p1; p += 8) {
         const uint8_t *xp = x + p * IC;
         __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0;
-        for (int64_t k = 0; k < ICq; k++) {
-            const __m512i w = _mm512_load_si512((const void *)(wv + k));
-            a0 = q1_dp(a0, q1_x4x2(xp, xp + IC, k, flip), w);
-            a1 = q1_dp(a1, q1_x4x2(xp + 2 * IC, xp + 3 * IC, k, flip), w);
-            a2 = q1_dp(a2, q1_x4x2(xp + 4 * IC, xp + 5 * IC, k, flip), w);
-            a3 = q1_dp(a3, q1_x4x2(xp + 6 * IC, xp + 7 * IC, k, flip), w);
-        }
+        q1_acc8(xp, IC, ICq, wv, flip, &a0, &a1, &a2, &a3);
         uint8_t *yp = yo + p * OC;
         q1_st8x2(c, yp, yp + OC, a0, m, AK, A2);
         q1_st8x2(c, yp + 2 * OC, yp + 3 * OC, a1, m, AK, A2);
