@@ -491,6 +491,30 @@ static void test_q1x1(void) {
                      PRECIS_UINT8, YT[v / 2 % 2], v != 3, PRECIS_UNDEFINED, a1, a2,
                      v == 7 ? 1e-9f : YS, 1 + v % 2);
         }
+    /* qdwconv's small images of <= 2 rows as column pairs (qdw_build_pairs):
+     * bit for bit against the quads (PRECIS_QDW_PAIRS=0): 1 and 2 rows, 5x5
+     * and 3x3 kernels, row strides 1 and 2, 40 to 200 channels (blocks of 64
+     * and the linear tail), int8 src (and uint8 from 160 channels: supports), a batch, 2 threads (columns
+     * split: OW >= 32), asymmetric pads, every act, act2 */
+    static const qconv_case dp[] = {
+        {"dw 200 5x5 2x48 batch 2", 2, 200, 2, 48, 200, 5, 5, 200, 1, 1, 1, 1, {2, 2, 2, 2},
+         NULL},
+        {"dw 168 5x5 stride 2x1 2x37", 1, 168, 2, 37, 168, 5, 5, 168, 2, 1, 1, 1, {2, 2, 2, 2},
+         NULL},
+        {"dw 72 5x5 1x33", 1, 72, 1, 33, 72, 5, 5, 72, 1, 1, 1, 1, {2, 2, 2, 2}, NULL},
+        {"dw 40 3x3 2x40 batch 3", 3, 40, 2, 40, 40, 3, 3, 40, 1, 1, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 64 3x3 stride 2 2x9", 1, 64, 2, 9, 64, 3, 3, 64, 2, 2, 1, 1, {1, 1, 1, 1}, NULL},
+        {"dw 96 5x5 2x6 asym pads", 1, 96, 2, 6, 96, 5, 5, 96, 1, 1, 1, 1, {1, 2, 3, 0}, NULL},
+    };
+    for (size_t i = 0; i < sizeof dp / sizeof dp[0]; i++)
+        for (int v = 0; v < 10; v++, k++) {
+            const qact *a1 = A1[v % 4];
+            const qact *a2 = v % 3 == 1 ? &aff : NULL;
+            vs_other(&pr_cpu_impl_qdwconv, &pr_cpu_impl_qdwconv, "PRECIS_QDW_PAIRS", &dp[i],
+                     v % 5 < 2 || dp[i].C < 160 ? PRECIS_INT8 : PRECIS_UINT8, /* uint8: 160+ */
+                     v == 9 ? PRECIS_FLOAT32 : YT[v / 2 % 2], v != 3,
+                     PRECIS_UNDEFINED, a1, a2, v == 7 ? 1e-9f : YS, 1 + v % 2);
+        }
     printf("q1x1: %d cases bit-identical to dnnl.qconv or its other path (%d output bytes)\n",
            n_vs_dnnl, n_vs_dnnl_bytes);
     qconv_impl = &pr_cpu_impl_dnnl_qconv;

@@ -38,7 +38,9 @@
  * one build per output row and live quad (PP-OCR cls b1 t1, 1 thread: its 7
  * such layers 49 -> 38 us, 40/48 channels 4.65 -> 3.2, 88 channels 7.8 ->
  * 6.25, 104 channels stride 2x1 6.75 -> 4.4, 200 channels 8.6 -> 7.4).
- * The linear last block keeps the row path. PRECIS_QDW_IMG=0 turns it off. */
+ * The linear last block keeps the row path. PRECIS_QDW_IMG=0 turns it off.
+ * Images of <= 2 rows take column pairs instead of the quad (half of it
+ * zero rows): qdw_build_pairs, PRECIS_QDW_PAIRS=0 the quads. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -96,6 +98,42 @@ static PR_VNNI void qdw_build(const qdw_state *s, const qdw_geo *g, const uint8_
             _mm512_store_si512(o + 3, _mm512_unpackhi_epi16(ab1, cd1));
         }
     }
+}
+
+/* V for an image of IH <= 2 rows as column pairs (qdw_state.img_pairs):
+ * V[p] holds rows 0, 1 of columns p and p + 1 (iw = p - pl), one quad's
+ * lane order (qdw_build's interleave of 4 byte vectors: row 0 and 1 of
+ * column p, then of p + 1). Out of the image: the zero block, as
+ * qdw_build. Each column's loads serve two pairs. */
+static PR_VNNI void qdw_build_pairs(const qdw_state *s, const qdw_geo *g, const uint8_t *x,
+                                    int64_t cb, __mmask64 cm, __m512i *V) {
+    const __m512i flip = _mm512_set1_epi8(s->xdt == PRECIS_INT8 ? (char)0x80 : 0);
+    const int64_t C = s->C;
+    const uint8_t *r0 = x + cb * 64, *r1 = x + g->IW * C + cb * 64;
+    const bool two = g->IH > 1;
+#define QDW_PAIR_COL(iw, a, b)                                                                     \
+    do {                                                                                           \
+        const bool in_ = (iw) >= 0 && (iw) < g->IW;                                                \
+        a = in_ ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(cm, r0 + (iw) * C), flip) : flip;      \
+        b = in_ && two ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(cm, r1 + (iw) * C), flip)       \
+                       : flip;                                                                     \
+    } while (0)
+    __m512i t0, t1;
+    QDW_PAIR_COL(-g->pl, t0, t1);
+    for (int64_t p = 0; p < g->ncol; p++) {
+        __m512i t2, t3;
+        QDW_PAIR_COL(p + 1 - g->pl, t2, t3);
+        __m512i ab0 = _mm512_unpacklo_epi8(t0, t1), ab1 = _mm512_unpackhi_epi8(t0, t1);
+        __m512i cd0 = _mm512_unpacklo_epi8(t2, t3), cd1 = _mm512_unpackhi_epi8(t2, t3);
+        __m512i *o = V + p * 4;
+        _mm512_store_si512(o, _mm512_unpacklo_epi16(ab0, cd0));
+        _mm512_store_si512(o + 1, _mm512_unpackhi_epi16(ab0, cd0));
+        _mm512_store_si512(o + 2, _mm512_unpacklo_epi16(ab1, cd1));
+        _mm512_store_si512(o + 3, _mm512_unpackhi_epi16(ab1, cd1));
+        t0 = t2;
+        t1 = t3;
+    }
+#undef QDW_PAIR_COL
 }
 
 /* The epilogue of one row and block. Fused (int8/uint8 out, act none,
@@ -175,23 +213,23 @@ VNNI_INLINE void qdw_pixel(const qdw_ep *e, __m512i a0, __m512i a1, __m512i a2, 
 VNNI_INLINE void qdw_conv_t(const __m512i *V, const __m512i *wb, const qdw_ep *e, int64_t OW,
                             int64_t sw, int64_t KW, int64_t NQH, int64_t DW, int EK, int AK,
                             bool AFF, int64_t Q0, int64_t Q1) {
-    if (KW == 3 && NQH == 1 && DW == 1 && Q0 == 0 && Q1 == 1) {
+    if (KW == 3 && NQH == 1 && Q0 == 0 && Q1 == 1) { /* DW 2: qdw_img's column pairs */
         const __m512i w0 = wb[0], w1 = wb[1], w2 = wb[2], w3 = wb[3], w4 = wb[4], w5 = wb[5];
         const __m512i w6 = wb[6], w7 = wb[7], w8 = wb[8], w9 = wb[9], w10 = wb[10], w11 = wb[11];
         for (int64_t ow = 0; ow < OW; ow++) {
-            const __m512i *v = V + ow * sw * 4;
+            const __m512i *v = V + ow * sw * 4, *u = v + DW * 4, *z = v + DW * 8;
             __m512i a0 = _mm512_dpbusd_epi32(e->init[0], v[0], w0);
             __m512i a1 = _mm512_dpbusd_epi32(e->init[1], v[1], w1);
             __m512i a2 = _mm512_dpbusd_epi32(e->init[2], v[2], w2);
             __m512i a3 = _mm512_dpbusd_epi32(e->init[3], v[3], w3);
-            a0 = _mm512_dpbusd_epi32(a0, v[4], w4);
-            a1 = _mm512_dpbusd_epi32(a1, v[5], w5);
-            a2 = _mm512_dpbusd_epi32(a2, v[6], w6);
-            a3 = _mm512_dpbusd_epi32(a3, v[7], w7);
-            a0 = _mm512_dpbusd_epi32(a0, v[8], w8);
-            a1 = _mm512_dpbusd_epi32(a1, v[9], w9);
-            a2 = _mm512_dpbusd_epi32(a2, v[10], w10);
-            a3 = _mm512_dpbusd_epi32(a3, v[11], w11);
+            a0 = _mm512_dpbusd_epi32(a0, u[0], w4);
+            a1 = _mm512_dpbusd_epi32(a1, u[1], w5);
+            a2 = _mm512_dpbusd_epi32(a2, u[2], w6);
+            a3 = _mm512_dpbusd_epi32(a3, u[3], w7);
+            a0 = _mm512_dpbusd_epi32(a0, z[0], w8);
+            a1 = _mm512_dpbusd_epi32(a1, z[1], w9);
+            a2 = _mm512_dpbusd_epi32(a2, z[2], w10);
+            a3 = _mm512_dpbusd_epi32(a3, z[3], w11);
             qdw_pixel(e, a0, a1, a2, a3, ow, EK, AK, AFF);
         }
         return;
@@ -217,6 +255,10 @@ VNNI_INLINE void qdw_conv_g(const qdw_state *s, const qdw_geo *g, const __m512i 
                             int64_t q0, int64_t q1) {
     if (s->KW == 3 && s->nqh == 1 && g->dw == 1 && q0 == 0 && q1 == 1)
         qdw_conv_t(V, wb, e, g->OW, g->sw, 3, 1, 1, EK, AK, AFF, 0, 1);
+    else if (s->KW == 3 && s->nqh == 1 && g->dw == 2 && q0 == 0 && q1 == 1) /* 5-col pairs */
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 3, 1, 2, EK, AK, AFF, 0, 1);
+    else if (s->KW == 2 && s->nqh == 1 && g->dw == 2 && q0 == 0 && q1 == 1) /* 3-col pairs */
+        qdw_conv_t(V, wb, e, g->OW, g->sw, 2, 1, 2, EK, AK, AFF, 0, 1);
     else if (s->KW == 5 && s->nqh == 2 && g->dw == 1 && q0 == 0 && q1 == 2)
         qdw_conv_t(V, wb, e, g->OW, g->sw, 5, 2, 1, EK, AK, AFF, 0, 2);
     else if (s->KW == 5 && s->nqh == 2 && g->dw == 1 && q0 == 0 && q1 == 1)
@@ -537,23 +579,31 @@ static PR_VNNI void qdw_img(const qdw_state *s, const qdw_geo *g, const uint8_t 
     gp.ncol = (gp.OW - 1) * g->sw + (s->KW - 1) * g->dw + 1;
     const int64_t C = s->C, nc = C - cb * 64 < 64 ? C - cb * 64 : 64;
     const __mmask64 cm = nc >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << nc) - 1;
-    qdw_state s1 = *s;
-    s1.KH = 4;
-    s1.nqh = 1;
-    qdw_geo g1 = gp;
-    g1.sh = 0;
-    g1.pt = 0;
-    g1.dh = 1;
-    qdw_build(&s1, &g1, x + (size_t)(n * g->IH * g->IW * C), 0, cb, cm, V, 0, 1);
+    const uint8_t *xn = x + (size_t)(n * g->IH * g->IW * C);
     qdw_state s2 = *s;
     s2.nqh = 1;
     s2.lin = false;
+    qdw_geo gc = gp; /* the sums' geometry */
+    if (s->img_pairs && g->IH <= 2) {
+        qdw_build_pairs(s, &gp, xn, cb, cm, V);
+        s2.KW = (s->KW + 1) / 2; /* pairs 2 columns apart */
+        gc.dw = 2;
+    } else {
+        qdw_state s1 = *s;
+        s1.KH = 4;
+        s1.nqh = 1;
+        qdw_geo g1 = gp;
+        g1.sh = 0;
+        g1.pt = 0;
+        g1.dh = 1;
+        qdw_build(&s1, &g1, xn, 0, cb, cm, V, 0, 1);
+    }
     const size_t ysz = pr_dtype_size(s->ydt);
     for (int64_t oh = 0; oh < g->OH; oh++) {
         s2.wp = s->wimg[g->IH - 1][oh];
         s2.init = s->iinit[g->IH - 1][oh];
         uint8_t *yrow = y + (size_t)((n * g->OH + oh) * g->OW + o0) * (size_t)C * ysz;
-        if (!qdw_conv(&s2, &gp, V, cb, F, yrow, 0, 1)) {
+        if (!qdw_conv(&s2, &gc, V, cb, F, yrow, 0, 1)) {
             qdw_act(&s->act, F, gp.OW * 4);
             qdw_act(&s->act2, F, gp.OW * 4);
             qdw_out(s, F, gp.OW, cb, yrow);

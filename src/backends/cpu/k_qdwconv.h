@@ -53,6 +53,11 @@ typedef struct qdw_state {
     int8_t *wimg[4][4];
     int32_t *iinit[4][4];
     int64_t img_oh[4], img_pt, img_sh;
+    /* images of IH <= 2 rows as column pairs (qdw_img_tables; PRECIS_QDW_PAIRS=0:
+     * the quads): each lane's dword holds rows 0, 1 of two adjacent columns,
+     * and wimg[IH - 1][oh] is [nblk][(KW + 1) / 2][4][64], a pair's bytes
+     * (kernel rows of image rows 0, 1 at column 2 j, then at 2 j + 1) */
+    bool img_pairs;
     /* the direct path (k_qdwdirect.c): uint8 src of 8, 16, 24 or 32 channels */
     bool direct;
     int64_t Cv;        /* lcm(C, 16): lanes of the weight patterns */

@@ -36,6 +36,13 @@ static bool qdw_img_off(void) {
     return env && !strcmp(env, "0");
 }
 
+/* PRECIS_QDW_PAIRS=0: images of <= 2 rows on the quads (A/B timing, the
+ * tests' other path). */
+static bool qdw_pairs_off(void) {
+    const char *env = getenv("PRECIS_QDW_PAIRS");
+    return env && !strcmp(env, "0");
+}
+
 /* PRECIS_QDW_LIN=0: no linear last block (A/B timing). */
 static bool lin_off(void) {
     const char *env = getenv("PRECIS_QDW_LIN");
@@ -200,7 +207,14 @@ void pr_qdw_destroy(void *state) {
  * t >= IH), start -128 * (the sum of those taps) for an int8 src (the
  * padding columns read biased zeros, as in the row path). Instead of one
  * build per output row and live quad. Explicit pads, no dilation; tables
- * for each IH whose OH is 1..4. */
+ * for each IH whose OH is 1..4.
+ *
+ * IH <= 2 (img_pairs): a quad would hold 2 zero rows, half of every
+ * vpdpbusd wasted; a lane's dword holds instead image rows 0, 1 of columns
+ * p and p + 1, and an output pixel sums (KW + 1) / 2 such pairs, at columns
+ * 2 j apart (a 5x5 kernel: 3 vpdpbusd a vector instead of 5). Byte
+ * 2 (kw % 2) + t of pair kw / 2 holds kernel (kh, kw); the same taps, the
+ * same start. */
 static bool qdw_img_tables(qdw_state *s, const pr_node *n, const int8_t *w, const float *ws) {
     const int64_t *v;
     int nv = pr_attr_ints(n, "dilations", &v);
@@ -215,6 +229,7 @@ static bool qdw_img_tables(qdw_state *s, const pr_node *n, const int8_t *w, cons
     const bool s8 = s->xdt == PRECIS_INT8;
     s->img_pt = pt;
     s->img_sh = sh;
+    s->img_pairs = !qdw_pairs_off();
     const size_t nw = (size_t)(s->nblk * s->KW * 256), ni = (size_t)(s->nblk * 64);
     for (int64_t IH = 1; IH <= 4; IH++) {
         const int64_t span = IH + pt + pb - s->KH, OH = span < 0 ? 0 : span / sh + 1;
@@ -228,12 +243,15 @@ static bool qdw_img_tables(qdw_state *s, const pr_node *n, const int8_t *w, cons
                 const int64_t cb = c / 64, ci = c % 64, k = ci / 16, r = (ci % 16) / 4;
                 const int64_t lane = k * 4 + ci % 4;
                 int32_t sum = 0;
+                const bool pairs = s->img_pairs && IH <= 2;
+                const int64_t kwn = pairs ? (s->KW + 1) / 2 : s->KW;
                 for (int64_t kw = 0; kw < s->KW; kw++)
                     for (int64_t t = 0; t < IH; t++) {
                         const int64_t kh = t + pt - oh * sh;
                         if (kh < 0 || kh >= s->KH || ws[c] == 0.0f) continue;
                         const int8_t q = w[(c * s->KH + kh) * s->KW + kw];
-                        wi[((cb * s->KW + kw) * 4 + r) * 64 + lane * 4 + t] = q;
+                        const int64_t j = pairs ? kw / 2 : kw, b = pairs ? 2 * (kw % 2) + t : t;
+                        wi[((cb * kwn + j) * 4 + r) * 64 + lane * 4 + b] = q;
                         sum += q;
                     }
                 ii[cb * 64 + r * 16 + lane] = s8 ? -128 * sum : 0;
