@@ -4,7 +4,7 @@ side by side in one run, both calibrated on the same samples (zoo.py's calibrati
 set, at most --calib, picked as ort_int8.py picks them; never the evaluation samples).
 
     python3 bench/zoo/int8.py [--precis build/precis] [--threads 2] [--calib 32]
-                              [--models a,b] [--batches 1,8] [--rounds 3]
+                              [--models a,b] [--batches 1,8] [--rounds 5]
                               [--out bench/results/zoo_int8.json]
 
 Per model:
@@ -17,7 +17,10 @@ Per model:
   - speed (`precis bench`, 2 threads by default, batch 1 and 8): precis FP32 plan,
     precis INT8 plan (the calibrator with the best metric) and ORT INT8 (the best
     of its calibrators; `--vs-ort` on the same inputs in the same run), --rounds
-    rounds in turn (default 3), medians of the rounds' p50s; plus plan sizes.
+    rounds in turn (default 5), medians of the rounds' p50s, and the speed-up as the median of
+    each round's FP32 / INT8 (timed back to back); plus plan sizes. A measurement
+    runs the model's iteration count (bench/cpu/run.py; a quarter at batch 8) or enough
+    iterations for --min-seconds (default 0.3) at precis FP32's speed, whichever is more.
     The "no protection yet" INT8: every Conv/MatMul/Gemm quantized.
 Writes the JSON (with the command that made it) and a Markdown table next to it.
 A benchmark: numbers depend on the machine's load.
@@ -111,7 +114,8 @@ def markdown(res):
            f"calibration: at most {res['calib']} samples per model (the same for both); metric = the "
            f"model's task metric against ORT FP32 over its evaluation set (best calibrator of each "
            f"side; all are in the JSON); ms = `precis bench` p50 at batch 1 / 8, median of {res.get('rounds', 1)} "
-           f"rounds in turn (ORT INT8 timed by `--vs-ort` on the same inputs). No protection: every Conv/MatMul/Gemm in INT8. "
+           f"rounds in turn (ORT INT8 timed by `--vs-ort` on the same inputs); speed-up = median over the "
+           f"rounds of each round's FP32 p50 / INT8 p50 (timed back to back). No protection: every Conv/MatMul/Gemm in INT8. "
            f"Total {res['seconds']:.0f} s.", "",
            "| model | metric | FP32 ms b1 / b8 | INT8 ms b1 / b8 | speed-up b1 / b8 | plan MB FP32 / INT8 | "
            "precis INT8 metric (calibrator) | ORT INT8 ms b1 / b8 | ORT INT8 metric (calibrator) | precis / ORT INT8 time b1 / b8 |",
@@ -126,6 +130,12 @@ def markdown(res):
             return " / ".join(f"{sp[b][kind]:.2f}" if isinstance(sp.get(b, {}).get(kind), float)
                               else "–" for b in sorted(sp))
 
+        def speedup():
+            return " / ".join(f"{sp[k]['speedup']:.2f}" if isinstance(sp.get(k, {}).get("speedup"), float)
+                              else (f"{sp[k]['fp32'] / sp[k]['int8']:.2f}"
+                                    if isinstance(sp.get(k, {}).get("int8"), float) else "–")
+                              for k in sorted(sp))
+
         def ratio(a, b):
             return " / ".join(f"{sp[k][a] / sp[k][b]:.2f}" if isinstance(sp.get(k, {}).get(a), float)
                               and isinstance(sp.get(k, {}).get(b), float) else "–" for k in sorted(sp))
@@ -134,7 +144,7 @@ def markdown(res):
         pm = f"{fmt(r['precis'][pb]['primary'])} ({pb})" if pb else "error"
         om = f"{fmt(r['ort'][ob]['primary'])} ({ob})" if ob else "failed"
         size = (f"{r['plan_mb']['fp32']:.1f} / {r['plan_mb']['int8']:.1f}" if "plan_mb" in r else "")
-        out.append(f"| {name} | {key} | {ms('fp32')} | {ms('int8')} | {ratio('fp32', 'int8')} | {size} | "
+        out.append(f"| {name} | {key} | {ms('fp32')} | {ms('int8')} | {speedup()} | {size} | "
                    f"{pm} | {ms('ort_int8')} | {om} | {ratio('int8', 'ort_int8')} |")
     out.append("")
     return "\n".join(out)
@@ -149,8 +159,10 @@ def main():
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--calibrators", default=",".join(CALIBRATORS))
     ap.add_argument("--ort-methods", default="minmax,entropy,percentile")
-    ap.add_argument("--rounds", type=int, default=3,
+    ap.add_argument("--rounds", type=int, default=5,
                     help="speed rounds in turn per model and batch (medians)")
+    ap.add_argument("--min-seconds", type=float, default=0.3,
+                    help="each speed measurement runs at least this long at FP32's speed")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "zoo_int8.json"))
     a = ap.parse_args()
     import onnxruntime as ort
@@ -158,6 +170,7 @@ def main():
     res = {"command": "python3 bench/zoo/int8.py " + " ".join(sys.argv[1:]),
            "onnxruntime": ort.__version__, "machine": platform.processor() or platform.machine(),
            "cpus": os.cpu_count(), "threads": a.threads, "calib": a.calib, "rounds": a.rounds,
+           "min_seconds": a.min_seconds,
            "models": {}}
     md_path = os.path.splitext(a.out)[0] + ".md"
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
@@ -241,9 +254,14 @@ def main():
                 for b in [int(x) for x in a.batches.split(",")]:
                     sh = {n: d.replace("B", str(b)) for n, d in shapes.items()}
                     it = iters if b == 1 else max(4, iters // 4)
+                    # at least ~--min-seconds of precis FP32 a measurement (a p50 of 10-15
+                    # sub-millisecond runs moved +-10% between runs on these VMs)
+                    probe = bench(a.precis, fplan, sh, a.threads, 5).get("latency_ms", {}).get("p50")
+                    if isinstance(probe, float) and probe > 0:
+                        it = max(it, min(1000, int(1e3 * a.min_seconds / probe + 0.5)))
                     # rounds in turn (FP32, then INT8 with ORT INT8 beside it):
                     # medians of the per-round p50s, every round kept
-                    s = {"rounds": []}
+                    s = {"rounds": [], "iterations": it}
                     for _ in range(a.rounds):
                         f = bench(a.precis, fplan, sh, a.threads, it)
                         q = bench(a.precis, iplan, sh, a.threads, it,
@@ -255,6 +273,16 @@ def main():
                         v = sorted(x for x in (get(rd) for rd in s["rounds"]) if isinstance(x, float))
                         if v:
                             s[key] = v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+                    # FP32 / INT8 of each round (timed back to back): the speed-up, their
+                    # median -- drifts of the VM over a run cancel within a round
+                    rr = sorted(f / q for f, q in ((rd["raw_fp32"].get("latency_ms", {}).get("p50"),
+                                                     rd["raw_int8"].get("latency_ms", {}).get("p50"))
+                                                    for rd in s["rounds"])
+                                if isinstance(f, float) and isinstance(q, float) and q > 0)
+                    if rr:
+                        s["speedup_rounds"] = rr
+                        s["speedup"] = rr[len(rr) // 2] if len(rr) % 2 else \
+                            0.5 * (rr[len(rr) // 2 - 1] + rr[len(rr) // 2])
                     r["speed"][f"b{b}"] = s
                     print(f"  speed b{b}: fp32 {s.get('fp32')} int8 {s.get('int8')} ORT int8 "
                           f"{s.get('ort_int8')} ms", flush=True)
