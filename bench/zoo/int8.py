@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -272,7 +273,7 @@ def main():
                                      ("ort_int8", lambda x: x["raw_int8"].get("ort", {}).get("latency_ms_p50"))):
                         v = sorted(x for x in (get(rd) for rd in s["rounds"]) if isinstance(x, float))
                         if v:
-                            s[key] = v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+                            s[key] = statistics.median(v)
                     # FP32 / INT8 of each round (timed back to back): the speed-up, their
                     # median -- drifts of the VM over a run cancel within a round
                     rr = sorted(f / q for f, q in ((rd["raw_fp32"].get("latency_ms", {}).get("p50"),
@@ -281,8 +282,7 @@ def main():
                                 if isinstance(f, float) and isinstance(q, float) and q > 0)
                     if rr:
                         s["speedup_rounds"] = rr
-                        s["speedup"] = rr[len(rr) // 2] if len(rr) % 2 else \
-                            0.5 * (rr[len(rr) // 2 - 1] + rr[len(rr) // 2])
+                        s["speedup"] = statistics.median(rr)
                     r["speed"][f"b{b}"] = s
                     print(f"  speed b{b}: fp32 {s.get('fp32')} int8 {s.get('int8')} ORT int8 "
                           f"{s.get('ort_int8')} ms", flush=True)

@@ -234,6 +234,8 @@ static bool qdw_img_tables(qdw_state *s, const pr_node *n, const int8_t *w, cons
     for (int64_t IH = 1; IH <= 4; IH++) {
         const int64_t span = IH + pt + pb - s->KH, OH = span < 0 ? 0 : span / sh + 1;
         if (OH < 1 || OH > 4) continue;
+        const bool pairs = s->img_pairs && IH <= 2;
+        const int64_t kwn = pairs ? (s->KW + 1) / 2 : s->KW;
         for (int64_t oh = 0; oh < OH; oh++) {
             int8_t *wi = s->wimg[IH - 1][oh] = aligned_alloc(64, nw);
             int32_t *ii = s->iinit[IH - 1][oh] = calloc(ni, sizeof(int32_t));
@@ -243,8 +245,6 @@ static bool qdw_img_tables(qdw_state *s, const pr_node *n, const int8_t *w, cons
                 const int64_t cb = c / 64, ci = c % 64, k = ci / 16, r = (ci % 16) / 4;
                 const int64_t lane = k * 4 + ci % 4;
                 int32_t sum = 0;
-                const bool pairs = s->img_pairs && IH <= 2;
-                const int64_t kwn = pairs ? (s->KW + 1) / 2 : s->KW;
                 for (int64_t kw = 0; kw < s->KW; kw++)
                     for (int64_t t = 0; t < IH; t++) {
                         const int64_t kh = t + pt - oh * sh;
